@@ -1,0 +1,44 @@
+# Thin wrapper over CMake presets. `make demo` and `make test` are the README's
+# quick start: both install what is missing first (scripts/install-deps.sh).
+JOBS ?= $(shell nproc)
+PRESET ?= release
+
+.PHONY: all deps build demo test test-release test-asan bless format clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+# Configure once per preset (re-run automatically by the build when CMake files change).
+build/%/build.ninja: | deps
+	@cmake --preset $* >/dev/null
+
+build: deps build/$(PRESET)/build.ninja
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+# The main job end to end on a bundled example (see scripts/demo.sh).
+demo: deps build/release/build.ninja
+	@cmake --build --preset release -j $(JOBS) --target tapestry
+	@bash scripts/demo.sh build/release/bin/tapestry
+
+# Every test: the release suite, then the whole suite again under ASan + UBSan.
+test: test-release test-asan
+
+test-release: deps build/release/build.ninja
+	@cmake --build --preset release -j $(JOBS)
+	@ctest --preset release -j $(JOBS)
+
+test-asan: deps build/asan/build.ninja
+	@cmake --build --preset asan -j $(JOBS)
+	@ctest --preset asan -j $(JOBS)
+
+# Rewrite the golden CLI expectations from the current binary (review the diff!).
+bless: deps build/release/build.ninja
+	@cmake --build --preset release -j $(JOBS) --target bless
+
+format:
+	@git ls-files '*.cpp' '*.hpp' '*.cu' | xargs clang-format -i
+
+clean:
+	rm -rf build

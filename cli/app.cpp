@@ -1,0 +1,155 @@
+#include "cli/app.hpp"
+
+#include <iostream>
+#include <memory>
+#include <new>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/version.hpp"
+#include "core/diag/error.hpp"
+
+namespace tapestry::cli {
+
+std::string versionString() {
+  return TAPESTRY_VERSION;
+}
+
+void notImplemented(const std::string& command) {
+  throw UsageError("'" + command + "' is not implemented yet");
+}
+
+namespace {
+
+// In --format json mode an error is also one JSON document on stdout, so CI
+// scripts can read the failure without parsing stderr.
+void printJsonError(std::ostream& out, const Error& e) {
+  const Diagnostic& d = e.diagnostic();
+  nlohmann::ordered_json doc;
+  doc["status"] = "error";
+  doc["exit_code"] = static_cast<int>(e.exitCode());
+  nlohmann::ordered_json error;
+  error["message"] = d.message;
+  if (!d.location.file.empty()) {
+    error["file"] = d.location.file;
+  }
+  if (d.location.line > 0) {
+    error["line"] = d.location.line;
+    error["column"] = d.location.column;
+  }
+  if (!d.location.pointer.empty()) {
+    error["pointer"] = d.location.pointer;
+  }
+  doc["error"] = error;
+  out << doc.dump(2) << "\n";
+}
+
+int report(const Error& e, const GlobalOptions& global, Streams& io) {
+  io.err << e.what();
+  if (global.format == OutputFormat::Json) {
+    printJsonError(io.out, e);
+  }
+  return static_cast<int>(e.exitCode());
+}
+
+void printVersion(const GlobalOptions& global, std::ostream& out) {
+  if (global.format == OutputFormat::Json) {
+    nlohmann::ordered_json doc;
+    doc["name"] = "tapestry";
+    doc["version"] = versionString();
+    doc["cuda_backend"] = TAPESTRY_HAVE_CUDA_BACKEND != 0;
+    out << doc.dump(2) << "\n";
+  } else {
+    out << "tapestry " << versionString() << "\n";
+  }
+}
+
+} // namespace
+
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Streams io{out, err};
+  GlobalOptions global;
+  Action action;
+  bool showVersion = false;
+
+  CLI::App app{"tapestry: shard tensor programs across devices.\n"
+               "Expands graphs of tensor operations through metakernels, searches the Pareto "
+               "front of sharding plans, renders them, and runs them on CPU or CUDA.",
+               "tapestry"};
+  app.option_defaults()->always_capture_default();
+  app.fallthrough();
+  app.set_help_all_flag("--help-all", "Print help for every subcommand and exit");
+  app.add_flag("--version", showVersion, "Print the version and exit");
+
+  std::string format = "text";
+  app.add_option("--format", format, "Output format: text, or json (one document on stdout)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->each([&global](const std::string& f) {
+        global.format = f == "json" ? OutputFormat::Json : OutputFormat::Text;
+      })
+      ->option_text("text|json");
+  app.add_flag("-q,--quiet", global.quiet, "Print only errors");
+  app.add_flag("-v,--verbose", global.verbose, "Print more about what is happening");
+
+  registerExpand(app, action);
+  registerKernels(app, action);
+  registerOptimize(app, action);
+  registerRender(app, action);
+  registerRun(app, action);
+  registerBench(app, action);
+  app.footer("Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, "
+             "4 backend unavailable, 70 internal error.\n"
+             "Run 'tapestry COMMAND --help' for a command's options.");
+
+  std::vector<const char*> argv;
+  for (const std::string& a : args) {
+    argv.push_back(a.c_str());
+  }
+  try {
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::CallForHelp&) {
+      // Print the help of the innermost selected subcommand, with its full path
+      // ("tapestry kernels show") in the usage line.
+      CLI::App* target = &app;
+      std::string path;
+      while (!target->get_subcommands().empty()) {
+        path += (path.empty() ? "" : " ") + target->get_name();
+        target = target->get_subcommands().front();
+      }
+      out << target->help(path);
+      return 0;
+    } catch (const CLI::CallForAllHelp&) {
+      out << app.help("", CLI::AppFormatMode::All);
+      return 0;
+    } catch (const CLI::ParseError& e) {
+      throw UsageError(e.what());
+    }
+    if (showVersion) {
+      printVersion(global, out);
+      return 0;
+    }
+    if (!action) {
+      throw UsageError("no command given (expected one of: expand, kernels, optimize, render, "
+                       "run, bench); run 'tapestry --help' for usage");
+    }
+    return action(global, io);
+  } catch (const UsageError& e) {
+    err << "tapestry: error: " << e.message() << "\n";
+    if (global.format == OutputFormat::Json) {
+      printJsonError(out, e);
+    }
+    return static_cast<int>(ExitCode::Usage);
+  } catch (const Error& e) {
+    return report(e, global, io);
+  } catch (const std::bad_alloc&) {
+    return report(Error("out of memory", ExitCode::Internal), global, io);
+  } catch (const std::exception& e) {
+    return report(InternalError(std::string("unexpected exception: ") + e.what()), global, io);
+  } catch (...) {
+    return report(InternalError("unexpected non-standard exception"), global, io);
+  }
+}
+
+} // namespace tapestry::cli

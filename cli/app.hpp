@@ -1,0 +1,53 @@
+// The tapestry command line: builds the CLI11 application, dispatches to the one
+// core function per subcommand, and maps every outcome to a SPEC §2 exit code.
+// Callable in-process so tests drive exactly what the binary runs.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace tapestry::cli {
+
+enum class OutputFormat { Text, Json };
+
+// Flags every subcommand accepts.
+struct GlobalOptions {
+  OutputFormat format = OutputFormat::Text;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+// The streams a command talks to (std::cout/std::cerr in the binary).
+struct Streams {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// What a parsed subcommand does; returns the process exit code.
+using Action = std::function<int(const GlobalOptions&, Streams&)>;
+
+// Runs tapestry with `args` (args[0] is the program name). Never throws.
+int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Subcommand registration, one per file cli/cmd_*.cpp. Each adds its CLI11
+// subcommand to `app`, with options bound to state it owns, and stores in
+// `action` what to do when that subcommand is selected.
+void registerExpand(CLI::App& app, Action& action);
+void registerKernels(CLI::App& app, Action& action);
+void registerOptimize(CLI::App& app, Action& action);
+void registerRender(CLI::App& app, Action& action);
+void registerRun(CLI::App& app, Action& action);
+void registerBench(CLI::App& app, Action& action);
+
+// The result of a subcommand whose issue has not landed yet (exit 2).
+[[noreturn]] void notImplemented(const std::string& command);
+
+std::string versionString();
+
+} // namespace tapestry::cli

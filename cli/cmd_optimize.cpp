@@ -1,0 +1,61 @@
+// tapestry optimize GRAPH.json ...   (SPEC §7)
+#include <map>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.hpp"
+
+namespace tapestry::cli {
+
+namespace {
+struct OptimizeArgs {
+  std::string graph;
+  std::vector<std::string> kernelPaths;
+  std::string target = "local";
+  std::uint64_t seed = 0;
+  double budgetSeconds = 0;
+  std::int64_t iterations = 0;
+  int threads = 1;
+  bool exhaustive = false;
+  std::string select = "fastest";
+  std::string memoryCap;
+  std::string inputsOn = "host";
+  std::string output = "-";
+  std::string front;
+};
+} // namespace
+
+void registerOptimize(CLI::App& app, Action& action) {
+  auto args = std::make_shared<OptimizeArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "optimize", "Search shardings and device placements; keep the Pareto front over (time, "
+                  "peak memory per device, bytes moved)");
+  sub->fallthrough();
+  sub->add_option("GRAPH", args->graph, "Graph file (user or expanded), or - for stdin")
+      ->required();
+  sub->add_option("-k,--kernels", args->kernelPaths,
+                  "Extra metakernel YAML file or directory (repeatable)");
+  sub->add_option("--target", args->target, "Built-in target name or target YAML file");
+  sub->add_option("--seed", args->seed, "Random seed (the search is deterministic per seed)");
+  auto* budget = sub->add_option("--budget-seconds", args->budgetSeconds, "Time budget")
+                     ->check(CLI::PositiveNumber);
+  auto* iterations = sub->add_option("--iterations", args->iterations, "Iteration budget")
+                         ->check(CLI::PositiveNumber);
+  budget->excludes(iterations);
+  sub->add_option("--threads", args->threads, "Search worker threads")->check(CLI::Range(1, 1024));
+  sub->add_flag("--exhaustive", args->exhaustive,
+                "Enumerate every plan of a small graph (the true front)");
+  sub->add_option("--select", args->select, "Plan written to -o: fastest, smallest, knee, or time")
+      ->check(CLI::IsMember({"fastest", "smallest", "knee", "time"}));
+  sub->add_option("--memory-cap", args->memoryCap, "Peak memory cap for --select time, e.g. 40GiB");
+  sub->add_option("--inputs-on", args->inputsOn, "Where graph inputs start: host or free")
+      ->check(CLI::IsMember({"host", "free"}));
+  sub->add_option("-o,--output", args->output, "Selected plan (plan/v1 JSON), - for stdout");
+  sub->add_option("--front", args->front, "Also write the front (front/v1 JSON) here");
+  sub->callback([&action, args] {
+    action = [args](const GlobalOptions&, Streams&) -> int { notImplemented("optimize"); };
+  });
+}
+
+} // namespace tapestry::cli

@@ -1,0 +1,78 @@
+#include "core/diag/atomic_file.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "core/diag/error.hpp"
+
+namespace tapestry {
+
+namespace {
+
+std::string temporaryNameFor(const std::filesystem::path& target) {
+  std::random_device rd;
+  std::ostringstream name;
+  name << "." << target.filename().string() << ".tmp." << ::getpid() << "." << std::hex << rd();
+  return (target.parent_path() / name.str()).string();
+}
+
+[[noreturn]] void failWrite(const std::string& path, const std::string& why) {
+  throw Error(SourceLocation{path, 0, 0, {}}, "cannot write output file: " + why);
+}
+
+} // namespace
+
+void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& produce,
+                         std::ostream& stdoutStream) {
+  if (path == "-") {
+    // Produce fully before writing, so an error leaves no partial document on stdout.
+    std::ostringstream buffer;
+    produce(buffer);
+    stdoutStream << buffer.str();
+    stdoutStream.flush();
+    return;
+  }
+  std::filesystem::path target(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(target, ec)) {
+    failWrite(path, "is a directory");
+  }
+  std::string tmp = temporaryNameFor(target);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      failWrite(path, std::strerror(errno));
+    }
+    try {
+      produce(out);
+      out.flush();
+      if (!out) {
+        throw Error(SourceLocation{path, 0, 0, {}}, "cannot write output file: write failed");
+      }
+    } catch (...) {
+      out.close();
+      std::remove(tmp.c_str());
+      throw;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    failWrite(path, std::strerror(err));
+  }
+}
+
+void writeFileAtomically(const std::string& path, const std::string& content,
+                         std::ostream& stdoutStream) {
+  writeFileAtomically(
+      path, [&](std::ostream& out) { out << content; }, stdoutStream);
+}
+
+} // namespace tapestry

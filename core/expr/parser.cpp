@@ -1,0 +1,603 @@
+// Parses expressions, patterns and IPFs with the ANTLR4 grammar, then converts the
+// parse tree into our own AST (core/expr/ast.hpp). ANTLR types stay in this file.
+//
+// Syntax errors become one ExprError: the first one, at its column, worded as
+// "expected ',' or ']'" from the parser's expected-token set rather than ANTLR's
+// "mismatched input" prose.
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <antlr4-runtime.h>
+
+#include "TapestryLexer.h"
+#include "TapestryParser.h"
+#include "core/expr/ast.hpp"
+#include "core/expr/expr.hpp"
+
+namespace tapestry::expr {
+
+namespace {
+
+using grammar::TapestryLexer;
+using grammar::TapestryParser;
+
+struct SyntaxError {
+  int column = 0;
+  std::string message;
+};
+
+int columnOf(const antlr4::Token* t) {
+  return static_cast<int>(t->getStartIndex()) + 1;
+}
+
+// Lexer errors are recorded, not thrown: a parser error earlier in the string
+// must win over a bad character later in it (the token stream is filled first).
+class LexerErrors : public antlr4::BaseErrorListener {
+public:
+  std::optional<SyntaxError> first;
+
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token*, size_t, size_t,
+                   const std::string&, std::exception_ptr) override {
+    if (first) {
+      return;
+    }
+    auto* lexer = static_cast<antlr4::Lexer*>(recognizer);
+    std::size_t start = lexer->tokenStartCharIndex;
+    std::string ch = lexer->getInputStream()->getText(antlr4::misc::Interval(start, start));
+    std::string message;
+    if (ch == "$") {
+      message = "expected a variable name after '$'";
+    } else if (ch == ".") {
+      message = "unexpected '.' (an ellipsis is '...')";
+    } else {
+      message = "unexpected character '" + ch + "'";
+    }
+    first = SyntaxError{static_cast<int>(start) + 1, message};
+  }
+};
+
+bool isCloser(std::size_t type) {
+  switch (type) {
+  case antlr4::Token::EOF:
+  case TapestryParser::IPF_ARROW:
+    return true;
+  default:
+    return false;
+  }
+}
+
+class ParserErrors : public antlr4::BaseErrorListener {
+public:
+  explicit ParserErrors(const LexerErrors& lexerErrors) : lexerErrors_(lexerErrors) {}
+
+  void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t, size_t,
+                   const std::string&, std::exception_ptr) override {
+    auto* parser = static_cast<antlr4::Parser*>(recognizer);
+    int column = offending ? columnOf(offending) : 1;
+    if (lexerErrors_.first && lexerErrors_.first->column <= column) {
+      throw ExprError(lexerErrors_.first->column, lexerErrors_.first->message);
+    }
+    throw ExprError(column, "expected " + describe(*parser, parser->getExpectedTokens()));
+  }
+
+private:
+  static std::string describe(const antlr4::Parser& parser, const antlr4::misc::IntervalSet& set) {
+    const auto& vocab = parser.getVocabulary();
+    std::vector<std::size_t> types;
+    for (std::ptrdiff_t t : set.toList()) {
+      types.push_back(static_cast<std::size_t>(t));
+    }
+    auto literal = [&](std::size_t t) { return vocab.getLiteralName(t); };
+    auto has = [&](const std::string& lit) {
+      return std::any_of(types.begin(), types.end(),
+                         [&](std::size_t t) { return literal(t) == lit; });
+    };
+    auto hasType = [&](std::size_t type) {
+      return std::find(types.begin(), types.end(), type) != types.end();
+    };
+    // Where the construct may end (a separator or a closer), those are worth naming
+    // with what may start a new element, not every token that could continue the
+    // current one: "expected ',' or ']'" rather than "'...', '[', ',' or ']'".
+    static const std::set<std::string> closers = {"','", "']'", "')'"};
+    static const std::set<std::string> exprStarts = {"'('",    "'['",     "'-'", "'not'",
+                                                     "'true'", "'false'", "'@'"};
+    static const std::set<std::string> operators = {"'+'",  "'*'",   "'/'", "'%'",  "'**'",
+                                                    "'=='", "'!='",  "'<'", "'<='", "'>'",
+                                                    "'>='", "'and'", "'or'"};
+    auto closes = [&](std::size_t t) { return isCloser(t) || closers.count(literal(t)) > 0; };
+    auto patternStart = [&](std::size_t t) {
+      return t == TapestryParser::VAR || t == TapestryParser::INT || literal(t) == "'_'";
+    };
+    bool anyCloser = std::any_of(types.begin(), types.end(), closes);
+    bool expression = hasType(TapestryParser::INT) && hasType(TapestryParser::VAR) && has("'('");
+    bool anOperator = !anyCloser && has("'+'") && has("'*'");
+    std::vector<std::string> names;
+    std::vector<std::size_t> kept;
+    if (expression) {
+      names.push_back("an expression");
+    }
+    if (anOperator) {
+      names.push_back("an operator");
+    }
+    for (std::size_t t : types) {
+      bool isStart = exprStarts.count(literal(t)) > 0 || t == TapestryParser::INT ||
+                     t == TapestryParser::VAR || t == TapestryParser::ID;
+      if ((expression && isStart) || (anOperator && operators.count(literal(t)) > 0)) {
+        continue;
+      }
+      if (anyCloser && !closes(t) && !patternStart(t)) {
+        continue;
+      }
+      // Where an element may start, a ',' would only make an empty element.
+      if ((expression || hasType(TapestryParser::VAR)) && literal(t) == "','") {
+        continue;
+      }
+      kept.push_back(t);
+    }
+    // Element starts, then ',', then closers, end of input last.
+    std::stable_sort(kept.begin(), kept.end(), [&](std::size_t a, std::size_t b) {
+      auto rank = [&](std::size_t t) {
+        return t == TapestryParser::VAR   ? 0
+               : t == TapestryParser::INT ? 1
+               : literal(t) == "'_'"      ? 2
+               : literal(t) == "','"      ? 3
+               : t == antlr4::Token::EOF  ? 5
+                                          : 4;
+      };
+      return rank(a) < rank(b);
+    });
+    for (std::size_t t : kept) {
+      if (t == antlr4::Token::EOF) {
+        names.push_back("end of input");
+      } else if (t == TapestryParser::INT) {
+        names.push_back("an integer");
+      } else if (t == TapestryParser::VAR) {
+        names.push_back("a variable");
+      } else if (t == TapestryParser::ID) {
+        names.push_back("a name");
+      } else {
+        names.push_back(literal(t));
+      }
+    }
+    if (names.empty()) {
+      return "something else";
+    }
+    std::string out = names[0];
+    for (std::size_t i = 1; i < names.size(); ++i) {
+      out += (i + 1 == names.size() ? " or " : ", ") + names[i];
+    }
+    return out;
+  }
+
+  const LexerErrors& lexerErrors_;
+};
+
+// Runs the lexer and parser over `text`, calls `entry` for the parse tree and
+// `convert` on it while the parser (which owns the tree) is alive.
+template <class Tree>
+void runParser(std::string_view text, Tree* (TapestryParser::*entry)(),
+               const std::function<void(Tree*)>& convert) {
+  antlr4::ANTLRInputStream input{std::string(text)};
+  TapestryLexer lexer(&input);
+  LexerErrors lexerErrors;
+  lexer.removeErrorListeners();
+  lexer.addErrorListener(&lexerErrors);
+  antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  TapestryParser parser(&tokens);
+  ParserErrors parserErrors(lexerErrors);
+  parser.removeErrorListeners();
+  parser.addErrorListener(&parserErrors);
+  Tree* tree = (parser.*entry)();
+  if (lexerErrors.first) {
+    throw ExprError(lexerErrors.first->column, lexerErrors.first->message);
+  }
+  convert(tree);
+}
+
+const std::set<std::string, std::less<>>& dtypeNames() {
+  static const std::set<std::string, std::less<>> names = {
+      "bool",    "int8",      "int16",      "int32",         "int64",      "uint8",
+      "uint16",  "uint32",    "uint64",     "float16",       "bfloat16",   "float32",
+      "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"};
+  return names;
+}
+
+struct FunctionInfo {
+  Function function;
+  int minArgs;
+  int maxArgs; // -1: no limit
+};
+
+const std::map<std::string, FunctionInfo, std::less<>>& functions() {
+  static const std::map<std::string, FunctionInfo, std::less<>> table = {
+      {"len", {Function::Len, 1, 1}},
+      {"sum", {Function::Sum, 1, 1}},
+      {"prod", {Function::Prod, 1, 1}},
+      {"min", {Function::Min, 1, -1}},
+      {"max", {Function::Max, 1, -1}},
+      {"ones", {Function::Ones, 1, 1}},
+      {"zeros", {Function::Zeros, 1, 1}},
+      {"range", {Function::Range, 1, 1}},
+      {"ceil_div", {Function::CeilDiv, 2, 2}},
+      {"if", {Function::If, 3, 3}},
+      {"broadcast", {Function::Broadcast, 2, 2}},
+      {"broadcast_rows", {Function::BroadcastRows, 2, 2}},
+      {"refine", {Function::Refine, 2, 2}},
+      {"refine_rows", {Function::RefineRows, 3, 3}},
+  };
+  return table;
+}
+
+std::string knownFunctions() {
+  std::string out;
+  for (const auto& [name, info] : functions()) {
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+std::string plural(int n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+class ExprConverter {
+public:
+  bool usesAt = false;
+
+  ExprNode convert(TapestryParser::ExprContext* c) {
+    ExprNode n;
+    n.column = columnOf(c->getStart());
+    n.length = static_cast<int>(c->getStop()->getStopIndex() - c->getStart()->getStartIndex()) + 1;
+    n.opColumn = n.column;
+    if (auto* s = dynamic_cast<TapestryParser::SelectExprContext*>(c)) {
+      auto* sel = s->selector();
+      n.opColumn = columnOf(s->open);
+      n.children.push_back(convert(s->expr()));
+      if (sel->colon) {
+        n.kind = ExprKind::Slice;
+        n.hasLo = sel->lo != nullptr;
+        n.hasHi = sel->hi != nullptr;
+        if (sel->lo) {
+          n.children.push_back(convert(sel->lo));
+        }
+        if (sel->hi) {
+          n.children.push_back(convert(sel->hi));
+        }
+      } else {
+        n.kind = ExprKind::Select;
+        n.children.push_back(convert(sel->lo));
+      }
+    } else if (auto* p = dynamic_cast<TapestryParser::PowExprContext*>(c)) {
+      binary(n, p->op, p->expr(0), p->expr(1));
+    } else if (auto* m = dynamic_cast<TapestryParser::MulExprContext*>(c)) {
+      binary(n, m->op, m->expr(0), m->expr(1));
+    } else if (auto* a = dynamic_cast<TapestryParser::AddExprContext*>(c)) {
+      binary(n, a->op, a->expr(0), a->expr(1));
+    } else if (auto* cmp = dynamic_cast<TapestryParser::CmpExprContext*>(c)) {
+      binary(n, cmp->op, cmp->expr(0), cmp->expr(1));
+    } else if (auto* neg = dynamic_cast<TapestryParser::NegExprContext*>(c)) {
+      ExprNode operand = convert(neg->expr());
+      if (operand.kind == ExprKind::Int && operand.intValue != 0) {
+        // Fold "-5" into a literal; the positive literal always negates safely.
+        operand.intValue = -operand.intValue;
+        operand.column = n.column;
+        operand.length = n.length;
+        operand.opColumn = n.column;
+        return operand;
+      }
+      n.kind = ExprKind::Neg;
+      n.children.push_back(std::move(operand));
+    } else if (auto* no = dynamic_cast<TapestryParser::NotExprContext*>(c)) {
+      n.kind = ExprKind::Not;
+      n.children.push_back(convert(no->expr()));
+    } else if (auto* an = dynamic_cast<TapestryParser::AndExprContext*>(c)) {
+      n.kind = ExprKind::And;
+      n.opColumn = columnOf(an->op);
+      n.children.push_back(convert(an->expr(0)));
+      n.children.push_back(convert(an->expr(1)));
+    } else if (auto* o = dynamic_cast<TapestryParser::OrExprContext*>(c)) {
+      n.kind = ExprKind::Or;
+      n.opColumn = columnOf(o->op);
+      n.children.push_back(convert(o->expr(0)));
+      n.children.push_back(convert(o->expr(1)));
+    } else if (auto* i = dynamic_cast<TapestryParser::IntExprContext*>(c)) {
+      n.kind = ExprKind::Int;
+      std::string digits = i->INT()->getText();
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n.intValue);
+      if (ec != std::errc()) {
+        throw ExprError(n.column, "integer literal " + digits + " does not fit in int64");
+      }
+    } else if (auto* b = dynamic_cast<TapestryParser::BoolExprContext*>(c)) {
+      n.kind = ExprKind::Bool;
+      n.boolValue = b->value->getText() == "true";
+    } else if (auto* v = dynamic_cast<TapestryParser::VarExprContext*>(c)) {
+      n.kind = ExprKind::Var;
+      n.name = v->VAR()->getText().substr(1);
+    } else if (dynamic_cast<TapestryParser::AtExprContext*>(c)) {
+      n.kind = ExprKind::IndexPoint;
+      usesAt = true;
+    } else if (auto* nm = dynamic_cast<TapestryParser::NameExprContext*>(c)) {
+      name(n, nm);
+    } else if (auto* l = dynamic_cast<TapestryParser::ListExprContext*>(c)) {
+      n.kind = ExprKind::List;
+      std::vector<TapestryParser::ListElemContext*> elems = l->listElem();
+      // An empty element is only allowed last: "[]" and a trailing comma.
+      if (isEmpty(elems.back())) {
+        elems.pop_back();
+      }
+      for (auto* e : elems) {
+        if (isEmpty(e)) {
+          throw ExprError(columnOf(e->getStart()), "expected an expression or '...'");
+        }
+        if (e->expr()) {
+          n.children.push_back(convert(e->expr()));
+        } else {
+          // A bare `...` is `1...`.
+          ExprNode one;
+          one.kind = ExprKind::Int;
+          one.intValue = 1;
+          one.column = one.opColumn = columnOf(e->ellipsis);
+          one.length = 3;
+          n.children.push_back(std::move(one));
+        }
+        n.expanded.push_back(e->ellipsis != nullptr);
+      }
+    } else if (auto* pa = dynamic_cast<TapestryParser::ParenExprContext*>(c)) {
+      return convert(pa->expr());
+    } else {
+      throw InternalError("expr parser: unknown parse tree node " + c->getText());
+    }
+    return n;
+  }
+
+private:
+  static bool isEmpty(TapestryParser::ListElemContext* e) {
+    return e->expr() == nullptr && e->ellipsis == nullptr;
+  }
+
+  void binary(ExprNode& n, antlr4::Token* op, TapestryParser::ExprContext* lhs,
+              TapestryParser::ExprContext* rhs) {
+    static const std::map<std::string, BinaryOp, std::less<>> ops = {
+        {"+", BinaryOp::Add}, {"-", BinaryOp::Sub},  {"*", BinaryOp::Mul}, {"/", BinaryOp::Div},
+        {"%", BinaryOp::Mod}, {"**", BinaryOp::Pow}, {"==", BinaryOp::Eq}, {"!=", BinaryOp::Ne},
+        {"<", BinaryOp::Lt},  {"<=", BinaryOp::Le},  {">", BinaryOp::Gt},  {">=", BinaryOp::Ge}};
+    n.kind = ExprKind::Binary;
+    n.op = ops.at(op->getText());
+    n.opColumn = columnOf(op);
+    n.children.push_back(convert(lhs));
+    n.children.push_back(convert(rhs));
+  }
+
+  void name(ExprNode& n, TapestryParser::NameExprContext* c) {
+    std::string id = c->ID()->getText();
+    auto fn = functions().find(id);
+    if (c->open == nullptr) {
+      if (fn != functions().end()) {
+        throw ExprError(n.column, "'" + id + "' is a function: call it as " + id + "(...)");
+      }
+      if (dtypeNames().count(id) == 0) {
+        throw ExprError(n.column, "unknown name '" + id +
+                                      "' (variables start with '$'; a bare name is a dtype "
+                                      "such as float32)");
+      }
+      n.kind = ExprKind::DType;
+      n.name = id;
+      return;
+    }
+    if (fn == functions().end()) {
+      throw ExprError(n.column,
+                      "unknown function '" + id + "'; known functions: " + knownFunctions());
+    }
+    const FunctionInfo& info = fn->second;
+    int args = static_cast<int>(c->expr().size());
+    if (args < info.minArgs || (info.maxArgs >= 0 && args > info.maxArgs)) {
+      std::string want = info.maxArgs < 0 ? "at least " + plural(info.minArgs, "argument")
+                         : info.minArgs == info.maxArgs ? plural(info.minArgs, "argument")
+                                                        : std::to_string(info.minArgs) + " to " +
+                                                              plural(info.maxArgs, "argument");
+      throw ExprError(n.column, id + "() takes " + want + ", got " + std::to_string(args));
+    }
+    n.kind = ExprKind::Call;
+    n.function = info.function;
+    n.name = id;
+    for (auto* a : c->expr()) {
+      n.children.push_back(convert(a));
+    }
+  }
+};
+
+enum class Role { Dim, List, Group, Indexed, Count };
+
+const char* roleName(Role r) {
+  switch (r) {
+  case Role::Dim:
+    return "a dim";
+  case Role::List:
+    return "a list (...)";
+  case Role::Group:
+    return "a group";
+  case Role::Indexed:
+    return "an indexed dim";
+  case Role::Count:
+    return "an element count";
+  }
+  return "?";
+}
+
+class PatternConverter {
+public:
+  std::vector<std::string> variables;
+
+  PatternNode convertList(TapestryParser::PatternContext* c) {
+    PatternNode n;
+    n.kind = PatternKind::List;
+    n.column = columnOf(c->getStart());
+    n.length = static_cast<int>(c->getStop()->getStopIndex() - c->getStart()->getStartIndex()) + 1;
+    elements(n, c->patElem());
+    return n;
+  }
+
+private:
+  std::map<std::string, Role, std::less<>> roles_;
+
+  void use(const std::string& name, Role role, int column) {
+    auto [it, inserted] = roles_.emplace(name, role);
+    if (inserted) {
+      variables.push_back(name);
+    } else if (it->second != role) {
+      throw ExprError(column, "$" + name + " is used both as " + roleName(it->second) + " and as " +
+                                  roleName(role));
+    }
+  }
+
+  static bool isEmpty(TapestryParser::PatElemContext* e) {
+    return e->name == nullptr && e->any == nullptr && e->INT() == nullptr;
+  }
+
+  // An empty element is only allowed last: "[]" and a trailing comma.
+  void elements(PatternNode& n, std::vector<TapestryParser::PatElemContext*> elems) {
+    if (isEmpty(elems.back())) {
+      elems.pop_back();
+    }
+    for (auto* e : elems) {
+      if (isEmpty(e)) {
+        throw ExprError(columnOf(e->getStart()), "expected a variable, an integer or '_'");
+      }
+      n.children.push_back(convert(e));
+    }
+    checkLevel(n);
+  }
+
+  // At most one variadic element per level, else the split would be ambiguous.
+  static void checkLevel(PatternNode& n) {
+    bool seen = false;
+    n.minWidth = 0;
+    n.variadic = false;
+    for (const PatternNode& child : n.children) {
+      if (child.variadic) {
+        if (seen) {
+          throw ExprError(child.column, "at most one '...' per pattern level");
+        }
+        seen = true;
+        n.variadic = true;
+      }
+      n.minWidth += child.minWidth;
+    }
+  }
+
+  PatternNode convert(TapestryParser::PatElemContext* c) {
+    PatternNode n;
+    n.column = columnOf(c->getStart());
+    n.length = static_cast<int>(c->getStop()->getStopIndex() - c->getStart()->getStartIndex()) + 1;
+    if (c->name) {
+      n.name = c->name->getText().substr(1);
+      if (c->ellipsis) {
+        n.kind = PatternKind::Rest;
+        n.minWidth = 0;
+        n.variadic = true;
+        use(n.name, Role::List, n.column);
+      } else if (c->eq) {
+        n.kind = PatternKind::Group;
+        use(n.name, Role::Group, n.column);
+        elements(n, c->patElem());
+        if (n.children.empty()) {
+          throw ExprError(columnOf(c->eq) + 2, "a group needs at least one element");
+        }
+      } else if (c->index) {
+        n.kind = PatternKind::Indexed;
+        n.indexName = c->index->getText().substr(1);
+        use(n.name, Role::Indexed, n.column);
+        use(n.indexName, Role::Count, columnOf(c->index));
+      } else {
+        n.kind = PatternKind::Dim;
+        use(n.name, Role::Dim, n.column);
+      }
+    } else if (c->any) {
+      n.kind = c->ellipsis ? PatternKind::AnyRest : PatternKind::Any;
+      n.minWidth = c->ellipsis ? 0 : 1;
+      n.variadic = c->ellipsis != nullptr;
+    } else {
+      n.kind = PatternKind::Int;
+      std::string digits = c->INT()->getText();
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n.value);
+      if (ec != std::errc()) {
+        throw ExprError(n.column, "integer literal " + digits + " does not fit in int64");
+      }
+    }
+    return n;
+  }
+};
+
+} // namespace
+
+struct Parser {
+  static Expr makeExpr(std::string_view text, std::shared_ptr<const std::string> source,
+                       ExprNode root, bool usesAt) {
+    Expr e;
+    e.text_ = std::string(text);
+    e.source_ = std::move(source);
+    e.root_ = std::make_shared<const ExprNode>(std::move(root));
+    e.usesAt_ = usesAt;
+    return e;
+  }
+
+  static Expr expression(std::string_view text) {
+    auto source = std::make_shared<const std::string>(text);
+    std::optional<Expr> out;
+    runParser<TapestryParser::ExpressionInputContext>(
+        text, &TapestryParser::expressionInput, [&](TapestryParser::ExpressionInputContext* t) {
+          ExprConverter conv;
+          ExprNode root = conv.convert(t->expr());
+          out = makeExpr(text, source, std::move(root), conv.usesAt);
+        });
+    return std::move(*out);
+  }
+
+  static Pattern pattern(std::string_view text) {
+    Pattern p;
+    p.text_ = std::string(text);
+    runParser<TapestryParser::PatternInputContext>(
+        text, &TapestryParser::patternInput, [&](TapestryParser::PatternInputContext* t) {
+          PatternConverter conv;
+          p.root_ = std::make_shared<const PatternNode>(conv.convertList(t->pattern()));
+          p.variables_ = std::move(conv.variables);
+        });
+    return p;
+  }
+
+  static IpfTemplate ipf(std::string_view text) {
+    auto source = std::make_shared<const std::string>(text);
+    IpfTemplate out;
+    out.text_ = std::string(text);
+    auto part = [&](TapestryParser::ExprContext* c) {
+      ExprConverter conv;
+      ExprNode root = conv.convert(c);
+      std::size_t start = c->getStart()->getStartIndex();
+      std::size_t stop = c->getStop()->getStopIndex();
+      return makeExpr(text.substr(start, stop - start + 1), source, std::move(root), conv.usesAt);
+    };
+    runParser<TapestryParser::IpfInputContext>(text, &TapestryParser::ipfInput,
+                                               [&](TapestryParser::IpfInputContext* t) {
+                                                 out.rows_ = part(t->rows);
+                                                 out.shape_ = part(t->shape);
+                                               });
+    return out;
+  }
+};
+
+Expr parseExpression(std::string_view text) {
+  return Parser::expression(text);
+}
+Pattern parsePattern(std::string_view text) {
+  return Parser::pattern(text);
+}
+IpfTemplate parseIpf(std::string_view text) {
+  return Parser::ipf(text);
+}
+
+} // namespace tapestry::expr

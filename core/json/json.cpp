@@ -1,0 +1,1059 @@
+#include "core/json/json.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+namespace tapestry::json {
+
+namespace {
+
+// Where each value starts, as a tree: each entry names its parent and its
+// reference token (object key or array index). Memory stays linear in the file
+// size however deep the nesting, where a full pointer string per value would be
+// quadratic. The hash index over (parent, token) is built on the first lookup,
+// which usually means the first error.
+class PositionTable {
+public:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+  void addRoot(std::size_t offset) { entries_.push_back({kNone, offset, 0, 0, false}); }
+  void addMember(std::size_t parent, std::string_view key, std::size_t offset) {
+    entries_.push_back({parent, offset, keys_.size(), key.size(), false});
+    keys_.append(key);
+  }
+  void addElement(std::size_t parent, std::size_t index, std::size_t offset) {
+    entries_.push_back({parent, offset, index, 0, true});
+  }
+  std::size_t lastEntry() const { return entries_.size() - 1; }
+
+  // Offset of the value at `pointer`, or of its nearest recorded ancestor.
+  std::size_t find(std::string_view pointer) const {
+    std::call_once(indexed_, [this] { buildIndex(); });
+    std::size_t current = 0; // the root
+    std::string token;
+    // A pointer is "" or a sequence of "/token"; anything else names the root.
+    while (!pointer.empty() && pointer.front() == '/') {
+      pointer.remove_prefix(1);
+      std::size_t slash = pointer.find('/');
+      std::string_view escaped = pointer.substr(0, slash);
+      pointer = slash == std::string_view::npos ? std::string_view() : pointer.substr(slash);
+      token.clear();
+      for (std::size_t i = 0; i < escaped.size(); ++i) {
+        if (escaped[i] == '~' && i + 1 < escaped.size() &&
+            (escaped[i + 1] == '0' || escaped[i + 1] == '1')) {
+          token += escaped[++i] == '0' ? '~' : '/';
+        } else {
+          token += escaped[i];
+        }
+      }
+      std::size_t child = findChild(current, token);
+      if (child == kNone) {
+        break;
+      }
+      current = child;
+    }
+    return entries_[current].offset;
+  }
+
+private:
+  struct Entry {
+    std::size_t parent;
+    std::size_t offset;
+    std::size_t key;       // start in keys_, or the array index when isIndex
+    std::size_t keyLength; // unused when isIndex
+    bool isIndex;
+  };
+
+  // The entry's reference token; array indices are formatted into `buffer`.
+  std::string_view tokenOf(const Entry& entry, char (&buffer)[24]) const {
+    if (entry.isIndex) {
+      auto result = std::to_chars(buffer, buffer + sizeof buffer, entry.key);
+      return std::string_view(buffer, static_cast<std::size_t>(result.ptr - buffer));
+    }
+    return std::string_view(keys_).substr(entry.key, entry.keyLength);
+  }
+
+  static std::size_t hashOf(std::size_t parent, std::string_view token) {
+    return std::hash<std::string_view>{}(token) ^ (parent * 0x9E3779B97F4A7C15ULL);
+  }
+
+  std::size_t findChild(std::size_t parent, std::string_view token) const {
+    char buffer[24];
+    for (std::size_t slot = hashOf(parent, token) & mask_;; slot = (slot + 1) & mask_) {
+      std::size_t entry = slots_[slot];
+      if (entry == kNone) {
+        return kNone;
+      }
+      if (entries_[entry].parent == parent && tokenOf(entries_[entry], buffer) == token) {
+        return entry;
+      }
+    }
+  }
+
+  // Open addressing with linear probing, at most half full: one allocation
+  // instead of a node per value.
+  void buildIndex() const {
+    std::size_t capacity = 2;
+    while (capacity < 2 * entries_.size()) {
+      capacity *= 2;
+    }
+    slots_.assign(capacity, kNone);
+    mask_ = capacity - 1;
+    char buffer[24];
+    char other[24];
+    for (std::size_t entry = 1; entry < entries_.size(); ++entry) {
+      const Entry& mine = entries_[entry];
+      std::string_view token = tokenOf(mine, buffer);
+      std::size_t slot = hashOf(mine.parent, token) & mask_;
+      // With duplicate keys allowed a (parent, key) pair repeats: the last one wins.
+      while (slots_[slot] != kNone && !(entries_[slots_[slot]].parent == mine.parent &&
+                                        tokenOf(entries_[slots_[slot]], other) == token)) {
+        slot = (slot + 1) & mask_;
+      }
+      slots_[slot] = entry;
+    }
+  }
+
+  std::vector<Entry> entries_; // entries_[0] is the root
+  std::string keys_;           // object keys, back to back
+  mutable std::once_flag indexed_;
+  mutable std::vector<std::size_t> slots_;
+  mutable std::size_t mask_ = 0;
+};
+
+} // namespace
+
+struct Document::Impl {
+  explicit Impl(SourceFile file) : source(std::move(file)) {}
+  SourceFile source;
+  Json root;
+  PositionTable positions;
+};
+
+namespace {
+
+// The storage behind an ordered_json object: appending to it directly skips
+// ordered_map::emplace's linear duplicate search (the parser checks duplicates itself).
+using ObjectStorage = Json::object_t::Container;
+
+constexpr std::size_t kLinearKeySearch = 8; // objects larger than this get a hash index
+constexpr std::size_t kMaxShown = 40;       // longest rendering of a value inside a message
+
+void appendEscapedToken(std::string& out, std::string_view token) {
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+}
+
+void appendIndexToken(std::string& out, std::size_t index) {
+  char buffer[24];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, index);
+  out.append(buffer, result.ptr);
+}
+
+std::string jsonQuoted(std::string_view text) {
+  return Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string hexByte(unsigned char byte) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "0x";
+  out += kDigits[byte >> 4];
+  out += kDigits[byte & 0xf];
+  return out;
+}
+
+// Length of the well-formed UTF-8 sequence whose lead byte (>= 0x80) is at
+// text[at], or 0 when it is ill-formed (RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF).
+std::size_t utf8SequenceLength(std::string_view text, std::size_t at) {
+  auto byte = [&](std::size_t i) -> unsigned {
+    return at + i < text.size() ? static_cast<unsigned char>(text[at + i]) : 0u;
+  };
+  unsigned lead = byte(0);
+  unsigned low = 0x80;
+  unsigned high = 0xBF;
+  std::size_t length = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead == 0xE0) {
+    length = 3;
+    low = 0xA0;
+  } else if (lead >= 0xE1 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xED) {
+      high = 0x9F;
+    }
+  } else if (lead == 0xF0) {
+    length = 4;
+    low = 0x90;
+  } else if (lead >= 0xF1 && lead <= 0xF3) {
+    length = 4;
+  } else if (lead == 0xF4) {
+    length = 4;
+    high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (byte(1) < low || byte(1) > high) {
+    return 0;
+  }
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) {
+      return 0;
+    }
+  }
+  return length;
+}
+
+void appendUtf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+bool isDigit(int c) {
+  return c >= '0' && c <= '9';
+}
+bool isWordChar(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c) || c == '_';
+}
+
+// One open object or array. Frames are reused across containers at the same
+// depth, so their buffers keep their capacity.
+struct Frame {
+  bool isObject = false;
+  Json* target = nullptr; // where the finished container goes
+  std::size_t entry = 0;  // the container's entry in the position table
+  std::size_t count = 0;  // array elements so far
+  // Object members are collected here and moved into the ordered_map on close:
+  // pair<const string, Json> is copied, not moved, when a vector of it grows.
+  std::vector<std::pair<std::string, Json>> members;
+  std::vector<std::size_t> keyOffsets;                   // of each member's key
+  std::unordered_map<std::string, std::size_t> keyIndex; // only past kLinearKeySearch
+};
+
+// An iterative recursive-descent parser: open containers live on an explicit
+// stack, so hostile nesting costs a clean error, not the C++ stack.
+class Parser {
+public:
+  Parser(const SourceFile& source, const ParseOptions& options, PositionTable& positions)
+      : source_(source), text_(source.text()), options_(options), positions_(positions) {}
+
+  Json run() {
+    // A UTF-8 byte order mark is skipped (editors on Windows write one); offsets
+    // and columns still count its bytes.
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") {
+      pos_ = 3;
+    }
+    skipWhitespace();
+    if (pos_ == text_.size()) {
+      fail(0, "empty file: expected a JSON value");
+    }
+    Json root;
+    Json* slot = &root;
+    positions_.addRoot(pos_);
+    for (;;) {
+      // A value starts here; its position is already recorded.
+      int c = peek();
+      if (c == '{' || c == '[') {
+        openContainer(c == '{', slot);
+        skipWhitespace();
+        Frame& frame = frames_[depth_ - 1];
+        if (peek() != (frame.isObject ? '}' : ']')) {
+          slot = frame.isObject ? beginMember(frame) : beginElement(frame);
+          continue;
+        }
+        ++pos_;
+        closeContainer();
+      } else {
+        parseScalar(*slot);
+      }
+      // The value is complete: close containers until one takes another element.
+      for (;;) {
+        skipWhitespace();
+        if (depth_ == 0) {
+          if (pos_ != text_.size()) {
+            unexpected(pos_, "unexpected content after the JSON value");
+          }
+          return root;
+        }
+        Frame& frame = frames_[depth_ - 1];
+        char close = frame.isObject ? '}' : ']';
+        int next = peek();
+        if (next == ',') {
+          std::size_t comma = pos_++;
+          skipWhitespace();
+          if (peek() == close) {
+            fail(comma, std::string("trailing comma before '") + close + "' is not allowed");
+          }
+          slot = frame.isObject ? beginMember(frame) : beginElement(frame);
+          break;
+        }
+        if (next == close) {
+          ++pos_;
+          closeContainer();
+          continue;
+        }
+        unexpected(pos_, frame.isObject ? "expected ',' or '}' after object member"
+                                        : "expected ',' or ']' after array element");
+      }
+    }
+  }
+
+private:
+  int peek() const { return pos_ < text_.size() ? static_cast<unsigned char>(text_[pos_]) : -1; }
+
+  void skipWhitespace() {
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+        break;
+      }
+      ++pos_;
+    }
+  }
+
+  [[noreturn]] void fail(std::size_t at, const std::string& message) const {
+    if (at >= text_.size()) {
+      // End of input: point just after the last token rather than at an empty last line.
+      at = text_.find_last_not_of(" \t\r\n");
+      at = at == std::string_view::npos ? 0 : at + 1;
+    }
+    Diagnostic diagnostic;
+    diagnostic.location = source_.locationOf(at);
+    diagnostic.message = message;
+    diagnostic.snippet = source_.snippetAt(diagnostic.location.line, diagnostic.location.column);
+    throw Error(std::move(diagnostic), ExitCode::InvalidInput);
+  }
+
+  [[noreturn]] void failInvalidUtf8(std::size_t at) const {
+    fail(at, "invalid UTF-8 byte " + hexByte(static_cast<unsigned char>(text_[at])));
+  }
+
+  // Fails at an unexpected byte, naming comments and invalid UTF-8 before `expected`.
+  [[noreturn]] void unexpected(std::size_t at, const std::string& expected) const {
+    if (at < text_.size()) {
+      char c = text_[at];
+      if (c == '/' && at + 1 < text_.size() && (text_[at + 1] == '/' || text_[at + 1] == '*')) {
+        fail(at, "comments are not allowed in JSON");
+      }
+      if (static_cast<unsigned char>(c) >= 0x80 && utf8SequenceLength(text_, at) == 0) {
+        failInvalidUtf8(at);
+      }
+    }
+    fail(at, expected);
+  }
+
+  // What stands at `at`, for "got ..." in messages.
+  std::string describeAt(std::size_t at) const {
+    if (at >= text_.size()) {
+      return "end of input";
+    }
+    auto c = static_cast<unsigned char>(text_[at]);
+    if (c >= 0x80) {
+      std::size_t length = utf8SequenceLength(text_, at);
+      return "'" + std::string(text_.substr(at, length)) + "'";
+    }
+    if (c < 0x20 || c == 0x7f) {
+      return "byte " + hexByte(c);
+    }
+    return std::string("'") + static_cast<char>(c) + "'";
+  }
+
+  [[noreturn]] void unexpectedValue(std::size_t at) const {
+    int c = at < text_.size() ? static_cast<unsigned char>(text_[at]) : -1;
+    if (c == '\'') {
+      fail(at, "strings must use double quotes, not single quotes");
+    }
+    if (isWordChar(c)) {
+      std::size_t end = at;
+      while (end < text_.size() && isWordChar(static_cast<unsigned char>(text_[end]))) {
+        ++end;
+      }
+      std::string word(text_.substr(at, end - at));
+      if (word == "NaN" || word == "Infinity") {
+        fail(at, word + " is not allowed in JSON");
+      }
+      std::string lower;
+      for (char ch : word) {
+        lower += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+      }
+      if (word.size() > 20) {
+        word = word.substr(0, 20) + "...";
+      }
+      std::string message = "expected a JSON value, got '" + word + "'";
+      if (lower == "true" || lower == "false" || lower == "null") {
+        message += " (JSON literals are lowercase: " + lower + ")";
+      }
+      fail(at, message);
+    }
+    std::string message = "expected a JSON value, got " + describeAt(at);
+    if (c == '+' || c == '.') {
+      message += " (numbers must start with a digit or '-')";
+    }
+    unexpected(at, message);
+  }
+
+  void openContainer(bool isObject, Json* slot) {
+    if (depth_ >= static_cast<std::size_t>(std::max(options_.maxDepth, 0))) {
+      fail(pos_, "nesting deeper than " + std::to_string(options_.maxDepth) + " levels");
+    }
+    if (frames_.size() == depth_) {
+      frames_.emplace_back();
+    }
+    Frame& frame = frames_[depth_++];
+    frame.isObject = isObject;
+    frame.target = slot;
+    frame.entry = positions_.lastEntry();
+    frame.count = 0;
+    frame.members.clear();
+    frame.keyOffsets.clear();
+    frame.keyIndex.clear();
+    if (!isObject) {
+      *slot = Json::array();
+    }
+    ++pos_;
+  }
+
+  void closeContainer() {
+    Frame& frame = frames_[--depth_];
+    if (frame.isObject) {
+      Json object(Json::value_t::object);
+      auto& storage = static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>());
+      storage.reserve(frame.members.size());
+      for (auto& [key, value] : frame.members) {
+        storage.emplace_back(std::move(key), std::move(value));
+      }
+      frame.members.clear();
+      *frame.target = std::move(object);
+    }
+  }
+
+  Json* beginElement(Frame& frame) {
+    positions_.addElement(frame.entry, frame.count++, pos_);
+    auto& array = frame.target->get_ref<Json::array_t&>();
+    array.emplace_back();
+    return &array.back();
+  }
+
+  std::optional<std::size_t> findKey(const Frame& frame, const std::string& key) const {
+    if (frame.members.size() <= kLinearKeySearch) {
+      for (std::size_t i = 0; i < frame.members.size(); ++i) {
+        if (frame.members[i].first == key) {
+          return i;
+        }
+      }
+      return std::nullopt;
+    }
+    auto it = frame.keyIndex.find(key);
+    return it == frame.keyIndex.end() ? std::nullopt : std::optional<std::size_t>(it->second);
+  }
+
+  // Reads `"key" :` and returns the slot for the member's value.
+  Json* beginMember(Frame& frame) {
+    int c = peek();
+    if (c != '"') {
+      if (c == '\'') {
+        fail(pos_, "strings must use double quotes, not single quotes");
+      }
+      unexpected(pos_, "expected a string key");
+    }
+    std::size_t keyOffset = pos_;
+    std::string key;
+    parseString(key);
+
+    std::optional<std::size_t> previous = findKey(frame, key);
+    if (previous && options_.rejectDuplicateKeys) {
+      SourceLocation first = source_.locationOf(frame.keyOffsets[*previous]);
+      fail(keyOffset, "duplicate key " + jsonQuoted(key) + " (first defined at line " +
+                          std::to_string(first.line) + ", column " + std::to_string(first.column) +
+                          ")");
+    }
+    skipWhitespace();
+    if (peek() != ':') {
+      unexpected(pos_, "expected ':' after object key");
+    }
+    ++pos_;
+    skipWhitespace();
+    positions_.addMember(frame.entry, key, pos_);
+    if (previous) {
+      // Duplicates allowed: the last value wins, in the first one's place.
+      Json& value = frame.members[*previous].second;
+      value = Json();
+      return &value;
+    }
+    std::size_t index = frame.members.size();
+    if (index == kLinearKeySearch) {
+      for (std::size_t i = 0; i < index; ++i) {
+        frame.keyIndex.emplace(frame.members[i].first, i);
+      }
+    }
+    if (index >= kLinearKeySearch) {
+      frame.keyIndex.emplace(key, index);
+    }
+    frame.keyOffsets.push_back(keyOffset);
+    frame.members.emplace_back(std::move(key), Json());
+    return &frame.members.back().second;
+  }
+
+  void parseScalar(Json& out) {
+    int c = peek();
+    if (c == '"') {
+      out = Json(Json::value_t::string);
+      parseString(out.get_ref<std::string&>());
+    } else if (c == '-' || isDigit(c)) {
+      parseNumber(out);
+    } else if (matchLiteral("true")) {
+      out = true;
+    } else if (matchLiteral("false")) {
+      out = false;
+    } else if (matchLiteral("null")) {
+      out = nullptr;
+    } else {
+      unexpectedValue(pos_);
+    }
+  }
+
+  bool matchLiteral(std::string_view literal) {
+    if (text_.compare(pos_, literal.size(), literal) != 0) {
+      return false;
+    }
+    std::size_t end = pos_ + literal.size();
+    if (end < text_.size() && isWordChar(static_cast<unsigned char>(text_[end]))) {
+      return false;
+    }
+    pos_ = end;
+    return true;
+  }
+
+  // Reads a string starting at the opening quote, appending its decoded text to `out`.
+  void parseString(std::string& out) {
+    std::size_t open = pos_++;
+    for (;;) {
+      // Copy plain ASCII in runs.
+      std::size_t run = pos_;
+      while (pos_ < text_.size()) {
+        auto c = static_cast<unsigned char>(text_[pos_]);
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) {
+          break;
+        }
+        ++pos_;
+      }
+      out.append(text_.data() + run, pos_ - run);
+      if (pos_ >= text_.size()) {
+        fail(open, "unterminated string");
+      }
+      auto c = static_cast<unsigned char>(text_[pos_]);
+      if (c == '"') {
+        ++pos_;
+        return;
+      }
+      if (c == '\\') {
+        parseEscape(out, open);
+      } else if (c == '\n' || c == '\r') {
+        fail(pos_, "unterminated string: line break before the closing quote");
+      } else if (c < 0x20) {
+        fail(pos_, "unescaped control character " + hexByte(c) + " in string");
+      } else {
+        std::size_t length = utf8SequenceLength(text_, pos_);
+        if (length == 0) {
+          failInvalidUtf8(pos_);
+        }
+        out.append(text_.data() + pos_, length);
+        pos_ += length;
+      }
+    }
+  }
+
+  // Four hex digits at `at`, or -1.
+  long readHex4(std::size_t at) const {
+    if (at + 4 > text_.size()) {
+      return -1;
+    }
+    long value = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      int digit = hexValue(text_[at + i]);
+      if (digit < 0) {
+        return -1;
+      }
+      value = value * 16 + digit;
+    }
+    return value;
+  }
+
+  void parseEscape(std::string& out, std::size_t open) {
+    std::size_t backslash = pos_++;
+    if (pos_ >= text_.size()) {
+      fail(open, "unterminated string");
+    }
+    char c = text_[pos_++];
+    switch (c) {
+    case '"':
+      out += '"';
+      return;
+    case '\\':
+      out += '\\';
+      return;
+    case '/':
+      out += '/';
+      return;
+    case 'b':
+      out += '\b';
+      return;
+    case 'f':
+      out += '\f';
+      return;
+    case 'n':
+      out += '\n';
+      return;
+    case 'r':
+      out += '\r';
+      return;
+    case 't':
+      out += '\t';
+      return;
+    case 'u':
+      break;
+    default: {
+      auto byte = static_cast<unsigned char>(c);
+      std::string shown = byte >= 0x20 && byte < 0x7f ? std::string("'\\") + c + "'"
+                                                      : "'\\' followed by byte " + hexByte(byte);
+      fail(backslash, "invalid escape " + shown + " in string");
+    }
+    }
+    long cp = readHex4(pos_);
+    if (cp < 0) {
+      fail(backslash, "invalid \\u escape: expected four hex digits");
+    }
+    std::string written(text_.substr(backslash, 6));
+    pos_ += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+      fail(backslash, "unpaired low surrogate " + written + " in string");
+    }
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      long low = -1;
+      if (text_.compare(pos_, 2, "\\u") == 0) {
+        low = readHex4(pos_ + 2);
+      }
+      if (low < 0xDC00 || low > 0xDFFF) {
+        fail(backslash, "unpaired high surrogate " + written +
+                            " in string (expected a low surrogate \\uDC00-\\uDFFF after it)");
+      }
+      pos_ += 6;
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+    }
+    appendUtf8(out, static_cast<std::uint32_t>(cp));
+  }
+
+  void parseNumber(Json& out) {
+    std::size_t start = pos_;
+    if (peek() == '-') {
+      ++pos_;
+      if (text_.compare(pos_, 8, "Infinity") == 0) {
+        fail(start, "-Infinity is not allowed in JSON");
+      }
+      if (!isDigit(peek())) {
+        fail(pos_, "expected a digit after '-'");
+      }
+    }
+    std::size_t integerStart = pos_;
+    if (peek() == '0') {
+      ++pos_;
+      if (isDigit(peek())) {
+        fail(integerStart, "leading zeros are not allowed in numbers");
+      }
+    } else {
+      while (isDigit(peek())) {
+        ++pos_;
+      }
+    }
+    std::size_t integerEnd = pos_;
+    bool integral = true;
+    if (peek() == '.') {
+      ++pos_;
+      if (!isDigit(peek())) {
+        fail(pos_, "expected a digit after the decimal point");
+      }
+      while (isDigit(peek())) {
+        ++pos_;
+      }
+      integral = false;
+    }
+    std::size_t mantissaEnd = pos_;
+    long long exponent = 0;
+    if (peek() == 'e' || peek() == 'E') {
+      ++pos_;
+      bool negative = false;
+      if (peek() == '+' || peek() == '-') {
+        negative = peek() == '-';
+        ++pos_;
+      }
+      if (!isDigit(peek())) {
+        fail(pos_, "expected a digit in the exponent");
+      }
+      while (isDigit(peek())) {
+        exponent = std::min(exponent * 10 + (text_[pos_] - '0'), 1'000'000'000LL);
+        ++pos_;
+      }
+      exponent = negative ? -exponent : exponent;
+      integral = false;
+    }
+    const char* first = text_.data() + start;
+    const char* last = text_.data() + pos_;
+    if (integral) {
+      std::int64_t value = 0;
+      auto result = std::from_chars(first, last, value);
+      if (result.ec == std::errc()) {
+        out = value;
+        return;
+      }
+      // Too big for int64: kept as a double, so asInt64() reports the range.
+    }
+    double value = 0;
+    auto result = std::from_chars(first, last, value);
+    if (result.ec == std::errc::result_out_of_range) {
+      if (decimalMagnitude(integerStart, integerEnd, mantissaEnd, exponent) > 0) {
+        std::string literal(text_.substr(start, pos_ - start));
+        if (literal.size() > kMaxShown) {
+          literal = literal.substr(0, kMaxShown - 3) + "...";
+        }
+        fail(start, "number out of range: " + literal);
+      }
+      value = text_[start] == '-' ? -0.0 : 0.0; // underflow rounds to zero
+    } else if (result.ec != std::errc() || result.ptr != last) {
+      throw InternalError("number syntax accepted by the JSON scanner was rejected by from_chars");
+    }
+    out = value;
+  }
+
+  // Decimal exponent of the first significant digit (only its sign matters:
+  // it tells overflow from underflow).
+  long long decimalMagnitude(std::size_t integerStart, std::size_t integerEnd,
+                             std::size_t mantissaEnd, long long exponent) const {
+    for (std::size_t i = integerStart; i < integerEnd; ++i) {
+      if (text_[i] != '0') {
+        return static_cast<long long>(integerEnd - i) - 1 + exponent;
+      }
+    }
+    for (std::size_t i = integerEnd + 1; i < mantissaEnd; ++i) {
+      if (text_[i] != '0') {
+        return -static_cast<long long>(i - integerEnd) + exponent;
+      }
+    }
+    return 0;
+  }
+
+  const SourceFile& source_;
+  std::string_view text_;
+  const ParseOptions& options_;
+  PositionTable& positions_;
+  std::size_t pos_ = 0;
+  std::vector<Frame> frames_;
+  std::size_t depth_ = 0;
+};
+
+std::string typeNameOf(const Json& json) {
+  switch (json.type()) {
+  case Json::value_t::object:
+    return "object";
+  case Json::value_t::array:
+    return "array";
+  case Json::value_t::string:
+    return "string";
+  case Json::value_t::boolean:
+    return "boolean";
+  case Json::value_t::number_integer:
+  case Json::value_t::number_unsigned:
+    return "integer";
+  case Json::value_t::number_float:
+    return "number";
+  case Json::value_t::null:
+    return "null";
+  case Json::value_t::binary:
+    return "binary";
+  case Json::value_t::discarded:
+    break;
+  }
+  return "discarded";
+}
+
+// "array", "null", "string \"x\"", "integer 3": what a value is, for "got ..." in messages.
+std::string describe(const Json& json) {
+  if (json.is_object() || json.is_array() || json.is_null()) {
+    return typeNameOf(json);
+  }
+  return typeNameOf(json) + " " + brief(json);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Document
+
+Document Document::parse(SourceFile source, const ParseOptions& options) {
+  auto impl = std::make_shared<Impl>(std::move(source));
+  Parser parser(impl->source, options, impl->positions);
+  impl->root = parser.run();
+  Document document;
+  document.impl_ = std::move(impl);
+  return document;
+}
+
+const Json& Document::root() const {
+  return impl_->root;
+}
+
+const SourceFile& Document::source() const {
+  return impl_->source;
+}
+
+SourceLocation Document::locate(const std::string& pointer) const {
+  SourceLocation location = impl_->source.locationOf(impl_->positions.find(pointer));
+  location.pointer = pointer;
+  return location;
+}
+
+Error Document::errorAt(const std::string& pointer, const std::string& message,
+                        ExitCode code) const {
+  Diagnostic diagnostic;
+  diagnostic.location = locate(pointer);
+  diagnostic.message = pointer.empty() ? message : "at " + pointer + ": " + message;
+  if (diagnostic.location.hasPosition()) {
+    diagnostic.snippet =
+        impl_->source.snippetAt(diagnostic.location.line, diagnostic.location.column);
+  }
+  return Error(std::move(diagnostic), code);
+}
+
+std::string escapePointerToken(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  appendEscapedToken(out, token);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Value
+
+Value::Value(const Document& doc) : Value(&doc.root(), "", &doc, doc.source().name()) {}
+
+Value::Value(const Json& json, std::string file) : Value(&json, "", nullptr, std::move(file)) {}
+
+Value::Value(const Json* json, std::string pointer, const Document* doc, std::string file)
+    : json_(json), pointer_(std::move(pointer)), doc_(doc), file_(std::move(file)) {}
+
+SourceLocation Value::location() const {
+  if (doc_ != nullptr) {
+    return doc_->locate(pointer_);
+  }
+  return SourceLocation{file_, 0, 0, pointer_};
+}
+
+std::string Value::typeName() const {
+  return typeNameOf(*json_);
+}
+
+std::int64_t Value::asInt64() const {
+  if (json_->is_number_unsigned()) {
+    auto value = json_->get<std::uint64_t>();
+    if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      fail("integer out of int64 range: " + brief(*json_));
+    }
+    return static_cast<std::int64_t>(value);
+  }
+  if (json_->is_number_integer()) {
+    return json_->get<std::int64_t>();
+  }
+  if (json_->is_number_float()) {
+    double value = json_->get<double>();
+    constexpr double kLimit = 9223372036854775808.0; // 2^63
+    if (std::isfinite(value) && value == std::trunc(value) &&
+        (value >= kLimit || value < -kLimit)) {
+      fail("integer out of int64 range: " + brief(*json_));
+    }
+  }
+  fail("expected an integer, got " + describe(*json_));
+}
+
+double Value::asDouble() const {
+  if (!json_->is_number()) {
+    fail("expected a number, got " + describe(*json_));
+  }
+  return json_->get<double>();
+}
+
+bool Value::asBool() const {
+  if (!json_->is_boolean()) {
+    fail("expected a boolean, got " + describe(*json_));
+  }
+  return json_->get<bool>();
+}
+
+const std::string& Value::asString() const {
+  if (!json_->is_string()) {
+    fail("expected a string, got " + describe(*json_));
+  }
+  return json_->get_ref<const std::string&>();
+}
+
+bool Value::has(std::string_view key) const {
+  expectObject();
+  return json_->find(key) != json_->end();
+}
+
+Value Value::member(std::string_view key) const {
+  std::optional<Value> found = find(key);
+  if (!found) {
+    fail("missing required key " + jsonQuoted(key));
+  }
+  return std::move(*found);
+}
+
+std::optional<Value> Value::find(std::string_view key) const {
+  expectObject();
+  auto it = json_->find(key);
+  if (it == json_->end()) {
+    return std::nullopt;
+  }
+  std::string pointer = pointer_ + "/";
+  appendEscapedToken(pointer, key);
+  return Value(&*it, std::move(pointer), doc_, file_);
+}
+
+std::vector<std::pair<std::string, Value>> Value::members() const {
+  expectObject();
+  std::vector<std::pair<std::string, Value>> out;
+  out.reserve(json_->size());
+  for (const auto& [key, value] : json_->items()) {
+    std::string pointer = pointer_ + "/";
+    appendEscapedToken(pointer, key);
+    out.emplace_back(key, Value(&value, std::move(pointer), doc_, file_));
+  }
+  return out;
+}
+
+void Value::expectKeys(std::initializer_list<std::string_view> allowed) const {
+  expectObject();
+  for (const auto& [key, value] : json_->items()) {
+    bool known = false;
+    for (std::string_view name : allowed) {
+      known = known || name == key;
+    }
+    if (known) {
+      continue;
+    }
+    std::string expected;
+    for (std::string_view name : allowed) {
+      expected += (expected.empty() ? "" : ", ") + std::string(name);
+    }
+    member(key).fail("unknown key " + jsonQuoted(key) +
+                     (allowed.size() == 0 ? " (no keys are allowed here)"
+                                          : " (expected one of: " + expected + ")"));
+  }
+}
+
+std::size_t Value::size() const {
+  if (!json_->is_array() && !json_->is_object()) {
+    fail("expected an array or an object, got " + describe(*json_));
+  }
+  return json_->size();
+}
+
+Value Value::at(std::size_t index) const {
+  expectArray();
+  if (index >= json_->size()) {
+    throw InternalError("Value::at(" + std::to_string(index) + ") past the end of the " +
+                        std::to_string(json_->size()) + "-element array at \"" + pointer_ + "\"");
+  }
+  std::string pointer = pointer_ + "/";
+  appendIndexToken(pointer, index);
+  return Value(&(*json_)[index], std::move(pointer), doc_, file_);
+}
+
+std::vector<Value> Value::elements() const {
+  expectArray();
+  std::vector<Value> out;
+  out.reserve(json_->size());
+  for (std::size_t i = 0; i < json_->size(); ++i) {
+    std::string pointer = pointer_ + "/";
+    appendIndexToken(pointer, i);
+    out.push_back(Value(&(*json_)[i], std::move(pointer), doc_, file_));
+  }
+  return out;
+}
+
+void Value::expectObject() const {
+  if (!json_->is_object()) {
+    fail("expected an object, got " + describe(*json_));
+  }
+}
+
+void Value::expectArray() const {
+  if (!json_->is_array()) {
+    fail("expected an array, got " + describe(*json_));
+  }
+}
+
+void Value::fail(const std::string& message, ExitCode code) const {
+  throw error(message, code);
+}
+
+Error Value::error(const std::string& message, ExitCode code) const {
+  if (doc_ != nullptr) {
+    return doc_->errorAt(pointer_, message, code);
+  }
+  return Error(SourceLocation{file_, 0, 0, pointer_},
+               pointer_.empty() ? message : "at " + pointer_ + ": " + message, code);
+}
+
+std::string brief(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() <= kMaxShown) {
+    return text;
+  }
+  std::size_t cut = kMaxShown - 3;
+  // Never cut a UTF-8 sequence in half.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return text.substr(0, cut) + "...";
+}
+
+} // namespace tapestry::json

@@ -1,0 +1,68 @@
+// Applying a metakernel template to one operation: bind params, match the input
+// shapes, check constraints, then evaluate the index space, the output tensors and
+// every IPF. Pure evaluation of the ASTs parsed at load time; never parses.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expr/expr.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/metakernel.hpp"
+#include "core/zspace/index_projection.hpp"
+#include "core/zspace/zrange.hpp"
+
+namespace tapestry::metakernel {
+
+// One operation as the graph gives it: tensors per input port (a list port takes
+// several, any other port exactly one) and params as JSON values.
+struct Operation {
+  std::string name; // for messages; may be empty
+  std::map<std::string, std::vector<TensorType>, std::less<>> inputs;
+  Json params = Json::object();
+};
+
+// A port of the result: its tensors and one IPF per tensor (in tensor order).
+struct PortResult {
+  std::string name;
+  bool list = false;
+  std::vector<TensorType> tensors;
+  std::vector<IndexProjection> ipfs;
+  std::optional<Combine> combine; // outputs only
+};
+
+struct Application {
+  expr::Bindings bindings;
+  Json params = Json::object();    // resolved: given values plus defaults, template order
+  ZRange index;                    // from 0
+  std::vector<PortResult> inputs;  // template order
+  std::vector<PortResult> outputs; // template order
+  // Index dims with a zero column in every output IPF: summed/maxed over.
+  std::vector<std::size_t> reductionDims;
+  // Every output has a combine, so a plan may split the reduction dims.
+  bool reductionSplittable = true;
+  std::int64_t flopsPerPoint = 0;
+  std::int64_t flops = 0;                    // flopsPerPoint x index size (checked)
+  std::optional<std::int64_t> bytesPerPoint; // cost.bytes when the template gives it
+  std::optional<std::int64_t> bytes;         // bytesPerPoint x index size
+
+  const PortResult* input(std::string_view name) const;
+  const PortResult* output(std::string_view name) const;
+};
+
+// Applies `kernel` to `op`. Errors are Error (exit 1) prefixed with the operation
+// and kernel ("fc1 (matmul): ..."), with a note pointing at the template line
+// involved; conflicts show both shapes:
+//   "matmul: X is [4, 8] and W is [9, 3]: $k is 8 from X but 9 from W".
+Application apply(const Metakernel& kernel, const Operation& op);
+
+// The expanded/v1 fields of an application (SPEC §5): index, bindings, ipf,
+// combine, reduction_dims, flops.
+Json toJson(const Application& app);
+
+} // namespace tapestry::metakernel

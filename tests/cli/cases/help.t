@@ -1,0 +1,146 @@
+## --help prints usage and exits 0, for the tool and every subcommand.
+$ tapestry --help
+tapestry: shard tensor programs across devices.
+Expands graphs of tensor operations through metakernels, searches the Pareto front of sharding plans, renders them, and runs them on CPU or CUDA.
+Usage: tapestry [OPTIONS] [SUBCOMMAND]
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  --version                   Print the version and exit
+  --format text|json          Output format: text, or json (one document on stdout)
+  -q,--quiet                  Print only errors
+  -v,--verbose                Print more about what is happening
+
+Subcommands:
+  expand                      Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index projection functions
+  kernels                     List, print or validate metakernels (the standard library and any -k files)
+  optimize                    Search shardings and device placements; keep the Pareto front over (time, peak memory per device, bytes moved)
+  render                      Draw a graph, a sharded plan or a Pareto front with Graphviz
+  run                         Execute a plan shard by shard on a backend; --check compares with the unsharded graph
+  bench                       Time a plan against its predicted time and the unsharded single-device baseline
+
+Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, 4 backend unavailable, 70 internal error.
+Run 'tapestry COMMAND --help' for a command's options.
+$ tapestry expand --help
+Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index projection functions
+Usage: tapestry expand [OPTIONS] GRAPH
+
+Positionals:
+  GRAPH TEXT REQUIRED         Graph file (graph/v1 JSON), or - for stdin
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
+  -o,--output TEXT=-          Output file (expanded/v1 JSON), - for stdout
+  --override-kernels          Let -k files redefine standard-library kernels
+
+$ tapestry kernels --help
+List, print or validate metakernels (the standard library and any -k files)
+Usage: tapestry kernels [OPTIONS] SUBCOMMAND
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
+  --override-kernels          Let -k files redefine standard-library kernels
+
+Subcommands:
+  list                        List kernels with their ports, params and doc
+  show                        Print one kernel's template
+  check                       Validate every kernel (exit 3 on failure)
+
+$ tapestry kernels show --help
+Print one kernel's template
+Usage: tapestry kernels show [OPTIONS] NAME
+
+Positionals:
+  NAME TEXT REQUIRED          Kernel name
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+
+$ tapestry optimize --help
+Search shardings and device placements; keep the Pareto front over (time, peak memory per device, bytes moved)
+Usage: tapestry optimize [OPTIONS] GRAPH
+
+Positionals:
+  GRAPH TEXT REQUIRED         Graph file (user or expanded), or - for stdin
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
+  --target TEXT=local         Built-in target name or target YAML file
+  --seed UINT=0               Random seed (the search is deterministic per seed)
+  --budget-seconds FLOAT:POSITIVE=0 Excludes: --iterations
+                              Time budget
+  --iterations INT:POSITIVE=0 Excludes: --budget-seconds
+                              Iteration budget
+  --threads INT:INT in [1 - 1024]=1
+                              Search worker threads
+  --exhaustive                Enumerate every plan of a small graph (the true front)
+  --select TEXT:{fastest,smallest,knee,time}=fastest
+                              Plan written to -o: fastest, smallest, knee, or time
+  --memory-cap TEXT           Peak memory cap for --select time, e.g. 40GiB
+  --inputs-on TEXT:{host,free}=host
+                              Where graph inputs start: host or free
+  -o,--output TEXT=-          Selected plan (plan/v1 JSON), - for stdout
+  --front TEXT                Also write the front (front/v1 JSON) here
+
+$ tapestry render --help
+Draw a graph, a sharded plan or a Pareto front with Graphviz
+Usage: tapestry render [OPTIONS] FILE
+
+Positionals:
+  FILE TEXT REQUIRED          Graph, expanded graph, plan or front JSON; - for stdin
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  -o,--output TEXT=-          Output picture; the format follows the extension: .svg .png .pdf .dot
+  --view TEXT:{graph,plan,front}
+                              What to draw: graph, plan or front (default: by file)
+  --rankdir TEXT:{TB,LR,BT,RL}=TB
+                              Layout direction: TB, LR, BT or RL
+  --collapse                  Collapse repeated blocks
+  --max-nodes INT:POSITIVE=2000
+                              Refuse to draw more nodes than this
+
+$ tapestry run --help
+Execute a plan shard by shard on a backend; --check compares with the unsharded graph
+Usage: tapestry run [OPTIONS] PLAN
+
+Positionals:
+  PLAN TEXT REQUIRED          Plan (plan/v1) or graph JSON; - for stdin
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  --backend TEXT:{cpu,cuda}=cpu
+                              Backend: cpu or cuda
+  --inputs TEXT               Directory with one NAME.npy per graph input
+  --outputs TEXT              Directory to write NAME.npy per graph output
+  --seed UINT=0               Seed for drawing inputs when --inputs is not given
+  --check                     Also run the unsharded graph and compare outputs (exit 3 on mismatch)
+  --threads INT:NONNEGATIVE=0 Cap on CPU worker threads (0: one per device)
+
+$ tapestry bench --help
+Time a plan against its predicted time and the unsharded single-device baseline
+Usage: tapestry bench [OPTIONS] PLAN
+
+Positionals:
+  PLAN TEXT REQUIRED          Plan (plan/v1) JSON; - for stdin
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  --backend TEXT:{cpu,cuda}=cpu
+                              Backend: cpu or cuda
+  --repeat INT:INT in [1 - 100000]=10
+                              Timed repetitions (the median is reported)
+  --warmup INT:INT in [0 - 100000]=2
+                              Untimed warm-up repetitions
+

@@ -1,0 +1,26 @@
+## Subcommands whose issue has not landed exit 2 and say so.
+$ tapestry expand g.json
+! tapestry: error: 'expand' is not implemented yet
+[exit 2]
+$ tapestry optimize g.json
+! tapestry: error: 'optimize' is not implemented yet
+[exit 2]
+$ tapestry render g.json
+! tapestry: error: 'render' is not implemented yet
+[exit 2]
+$ tapestry run plan.json
+! tapestry: error: 'run' is not implemented yet
+[exit 2]
+$ tapestry bench plan.json
+! tapestry: error: 'bench' is not implemented yet
+[exit 2]
+$ tapestry bench plan.json --format json
+{
+  "status": "error",
+  "exit_code": 2,
+  "error": {
+    "message": "'bench' is not implemented yet"
+  }
+}
+! tapestry: error: 'bench' is not implemented yet
+[exit 2]

@@ -1,0 +1,47 @@
+## Bad command lines exit 2 with one line on stderr and no usage dump.
+$ tapestry
+! tapestry: error: no command given (expected one of: expand, kernels, optimize, render, run, bench); run 'tapestry --help' for usage
+[exit 2]
+$ tapestry frobnicate
+! tapestry: error: The following argument was not expected: frobnicate
+[exit 2]
+$ tapestry expand
+! tapestry: error: GRAPH is required
+[exit 2]
+$ tapestry --format yaml --version
+! tapestry: error: --format: yaml not in {text,json}
+[exit 2]
+$ tapestry optimize g.json --select bogus
+! tapestry: error: --select: bogus not in {fastest,smallest,knee,time}
+[exit 2]
+$ tapestry optimize g.json --threads 0
+! tapestry: error: --threads: Value 0 not in range 1 to 1024
+[exit 2]
+$ tapestry optimize g.json --budget-seconds 5 --iterations 10
+! tapestry: error: --budget-seconds excludes --iterations
+[exit 2]
+$ tapestry run plan.json --backend tpu
+! tapestry: error: --backend: tpu not in {cpu,cuda}
+[exit 2]
+$ tapestry bench plan.json --repeat 0
+! tapestry: error: --repeat: Value 0 not in range 1 to 100000
+[exit 2]
+$ tapestry render g.json --view sideways
+! tapestry: error: --view: sideways not in {graph,plan,front}
+[exit 2]
+$ tapestry kernels
+! tapestry: error: A subcommand is required
+[exit 2]
+$ tapestry kernels show
+! tapestry: error: NAME is required
+[exit 2]
+$ tapestry --format json frobnicate
+{
+  "status": "error",
+  "exit_code": 2,
+  "error": {
+    "message": "The following argument was not expected: frobnicate"
+  }
+}
+! tapestry: error: The following argument was not expected: frobnicate
+[exit 2]

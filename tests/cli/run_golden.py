@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Golden CLI tests for tapestry, in a cram-like format.
+
+A case file (tests/cli/cases/*.t) holds commands and what they must print:
+
+    ## a comment (lines starting with '## ' are ignored everywhere)
+    $ tapestry --version
+    tapestry 0.1.0
+    $ tapestry expand missing.json
+    ! missing.json: error: cannot open file: No such file or directory
+    [exit 1]
+
+After a '$ ' line comes the expected output: stdout lines as they are, stderr
+lines prefixed with '! ', then '[exit N]' when the exit code is not 0, then
+'[created NAME]' for every file the command left in the working directory (so a
+failing command that leaves a partial output file fails its test).
+
+Each command runs with bash in a fresh empty working directory, with the
+tapestry binary first on PATH and $TESTDATA / $SRC pointing into the source
+tree. Run with --update to rewrite the expected output from what happens.
+"""
+import argparse
+import difflib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def parse_case(text):
+    """Returns [(command, [expected lines])]."""
+    cases = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            continue
+        if line.startswith("$ "):
+            cases.append((line[2:], []))
+        elif cases:
+            cases[-1][1].append(line)
+        elif line.strip():
+            raise SystemExit(f"line before the first command: {line!r}")
+    return cases
+
+
+def run_command(command, binary_dir, src, workdir, timeout):
+    env = dict(os.environ)
+    env["PATH"] = binary_dir + os.pathsep + env.get("PATH", "")
+    env["SRC"] = src
+    env["TESTDATA"] = os.path.join(src, "testdata")
+    env["LC_ALL"] = "C"
+    before = set(os.listdir(workdir))
+    try:
+        proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=workdir, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [f"[timed out after {timeout}s]"]
+    out = []
+    out += proc.stdout.decode("utf-8", "replace").splitlines()
+    out += ["! " + l for l in proc.stderr.decode("utf-8", "replace").splitlines()]
+    if proc.returncode != 0:
+        # A signal shows as a negative code: a crash is never a passing outcome.
+        out.append(f"[exit {proc.returncode}]")
+    for name in sorted(set(os.listdir(workdir)) - before):
+        out.append(f"[created {name}]")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", required=True, help="path to the tapestry binary")
+    ap.add_argument("--src", required=True, help="source tree root")
+    ap.add_argument("--update", action="store_true", help="rewrite expected output")
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+
+    binary_dir = os.path.dirname(os.path.abspath(args.bin))
+    failed = 0
+    for case_path in args.cases:
+        with open(case_path, encoding="utf-8") as f:
+            text = f.read()
+        commands = parse_case(text)
+        if not commands:
+            print(f"{case_path}: no commands", file=sys.stderr)
+            failed += 1
+            continue
+        workdir = tempfile.mkdtemp(prefix="tapestry-golden-")
+        try:
+            new_text = []
+            case_failed = False
+            for command, expected in commands:
+                actual = run_command(command, binary_dir, args.src, workdir, args.timeout)
+                new_text.append("$ " + command)
+                new_text += actual
+                if actual != expected:
+                    case_failed = True
+                    print(f"--- {case_path}: $ {command}")
+                    for l in difflib.unified_diff(expected, actual, "expected", "actual",
+                                                  lineterm=""):
+                        print(l)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if args.update:
+            # Keep the file's comments at the top.
+            header = [l for l in text.splitlines() if l.startswith("## ")]
+            header = header if text.startswith("## ") else []
+            with open(case_path, "w", encoding="utf-8") as f:
+                f.write("\n".join(header + new_text) + "\n")
+        elif case_failed:
+            failed += 1
+    if failed:
+        print(f"0 passed, {failed} failed" if len(args.cases) == 1 else
+              f"{len(args.cases) - failed} passed, {failed} failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,955 @@
+// Tests for the standard library of metakernels (metakernels/*.yaml, SPEC §4.3):
+// per kernel, bindings, output shapes/dtypes, IPFs, reduction dims and flops for
+// several shapes; bad inputs with their messages; and a fixed-seed property test
+// that the IPFs of random valid applications tile every output exactly and keep
+// every input read inside its tensor (docs/metakernels-design.md).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/json/json.hpp"
+#include "core/metakernel/application.hpp"
+#include "core/metakernel/library.hpp"
+#include "core/metakernel/metakernel.hpp"
+#include "core/zspace/index_projection.hpp"
+#include "core/zspace/zaffine_map.hpp"
+#include "core/zspace/zrange.hpp"
+
+using namespace tapestry;
+using namespace tapestry::metakernel;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+using Inputs = std::vector<std::pair<std::string, std::vector<TensorType>>>;
+
+const MetakernelLibrary& lib() {
+  static const MetakernelLibrary library = MetakernelLibrary::standard();
+  return library;
+}
+
+TensorType T(Ints shape, std::string dtype = "float32") {
+  return {std::move(shape), std::move(dtype)};
+}
+
+Application run(const std::string& kernel, const Inputs& inputs, Json params = Json::object()) {
+  Operation op;
+  op.name = kernel;
+  for (const auto& [port, tensors] : inputs) {
+    op.inputs[port] = tensors;
+  }
+  op.params = std::move(params);
+  return apply(lib().get(kernel), op);
+}
+
+// The message of the Error `run` throws, or "" when it succeeds.
+std::string errorOf(const std::string& kernel, const Inputs& inputs, Json params = Json::object()) {
+  try {
+    run(kernel, inputs, std::move(params));
+  } catch (const Error& e) {
+    return e.message();
+  }
+  return "";
+}
+
+std::int64_t bindInt(const Application& a, const std::string& name) {
+  const expr::Binding* b = a.bindings.find(name);
+  REQUIRE(b != nullptr);
+  REQUIRE(b->value.isInt());
+  return b->value.asInt();
+}
+
+Ints bindInts(const Application& a, const std::string& name) {
+  const expr::Binding* b = a.bindings.find(name);
+  REQUIRE(b != nullptr);
+  return b->value.toInts(name);
+}
+
+IndexProjection ipf(std::initializer_list<std::initializer_list<std::int64_t>> rows, Ints offset,
+                    Ints shape) {
+  return IndexProjection(ZAffineMap(ZMatrix(rows), ZPoint(std::move(offset))),
+                         ZPoint(std::move(shape)));
+}
+
+const IndexProjection& inIpf(const Application& a, const std::string& port, std::size_t k = 0) {
+  const PortResult* p = a.input(port);
+  REQUIRE(p != nullptr);
+  REQUIRE(k < p->ipfs.size());
+  return p->ipfs[k];
+}
+
+const IndexProjection& outIpf(const Application& a, const std::string& port, std::size_t k = 0) {
+  const PortResult* p = a.output(port);
+  REQUIRE(p != nullptr);
+  REQUIRE(k < p->ipfs.size());
+  return p->ipfs[k];
+}
+
+const TensorType& outT(const Application& a, const std::string& port = "result",
+                       std::size_t k = 0) {
+  const PortResult* p = a.output(port);
+  REQUIRE(p != nullptr);
+  REQUIRE(k < p->tensors.size());
+  return p->tensors[k];
+}
+
+Ints indexShape(const Application& a) {
+  return a.index.shape().vector();
+}
+
+std::vector<std::size_t> dims(std::initializer_list<std::size_t> d) {
+  return d;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- library
+
+TEST_CASE("stdlib: every SPEC §4.3 kernel is in the embedded library", "[stdlib]") {
+  for (const char* name :
+       {"matmul",    "linear",    "add",     "sub",   "mul",     "div",    "relu",      "gelu",
+        "tanh",      "exp",       "sigmoid", "neg",   "sum",     "mean",   "max",       "softmax",
+        "layernorm", "transpose", "concat",  "split", "reshape", "conv2d", "embedding", "cast"}) {
+    INFO(name);
+    const Metakernel* k = lib().find(name);
+    REQUIRE(k != nullptr);
+    CHECK_FALSE(k->doc.empty());
+    CHECK(k->examples.size() >= 1);
+    CHECK(k->examples.size() <= 3);
+  }
+}
+
+TEST_CASE("stdlib: every example applies", "[stdlib]") {
+  for (const Metakernel* k : lib().kernels()) {
+    for (const ExampleSpec& ex : k->examples) {
+      INFO(k->name << " example at line " << ex.location.line);
+      Operation op;
+      op.name = k->name;
+      for (const auto& [port, tensors] : ex.inputs) {
+        op.inputs[port] = tensors;
+      }
+      op.params = ex.params;
+      if (ex.expectError) {
+        std::string message;
+        try {
+          apply(*k, op);
+        } catch (const Error& e) {
+          message = e.message();
+        }
+        CHECK_THAT(message, Contains(*ex.expectError));
+        continue;
+      }
+      Application a = apply(*k, op);
+      if (ex.expectIndex) {
+        CHECK(indexShape(a) == *ex.expectIndex);
+      }
+      if (ex.expectFlops) {
+        CHECK(a.flops == *ex.expectFlops);
+      }
+      for (const auto& [port, tensors] : ex.expectOutputs) {
+        const PortResult* p = a.output(port);
+        REQUIRE(p != nullptr);
+        CHECK(p->tensors == tensors);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- matmul, linear
+
+TEST_CASE("stdlib: matmul", "[stdlib]") {
+  SECTION("2-D") {
+    Application a = run("matmul", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}});
+    CHECK(bindInt(a, "m") == 8);
+    CHECK(bindInt(a, "k") == 4);
+    CHECK(bindInt(a, "n") == 6);
+    CHECK(bindInts(a, "batch").empty());
+    CHECK(indexShape(a) == Ints{8, 6, 4});
+    CHECK(outT(a) == T({8, 6}));
+    CHECK(inIpf(a, "X") == ipf({{1, 0, 0}, {0, 0, 1}}, {0, 0}, {1, 1}));
+    CHECK(inIpf(a, "W") == ipf({{0, 0, 1}, {0, 1, 0}}, {0, 0}, {1, 1}));
+    CHECK(outIpf(a, "result") == ipf({{1, 0, 0}, {0, 1, 0}}, {0, 0}, {1, 1}));
+    CHECK(a.reductionDims == dims({2}));
+    CHECK(a.reductionSplittable);
+    REQUIRE(a.output("result")->combine.has_value());
+    CHECK(*a.output("result")->combine == Combine::Sum);
+    CHECK(a.flopsPerPoint == 2);
+    CHECK(a.flops == 2 * 8 * 6 * 4);
+  }
+  SECTION("batched, int64") {
+    Application a =
+        run("matmul", {{"X", {T({2, 3, 5, 7}, "int64")}}, {"W", {T({2, 3, 7, 4}, "int64")}}});
+    CHECK(bindInts(a, "batch") == Ints{2, 3});
+    CHECK(indexShape(a) == Ints{2, 3, 5, 4, 7});
+    CHECK(outT(a) == T({2, 3, 5, 4}, "int64"));
+    CHECK(inIpf(a, "W") == ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}},
+                               {0, 0, 0, 0}, {1, 1, 1, 1}));
+    CHECK(a.reductionDims == dims({4}));
+  }
+  SECTION("bad inputs") {
+    CHECK_THAT(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({5, 6})}}}),
+               Contains("$k is 4 from X but 5 from W"));
+    CHECK_THAT(errorOf("matmul", {{"X", {T({2, 8, 4})}}, {"W", {T({3, 4, 6})}}}),
+               Contains("$batch is [2] from X but [3] from W"));
+    CHECK_THAT(errorOf("matmul", {{"X", {T({8})}}, {"W", {T({8, 6})}}}),
+               Contains("expects rank at least 2"));
+    CHECK_THAT(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({4, 6}, "float64")}}}),
+               Contains("$dtype is float32 from X but float64 from W"));
+    CHECK_THAT(errorOf("matmul", {{"X", {T({8, 4}, "bool")}}, {"W", {T({4, 6}, "bool")}}}),
+               Contains("$dtype is bool from X, expected one of"));
+  }
+}
+
+TEST_CASE("stdlib: linear", "[stdlib]") {
+  SECTION("2-D") {
+    Application a = run("linear", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}, {"bias", {T({6})}}});
+    CHECK(indexShape(a) == Ints{8, 6});
+    CHECK(outT(a) == T({8, 6}));
+    CHECK(inIpf(a, "X") == ipf({{1, 0}, {0, 0}}, {0, 0}, {1, 4}));
+    CHECK(inIpf(a, "W") == ipf({{0, 0}, {0, 1}}, {0, 0}, {4, 1}));
+    CHECK(inIpf(a, "bias") == ipf({{0, 1}}, {0}, {1}));
+    CHECK(outIpf(a, "result") == ipf({{1, 0}, {0, 1}}, {0, 0}, {1, 1}));
+    CHECK(a.reductionDims.empty());
+    CHECK_FALSE(a.output("result")->combine.has_value());
+    CHECK(a.flopsPerPoint == 2 * 4 + 1);
+    CHECK(a.flops == 9 * 8 * 6);
+  }
+  SECTION("batched and 1-D") {
+    Application a = run("linear", {{"X", {T({2, 3, 4}, "bfloat16")}},
+                                   {"W", {T({4, 5}, "bfloat16")}},
+                                   {"bias", {T({5}, "bfloat16")}}});
+    CHECK(indexShape(a) == Ints{2, 3, 5});
+    CHECK(outT(a) == T({2, 3, 5}, "bfloat16"));
+    CHECK(inIpf(a, "X") == ipf({{1, 0, 0}, {0, 1, 0}, {0, 0, 0}}, {0, 0, 0}, {1, 1, 4}));
+    Application v = run("linear", {{"X", {T({4})}}, {"W", {T({4, 5})}}, {"bias", {T({5})}}});
+    CHECK(indexShape(v) == Ints{5});
+    CHECK(inIpf(v, "X") == ipf({{0}}, {0}, {4}));
+  }
+  SECTION("bad inputs") {
+    CHECK_THAT(errorOf("linear", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}, {"bias", {T({5})}}}),
+               Contains("$n is 6 from W but 5 from bias"));
+    CHECK_THAT(errorOf("linear", {{"X", {T({8, 4}, "int32")}},
+                                  {"W", {T({4, 6}, "int32")}},
+                                  {"bias", {T({6}, "int32")}}}),
+               Contains("expected one of: float32"));
+  }
+}
+
+// ---------------------------------------------------------------- elementwise
+
+TEST_CASE("stdlib: binary elementwise broadcasting", "[stdlib]") {
+  for (const char* k : {"add", "sub", "mul", "div"}) {
+    INFO(k);
+    Application same = run(k, {{"A", {T({4, 5})}}, {"B", {T({4, 5})}}});
+    CHECK(indexShape(same) == Ints{4, 5});
+    CHECK(outT(same) == T({4, 5}));
+    CHECK(inIpf(same, "A") == IndexProjection::identity(2));
+    CHECK(inIpf(same, "B") == IndexProjection::identity(2));
+    CHECK(outIpf(same, "result") == IndexProjection::identity(2));
+    CHECK(same.reductionDims.empty());
+    CHECK(same.flops == 20);
+
+    Application b = run(k, {{"A", {T({8, 1, 5})}}, {"B", {T({3, 1})}}});
+    CHECK(indexShape(b) == Ints{8, 3, 5});
+    CHECK(outT(b) == T({8, 3, 5}));
+    CHECK(inIpf(b, "A") == ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}}, {0, 0, 0}, {1, 1, 1}));
+    CHECK(inIpf(b, "B") == ipf({{0, 1, 0}, {0, 0, 0}}, {0, 0}, {1, 1}));
+
+    Application s = run(k, {{"A", {T({})}}, {"B", {T({2, 3})}}});
+    CHECK(indexShape(s) == Ints{2, 3});
+    CHECK(inIpf(s, "A").outputRank() == 0);
+
+    CHECK_THAT(errorOf(k, {{"A", {T({4, 5})}}, {"B", {T({3, 5})}}}),
+               Contains("cannot broadcast [4, 5] with [3, 5]"));
+    CHECK_THAT(errorOf(k, {{"A", {T({4})}}, {"B", {T({4}, "float16")}}}),
+               Contains("$dtype is float32 from A but float16 from B"));
+  }
+  CHECK(outT(run("add", {{"A", {T({3}, "int32")}}, {"B", {T({3}, "int32")}}})) == T({3}, "int32"));
+  CHECK_THAT(errorOf("div", {{"A", {T({3}, "int32")}}, {"B", {T({3}, "int32")}}}),
+             Contains("$dtype is int32 from A, expected one of"));
+}
+
+TEST_CASE("stdlib: unary elementwise", "[stdlib]") {
+  for (const char* k : {"relu", "gelu", "tanh", "exp", "sigmoid", "neg"}) {
+    INFO(k);
+    Application a = run(k, {{"input", {T({2, 3, 4}, "float16")}}});
+    CHECK(indexShape(a) == Ints{2, 3, 4});
+    CHECK(outT(a) == T({2, 3, 4}, "float16"));
+    CHECK(inIpf(a, "input") == IndexProjection::identity(3));
+    CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+    CHECK(a.reductionDims.empty());
+    CHECK(a.flopsPerPoint >= 1);
+    Application s = run(k, {{"input", {T({})}}});
+    CHECK(s.index.rank() == 0);
+    CHECK(outT(s) == T({}));
+  }
+  CHECK(run("gelu", {{"input", {T({10})}}}).flops == 80);
+  CHECK(outT(run("neg", {{"input", {T({3}, "int64")}}})) == T({3}, "int64"));
+  CHECK_THAT(errorOf("exp", {{"input", {T({3}, "int64")}}}),
+             Contains("$dtype is int64 from input, expected one of"));
+}
+
+// ---------------------------------------------------------------- reductions
+
+TEST_CASE("stdlib: sum, mean, max", "[stdlib]") {
+  const std::map<std::string, Combine> combine = {
+      {"sum", Combine::Sum}, {"mean", Combine::Sum}, {"max", Combine::Max}};
+  for (const auto& [k, c] : combine) {
+    INFO(k);
+    Application a = run(k, {{"input", {T({4, 6, 5})}}});
+    CHECK(bindInt(a, "ax") == 2);
+    CHECK(bindInt(a, "n") == 5);
+    CHECK(indexShape(a) == Ints{4, 6, 5});
+    CHECK(outT(a) == T({4, 6}));
+    CHECK(inIpf(a, "input") == IndexProjection::identity(3));
+    CHECK(outIpf(a, "result") == ipf({{1, 0, 0}, {0, 1, 0}}, {0, 0}, {1, 1}));
+    CHECK(a.reductionDims == dims({2}));
+    CHECK(a.reductionSplittable);
+    CHECK(*a.output("result")->combine == c);
+    CHECK(a.flops == 4 * 6 * 5);
+
+    Application b = run(k, {{"input", {T({4, 6, 5})}}}, {{"axis", 1}, {"keepdims", true}});
+    CHECK(outT(b) == T({4, 1, 5}));
+    CHECK(outIpf(b, "result") == ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}}, {0, 0, 0}, {1, 1, 1}));
+    CHECK(b.reductionDims == dims({1}));
+
+    Application n = run(k, {{"input", {T({4, 6, 5})}}}, {{"axis", -3}});
+    CHECK(bindInt(n, "ax") == 0);
+    CHECK(outT(n) == T({6, 5}));
+    CHECK(n.reductionDims == dims({0}));
+
+    Application v = run(k, {{"input", {T({7})}}});
+    CHECK(outT(v) == T({}));
+    CHECK(outIpf(v, "result").outputRank() == 0);
+    CHECK(v.reductionDims == dims({0}));
+
+    CHECK_THAT(errorOf(k, {{"input", {T({4, 6})}}}, {{"axis", 2}}),
+               Contains("where clause \"-len($shape) <= $axis and $axis < len($shape)\" does not "
+                        "hold ($shape = [4, 6], $axis = 2)"));
+    CHECK_THAT(errorOf(k, {{"input", {T({4, 6})}}}, {{"axis", -3}}), Contains("does not hold"));
+    CHECK_THAT(errorOf(k, {{"input", {T({})}}}), Contains("len($shape) >= 1"));
+    CHECK_THAT(errorOf(k, {{"input", {T({4})}}}, {{"axis", "x"}}),
+               Contains("param axis: expected int, got string"));
+    CHECK_THAT(errorOf(k, {{"input", {T({4})}}}, {{"keepdims", 1}}),
+               Contains("param keepdims: expected bool"));
+  }
+  CHECK(outT(run("sum", {{"input", {T({3, 2}, "int32")}}})) == T({3}, "int32"));
+  CHECK_THAT(errorOf("mean", {{"input", {T({3, 2}, "int32")}}}), Contains("expected one of"));
+}
+
+// ---------------------------------------------------------------- normalization
+
+TEST_CASE("stdlib: softmax", "[stdlib]") {
+  Application a = run("softmax", {{"input", {T({4, 10})}}});
+  CHECK(bindInt(a, "n") == 10);
+  CHECK(indexShape(a) == Ints{4});
+  CHECK(outT(a) == T({4, 10}));
+  CHECK(inIpf(a, "input") == ipf({{1}, {0}}, {0, 0}, {1, 10}));
+  CHECK(outIpf(a, "result") == ipf({{1}, {0}}, {0, 0}, {1, 10}));
+  CHECK(a.reductionDims.empty());
+  CHECK(a.flops == 4 * 5 * 10);
+
+  Application b = run("softmax", {{"input", {T({4, 10, 6})}}}, {{"axis", 1}});
+  CHECK(indexShape(b) == Ints{4, 6});
+  CHECK(outIpf(b, "result") == ipf({{1, 0}, {0, 0}, {0, 1}}, {0, 0, 0}, {1, 10, 1}));
+
+  Application c = run("softmax", {{"input", {T({4, 10, 6})}}}, {{"axis", -3}});
+  CHECK(indexShape(c) == Ints{10, 6});
+  CHECK(inIpf(c, "input") == ipf({{0, 0}, {1, 0}, {0, 1}}, {0, 0, 0}, {4, 1, 1}));
+
+  Application v = run("softmax", {{"input", {T({10})}}});
+  CHECK(v.index.rank() == 0);
+  CHECK(inIpf(v, "input").apply(v.index) == ZRange::fromShape(ZPoint{10}));
+
+  CHECK_THAT(errorOf("softmax", {{"input", {T({4, 10})}}}, {{"axis", 2}}),
+             Contains("does not hold"));
+  CHECK_THAT(errorOf("softmax", {{"input", {T({4}, "int32")}}}), Contains("expected one of"));
+}
+
+TEST_CASE("stdlib: layernorm", "[stdlib]") {
+  Application a =
+      run("layernorm", {{"input", {T({4, 8})}}, {"gamma", {T({8})}}, {"beta", {T({8})}}},
+          {{"eps", 1e-6}});
+  CHECK(bindInt(a, "d") == 8);
+  CHECK(indexShape(a) == Ints{4});
+  CHECK(outT(a) == T({4, 8}));
+  CHECK(inIpf(a, "input") == ipf({{1}, {0}}, {0, 0}, {1, 8}));
+  CHECK(inIpf(a, "gamma") == ipf({{0}}, {0}, {8}));
+  CHECK(inIpf(a, "beta") == ipf({{0}}, {0}, {8}));
+  CHECK(outIpf(a, "result") == ipf({{1}, {0}}, {0, 0}, {1, 8}));
+  CHECK(a.reductionDims.empty());
+  CHECK(a.params["eps"] == 1e-6);
+  CHECK(run("layernorm", {{"input", {T({4, 8})}}, {"gamma", {T({8})}}, {"beta", {T({8})}}})
+            .params["eps"] == 1e-5);
+
+  Application b =
+      run("layernorm", {{"input", {T({2, 3, 8})}}, {"gamma", {T({8})}}, {"beta", {T({8})}}});
+  CHECK(indexShape(b) == Ints{2, 3});
+  Application v = run("layernorm", {{"input", {T({8})}}, {"gamma", {T({8})}}, {"beta", {T({8})}}});
+  CHECK(v.index.rank() == 0);
+
+  CHECK_THAT(
+      errorOf("layernorm", {{"input", {T({4, 8})}}, {"gamma", {T({7})}}, {"beta", {T({8})}}}),
+      Contains("$d is 8 from input but 7 from gamma"));
+  CHECK_THAT(errorOf("layernorm", {{"input", {T({4, 8})}}, {"gamma", {T({8})}}, {"beta", {T({8})}}},
+                     {{"eps", "small"}}),
+             Contains("param eps: expected float"));
+}
+
+// ---------------------------------------------------------------- shape kernels
+
+TEST_CASE("stdlib: transpose", "[stdlib]") {
+  Application a = run("transpose", {{"input", {T({2, 3, 4})}}}, {{"perm", {2, 0, 1}}});
+  CHECK(bindInts(a, "p") == Ints{2, 0, 1});
+  CHECK(indexShape(a) == Ints{2, 3, 4});
+  CHECK(outT(a) == T({4, 2, 3}));
+  CHECK(inIpf(a, "input") == IndexProjection::identity(3));
+  CHECK(outIpf(a, "result") == ipf({{0, 0, 1}, {1, 0, 0}, {0, 1, 0}}, {0, 0, 0}, {1, 1, 1}));
+  CHECK(a.flops == 0);
+
+  Application n = run("transpose", {{"input", {T({2, 3})}}}, {{"perm", {-1, 0}}});
+  CHECK(outT(n) == T({3, 2}));
+
+  CHECK_THAT(errorOf("transpose", {{"input", {T({2, 3})}}}, {{"perm", {0}}}),
+             Contains("len($perm) == len($shape)"));
+  CHECK_THAT(errorOf("transpose", {{"input", {T({2, 3})}}}, {{"perm", {0, 2}}}),
+             Contains("does not hold"));
+  CHECK_THAT(errorOf("transpose", {{"input", {T({2, 3, 4})}}}, {{"perm", {0, 0, 2}}}),
+             Contains("sum($pow2[$p]) == 2 ** len($p) - 1"));
+  CHECK_THAT(errorOf("transpose", {{"input", {T({2, 3})}}}, {{"perm", {1, -1}}}),
+             Contains("does not hold"));
+  CHECK_THAT(errorOf("transpose", {{"input", {T({2, 3})}}}),
+             Contains("param perm: required ints param not given"));
+}
+
+TEST_CASE("stdlib: concat", "[stdlib]") {
+  Application a = run("concat", {{"tensors", {T({2, 3}), T({2, 5}), T({2, 1})}}}, {{"axis", 1}});
+  CHECK(bindInts(a, "c") == Ints{3, 5, 1});
+  CHECK(bindInt(a, "i") == 3);
+  CHECK(indexShape(a) == Ints{2, 9});
+  CHECK(outT(a) == T({2, 9}));
+  CHECK(outIpf(a, "result") == IndexProjection::identity(2));
+  const PortResult* in = a.input("tensors");
+  REQUIRE(in->ipfs.size() == 3);
+  CHECK(in->ipfs[0] == ipf({{1, 0}, {0, 1}}, {0, 0}, {1, 1}));
+  CHECK(in->ipfs[1] == ipf({{1, 0}, {0, 1}}, {0, -3}, {1, 1}));
+  CHECK(in->ipfs[2] == ipf({{1, 0}, {0, 1}}, {0, -8}, {1, 1}));
+
+  Application v = run("concat", {{"tensors", {T({4}, "int64")}}}, {{"axis", 0}});
+  CHECK(outT(v) == T({4}, "int64"));
+
+  CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({4, 3})}}}, {{"axis", 1}}),
+             Contains("$pre is [2] from tensors[0] but [4] from tensors[1]"));
+  CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3}, "float64")}}}, {{"axis", -1}}),
+             Contains("float64"));
+  CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}), Contains("param axis"));
+}
+
+TEST_CASE("stdlib: split", "[stdlib]") {
+  Application a = run("split", {{"input", {T({10, 4})}}}, {{"axis", 0}, {"sections", {3, 7}}});
+  CHECK(indexShape(a) == Ints{10, 4});
+  const PortResult* r = a.output("results");
+  REQUIRE(r != nullptr);
+  CHECK(r->list);
+  REQUIRE(r->tensors.size() == 2);
+  CHECK(r->tensors[0] == T({3, 4}));
+  CHECK(r->tensors[1] == T({7, 4}));
+  CHECK(r->ipfs[0] == IndexProjection::identity(2));
+  CHECK(r->ipfs[1] == ipf({{1, 0}, {0, 1}}, {-3, 0}, {1, 1}));
+  CHECK(a.reductionDims.empty());
+
+  Application b =
+      run("split", {{"input", {T({2, 9, 3}, "int32")}}}, {{"axis", -2}, {"sections", {2, 3, 4}}});
+  const PortResult* rb = b.output("results");
+  REQUIRE(rb->tensors.size() == 3);
+  CHECK(rb->tensors[2] == T({2, 4, 3}, "int32"));
+  CHECK(rb->ipfs[2] == ipf({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0, -5, 0}, {1, 1, 1}));
+
+  CHECK_THAT(errorOf("split", {{"input", {T({10, 4})}}}, {{"axis", 0}, {"sections", {3, 6}}}),
+             Contains("sum($sections) == $shape[$ax]"));
+  CHECK_THAT(errorOf("split", {{"input", {T({10, 4})}}}, {{"axis", 0}, {"sections", {0, 10}}}),
+             Contains("min($sections) >= 1"));
+  CHECK_THAT(errorOf("split", {{"input", {T({10, 4})}}}, {{"axis", 2}, {"sections", {4}}}),
+             Contains("does not hold"));
+}
+
+TEST_CASE("stdlib: reshape", "[stdlib]") {
+  SECTION("through the common refinement") {
+    Application a = run("reshape", {{"input", {T({4, 6})}}}, {{"shape", {2, 2, 6}}});
+    CHECK(bindInts(a, "r") == Ints{2, 2, 6});
+    CHECK(indexShape(a) == Ints{2, 2, 6});
+    CHECK(outT(a) == T({2, 2, 6}));
+    CHECK(inIpf(a, "input") == ipf({{2, 1, 0}, {0, 0, 1}}, {0, 0}, {1, 1}));
+    CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+    CHECK(a.reductionDims.empty());
+  }
+  SECTION("-1 is inferred") {
+    Application a = run("reshape", {{"input", {T({2, 3, 4}, "int32")}}}, {{"shape", {-1, 4}}});
+    CHECK(bindInts(a, "out") == Ints{6, 4});
+    CHECK(outT(a) == T({6, 4}, "int32"));
+    CHECK(indexShape(a) == Ints{2, 3, 4});
+    CHECK(outIpf(a, "result") == ipf({{3, 1, 0}, {0, 0, 1}}, {0, 0}, {1, 1}));
+    Application b = run("reshape", {{"input", {T({2, 3, 4})}}}, {{"shape", {3, -1}}});
+    CHECK(outT(b) == T({3, 8}));
+    Application c = run("reshape", {{"input", {T({12})}}}, {{"shape", {-1}}});
+    CHECK(outT(c) == T({12}));
+  }
+  SECTION("no refinement: one point") {
+    Application a = run("reshape", {{"input", {T({2, 3})}}}, {{"shape", {3, 2}}});
+    CHECK(indexShape(a) == Ints{1});
+    CHECK(outT(a) == T({3, 2}));
+    CHECK(inIpf(a, "input") == ipf({{0}, {0}}, {0, 0}, {2, 3}));
+    CHECK(outIpf(a, "result") == ipf({{0}, {0}}, {0, 0}, {3, 2}));
+  }
+  SECTION("bad shapes") {
+    CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {4, 2}}}),
+               Contains("prod($out) == prod($in)"));
+    CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {-1, -1}}}),
+               Contains("does not hold"));
+    CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {-2, -3}}}),
+               Contains("min($shape) >= -1"));
+    CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {-1, 4}}}),
+               Contains("prod($out) == prod($in)"));
+  }
+}
+
+TEST_CASE("stdlib: cast", "[stdlib]") {
+  Application a = run("cast", {{"input", {T({3, 4})}}}, {{"dtype", "bfloat16"}});
+  CHECK(outT(a) == T({3, 4}, "bfloat16"));
+  CHECK(inIpf(a, "input") == IndexProjection::identity(2));
+  CHECK(outIpf(a, "result") == IndexProjection::identity(2));
+  CHECK(outT(run("cast", {{"input", {T({5}, "int64")}}}, {{"dtype", "float64"}})) ==
+        T({5}, "float64"));
+  CHECK_THAT(errorOf("cast", {{"input", {T({3})}}}, {{"dtype", "complex64"}}),
+             Contains("$dtype is complex64 from params, expected one of"));
+  CHECK_THAT(errorOf("cast", {{"input", {T({3})}}}), Contains("param dtype: required"));
+}
+
+// ---------------------------------------------------------------- conv2d, embedding
+
+TEST_CASE("stdlib: conv2d", "[stdlib]") {
+  SECTION("defaults") {
+    Application a = run("conv2d", {{"input", {T({2, 3, 8, 9})}}, {"weight", {T({4, 3, 3, 2})}}});
+    CHECK(bindInt(a, "OH") == 6);
+    CHECK(bindInt(a, "OW") == 8);
+    CHECK(indexShape(a) == Ints{2, 4, 6, 8, 3, 3, 2});
+    CHECK(outT(a) == T({2, 4, 6, 8}));
+    CHECK(inIpf(a, "input") == ipf({{1, 0, 0, 0, 0, 0, 0},
+                                    {0, 0, 0, 0, 1, 0, 0},
+                                    {0, 0, 1, 0, 0, 1, 0},
+                                    {0, 0, 0, 1, 0, 0, 1}},
+                                   {0, 0, 0, 0}, {1, 1, 1, 1}));
+    CHECK(inIpf(a, "weight") == ipf({{0, 1, 0, 0, 0, 0, 0},
+                                     {0, 0, 0, 0, 1, 0, 0},
+                                     {0, 0, 0, 0, 0, 1, 0},
+                                     {0, 0, 0, 0, 0, 0, 1}},
+                                    {0, 0, 0, 0}, {1, 1, 1, 1}));
+    CHECK(a.reductionDims == dims({4, 5, 6}));
+    CHECK(*a.output("result")->combine == Combine::Sum);
+    CHECK(a.flops == 2 * 2 * 4 * 6 * 8 * 3 * 3 * 2);
+  }
+  SECTION("stride, padding, dilation") {
+    Application a = run("conv2d", {{"input", {T({1, 2, 17, 15})}}, {"weight", {T({3, 2, 3, 5})}}},
+                        {{"stride", {2, 1}}, {"padding", {1, 2}}, {"dilation", {2, 1}}});
+    CHECK(bindInt(a, "OH") == (17 + 2 - 2 * 2 - 1) / 2 + 1);
+    CHECK(bindInt(a, "OW") == 15 + 4 - 4);
+    CHECK(outT(a) == T({1, 3, 8, 15}));
+    CHECK(inIpf(a, "input") == ipf({{1, 0, 0, 0, 0, 0, 0},
+                                    {0, 0, 0, 0, 1, 0, 0},
+                                    {0, 0, 2, 0, 0, 2, 0},
+                                    {0, 0, 0, 1, 0, 0, 1}},
+                                   {0, 0, -1, -2}, {1, 1, 1, 1}));
+    // The padded read reaches outside the input on both sides.
+    ZRange read = inIpf(a, "input").apply(a.index);
+    CHECK(read.start() == ZPoint{0, 0, -1, -2});
+    CHECK(read.end() == ZPoint{1, 2, 18, 17});
+  }
+  SECTION("bad inputs") {
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 9})}}, {"weight", {T({4, 2, 3, 3})}}}),
+               Contains("$C is 3 from input but 2 from weight"));
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 2, 2})}}, {"weight", {T({4, 3, 3, 3})}}}),
+               Contains("$OH >= 1 and $OW >= 1"));
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}},
+                       {{"stride", {0, 1}}}),
+               Contains("min($stride) >= 1"));
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}},
+                       {{"padding", {1}}}),
+               Contains("len($padding) == 2"));
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}}),
+               Contains("expects rank 4"));
+  }
+}
+
+TEST_CASE("stdlib: embedding", "[stdlib]") {
+  Application a = run("embedding", {{"table", {T({100, 16})}}, {"indices", {T({4, 7}, "int64")}}});
+  CHECK(bindInt(a, "V") == 100);
+  CHECK(indexShape(a) == Ints{4, 7, 16});
+  CHECK(outT(a) == T({4, 7, 16}));
+  CHECK(inIpf(a, "table") == ipf({{0, 0, 0}, {0, 0, 1}}, {0, 0}, {100, 1}));
+  CHECK(inIpf(a, "indices") == ipf({{1, 0, 0}, {0, 1, 0}}, {0, 0}, {1, 1}));
+  CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+  CHECK(a.reductionDims.empty());
+
+  Application s =
+      run("embedding", {{"table", {T({10, 4}, "bfloat16")}}, {"indices", {T({}, "int32")}}});
+  CHECK(outT(s) == T({4}, "bfloat16"));
+
+  CHECK_THAT(errorOf("embedding", {{"table", {T({10, 4})}}, {"indices", {T({3}, "float32")}}}),
+             Contains("$itype is float32 from indices, expected one of: int32, int64"));
+  CHECK_THAT(errorOf("embedding", {{"table", {T({10})}}, {"indices", {T({3}, "int32")}}}),
+             Contains("expects rank 2"));
+}
+
+// ---------------------------------------------------------------- properties
+
+namespace {
+
+struct Case {
+  std::string kernel;
+  Inputs inputs;
+  Json params = Json::object();
+};
+
+using Rng = std::mt19937_64;
+
+std::int64_t uni(Rng& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
+Ints randShape(Rng& rng, std::int64_t minRank, std::int64_t maxRank, std::int64_t maxDim = 4) {
+  Ints s(static_cast<std::size_t>(uni(rng, minRank, maxRank)));
+  for (auto& d : s) {
+    d = uni(rng, 1, maxDim);
+  }
+  return s;
+}
+
+Json jsonInts(const Ints& xs) {
+  Json out = Json::array();
+  for (std::int64_t x : xs) {
+    out.push_back(x);
+  }
+  return out;
+}
+
+// Random factorization-preserving reshape target (split or merge some dims).
+Ints randReshape(Rng& rng, const Ints& in) {
+  std::int64_t total = 1;
+  for (std::int64_t d : in) {
+    total *= d;
+  }
+  Ints out;
+  std::int64_t left = total;
+  while (left > 1 && out.size() < 4) {
+    std::vector<std::int64_t> divisors;
+    for (std::int64_t d = 1; d <= left; ++d) {
+      if (left % d == 0) {
+        divisors.push_back(d);
+      }
+    }
+    std::int64_t d = divisors[static_cast<std::size_t>(
+        uni(rng, 0, static_cast<std::int64_t>(divisors.size()) - 1))];
+    out.push_back(d);
+    left /= d;
+  }
+  if (left > 1 || out.empty()) {
+    out.push_back(left);
+  }
+  if (uni(rng, 0, 2) == 0) {
+    out[static_cast<std::size_t>(uni(rng, 0, static_cast<std::int64_t>(out.size()) - 1))] = -1;
+  }
+  return out;
+}
+
+Case randomCase(const std::string& k, Rng& rng) {
+  auto pick = [&](std::initializer_list<const char*> xs) {
+    return std::string(*(xs.begin() + uni(rng, 0, static_cast<std::int64_t>(xs.size()) - 1)));
+  };
+  if (k == "matmul") {
+    Ints b = randShape(rng, 0, 2, 3);
+    std::int64_t m = uni(rng, 1, 4), kk = uni(rng, 1, 4), n = uni(rng, 1, 4);
+    Ints x = b, w = b;
+    x.insert(x.end(), {m, kk});
+    w.insert(w.end(), {kk, n});
+    return {k, {{"X", {T(x)}}, {"W", {T(w)}}}};
+  }
+  if (k == "linear") {
+    Ints x = randShape(rng, 0, 2, 3);
+    std::int64_t kk = uni(rng, 1, 4), n = uni(rng, 1, 4);
+    x.push_back(kk);
+    return {k, {{"X", {T(x)}}, {"W", {T({kk, n})}}, {"bias", {T({n})}}}};
+  }
+  if (k == "add" || k == "sub" || k == "mul" || k == "div") {
+    Ints out = randShape(rng, 0, 3);
+    auto operand = [&] {
+      Ints s(out.begin() + uni(rng, 0, static_cast<std::int64_t>(out.size())), out.end());
+      for (auto& d : s) {
+        if (uni(rng, 0, 2) == 0) {
+          d = 1;
+        }
+      }
+      return s;
+    };
+    Ints a = operand(), b = operand();
+    if (uni(rng, 0, 1) == 0) {
+      a = out; // make sure the full broadcast shape appears sometimes
+    }
+    return {k, {{"A", {T(a)}}, {"B", {T(b)}}}};
+  }
+  if (k == "relu" || k == "gelu" || k == "tanh" || k == "exp" || k == "sigmoid" || k == "neg") {
+    return {k, {{"input", {T(randShape(rng, 0, 3))}}}};
+  }
+  if (k == "cast") {
+    return {k, {{"input", {T(randShape(rng, 0, 3))}}}, {{"dtype", pick({"float16", "int32"})}}};
+  }
+  if (k == "sum" || k == "mean" || k == "max" || k == "softmax") {
+    Ints s = randShape(rng, 1, 3);
+    auto r = static_cast<std::int64_t>(s.size());
+    Json params = {{"axis", uni(rng, -r, r - 1)}};
+    if (k != "softmax") {
+      params["keepdims"] = uni(rng, 0, 1) == 1;
+    }
+    return {k, {{"input", {T(s)}}}, params};
+  }
+  if (k == "layernorm") {
+    Ints s = randShape(rng, 1, 3);
+    Ints d = {s.back()};
+    return {k, {{"input", {T(s)}}, {"gamma", {T(d)}}, {"beta", {T(d)}}}};
+  }
+  if (k == "transpose") {
+    Ints s = randShape(rng, 0, 4);
+    Ints perm(s.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (auto& p : perm) {
+      if (uni(rng, 0, 3) == 0) {
+        p -= static_cast<std::int64_t>(s.size());
+      }
+    }
+    return {k, {{"input", {T(s)}}}, {{"perm", jsonInts(perm)}}};
+  }
+  if (k == "concat") {
+    Ints pre = randShape(rng, 0, 2);
+    std::vector<TensorType> ts;
+    auto count = uni(rng, 1, 4);
+    for (std::int64_t j = 0; j < count; ++j) {
+      Ints s = pre;
+      s.push_back(uni(rng, 1, 3));
+      ts.push_back(T(s));
+    }
+    std::int64_t axis = uni(rng, 0, 1) == 0 ? -1 : static_cast<std::int64_t>(pre.size());
+    return {k, {{"tensors", ts}}, {{"axis", axis}}};
+  }
+  if (k == "split") {
+    Ints s = randShape(rng, 1, 3, 6);
+    auto r = static_cast<std::int64_t>(s.size());
+    std::int64_t axis = uni(rng, -r, r - 1);
+    std::int64_t len = s[static_cast<std::size_t>((axis + r) % r)];
+    Ints sections;
+    std::int64_t left = len;
+    while (left > 0) {
+      std::int64_t take = uni(rng, 1, left);
+      sections.push_back(take);
+      left -= take;
+    }
+    return {k, {{"input", {T(s)}}}, {{"axis", axis}, {"sections", jsonInts(sections)}}};
+  }
+  if (k == "reshape") {
+    Ints s = randShape(rng, 1, 3);
+    return {k, {{"input", {T(s)}}}, {{"shape", jsonInts(randReshape(rng, s))}}};
+  }
+  if (k == "conv2d") {
+    std::int64_t kh = uni(rng, 1, 3), kw = uni(rng, 1, 3);
+    Ints stride = {uni(rng, 1, 2), uni(rng, 1, 2)};
+    Ints padding = {uni(rng, 0, 1), uni(rng, 0, 1)};
+    Ints dilation = {uni(rng, 1, 2), uni(rng, 1, 2)};
+    std::int64_t h = dilation[0] * (kh - 1) + 1 + uni(rng, 0, 4);
+    std::int64_t w = dilation[1] * (kw - 1) + 1 + uni(rng, 0, 4);
+    std::int64_t c = uni(rng, 1, 2);
+    return {
+        k,
+        {{"input", {T({uni(rng, 1, 2), c, h, w})}}, {"weight", {T({uni(rng, 1, 2), c, kh, kw})}}},
+        {{"stride", jsonInts(stride)},
+         {"padding", jsonInts(padding)},
+         {"dilation", jsonInts(dilation)}}};
+  }
+  if (k == "embedding") {
+    return {k,
+            {{"table", {T({uni(rng, 1, 5), uni(rng, 1, 4)})}},
+             {"indices", {T(randShape(rng, 0, 2), pick({"int32", "int64"}))}}}};
+  }
+  FAIL("no random cases for kernel " << k);
+  return {};
+}
+
+std::string describe(const Case& c) {
+  std::string out = c.kernel + " inputs:";
+  for (const auto& [port, tensors] : c.inputs) {
+    out += " " + port + "=";
+    for (const TensorType& t : tensors) {
+      out += toString(t) + ";";
+    }
+  }
+  return out + " params: " + c.params.dump();
+}
+
+// Row-major offset of a point inside `bounds` (which contains it).
+std::size_t offsetIn(const ZRange& bounds, const ZPoint& p) {
+  std::size_t off = 0;
+  for (std::size_t d = 0; d < bounds.rank(); ++d) {
+    off = off * static_cast<std::size_t>(bounds.extent(d)) +
+          static_cast<std::size_t>(p[d] - bounds.start()[d]);
+  }
+  return off;
+}
+
+std::int64_t reductionMultiplicity(const Application& a) {
+  std::int64_t m = 1;
+  for (std::size_t d : a.reductionDims) {
+    m *= a.index.extent(d);
+  }
+  return m;
+}
+
+// Index dims that are a minor term of an output IPF row with several terms
+// (reshape's `4*@[0] + @[1]`): splitting them makes a range's projection a
+// bounding box larger than the points' regions, so a plan must not split them.
+std::vector<bool> minorDims(const Application& a) {
+  std::vector<bool> minor(a.index.rank(), false);
+  for (const PortResult& out : a.outputs) {
+    for (const IndexProjection& ipf : out.ipfs) {
+      const ZMatrix& p = ipf.map().projection();
+      for (std::size_t r = 0; r < p.rows(); ++r) {
+        std::size_t major = p.cols();
+        int terms = 0;
+        for (std::size_t c = 0; c < p.cols(); ++c) {
+          if (p(r, c) != 0) {
+            ++terms;
+            if (major == p.cols() || std::abs(p(r, c)) > std::abs(p(r, major))) {
+              major = c;
+            }
+          }
+        }
+        for (std::size_t c = 0; c < p.cols() && terms > 1; ++c) {
+          if (p(r, c) != 0 && c != major) {
+            minor[c] = true;
+          }
+        }
+      }
+    }
+  }
+  return minor;
+}
+
+void checkProperties(const Case& c) {
+  INFO(describe(c));
+  Application a = run(c.kernel, c.inputs, c.params);
+  REQUIRE(a.index.size() <= 20000);
+  const bool paddedConv =
+      c.kernel == "conv2d" && (c.params["padding"][0] != 0 || c.params["padding"][1] != 0);
+
+  // Outputs: the regions of all index points, intersected with each tensor's bounds,
+  // cover every element exactly once (no combine) or once per reduction point.
+  for (const PortResult& out : a.outputs) {
+    for (std::size_t t = 0; t < out.tensors.size(); ++t) {
+      INFO("output " << out.name << "[" << t << "]");
+      ZRange bounds = ZRange::fromShape(ZPoint(out.tensors[t].shape));
+      std::vector<std::int64_t> count(static_cast<std::size_t>(bounds.size()), 0);
+      a.index.forEachPoint([&](const ZPoint& p) {
+        ZRange region = out.ipfs[t].apply(p);
+        if (!out.list) {
+          CHECK(bounds.contains(region));
+        }
+        bounds.intersection(region).forEachPoint(
+            [&](const ZPoint& e) { ++count[offsetIn(bounds, e)]; });
+      });
+      std::int64_t expected = out.combine ? reductionMultiplicity(a) : 1;
+      CHECK(std::all_of(count.begin(), count.end(), [&](std::int64_t n) { return n == expected; }));
+      if (!out.combine) {
+        // Only extent-1 dims (reshape's single point) may have a zero column.
+        for (std::size_t d : a.reductionDims) {
+          CHECK(a.index.extent(d) == 1);
+        }
+      }
+    }
+  }
+
+  // Inputs: the whole index range reads inside each tensor (list ports: after
+  // intersection with the tensor's bounds), and reads all of it (conv2d only
+  // partially: a stride may skip the last rows).
+  for (const PortResult& in : a.inputs) {
+    for (std::size_t t = 0; t < in.tensors.size(); ++t) {
+      INFO("input " << in.name << "[" << t << "]");
+      ZRange bounds = ZRange::fromShape(ZPoint(in.tensors[t].shape));
+      ZRange read = in.ipfs[t].apply(a.index);
+      if (in.list) {
+        read = bounds.intersection(read);
+      }
+      if (!paddedConv) {
+        CHECK(bounds.contains(read));
+      }
+      if (c.kernel != "conv2d") {
+        CHECK(read == bounds);
+      }
+    }
+  }
+
+  // Tiles: splitting the index space into a grid, the projections of the tiles of
+  // an output without combine are disjoint and cover it -- as long as no minor
+  // term of a merged row (reshape) is split (docs/metakernels-design.md).
+  std::vector<bool> minor = minorDims(a);
+  std::vector<std::int64_t> parts;
+  for (std::size_t d = 0; d < a.index.rank(); ++d) {
+    parts.push_back(minor[d] ? 1 : std::min<std::int64_t>(a.index.extent(d), 2));
+  }
+  if (a.index.size() > 0) {
+    std::vector<ZRange> tiles = a.index.tile(parts);
+    for (const PortResult& out : a.outputs) {
+      if (out.combine) {
+        continue;
+      }
+      for (std::size_t t = 0; t < out.tensors.size(); ++t) {
+        ZRange bounds = ZRange::fromShape(ZPoint(out.tensors[t].shape));
+        std::int64_t covered = 0;
+        std::vector<ZRange> regions;
+        for (const ZRange& tile : tiles) {
+          ZRange r = bounds.intersection(out.ipfs[t].apply(tile));
+          if (!r.isEmpty() || r.rank() == 0) {
+            covered += r.size();
+            regions.push_back(r);
+          }
+        }
+        CHECK(covered == bounds.size());
+        for (std::size_t i = 0; i < regions.size(); ++i) {
+          for (std::size_t j = i + 1; j < regions.size(); ++j) {
+            if (regions[i].rank() > 0) {
+              CHECK_FALSE(regions[i].intersects(regions[j]));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("stdlib: random applications tile outputs and read inside inputs", "[stdlib][property]") {
+  Rng rng(20240213);
+  for (const Metakernel* k : lib().kernels()) {
+    for (int i = 0; i < 25; ++i) {
+      Case c = randomCase(k->name, rng);
+      checkProperties(c);
+    }
+  }
+}
