@@ -28,7 +28,8 @@ expr
   | VAR                                                        # VarExpr
   | '@'                                                        # AtExpr
   | ID (open='(' (expr (',' expr)*)? ')')?                     # NameExpr
-  | '[' listElem (',' listElem)* ']'                           # ListExpr
+  | '[' listElem (',' listElem)*
+      (forKw='for' var=VAR 'in' source=expr)? ']'              # ListExpr
   | '(' expr ')'                                               # ParenExpr
   ;
 
@@ -41,18 +42,23 @@ selector
 // `e...` splices a list or fills with a scalar; a bare `...` is `1...`. An
 // element may be empty so that `[]` and a trailing comma parse; the parser
 // rejects any other empty element ("[1,, 2]") with a precise message.
+// `[e for $x in l]` is a comprehension: the parser checks that it has exactly
+// one element, without `...` (a suffix keeps the decision LL(1)).
 listElem
   : expr ellipsis='...'?
   | ellipsis='...'
   |
   ;
 
-// [$batch..., $m, 8, _, _..., $g=($h, $w), $n[$i]]
-// (Empty elements as in listElem.)
+// [$batch..., $m, 8, _, _..., $g=($h, $w), $n[$i]], and in list inputs
+// $s[$i]... (each element's dims as a list). (Empty elements as in listElem.)
 pattern : '[' patElem (',' patElem)* ']' ;
 
 patElem
-  : name=VAR (ellipsis='...' | eq='=' '(' patElem (',' patElem)* ')' | '[' index=VAR ']')?
+  : name=VAR ( ellipsis='...'
+             | eq='=' '(' patElem (',' patElem)* ')'
+             | '[' index=VAR ']' indexEllipsis='...'?
+             )?
   | any='_' ellipsis='...'?
   | INT
   |

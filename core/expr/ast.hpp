@@ -24,6 +24,8 @@ enum class ExprKind : std::uint8_t {
   Select,     // children = {base, index}: x[i] or a gather x[[..]]
   Slice,      // children = {base, lo?, hi?} (hasLo, hasHi)
   Call,       // function, children = arguments
+  // [body for $name in source]: children = {body, source}, opColumn = 'for'
+  Comprehension,
 };
 
 enum class BinaryOp : std::uint8_t { Add, Sub, Mul, Div, Mod, Pow, Eq, Ne, Lt, Le, Gt, Ge };
@@ -43,6 +45,7 @@ enum class Function : std::uint8_t {
   BroadcastRows,
   Refine,
   RefineRows,
+  AllEqual,
 };
 
 const char* functionName(Function f);
@@ -73,6 +76,8 @@ enum class PatternKind : std::uint8_t {
   Int,     // 8
   Group,   // $g=(children)
   Indexed, // $n[$i] (name, indexName)
+  // $s[$i]... (name, indexName): each element's dims, in list inputs; variadic
+  IndexedRest,
 };
 
 struct PatternNode {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/expr/ast.hpp"
@@ -40,8 +41,14 @@ private:
   List listOf(const ExprNode& n, const std::string& what) const;
   std::string textOf(const ExprNode& n) const;
 
+  Value comprehension(const ExprNode& n) const;
+  const Value* lookup(const std::string& name) const;
+
   std::string_view source_;
   const EvalContext& ctx_;
+  // Variables of the enclosing comprehensions, innermost last; they shadow
+  // ctx_.bindings. Mutable: eval() is const but a comprehension binds as it goes.
+  mutable std::vector<std::pair<std::string, Value>> locals_;
 };
 
 } // namespace tapestry::expr

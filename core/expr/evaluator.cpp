@@ -2,6 +2,10 @@
 // Python) and overflow-checked; `@` evaluates to unit affine forms so IPF rows
 // come out as Affine values. Every error points at the node that caused it.
 //
+// A comprehension `[body for $x in list]` evaluates body once per element of
+// list with $x bound to it (shadowing any outer $x); `all_equal(list)` says
+// whether all elements are equal (true for an empty list).
+//
 // Shape helpers for broadcasting and reshape templates:
 //   broadcast(a, b)            NumPy broadcast of two shapes.
 //   broadcast_rows(@, shape)   rows reading a tensor of `shape` broadcast against
@@ -198,11 +202,11 @@ Value Evaluator::eval(const ExprNode& n) const {
   case ExprKind::DType:
     return DType{n.name};
   case ExprKind::Var: {
-    const Binding* b = ctx_.bindings ? ctx_.bindings->find(n.name) : nullptr;
-    if (b == nullptr) {
+    const Value* v = lookup(n.name);
+    if (v == nullptr) {
       throw ExprError(n.column, "unbound variable $" + n.name);
     }
-    return b->value;
+    return *v;
   }
   case ExprKind::IndexPoint:
     return indexPoint(n);
@@ -232,8 +236,39 @@ Value Evaluator::eval(const ExprNode& n) const {
     return slice(n);
   case ExprKind::Call:
     return call(n);
+  case ExprKind::Comprehension:
+    return comprehension(n);
   }
   throw InternalError("expr evaluator: unknown node kind");
+}
+
+const Value* Evaluator::lookup(const std::string& name) const {
+  for (auto it = locals_.rbegin(); it != locals_.rend(); ++it) {
+    if (it->first == name) {
+      return &it->second;
+    }
+  }
+  const Binding* b = ctx_.bindings ? ctx_.bindings->find(name) : nullptr;
+  return b ? &b->value : nullptr;
+}
+
+// [body for $x in source]: body evaluated with $x bound to each element in turn.
+Value Evaluator::comprehension(const ExprNode& n) const {
+  List source = listOf(n.children[1], "the source of a comprehension ('in')");
+  // Pops the variable however the body ends (an error unwinds through here).
+  struct Scope {
+    std::vector<std::pair<std::string, Value>>& locals;
+    ~Scope() { locals.pop_back(); }
+  };
+  locals_.emplace_back(n.name, Value());
+  Scope scope{locals_};
+  List out;
+  out.reserve(source.size());
+  for (Value& element : source) {
+    locals_.back().second = std::move(element);
+    out.push_back(eval(n.children[0]));
+  }
+  return out;
 }
 
 bool Evaluator::boolean(const ExprNode& n, const char* what) const {
@@ -550,6 +585,10 @@ Value Evaluator::call(const ExprNode& n) const {
   }
   case Function::If:
     return boolean(args[0], "the condition of if()") ? eval(args[1]) : eval(args[2]);
+  case Function::AllEqual: {
+    List l = listOf(args[0], "the argument of all_equal()");
+    return std::all_of(l.begin(), l.end(), [&](const Value& v) { return v == l.front(); });
+  }
   case Function::Broadcast: {
     std::vector<std::int64_t> a = ints(args[0], "the first argument of broadcast()");
     std::vector<std::int64_t> b = ints(args[1], "the second argument of broadcast()");

@@ -187,21 +187,24 @@ struct EvalContext {
 // Evaluates; errors are ExprError at the offending sub-expression's column:
 // unbound variable, type errors, division by zero, overflow, non-affine `@` use.
 // Functions: len, sum, prod, min, max, ones, zeros, range, ceil_div, if (lazy),
-// broadcast(a, b), broadcast_rows(@, shape), refine(a, b), refine_rows(@, r, shape)
-// (see docs in core/expr/evaluator.cpp and the tests).
+// all_equal(list), broadcast(a, b), broadcast_rows(@, shape), refine(a, b),
+// refine_rows(@, r, shape) (see docs in core/expr/evaluator.cpp and the tests).
+// A comprehension `[e for $x in list]` is the list of e with $x bound to each
+// element of list in turn ($x shadows an outer binding inside e only).
 Value evaluate(const Expr& e, const EvalContext& ctx);
 
 // Matches a shape against a pattern, binding into `bindings` with `source` as the
 // origin (the input port name). A mismatch is an ExprError (column in the
 // pattern) that shows the shape and pattern: "X is [4, 8, 3] but pattern [$m, $k]
 // expects rank 2", "X is [4, 9]: dim 1 is 9, pattern [$m, 8] expects 8"; a
-// conflict is Bindings::bind's Error "$k is 8 from X but 9 from W". `$n[$i]` is
-// an error here ("indexed dims ... are only allowed in list inputs").
+// conflict is Bindings::bind's Error "$k is 8 from X but 9 from W". `$n[$i]` and
+// `$s[$i]...` are errors here ("indexed dims ... are only allowed in list inputs").
 void match(const Pattern& p, const std::vector<std::int64_t>& shape, Bindings& bindings,
            const std::string& source);
 // Matches every shape of a list input; `$n[$i]` binds per element and `$n` becomes
-// the list over elements, `$i` the element count; every other name must agree
-// (element k is named "SOURCE[k]" in messages).
+// the list over elements, `$i` the element count; `$s[$i]...` likewise takes the
+// dims a `...` would (any number, per element) and `$s` becomes the list of those
+// lists. Every other name must agree (element k is named "SOURCE[k]" in messages).
 void matchList(const Pattern& p, const std::vector<std::vector<std::int64_t>>& shapes,
                Bindings& bindings, const std::string& source);
 

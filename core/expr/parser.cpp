@@ -229,6 +229,7 @@ const std::map<std::string, FunctionInfo, std::less<>>& functions() {
       {"broadcast_rows", {Function::BroadcastRows, 2, 2}},
       {"refine", {Function::Refine, 2, 2}},
       {"refine_rows", {Function::RefineRows, 3, 3}},
+      {"all_equal", {Function::AllEqual, 1, 1}},
   };
   return table;
 }
@@ -324,6 +325,10 @@ public:
     } else if (auto* nm = dynamic_cast<TapestryParser::NameExprContext*>(c)) {
       name(n, nm);
     } else if (auto* l = dynamic_cast<TapestryParser::ListExprContext*>(c)) {
+      if (l->forKw != nullptr) {
+        comprehension(n, l);
+        return n;
+      }
       n.kind = ExprKind::List;
       std::vector<TapestryParser::ListElemContext*> elems = l->listElem();
       // An empty element is only allowed last: "[]" and a trailing comma.
@@ -358,6 +363,27 @@ public:
 private:
   static bool isEmpty(TapestryParser::ListElemContext* e) {
     return e->expr() == nullptr && e->ellipsis == nullptr;
+  }
+
+  // [body for $x in source]: exactly one element, not spliced.
+  void comprehension(ExprNode& n, TapestryParser::ListExprContext* l) {
+    std::vector<TapestryParser::ListElemContext*> elems = l->listElem();
+    n.kind = ExprKind::Comprehension;
+    n.opColumn = columnOf(l->forKw);
+    if (elems.size() > 1) {
+      throw ExprError(columnOf(elems[1]->getStart()),
+                      "a comprehension has one element: [EXPR for $x in LIST]");
+    }
+    if (isEmpty(elems[0])) {
+      throw ExprError(n.opColumn, "expected an expression before 'for'");
+    }
+    if (elems[0]->ellipsis != nullptr) {
+      throw ExprError(columnOf(elems[0]->ellipsis),
+                      "the element of a comprehension cannot be spliced with '...'");
+    }
+    n.name = l->var->getText().substr(1);
+    n.children.push_back(convert(elems[0]->expr()));
+    n.children.push_back(convert(l->source));
   }
 
   void binary(ExprNode& n, antlr4::Token* op, TapestryParser::ExprContext* lhs,
@@ -411,7 +437,7 @@ private:
   }
 };
 
-enum class Role { Dim, List, Group, Indexed, Count };
+enum class Role { Dim, List, Group, Indexed, IndexedList, Count };
 
 const char* roleName(Role r) {
   switch (r) {
@@ -423,6 +449,8 @@ const char* roleName(Role r) {
     return "a group";
   case Role::Indexed:
     return "an indexed dim";
+  case Role::IndexedList:
+    return "an indexed list ([$i]...)";
   case Role::Count:
     return "an element count";
   }
@@ -509,9 +537,16 @@ private:
           throw ExprError(columnOf(c->eq) + 2, "a group needs at least one element");
         }
       } else if (c->index) {
-        n.kind = PatternKind::Indexed;
         n.indexName = c->index->getText().substr(1);
-        use(n.name, Role::Indexed, n.column);
+        if (c->indexEllipsis) {
+          n.kind = PatternKind::IndexedRest;
+          n.minWidth = 0;
+          n.variadic = true;
+          use(n.name, Role::IndexedList, n.column);
+        } else {
+          n.kind = PatternKind::Indexed;
+          use(n.name, Role::Indexed, n.column);
+        }
         use(n.indexName, Role::Count, columnOf(c->index));
       } else {
         n.kind = PatternKind::Dim;

@@ -15,9 +15,10 @@ namespace {
 
 class Matcher {
 public:
-  // `indexed` collects the per-element dims of `$n[$i]`; null outside list inputs.
+  // `indexed` collects the per-element values of `$n[$i]` (a dim) and `$s[$i]...`
+  // (a list of dims); null outside list inputs.
   Matcher(const Pattern& p, std::span<const std::int64_t> shape, Bindings& bindings,
-          const std::string& source, std::map<std::string, std::int64_t, std::less<>>* indexed)
+          const std::string& source, std::map<std::string, Value, std::less<>>* indexed)
       : p_(p), shape_(shape), bindings_(bindings), source_(source), indexed_(indexed) {}
 
   void run() {
@@ -77,7 +78,14 @@ private:
         throw ExprError(n.column, "indexed dims ($" + n.name + "[$" + n.indexName +
                                       "]) are only allowed in list inputs");
       }
-      (*indexed_)[n.name] = shape_[begin];
+      (*indexed_)[n.name] = Value(shape_[begin]);
+      return;
+    case PatternKind::IndexedRest:
+      if (indexed_ == nullptr) {
+        throw ExprError(n.column, "indexed lists ($" + n.name + "[$" + n.indexName +
+                                      "]...) are only allowed in list inputs");
+      }
+      (*indexed_)[n.name] = dims(begin, end);
       return;
     case PatternKind::List:
       level(n, begin, end);
@@ -89,11 +97,11 @@ private:
   std::span<const std::int64_t> shape_;
   Bindings& bindings_;
   const std::string& source_;
-  std::map<std::string, std::int64_t, std::less<>>* indexed_;
+  std::map<std::string, Value, std::less<>>* indexed_;
 };
 
 void collectIndexed(const PatternNode& n, std::vector<const PatternNode*>& out) {
-  if (n.kind == PatternKind::Indexed) {
+  if (n.kind == PatternKind::Indexed || n.kind == PatternKind::IndexedRest) {
     out.push_back(&n);
   }
   for (const PatternNode& c : n.children) {
@@ -114,11 +122,11 @@ void matchList(const Pattern& p, const std::vector<std::vector<std::int64_t>>& s
   collectIndexed(p.root(), indexedNodes);
   std::map<std::string, List, std::less<>> perElement;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    std::map<std::string, std::int64_t, std::less<>> indexed;
+    std::map<std::string, Value, std::less<>> indexed;
     std::string elementSource = source + "[" + std::to_string(i) + "]";
     Matcher(p, shapes[i], bindings, elementSource, &indexed).run();
-    for (const auto& [name, dim] : indexed) {
-      perElement[name].emplace_back(dim);
+    for (auto& [name, value] : indexed) {
+      perElement[name].push_back(std::move(value));
     }
   }
   auto count = static_cast<std::int64_t>(shapes.size());

@@ -156,6 +156,8 @@ const char* functionName(Function f) {
     return "refine";
   case Function::RefineRows:
     return "refine_rows";
+  case Function::AllEqual:
+    return "all_equal";
   }
   return "?";
 }

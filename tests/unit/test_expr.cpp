@@ -266,6 +266,58 @@ TEST_CASE("list and arithmetic functions", "[expr]") {
   checkError(evalError("ceil_div(1, 0)"), 13, "division by zero: ceil_div(1, 0)");
 }
 
+TEST_CASE("comprehensions map an expression over a list", "[expr]") {
+  CHECK(show("[$x * 2 for $x in $xs]") == "[20, 40, 60, 80]");
+  CHECK(show("[$x for $x in $empty]") == "[]");
+  CHECK(show("[len($x) for $x in [[1], [], [2, 3]]]") == "[1, 0, 2]");
+  // The variable is visible in the element only, and shadows an outer binding there.
+  CHECK(show("[[$a for $a in [1, 2]]..., $a]") == "[1, 2, 7]");
+  CHECK(show("[[$x * $y for $y in [1, 2]] for $x in [3, 4]]") == "[[3, 6], [4, 8]]");
+  CHECK(show("[[$x for $x in $x] for $x in [[1, 2], [3]]]") == "[[1, 2], [3]]");
+  CHECK(show("[$x for $x in [$x * 10 for $x in [1, 2]]]") == "[10, 20]");
+  CHECK(show("sum([$shape[$k] for $k in range(2)])") == "12");
+  CHECK(show("[[$x, 0...] for $x in [1, 2]]", 3) == "[[1, 0, 0], [2, 0, 0]]");
+  CHECK(show("[@[$k] for $k in [2, 0]]", std::nullopt, 3) == "[@[2], @[0]]");
+  CHECK(show("[@[$k] + $k for $k in range(2)]", std::nullopt, 2) == "[@[0], @[1] + 1]");
+  checkError(evalError("[1 for $x in 3]"), 14,
+             "the source of a comprehension ('in') must be a list, got int 3");
+  checkError(evalError("[$x + 1 for $x in [1, [2]]]"), 5, "cannot add list and int");
+  checkError(evalError("[[$x for $x in [1]], $x]"), 22, "unbound variable $x");
+  checkError(evalError("[$y for $x in [1]]"), 2, "unbound variable $y");
+}
+
+TEST_CASE("all_equal compares whole values", "[expr]") {
+  CHECK(eval("all_equal([])") == Value(true));
+  CHECK(eval("all_equal([3])") == Value(true));
+  CHECK(eval("all_equal([3, 3, 3])") == Value(true));
+  CHECK(eval("all_equal([3, 3, 4])") == Value(false));
+  CHECK(eval("all_equal([[1, 2], [1, 2]])") == Value(true));
+  CHECK(eval("all_equal([[1, 2], [1, 2, 3]])") == Value(false));
+  CHECK(eval("all_equal([1, true])") == Value(false));
+  CHECK(eval("all_equal([float32, float32])") == Value(true));
+  checkError(evalError("all_equal(3)"), 11,
+             "the argument of all_equal() must be a list, got int 3");
+}
+
+TEST_CASE("list-of-shapes idioms (concat along any axis)", "[expr]") {
+  Bindings b;
+  b.set("shapes",
+        Value(List{Value::ints({2, 3, 8}), Value::ints({2, 5, 8}), Value::ints({2, 1, 8})}),
+        "tensors");
+  b.set("ax", Value(1), "let");
+  auto at = [&](const std::string& text) {
+    return evaluate(parseExpression(text), EvalContext{&b, std::nullopt, std::nullopt}).toString();
+  };
+  CHECK(at("[$t[$ax] for $t in $shapes]") == "[3, 5, 1]");
+  CHECK(at("[$t[:$ax] + $t[$ax+1:] for $t in $shapes]") == "[[2, 8], [2, 8], [2, 8]]");
+  CHECK(at("all_equal([$t[:$ax] + $t[$ax+1:] for $t in $shapes])") == "true");
+  CHECK(at("all_equal([len($t) for $t in $shapes])") == "true");
+  CHECK(at("[$shapes[0][:$ax]..., sum([$t[$ax] for $t in $shapes]), $shapes[0][$ax+1:]...]") ==
+        "[2, 9, 8]");
+  b.set("ax", Value(2), "let");
+  CHECK(at("all_equal([$t[:$ax] + $t[$ax+1:] for $t in $shapes])") == "false");
+}
+
 TEST_CASE("broadcast follows NumPy", "[expr]") {
   CHECK(show("broadcast([4, 3], [3])") == "[4, 3]");
   CHECK(show("broadcast([4, 1], [1, 5])") == "[4, 5]");
@@ -389,6 +441,8 @@ TEST_CASE("pattern mismatches and conflicts", "[expr][pattern]") {
   Bindings e;
   checkError(failure([&] { match(parsePattern("[$n[$i]]"), {3}, e, "X"); }), 2,
              "indexed dims ($n[$i]) are only allowed in list inputs");
+  checkError(failure([&] { match(parsePattern("[$s[$i]...]"), {3}, e, "X"); }), 2,
+             "indexed lists ($s[$i]...) are only allowed in list inputs");
 }
 
 TEST_CASE("list inputs bind per-element dims", "[expr][pattern]") {
@@ -421,6 +475,37 @@ TEST_CASE("list inputs bind per-element dims", "[expr][pattern]") {
                matchList(parsePattern("[$a, $n[$i]]"), {{1, 2}, {3}}, f, "ts");
              }),
              1, "ts[1] is [3] but pattern [$a, $n[$i]] expects rank 2");
+}
+
+TEST_CASE("list inputs bind per-element lists of dims", "[expr][pattern]") {
+  Bindings b;
+  matchList(parsePattern("[$shapes[$i]...]"), {{2, 3}, {2, 5}, {}}, b, "tensors");
+  CHECK(b.find("shapes")->value ==
+        Value(List{Value::ints({2, 3}), Value::ints({2, 5}), Value(List{})}));
+  CHECK(b.find("shapes")->source == "tensors");
+  CHECK(b.find("i")->value == Value(3));
+
+  Bindings c;
+  matchList(parsePattern("[$b, $s[$i]..., $c[$i]]"), {{1, 2, 3, 4}, {1, 5}}, c, "ts");
+  CHECK(c.find("b")->value == Value(1));
+  CHECK(c.find("s")->value == Value(List{Value::ints({2, 3}), Value(List{})}));
+  CHECK(c.find("c")->value == Value::ints({4, 5}));
+  CHECK(c.find("i")->value == Value(2));
+
+  Bindings d;
+  matchList(parsePattern("[$s[$i]...]"), {}, d, "ts");
+  CHECK(d.find("s")->value == Value(List{}));
+  CHECK(d.find("i")->value == Value(0));
+
+  Bindings e;
+  CHECK(failure([&] {
+          matchList(parsePattern("[$b, $s[$i]...]"), {{1, 2}, {2, 2}}, e, "ts");
+        }).message == "$b is 1 from ts[0] but 2 from ts[1]");
+  Bindings f;
+  checkError(failure([&] {
+               matchList(parsePattern("[$a, $s[$i]...]"), {{1}, {}}, f, "ts");
+             }),
+             1, "ts[1] is [] but pattern [$a, $s[$i]...] expects rank at least 1");
 }
 
 // ---------------------------------------------------------------- IPFs

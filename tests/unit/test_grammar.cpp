@@ -84,6 +84,8 @@ std::string show(const ExprNode& n) {
   }
   case ExprKind::Call:
     return n.name + "(" + kids(", ") + ")";
+  case ExprKind::Comprehension:
+    return "[" + show(n.children[0]) + " for $" + n.name + " in " + show(n.children[1]) + "]";
   }
   return "?";
 }
@@ -114,6 +116,8 @@ std::string showPattern(const PatternNode& n) {
     return "group " + n.name + "(" + kids + ")";
   case PatternKind::Indexed:
     return "indexed " + n.name + " by " + n.indexName;
+  case PatternKind::IndexedRest:
+    return "indexed rest " + n.name + " by " + n.indexName;
   }
   return "?";
 }
@@ -175,6 +179,42 @@ TEST_CASE("selection, slices, gathers and calls parse", "[grammar]") {
   CHECK(tree("max(1, 2, 3)") == "max(1, 2, 3)");
   CHECK(tree("ceil_div($n, 4)") == "ceil_div($n, 4)");
   CHECK(tree("refine_rows(@, refine($a, $b), $a)") == "refine_rows(@, refine($a, $b), $a)");
+}
+
+TEST_CASE("comprehensions parse", "[grammar]") {
+  CHECK(tree("[$t[0] for $t in $s]") == "[$t[0] for $t in $s]");
+  CHECK(tree("[$x + 1 for $x in $a + $b]") == "[($x + 1) for $x in ($a + $b)]");
+  CHECK(tree("[[$y for $y in $x] for $x in $xs]") == "[[$y for $y in $x] for $x in $xs]");
+  CHECK(tree("[$t[:$ax] + $t[$ax+1:] for $t in $s][0]") ==
+        "[($t[:$ax] + $t[($ax + 1):]) for $t in $s][0]");
+  CHECK(tree("all_equal([len($t) for $t in $s])") == "all_equal([len($t) for $t in $s])");
+  CHECK(tree("[@[$k] for $k in $p]") == "[@[$k] for $k in $p]");
+  CHECK(tree("[$x for $x in [1, 2]]") == "[$x for $x in [1, 2]]");
+  Expr e = parseExpression("[$t for $t in $s]");
+  CHECK(e.root().kind == ExprKind::Comprehension);
+  CHECK(e.root().name == "t");
+  CHECK(e.root().column == 1);
+  CHECK(e.root().length == 17);
+  CHECK(e.root().opColumn == 5);
+  CHECK(parseExpression("[@[$k] for $k in $p]").usesIndexPoint());
+
+  auto check = [](Failure f, int column, const std::string& message) {
+    CHECK(f.message == message);
+    CHECK(f.column == column);
+  };
+  check(exprError("[1, 2 for $x in $l]"), 5,
+        "a comprehension has one element: [EXPR for $x in LIST]");
+  check(exprError("[1, for $x in $l]"), 5,
+        "a comprehension has one element: [EXPR for $x in LIST]");
+  check(exprError("[for $x in $l]"), 2, "expected an expression before 'for'");
+  check(exprError("[$x... for $x in $l]"), 4,
+        "the element of a comprehension cannot be spliced with '...'");
+  check(exprError("[1 for x in $l]"), 8, "expected a variable");
+  check(exprError("[1 for $x $l]"), 11, "expected 'in'");
+  check(exprError("[1 for $x in]"), 13, "expected an expression");
+  check(exprError("[1 for $x in $l"), 16, "expected ']'");
+  check(exprError("[1 for $x in $l, 2]"), 16, "expected ']'");
+  check(exprError("for"), 1, "expected an expression");
 }
 
 TEST_CASE("nodes record their columns and lengths", "[grammar]") {
@@ -243,8 +283,8 @@ TEST_CASE("names and functions are checked when parsing", "[grammar]") {
   Failure unknownFunction = exprError("2 * bar(1)");
   CHECK(unknownFunction.column == 5);
   CHECK(unknownFunction.message ==
-        "unknown function 'bar'; known functions: broadcast, broadcast_rows, ceil_div, if, len, "
-        "max, min, ones, prod, range, refine, refine_rows, sum, zeros");
+        "unknown function 'bar'; known functions: all_equal, broadcast, broadcast_rows, "
+        "ceil_div, if, len, max, min, ones, prod, range, refine, refine_rows, sum, zeros");
   CHECK(exprError("len(1, 2)").message == "len() takes 1 argument, got 2");
   CHECK(exprError("if(true)").message == "if() takes 3 arguments, got 1");
   CHECK(exprError("min()").message == "min() takes at least 1 argument, got 0");
@@ -269,6 +309,15 @@ TEST_CASE("patterns parse into their elements", "[grammar]") {
   CHECK(parsePattern("[$m, $m]").variables() == std::vector<std::string>{"m"});
   CHECK(parsePattern("[$a[$i], $b[$i]]").variables() == std::vector<std::string>{"a", "i", "b"});
   CHECK(parsePattern("[$m, $k]").text() == "[$m, $k]");
+  CHECK(showPattern(parsePattern("[$shapes[$i]...]").root()) == "[indexed rest shapes by i]");
+  Pattern r = parsePattern("[$b, $s[$i]..., $c[$i]]");
+  CHECK(showPattern(r.root()) == "[dim b, indexed rest s by i, indexed c by i]");
+  CHECK(r.variables() == std::vector<std::string>{"b", "s", "i", "c"});
+  CHECK(r.root().minWidth == 2);
+  CHECK(r.root().variadic);
+  CHECK(r.root().children[1].minWidth == 0);
+  CHECK(showPattern(parsePattern("[$g=($s[$i]...), 1]").root()) ==
+        "[group g(indexed rest s by i), 1]");
 }
 
 TEST_CASE("pattern errors", "[grammar]") {
@@ -293,6 +342,15 @@ TEST_CASE("pattern errors", "[grammar]") {
   check(patternError("[$n[$i], $i]"), 10, "$i is used both as an element count and as a dim");
   check(patternError("[$n[$i], $n]"), 10, "$n is used both as an indexed dim and as a dim");
   check(patternError("[$x.]"), 4, "unexpected '.' (an ellipsis is '...')");
+  check(patternError("[$a..., $s[$i]...]"), 9, "at most one '...' per pattern level");
+  check(patternError("[$s[$i]..., _...]"), 13, "at most one '...' per pattern level");
+  check(patternError("[$s[$i]..., $s]"), 13,
+        "$s is used both as an indexed list ([$i]...) and as a dim");
+  check(patternError("[$s[$i], $s[$i]...]"), 10,
+        "$s is used both as an indexed dim and as an indexed list ([$i]...)");
+  check(patternError("[$s[$i]..., $i]"), 13, "$i is used both as an element count and as a dim");
+  check(patternError("[$s[$i].., $i]"), 8, "unexpected '.' (an ellipsis is '...')");
+  check(patternError("[$s[$i]...[$j]]"), 11, "expected ',' or ']'");
 }
 
 TEST_CASE("IPFs parse into rows and shape", "[grammar]") {

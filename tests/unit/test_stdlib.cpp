@@ -432,27 +432,129 @@ TEST_CASE("stdlib: transpose", "[stdlib]") {
              Contains("param perm: required ints param not given"));
 }
 
-TEST_CASE("stdlib: concat", "[stdlib]") {
-  Application a = run("concat", {{"tensors", {T({2, 3}), T({2, 5}), T({2, 1})}}}, {{"axis", 1}});
-  CHECK(bindInts(a, "c") == Ints{3, 5, 1});
-  CHECK(bindInt(a, "i") == 3);
-  CHECK(indexShape(a) == Ints{2, 9});
-  CHECK(outT(a) == T({2, 9}));
-  CHECK(outIpf(a, "result") == IndexProjection::identity(2));
+namespace {
+
+// Element j of a concat reads, for each index point, exactly the element the
+// result gets there: after intersection with tensor j's bounds, every index point
+// reads one element of one tensor, at the right place along the axis.
+void checkConcatReads(const Application& a, std::int64_t ax) {
   const PortResult* in = a.input("tensors");
-  REQUIRE(in->ipfs.size() == 3);
-  CHECK(in->ipfs[0] == ipf({{1, 0}, {0, 1}}, {0, 0}, {1, 1}));
-  CHECK(in->ipfs[1] == ipf({{1, 0}, {0, 1}}, {0, -3}, {1, 1}));
-  CHECK(in->ipfs[2] == ipf({{1, 0}, {0, 1}}, {0, -8}, {1, 1}));
+  REQUIRE(in != nullptr);
+  a.index.forEachPoint([&](const ZPoint& p) {
+    int readers = 0;
+    std::int64_t start = 0;
+    for (std::size_t j = 0; j < in->tensors.size(); ++j) {
+      ZRange bounds = ZRange::fromShape(ZPoint(in->tensors[j].shape));
+      ZRange r = bounds.intersection(in->ipfs[j].apply(p));
+      std::int64_t extent = in->tensors[j].shape[static_cast<std::size_t>(ax)];
+      bool inside = p[static_cast<std::size_t>(ax)] >= start &&
+                    p[static_cast<std::size_t>(ax)] < start + extent;
+      CHECK(r.isEmpty() == !inside);
+      if (!r.isEmpty()) {
+        ++readers;
+        CHECK(r.size() == 1);
+        ZPoint expected = p;
+        std::vector<std::int64_t> e = expected.vector();
+        e[static_cast<std::size_t>(ax)] -= start;
+        CHECK(r.start() == ZPoint(e));
+      }
+      start += extent;
+    }
+    CHECK(readers == 1);
+  });
+}
 
-  Application v = run("concat", {{"tensors", {T({4}, "int64")}}}, {{"axis", 0}});
-  CHECK(outT(v) == T({4}, "int64"));
+} // namespace
 
-  CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({4, 3})}}}, {{"axis", 1}}),
-             Contains("$pre is [2] from tensors[0] but [4] from tensors[1]"));
-  CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3}, "float64")}}}, {{"axis", -1}}),
-             Contains("float64"));
-  CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}), Contains("param axis"));
+TEST_CASE("stdlib: concat", "[stdlib]") {
+  SECTION("last axis") {
+    Application a = run("concat", {{"tensors", {T({2, 3}), T({2, 5}), T({2, 1})}}}, {{"axis", 1}});
+    CHECK(bindInts(a, "sizes") == Ints{3, 5, 1});
+    CHECK(bindInt(a, "ax") == 1);
+    CHECK(bindInt(a, "i") == 3);
+    CHECK(indexShape(a) == Ints{2, 9});
+    CHECK(outT(a) == T({2, 9}));
+    CHECK(outIpf(a, "result") == IndexProjection::identity(2));
+    const PortResult* in = a.input("tensors");
+    REQUIRE(in->ipfs.size() == 3);
+    CHECK(in->ipfs[0] == ipf({{1, 0}, {0, 1}}, {0, 0}, {1, 1}));
+    CHECK(in->ipfs[1] == ipf({{1, 0}, {0, 1}}, {0, -3}, {1, 1}));
+    CHECK(in->ipfs[2] == ipf({{1, 0}, {0, 1}}, {0, -8}, {1, 1}));
+    CHECK(a.reductionDims.empty());
+    CHECK(a.flops == 0);
+    checkConcatReads(a, 1);
+
+    Application m = run("concat", {{"tensors", {T({2, 3}), T({2, 5})}}}, {{"axis", -1}});
+    CHECK(indexShape(m) == Ints{2, 8});
+    CHECK(bindInt(m, "ax") == 1);
+    CHECK(m.input("tensors")->ipfs[1] == ipf({{1, 0}, {0, 1}}, {0, -3}, {1, 1}));
+  }
+  SECTION("first axis") {
+    Application a =
+        run("concat", {{"tensors", {T({4, 3}, "int32"), T({1, 3}, "int32")}}}, {{"axis", 0}});
+    CHECK(indexShape(a) == Ints{5, 3});
+    CHECK(outT(a) == T({5, 3}, "int32"));
+    const PortResult* in = a.input("tensors");
+    CHECK(in->ipfs[0] == IndexProjection::identity(2));
+    CHECK(in->ipfs[1] == ipf({{1, 0}, {0, 1}}, {-4, 0}, {1, 1}));
+    checkConcatReads(a, 0);
+    Application neg = run("concat", {{"tensors", {T({4, 3}), T({1, 3})}}}, {{"axis", -2}});
+    CHECK(indexShape(neg) == Ints{5, 3});
+    CHECK(neg.input("tensors")->ipfs[1] == ipf({{1, 0}, {0, 1}}, {-4, 0}, {1, 1}));
+  }
+  SECTION("middle axis of rank 3") {
+    Application a =
+        run("concat", {{"tensors", {T({2, 3, 4}), T({2, 1, 4}), T({2, 2, 4})}}}, {{"axis", 1}});
+    CHECK(indexShape(a) == Ints{2, 6, 4});
+    CHECK(outT(a) == T({2, 6, 4}));
+    CHECK(bindInts(a, "sizes") == Ints{3, 1, 2});
+    const PortResult* in = a.input("tensors");
+    REQUIRE(in->ipfs.size() == 3);
+    ZMatrix id3{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    CHECK(in->ipfs[0] == IndexProjection(ZAffineMap(id3, ZPoint{0, 0, 0}), ZPoint{1, 1, 1}));
+    CHECK(in->ipfs[1] == IndexProjection(ZAffineMap(id3, ZPoint{0, -3, 0}), ZPoint{1, 1, 1}));
+    CHECK(in->ipfs[2] == IndexProjection(ZAffineMap(id3, ZPoint{0, -4, 0}), ZPoint{1, 1, 1}));
+    checkConcatReads(a, 1);
+    Application b = run("concat", {{"tensors", {T({2, 3, 4}), T({2, 1, 4})}}}, {{"axis", -2}});
+    CHECK(indexShape(b) == Ints{2, 4, 4});
+    checkConcatReads(b, 1);
+  }
+  SECTION("one tensor, rank 1, and empty extents") {
+    Application v = run("concat", {{"tensors", {T({4}, "int64")}}}, {{"axis", 0}});
+    CHECK(outT(v) == T({4}, "int64"));
+    CHECK(v.input("tensors")->ipfs[0] == IndexProjection::identity(1));
+    Application z = run("concat", {{"tensors", {T({2, 0}), T({2, 3})}}}, {{"axis", 1}});
+    CHECK(indexShape(z) == Ints{2, 3});
+    CHECK(z.input("tensors")->ipfs[1] == IndexProjection::identity(2));
+  }
+  SECTION("errors") {
+    // Non-axis dims disagree: the clause and the shapes are named.
+    std::string e = errorOf("concat", {{"tensors", {T({4, 3, 7}), T({4, 5, 6})}}}, {{"axis", 1}});
+    CHECK_THAT(e, Contains("concat: where clause \"all_equal([$t[:$ax] + $t[$ax+1:] for $t in "
+                           "$shapes])\" does not hold"));
+    CHECK_THAT(e, Contains("$ax = 1"));
+    CHECK_THAT(e, Contains("$shapes = [[4, 3, 7], [4, 5, 6]]"));
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({4, 3})}}}, {{"axis", 1}}),
+               Contains("$shapes = [[2, 3], [4, 3]]"));
+    CHECK(errorOf("concat", {{"tensors", {T({2, 3}), T({4, 3})}}}, {{"axis", 0}}).empty());
+    // Ranks disagree.
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3, 1})}}}, {{"axis", 0}}),
+               Contains("where clause \"all_equal([len($t) for $t in $shapes])\" does not hold "
+                        "($shapes = [[2, 3], [2, 3, 1]])"));
+    // Axis out of range, scalars.
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}, {{"axis", 2}}),
+               Contains("-len($shapes[0]) <= $axis and $axis < len($shapes[0])\" does not hold "
+                        "($shapes = [[2, 3], [2, 3]], $axis = 2)"));
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}, {{"axis", -3}}),
+               Contains("does not hold"));
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({}), T({})}}}, {{"axis", 0}}),
+               Contains("$axis < len($shapes[0])\" does not hold"));
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3}, "float64")}}}, {{"axis", -1}}),
+               Contains("float64"));
+    CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}), Contains("param axis"));
+    CHECK_THAT(errorOf("concat", {{"tensors", {}}}, {{"axis", 0}}),
+               Contains("needs at least one tensor"));
+  }
 }
 
 TEST_CASE("stdlib: split", "[stdlib]") {
@@ -739,15 +841,15 @@ Case randomCase(const std::string& k, Rng& rng) {
     return {k, {{"input", {T(s)}}}, {{"perm", jsonInts(perm)}}};
   }
   if (k == "concat") {
-    Ints pre = randShape(rng, 0, 2);
+    Ints s = randShape(rng, 1, 3);
+    auto r = static_cast<std::int64_t>(s.size());
+    std::int64_t axis = uni(rng, -r, r - 1);
     std::vector<TensorType> ts;
     auto count = uni(rng, 1, 4);
     for (std::int64_t j = 0; j < count; ++j) {
-      Ints s = pre;
-      s.push_back(uni(rng, 1, 3));
+      s[static_cast<std::size_t>((axis + r) % r)] = uni(rng, 1, 3);
       ts.push_back(T(s));
     }
-    std::int64_t axis = uni(rng, 0, 1) == 0 ? -1 : static_cast<std::int64_t>(pre.size());
     return {k, {{"tensors", ts}}, {{"axis", axis}}};
   }
   if (k == "split") {
@@ -857,6 +959,9 @@ void checkProperties(const Case& c) {
   REQUIRE(a.index.size() <= 20000);
   const bool paddedConv =
       c.kernel == "conv2d" && (c.params["padding"][0] != 0 || c.params["padding"][1] != 0);
+  if (c.kernel == "concat") {
+    checkConcatReads(a, bindInt(a, "ax"));
+  }
 
   // Outputs: the regions of all index points, intersected with each tensor's bounds,
   // cover every element exactly once (no combine) or once per reduction point.
