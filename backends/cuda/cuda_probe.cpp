@@ -1,6 +1,5 @@
 #include "backends/cuda/cuda_probe.hpp"
 
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 namespace tapestry::cuda {
@@ -35,12 +34,6 @@ Probe probe() {
         std::string("CUDA GPU present but a test kernel failed: ") + cudaGetErrorString(status);
     return result;
   }
-  cublasLtHandle_t handle = nullptr;
-  if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-    result.reason = "CUDA GPU present but cuBLASLt could not be initialized";
-    return result;
-  }
-  cublasLtDestroy(handle);
   result.available = true;
   return result;
 }

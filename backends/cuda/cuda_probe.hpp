@@ -22,7 +22,9 @@ struct Probe {
 };
 
 // Queries the CUDA runtime once; when a device is present, also launches a tiny
-// kernel and creates a cuBLASLt handle so that "available" means usable.
+// kernel so that "available" means usable. Links only the static CUDA runtime
+// (which loads the driver on demand), so every tapestry command can probe without
+// loading cuBLASLt.
 Probe probe();
 
 } // namespace tapestry::cuda

@@ -27,7 +27,7 @@ Expand a graph: apply metakernels to every operation, infer shapes, index spaces
 Usage: tapestry expand [OPTIONS] GRAPH
 
 Positionals:
-  GRAPH TEXT REQUIRED         Graph file (graph/v1 JSON), or - for stdin
+  GRAPH TEXT REQUIRED         Graph file (graph/v1 or expanded/v1 JSON), or - for stdin
 
 Options:
   -h,--help                   Print this help message and exit

@@ -1,7 +1,4 @@
 ## Subcommands whose issue has not landed exit 2 and say so.
-$ tapestry expand g.json
-! tapestry: error: 'expand' is not implemented yet
-[exit 2]
 $ tapestry optimize g.json
 ! tapestry: error: 'optimize' is not implemented yet
 [exit 2]

@@ -1,0 +1,252 @@
+#include "backends/backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "core/diag/error.hpp"
+#include "core/zspace/checked.hpp"
+
+namespace tapestry::backend {
+
+std::vector<std::int64_t> rowMajorStrides(std::span<const std::int64_t> shape) {
+  std::vector<std::int64_t> strides(shape.size(), 1);
+  std::int64_t stride = 1;
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = checkedMul(stride, std::max<std::int64_t>(shape[d], 1));
+  }
+  return strides;
+}
+
+// ---------------------------------------------------------------- views
+
+std::int64_t TensorView::offsetOf(std::span<const std::int64_t> point) const {
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d < point.size(); ++d) {
+    offset += (point[d] - region.start()[d]) * strides[d];
+  }
+  return offset;
+}
+
+TensorView TensorView::sub(const ZRange& part) const {
+  if (part.rank() != region.rank() || !region.contains(part)) {
+    throw InternalError("view " + toString() + " does not contain " + part.toString());
+  }
+  TensorView out = *this;
+  out.region = part;
+  if (data != nullptr && !part.isEmpty()) {
+    out.data = data + offsetOf(part.start().coords()) * static_cast<std::int64_t>(dtypeSize(dtype));
+  }
+  return out;
+}
+
+std::string TensorView::toString() const {
+  std::string out = std::string(dtypeName(dtype)) + " " + region.toString() + " strides " +
+                    formatInts(strides) + " on ";
+  out += device == kHostDevice ? std::string("the host") : "device " + std::to_string(device);
+  if (!present()) {
+    out += " (absent)";
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- buffers
+
+Buffer::Buffer(DType dtype, ZRange region, int device, std::shared_ptr<std::byte> storage)
+    : dtype_(dtype), region_(std::move(region)), device_(device), storage_(std::move(storage)) {}
+
+std::int64_t Buffer::byteSize() const {
+  return checkedMul(region_.size(), static_cast<std::int64_t>(dtypeSize(dtype_)));
+}
+
+Buffer Buffer::host(DType dtype, const ZRange& region, int device) {
+  const std::int64_t bytes = checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(dtype)));
+  constexpr std::size_t kAlign = 64;
+  const std::size_t rounded = (static_cast<std::size_t>(bytes) + kAlign - 1) / kAlign * kAlign;
+  auto* raw = static_cast<std::byte*>(
+      ::operator new(std::max<std::size_t>(rounded, kAlign), std::align_val_t(kAlign)));
+  std::fill_n(raw, rounded, std::byte{0});
+  std::shared_ptr<std::byte> storage(
+      raw, [](std::byte* p) { ::operator delete(p, std::align_val_t(kAlign)); });
+  return Buffer(dtype, region, device, std::move(storage));
+}
+
+TensorView Buffer::view() const {
+  TensorView v;
+  v.data = storage_.get();
+  v.dtype = dtype_;
+  v.region = region_;
+  std::vector<std::int64_t> shape = region_.shape().vector();
+  v.strides = rowMajorStrides(shape);
+  v.device = device_;
+  return v;
+}
+
+void copyHostRegion(const TensorView& src, const TensorView& dst, const ZRange& region) {
+  if (region.isEmpty()) {
+    return;
+  }
+  if (src.dtype != dst.dtype || !src.region.contains(region) || !dst.region.contains(region)) {
+    throw InternalError("host copy of " + region.toString() + " from " + src.toString() + " to " +
+                        dst.toString() + ": views do not match");
+  }
+  const auto size = static_cast<std::int64_t>(dtypeSize(src.dtype));
+  const std::size_t rank = region.rank();
+  if (rank == 0) {
+    std::memcpy(dst.data, src.data, static_cast<std::size_t>(size));
+    return;
+  }
+  // Odometer over all dims but the last; the last is one run.
+  const std::int64_t n = region.extent(rank - 1);
+  const std::int64_t ss = src.strides[rank - 1];
+  const std::int64_t ds = dst.strides[rank - 1];
+  std::vector<std::int64_t> p = region.start().vector();
+  while (true) {
+    std::byte* from = src.data + src.offsetOf(p) * size;
+    std::byte* to = dst.data + dst.offsetOf(p) * size;
+    if (ss == 1 && ds == 1) {
+      std::memmove(to, from, static_cast<std::size_t>(n * size));
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) {
+        std::memcpy(to + j * ds * size, from + j * ss * size, static_cast<std::size_t>(size));
+      }
+    }
+    std::size_t d = rank - 1;
+    while (true) {
+      if (d == 0) {
+        return;
+      }
+      --d;
+      if (++p[d] < region.end()[d]) {
+        break;
+      }
+      p[d] = region.start()[d];
+    }
+  }
+}
+
+// ---------------------------------------------------------------- shards
+
+ZRange selection(const IndexProjection& ipf, const ZRange& index,
+                 const std::vector<std::int64_t>& shape) {
+  const ZRange bounds = ZRange::fromShape(ZPoint(shape));
+  if (index.isEmpty()) {
+    return shape.empty() ? bounds : ZRange::empty(shape.size());
+  }
+  if (shape.empty()) {
+    return bounds; // a rank-0 tensor: its one element
+  }
+  return ipf.apply(index).intersection(bounds);
+}
+
+ShardSelections shardSelections(const graph::Operation& op, const ZRange& index) {
+  ShardSelections out;
+  auto project = [&](const std::vector<metakernel::PortResult>& ports) {
+    std::vector<std::vector<ZRange>> all;
+    for (const metakernel::PortResult& port : ports) {
+      std::vector<ZRange> regions;
+      for (std::size_t t = 0; t < port.tensors.size(); ++t) {
+        regions.push_back(selection(port.ipfs[t], index, port.tensors[t].shape));
+      }
+      all.push_back(std::move(regions));
+    }
+    return all;
+  };
+  out.inputs = project(op.application.inputs);
+  out.outputs = project(op.application.outputs);
+  return out;
+}
+
+namespace {
+
+void checkPorts(const KernelCall& call, const std::vector<metakernel::PortResult>& ports,
+                std::span<const PortViews> views, const char* side) {
+  const std::string what = "operation " + call.op.name + " (" + call.op.kernel + ")";
+  if (views.size() != ports.size()) {
+    throw InternalError(what + ": " + std::to_string(views.size()) + " " + side +
+                        " ports given, the kernel has " + std::to_string(ports.size()));
+  }
+  for (std::size_t p = 0; p < ports.size(); ++p) {
+    const metakernel::PortResult& port = ports[p];
+    if (views[p].size() != port.tensors.size()) {
+      throw InternalError(what + ": " + side + " " + port.name + " has " +
+                          std::to_string(port.tensors.size()) + " tensors but " +
+                          std::to_string(views[p].size()) + " views were given");
+    }
+    for (std::size_t t = 0; t < port.tensors.size(); ++t) {
+      const TensorView& view = views[p][t];
+      const metakernel::TensorType& type = port.tensors[t];
+      const std::string name = std::string(side) + " " + port.name +
+                               (port.list ? "[" + std::to_string(t) + "]" : std::string());
+      const ZRange needed = selection(port.ipfs[t], call.index, type.shape);
+      if (needed.isEmpty()) {
+        continue;
+      }
+      if (!view.present()) {
+        throw InternalError(what + ": " + name + " needs " + needed.toString() +
+                            " but no view was given");
+      }
+      if (dtypeName(view.dtype) != type.dtype) {
+        throw InternalError(what + ": " + name + " is " + type.dtype + " but the view is " +
+                            view.toString());
+      }
+      if (view.region.rank() != type.shape.size() || view.strides.size() != type.shape.size() ||
+          !view.region.contains(needed)) {
+        throw InternalError(what + ": " + name + " view " + view.toString() +
+                            " does not cover the selection " + needed.toString() + " of shard " +
+                            call.index.toString());
+      }
+    }
+  }
+}
+
+} // namespace
+
+void checkKernelCall(const KernelCall& call) {
+  const metakernel::Application& app = call.op.application;
+  if (call.index.rank() != app.index.rank() || !app.index.contains(call.index)) {
+    throw InternalError("operation " + call.op.name + " (" + call.op.kernel + "): shard " +
+                        call.index.toString() + " is not inside the index space " +
+                        app.index.toString());
+  }
+  checkPorts(call, app.inputs, call.inputs, "input");
+  checkPorts(call, app.outputs, call.outputs, "output");
+}
+
+// ---------------------------------------------------------------- Backend
+
+void Backend::copyOverlap(const TensorView& src, const TensorView& dst) {
+  if (src.region.rank() != dst.region.rank()) {
+    throw InternalError("copy between views of different ranks: " + src.toString() + " and " +
+                        dst.toString());
+  }
+  ZRange common = src.region.intersection(dst.region);
+  if (!common.isEmpty()) {
+    copyRegion(src, dst, common);
+  }
+}
+
+void Backend::runKernel(const graph::Operation& op, const ZRange& index,
+                        std::span<const PortViews> inputs, std::span<const PortViews> outputs,
+                        int device) {
+  if (!hasKernel(op.kernel)) {
+    throw Error("backend " + name() + " has no kernel \"" + op.kernel + "\" (operation " + op.name +
+                ")");
+  }
+  KernelCall call{op, index, inputs, outputs, device};
+  checkKernelCall(call);
+  if (index.isEmpty()) {
+    return;
+  }
+  launch(call);
+}
+
+double Backend::now() {
+  using Clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+} // namespace tapestry::backend

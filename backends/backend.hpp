@@ -1,0 +1,220 @@
+// The Backend interface (SPEC §9): what `run` and `bench` need from a machine
+// to execute a plan — buffers on devices, region copies between them, kernels
+// looked up by name and run on one shard's tensor views, combination of partial
+// outputs, synchronization and a clock. The CPU backend (backends/cpu) and the
+// CUDA backend (backends/cuda) implement it; the executor drives it.
+//
+// The shard contract every kernel follows (docs/metakernels-design.md):
+// - A kernel call gets one shard: an index range of the operation (a sub-range
+//   of application.index) and, per port and per tensor of the port, a view.
+// - The *selection* of a tensor is the IPF projection of the shard's range
+//   intersected with the tensor's bounds (selection() below). An input view
+//   must cover its selection (it may cover more, e.g. the whole tensor); an
+//   empty selection (a list-port element the shard does not touch) needs no
+//   view. Parts of a projection outside the tensor (conv2d padding) read zeros.
+// - The kernel overwrites exactly the output selection. For an output with a
+//   combine monoid, what it writes is the shard's *partial*: the combination
+//   over the shard's index points only. Partials of shards that split a
+//   reduction dim are joined with combine(); an unsplit op writes final values.
+// - Kernels read everything else (axis, eps, full extents such as mean's $n)
+//   from the operation's application: resolved params and bindings.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/dtype.hpp"
+#include "core/graph/graph.hpp"
+#include "core/metakernel/metakernel.hpp"
+#include "core/zspace/index_projection.hpp"
+#include "core/zspace/zrange.hpp"
+
+namespace tapestry::backend {
+
+// The device of host memory (graph inputs as read from files, outputs to write).
+inline constexpr int kHostDevice = -1;
+
+using metakernel::Combine;
+
+// Row-major strides (in elements) of a dense box of the given shape.
+std::vector<std::int64_t> rowMajorStrides(std::span<const std::int64_t> shape);
+
+// ---------------------------------------------------------------- views
+
+// Part of a tensor held in some buffer. The element at tensor coordinates p
+// (p in `region`) sits at data + Σ_d (p_d - region.start_d) · strides_d
+// elements. A view never owns memory; a region view of a larger buffer is a
+// pointer offset, never a copy. A view with no data is *absent*.
+struct TensorView {
+  std::byte* data = nullptr; // the element at region.start()
+  DType dtype = DType::Float32;
+  ZRange region;                     // in tensor coordinates
+  std::vector<std::int64_t> strides; // in elements, one per dim
+  int device = kHostDevice;
+
+  bool present() const { return data != nullptr; }
+  std::size_t rank() const { return region.rank(); }
+  // The element offset (from data) of tensor point p, which must be in region.
+  std::int64_t offsetOf(std::span<const std::int64_t> point) const;
+  // The view of a sub-region (InternalError unless region contains it).
+  TensorView sub(const ZRange& part) const;
+  // Typed pointer to the element at p (p in region).
+  template <class T> T* at(std::span<const std::int64_t> point) const {
+    return reinterpret_cast<T*>(data) + offsetOf(point);
+  }
+  // "float32 zr[0:4, 2:6] strides [8, 1] on device 0"
+  std::string toString() const;
+};
+
+// ---------------------------------------------------------------- buffers
+
+// A dense row-major block holding `region` of one tensor on one device.
+// Copies share the memory (a handle); the memory lives while any copy does.
+class Buffer {
+public:
+  Buffer() = default;
+  Buffer(DType dtype, ZRange region, int device, std::shared_ptr<std::byte> storage);
+  // Zero-filled host memory (64-byte aligned) for `region`, tagged as on
+  // `device` (the CPU backend's devices are worker threads sharing the host).
+  static Buffer host(DType dtype, const ZRange& region, int device = kHostDevice);
+  static Buffer host(DType dtype, const std::vector<std::int64_t>& shape) {
+    return host(dtype, ZRange::fromShape(ZPoint(shape)));
+  }
+
+  DType dtype() const { return dtype_; }
+  const ZRange& region() const { return region_; }
+  int device() const { return device_; }
+  std::byte* data() const { return storage_.get(); }
+  std::int64_t elementCount() const { return region_.size(); }
+  std::int64_t byteSize() const;
+
+  TensorView view() const;
+  TensorView view(const ZRange& part) const { return view().sub(part); }
+  // Host buffers: the elements in row-major order (T must match the dtype).
+  template <class T> std::span<T> elements() const {
+    return {reinterpret_cast<T*>(storage_.get()), static_cast<std::size_t>(elementCount())};
+  }
+
+private:
+  DType dtype_ = DType::Float32;
+  ZRange region_;
+  int device_ = kHostDevice;
+  std::shared_ptr<std::byte> storage_;
+};
+
+// dst[p] = src[p] for p in `region` between two host-accessible views of one
+// dtype (what npy I/O and tests use; backends have their own copyRegion).
+void copyHostRegion(const TensorView& src, const TensorView& dst, const ZRange& region);
+
+// Tensors by name (graph inputs, outputs, or every tensor of an evaluation).
+using TensorBuffers = std::map<std::string, Buffer, std::less<>>;
+
+// ---------------------------------------------------------------- shards
+
+// A tensor's selection for a shard: ipf(index) ∩ [0, shape). Empty for a
+// list-port element the shard does not touch; ZRange::empty for an empty index.
+ZRange selection(const IndexProjection& ipf, const ZRange& index,
+                 const std::vector<std::int64_t>& shape);
+
+// Every selection of one shard, parallel to op.inputs / op.outputs.
+struct ShardSelections {
+  std::vector<std::vector<ZRange>> inputs;
+  std::vector<std::vector<ZRange>> outputs;
+};
+ShardSelections shardSelections(const graph::Operation& op, const ZRange& index);
+
+using PortViews = std::vector<TensorView>; // one view per tensor of a port
+
+// One kernel invocation: a shard of `op` and the views of its tensors.
+struct KernelCall {
+  const graph::Operation& op;
+  const ZRange& index;                // the shard's index range (non-empty)
+  std::span<const PortViews> inputs;  // parallel to op.inputs
+  std::span<const PortViews> outputs; // parallel to op.outputs
+  int device = 0;
+};
+
+// Kernel implementations by kernel name (each backend keeps one of these).
+template <class Fn> class KernelRegistry {
+public:
+  void add(std::string name, Fn fn) { kernels_[std::move(name)] = fn; }
+  const Fn* find(std::string_view name) const {
+    auto it = kernels_.find(name);
+    return it == kernels_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& entry : kernels_) {
+      out.push_back(entry.first);
+    }
+    return out;
+  }
+
+private:
+  std::map<std::string, Fn, std::less<>> kernels_;
+};
+
+// ---------------------------------------------------------------- the interface
+
+class Backend {
+public:
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0; // "cpu", "cuda"
+  // Devices the backend can run shards on (CPU: hardware threads).
+  virtual int deviceCount() const = 0;
+
+  // A zero-filled row-major buffer for `region` of a tensor, on `device`
+  // (kHostDevice: host memory). Memory is released with the last handle.
+  virtual Buffer allocate(DType dtype, const ZRange& region, int device) = 0;
+
+  // dst[p] = src[p] for p in `region`, which both views must cover; one dtype.
+  // Either view may be on the host or on any device (a transfer).
+  virtual void copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) = 0;
+  // The same over src.region ∩ dst.region (nothing when they do not meet).
+  void copyOverlap(const TensorView& src, const TensorView& dst);
+
+  // dst[p] = combine(dst[p], src[p]) for p in `region` (both views cover it).
+  // max/min propagate NaN; integer sums and products wrap.
+  virtual void combine(Combine kind, const TensorView& dst, const TensorView& src,
+                       const ZRange& region) = 0;
+  // Every element of dst = the monoid's identity (0, -inf, +inf, 1; integer
+  // max/min use the type's lowest/highest value).
+  virtual void fillIdentity(Combine kind, const TensorView& dst) = 0;
+
+  // Runs the kernel named op.kernel on one shard (see the contract at the top).
+  // An unknown kernel is Error (exit 1) "backend cpu has no kernel \"foo\"";
+  // views that do not match the operation (port or tensor counts, dtypes,
+  // ranks, a selection not covered) are an InternalError naming the port. An
+  // empty index range does nothing. Thread-safe for calls writing disjoint
+  // views (the executor runs one worker per device).
+  void runKernel(const graph::Operation& op, const ZRange& index, std::span<const PortViews> inputs,
+                 std::span<const PortViews> outputs, int device = 0);
+
+  virtual bool hasKernel(std::string_view kernel) const = 0;
+  virtual std::vector<std::string> kernelNames() const = 0; // sorted
+
+  // Waits until every copy, kernel and combine issued so far has finished.
+  virtual void synchronize() = 0;
+  // Seconds on a monotonic host clock. The wall time of some work is the
+  // difference of two readings, each taken right after synchronize().
+  static double now();
+
+protected:
+  // Runs a checked call (kernel known, views match, index non-empty).
+  virtual void launch(const KernelCall& call) = 0;
+};
+
+// Checks views against an operation as runKernel does (InternalError).
+void checkKernelCall(const KernelCall& call);
+
+} // namespace tapestry::backend

@@ -1,0 +1,164 @@
+#include "backends/cpu/cpu_backend.hpp"
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include <cblas.h>
+
+#include "backends/cpu/kernel_util.hpp"
+#include "core/diag/error.hpp"
+
+namespace tapestry::backend {
+
+namespace {
+
+const cpu::CpuRegistry& registry() {
+  static const cpu::CpuRegistry kernels = [] {
+    cpu::CpuRegistry r;
+    cpu::registerElementwiseKernels(r);
+    cpu::registerMatmulKernels(r);
+    cpu::registerConvKernels(r);
+    cpu::registerReduceKernels(r);
+    cpu::registerNormalizationKernels(r);
+    cpu::registerShapeKernels(r);
+    cpu::registerEmbeddingKernels(r);
+    return r;
+  }();
+  return kernels;
+}
+
+template <class T> typename cpu::Num<T>::C identityOf(Combine kind) {
+  // Integers use their own type's range (int32's lowest, not int64's).
+  using C = typename cpu::Num<T>::C;
+  using L = std::conditional_t<cpu::kIsInt<T>, T, C>;
+  switch (kind) {
+  case Combine::Sum:
+    return C(0);
+  case Combine::Prod:
+    return C(1);
+  case Combine::Max:
+    return std::numeric_limits<L>::has_infinity ? -std::numeric_limits<L>::infinity()
+                                                : std::numeric_limits<L>::lowest();
+  case Combine::Min:
+    break;
+  }
+  return std::numeric_limits<L>::has_infinity ? std::numeric_limits<L>::infinity()
+                                              : std::numeric_limits<L>::max();
+}
+
+template <class T>
+void combineTyped(Combine kind, const TensorView& dst, const TensorView& src,
+                  const ZRange& region) {
+  using C = typename cpu::Num<T>::C;
+  const cpu::Walk d = cpu::walkRegion(dst, region);
+  const cpu::Walk s = cpu::walkRegion(src, region);
+  auto apply = [kind](C a, C b) -> C {
+    switch (kind) {
+    case Combine::Sum:
+      if constexpr (std::is_integral_v<C>) {
+        return cpu::wrapAdd(a, b);
+      } else {
+        return a + b;
+      }
+    case Combine::Prod:
+      if constexpr (std::is_integral_v<C>) {
+        return cpu::wrapMul(a, b);
+      } else {
+        return a * b;
+      }
+    case Combine::Max:
+      if constexpr (!std::is_integral_v<C>) {
+        if (std::isnan(a) || std::isnan(b)) {
+          return std::isnan(a) ? a : b;
+        }
+      }
+      return a < b ? b : a;
+    case Combine::Min:
+      break;
+    }
+    if constexpr (!std::is_integral_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) {
+        return std::isnan(a) ? a : b;
+      }
+    }
+    return b < a ? b : a;
+  };
+  cpu::forEachRun<2>(region, {&d, &s},
+                     [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
+                         const std::array<std::int64_t, 2>& st) {
+                       T* y = d.ptr<T>() + off[0];
+                       const T* x = s.ptr<T>() + off[1];
+                       for (std::int64_t j = 0; j < n; ++j) {
+                         T& slot = y[j * st[0]];
+                         slot = cpu::Num<T>::store(
+                             apply(cpu::Num<T>::load(slot), cpu::Num<T>::load(x[j * st[1]])));
+                       }
+                     });
+}
+
+} // namespace
+
+CpuBackend::CpuBackend(int devices)
+    : devices_(devices > 0 ? devices
+                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
+
+Buffer CpuBackend::allocate(DType dtype, const ZRange& region, int device) {
+  return Buffer::host(dtype, region, device);
+}
+
+void CpuBackend::copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) {
+  cpu::copyViews(src, dst, region);
+}
+
+void CpuBackend::combine(Combine kind, const TensorView& dst, const TensorView& src,
+                         const ZRange& region) {
+  if (region.isEmpty()) {
+    return;
+  }
+  if (src.dtype != dst.dtype || !src.region.contains(region) || !dst.region.contains(region)) {
+    throw InternalError("combine of " + region.toString() + " from " + src.toString() + " into " +
+                        dst.toString() + ": views do not match");
+  }
+  dispatch(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    combineTyped<T>(kind, dst, src, region);
+  });
+}
+
+void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
+  if (dst.region.isEmpty()) {
+    return;
+  }
+  dispatch(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T value = cpu::Num<T>::store(identityOf<T>(kind));
+    const cpu::Walk d = cpu::walkRegion(dst, dst.region);
+    cpu::forEachRun<1>(dst.region, {&d},
+                       [&](const std::array<std::int64_t, 1>& off, std::int64_t n,
+                           const std::array<std::int64_t, 1>& st) {
+                         T* y = d.ptr<T>() + off[0];
+                         for (std::int64_t j = 0; j < n; ++j) {
+                           y[j * st[0]] = value;
+                         }
+                       });
+  });
+}
+
+bool CpuBackend::hasKernel(std::string_view kernel) const {
+  return registry().find(kernel) != nullptr;
+}
+
+std::vector<std::string> CpuBackend::kernelNames() const {
+  return registry().names();
+}
+
+void CpuBackend::setBlasThreads(int threads) {
+  openblas_set_num_threads(std::max(1, threads));
+}
+
+void CpuBackend::launch(const KernelCall& call) {
+  (*registry().find(call.op.kernel))(call);
+}
+
+} // namespace tapestry::backend

@@ -1,0 +1,44 @@
+// The CPU backend: every standard-library kernel on host memory. A plan's
+// devices are worker threads of the executor; all of them share host memory,
+// so buffers are host allocations tagged with their device and a transfer is a
+// region copy between two buffers. Matrix products go through OpenBLAS (cblas).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.hpp"
+
+namespace tapestry::backend {
+
+class CpuBackend final : public Backend {
+public:
+  // `devices`: how many devices (worker threads) it offers; 0 means one per
+  // hardware thread.
+  explicit CpuBackend(int devices = 0);
+
+  std::string name() const override { return "cpu"; }
+  int deviceCount() const override { return devices_; }
+  Buffer allocate(DType dtype, const ZRange& region, int device) override;
+  void copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) override;
+  void combine(Combine kind, const TensorView& dst, const TensorView& src,
+               const ZRange& region) override;
+  void fillIdentity(Combine kind, const TensorView& dst) override;
+  bool hasKernel(std::string_view kernel) const override;
+  std::vector<std::string> kernelNames() const override;
+  void synchronize() override {} // every call runs to completion on its thread
+
+  // Threads OpenBLAS may use inside one matrix product. The executor sets 1
+  // when its own workers already occupy every core.
+  static void setBlasThreads(int threads);
+
+protected:
+  void launch(const KernelCall& call) override;
+
+private:
+  int devices_;
+};
+
+} // namespace tapestry::backend

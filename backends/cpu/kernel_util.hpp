@@ -1,0 +1,225 @@
+// Internals shared by the CPU kernels: numeric traits per storage type, strided
+// walks of tensor views through an operation's IPFs, the run loop every
+// elementwise kernel is built on, matrix products through cblas, and access to
+// the operation's params and bindings. Not a public header.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/dtype.hpp"
+
+namespace tapestry::backend::cpu {
+
+using CpuKernel = void (*)(const KernelCall&);
+using CpuRegistry = KernelRegistry<CpuKernel>;
+
+void registerElementwiseKernels(CpuRegistry& registry);
+void registerMatmulKernels(CpuRegistry& registry);
+void registerConvKernels(CpuRegistry& registry);
+void registerReduceKernels(CpuRegistry& registry);
+void registerNormalizationKernels(CpuRegistry& registry);
+void registerShapeKernels(CpuRegistry& registry);
+void registerEmbeddingKernels(CpuRegistry& registry);
+
+// ---------------------------------------------------------------- numbers
+
+template <class T>
+constexpr bool kIsInt = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
+
+// Num<T>::C is the type T computes in (float for the 16-bit floats, int64 for
+// integers); load/store convert (store rounds to nearest even, or wraps ints).
+template <class T> struct Num {
+  using C = T;
+  static C load(T x) { return x; }
+  static T store(C c) { return c; }
+};
+template <> struct Num<Half> {
+  using C = float;
+  static float load(Half x) { return halfToFloat(x); }
+  static Half store(float c) { return floatToHalf(c); }
+};
+template <> struct Num<BFloat16> {
+  using C = float;
+  static float load(BFloat16 x) { return bfloat16ToFloat(x); }
+  static BFloat16 store(float c) { return floatToBFloat16(c); }
+};
+template <> struct Num<std::int32_t> {
+  using C = std::int64_t;
+  static std::int64_t load(std::int32_t x) { return x; }
+  static std::int32_t store(std::int64_t c) { return static_cast<std::int32_t>(c); } // wraps
+};
+
+// Integer arithmetic that wraps instead of overflowing (no UB).
+inline std::int64_t wrapAdd(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+inline std::int64_t wrapSub(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+inline std::int64_t wrapMul(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+
+// Converts a value of one storage type to another (cast): floats round to
+// nearest even; float to int truncates toward zero and saturates (NaN gives 0);
+// int to narrower int wraps.
+template <class To, class From> To convertValue(From x) {
+  using CF = typename Num<From>::C;
+  using CT = typename Num<To>::C;
+  const CF v = Num<From>::load(x);
+  if constexpr (kIsInt<To> && !kIsInt<From>) {
+    if (std::isnan(v)) {
+      return To{0};
+    }
+    constexpr double lo = static_cast<double>(std::numeric_limits<To>::lowest());
+    constexpr double hi = static_cast<double>(std::numeric_limits<To>::max());
+    const double d = static_cast<double>(v);
+    if (d <= lo) {
+      return std::numeric_limits<To>::lowest();
+    }
+    if (d >= hi) { // hi is 2^63 for int64 (not representable), so >= saturates exactly
+      return std::numeric_limits<To>::max();
+    }
+    return static_cast<To>(static_cast<std::int64_t>(d));
+  } else {
+    return Num<To>::store(static_cast<CT>(v));
+  }
+}
+
+// ---------------------------------------------------------------- walks
+
+// How a view is read while walking an index range: the element of index point
+// p sits at base + Σ_k stride[k]·(p_k - index.start_k) elements.
+struct Walk {
+  std::byte* base = nullptr;
+  std::vector<std::int64_t> stride; // per index dim
+  template <class T> T* ptr() const { return reinterpret_cast<T*>(base); }
+};
+
+// A view read through an IPF (unit shape, or the region's first element for
+// row-reading kernels) over `index`; index.start must map inside the view.
+Walk walkThrough(const TensorView& view, const IndexProjection& ipf, const ZRange& index);
+// A view walked over its own coordinates (`region` inside the view).
+Walk walkRegion(const TensorView& view, const ZRange& region);
+// A dense row-major buffer of `extent` walked from its first element.
+Walk walkDense(std::byte* data, std::span<const std::int64_t> extent);
+
+// Calls f(offsets, n, strides) once per innermost run of the index box with
+// extents `extent`: the run's n elements of operand i are at
+// offsets[i] + j·strides[i], j < n (offsets and strides in elements, from each
+// walk's base). Dims of extent 1 are skipped and dims every operand walks
+// contiguously are merged, so runs are as long as the layouts allow.
+template <std::size_t N, class F>
+void forEachRun(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
+                F&& f) {
+  struct Dim {
+    std::int64_t extent;
+    std::array<std::int64_t, N> stride;
+  };
+  std::vector<Dim> dims;
+  for (std::size_t k = 0; k < extent.size(); ++k) {
+    if (extent[k] == 0) {
+      return;
+    }
+    if (extent[k] == 1) {
+      continue;
+    }
+    Dim dim{extent[k], {}};
+    for (std::size_t i = 0; i < N; ++i) {
+      dim.stride[i] = walks[i]->stride[k];
+    }
+    bool merge = !dims.empty();
+    for (std::size_t i = 0; merge && i < N; ++i) {
+      merge = dims.back().stride[i] == dim.stride[i] * dim.extent;
+    }
+    if (merge) {
+      dims.back() = Dim{dims.back().extent * dim.extent, dim.stride};
+    } else {
+      dims.push_back(dim);
+    }
+  }
+  std::array<std::int64_t, N> offsets{};
+  if (dims.empty()) {
+    f(offsets, std::int64_t{1}, offsets);
+    return;
+  }
+  const Dim inner = dims.back();
+  dims.pop_back();
+  std::vector<std::int64_t> counter(dims.size(), 0);
+  while (true) {
+    f(offsets, inner.extent, inner.stride);
+    std::size_t d = dims.size();
+    while (true) {
+      if (d == 0) {
+        return;
+      }
+      --d;
+      for (std::size_t i = 0; i < N; ++i) {
+        offsets[i] += dims[d].stride[i];
+      }
+      if (++counter[d] < dims[d].extent) {
+        break;
+      }
+      for (std::size_t i = 0; i < N; ++i) {
+        offsets[i] -= dims[d].stride[i] * dims[d].extent;
+      }
+      counter[d] = 0;
+    }
+  }
+}
+
+template <std::size_t N, class F>
+void forEachRun(const ZRange& index, const std::array<const Walk*, N>& walks, F&& f) {
+  const std::vector<std::int64_t> extent = index.shape().vector();
+  forEachRun<N>(std::span<const std::int64_t>(extent), walks, std::forward<F>(f));
+}
+
+// Copies `region` from one view to another of the same dtype.
+void copyViews(const TensorView& src, const TensorView& dst, const ZRange& region);
+
+// ---------------------------------------------------------------- matrix products
+
+// C = A·B + bias, with A [M, K], B [K, N], C [M, N] given by element pointers
+// and (row, column) strides, and bias [N] (contiguous, compute type) or null.
+// float and double go through cblas (copying an operand first only when no
+// stride is 1); float16 and bfloat16 convert to float32 blocks for sgemm;
+// integers use loops that wrap.
+template <class T>
+void matmulBlock(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, std::int64_t rsA,
+                 std::int64_t csA, const T* B, std::int64_t rsB, std::int64_t csB, T* C,
+                 std::int64_t rsC, std::int64_t csC, const typename Num<T>::C* bias);
+
+// C [M, N] = A [M, K]·B [K, N] for dense row-major float or double blocks (cblas).
+void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B,
+               float* C);
+void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const double* A, const double* B,
+               double* C);
+
+// ---------------------------------------------------------------- params
+
+// A binding of the operation's application ($ax, $n, ...); InternalError when
+// absent (the template defines it, so absence is a bug).
+std::int64_t intBinding(const graph::Operation& op, std::string_view name);
+std::vector<std::int64_t> intsBinding(const graph::Operation& op, std::string_view name);
+double floatParam(const graph::Operation& op, std::string_view name);
+
+// Error (exit 1): "backend cpu: kernel gelu does not support int32 (operation g)".
+[[noreturn]] void unsupportedDType(const KernelCall& call, DType dtype);
+
+// The IPF of tensor t of input/output port p.
+inline const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
+  return call.op.application.inputs[p].ipfs[t];
+}
+inline const IndexProjection& outputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
+  return call.op.application.outputs[p].ipfs[t];
+}
+
+} // namespace tapestry::backend::cpu

@@ -1,0 +1,160 @@
+// Data movement: transpose, reshape, cast, concat, split. Each is a copy of the
+// shard's index points from the input walk to the output walk (the IPFs say
+// where each point lives in each tensor); list ports copy only the part of the
+// shard that falls inside each element, which may be none.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/kernel_util.hpp"
+
+namespace tapestry::backend::cpu {
+
+namespace {
+
+// Copies one element per index point of `index` (bitwise, same dtype).
+void copyPoints(const ZRange& index, const Walk& src, const Walk& dst, std::size_t elementSize) {
+  const auto size = static_cast<std::int64_t>(elementSize);
+  forEachRun<2>(index, {&src, &dst},
+                [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
+                    const std::array<std::int64_t, 2>& st) {
+                  const std::byte* from = src.base + off[0] * size;
+                  std::byte* to = dst.base + off[1] * size;
+                  if (st[0] == 1 && st[1] == 1) {
+                    std::memcpy(to, from, static_cast<std::size_t>(n * size));
+                    return;
+                  }
+                  for (std::int64_t j = 0; j < n; ++j) {
+                    std::memcpy(to + j * st[1] * size, from + j * st[0] * size, elementSize);
+                  }
+                });
+}
+
+// One input, one output, both with unit-shape IPFs.
+void copyKernel(const KernelCall& call) {
+  const TensorView& in = call.inputs[0][0];
+  const TensorView& out = call.outputs[0][0];
+  copyPoints(call.index, walkThrough(in, inputIpf(call, 0), call.index),
+             walkThrough(out, outputIpf(call, 0), call.index), dtypeSize(in.dtype));
+}
+
+bool unitShape(const IndexProjection& ipf) {
+  for (std::int64_t e : ipf.shape()) {
+    if (e != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void reshapeKernel(const KernelCall& call) {
+  if (unitShape(inputIpf(call, 0)) && unitShape(outputIpf(call, 0))) {
+    copyKernel(call); // the common refinement: a point is one element of each
+    return;
+  }
+  // The single-point fallback: both views hold whole tensors; copy through a
+  // dense row-major buffer, which is the same elements in both shapes.
+  const TensorView& in = call.inputs[0][0];
+  const TensorView& out = call.outputs[0][0];
+  const auto& inShape = call.op.application.inputs[0].tensors[0].shape;
+  const auto& outShape = call.op.application.outputs[0].tensors[0].shape;
+  const ZRange inBounds = ZRange::fromShape(ZPoint(inShape));
+  const ZRange outBounds = ZRange::fromShape(ZPoint(outShape));
+  Buffer dense = Buffer::host(in.dtype, inBounds);
+  copyViews(in, dense.view(), inBounds);
+  TensorView flat;
+  flat.data = dense.data();
+  flat.dtype = in.dtype;
+  flat.region = outBounds;
+  flat.strides = rowMajorStrides(outShape);
+  copyViews(flat, out, outBounds);
+}
+
+template <class From, class To> void castTyped(const KernelCall& call) {
+  const Walk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  const From* x = a.ptr<From>();
+  To* y = r.ptr<To>();
+  forEachRun<2>(call.index, {&a, &r},
+                [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
+                    const std::array<std::int64_t, 2>& st) {
+                  const From* xs = x + off[0];
+                  To* ys = y + off[1];
+                  if (st[0] == 1 && st[1] == 1) {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                      ys[j] = convertValue<To, From>(xs[j]);
+                    }
+                  } else {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                      ys[j * st[1]] = convertValue<To, From>(xs[j * st[0]]);
+                    }
+                  }
+                });
+}
+
+void castKernel(const KernelCall& call) {
+  dispatch(call.inputs[0][0].dtype, [&](auto from) {
+    dispatch(call.outputs[0][0].dtype, [&](auto to) {
+      castTyped<typename decltype(from)::type, typename decltype(to)::type>(call);
+    });
+  });
+}
+
+// The part of `index` whose coordinate along `axis` lies in [lo, hi).
+ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> start = index.start().vector();
+  std::vector<std::int64_t> end = index.end().vector();
+  start[axis] = std::max(start[axis], lo);
+  end[axis] = std::min(end[axis], hi);
+  if (start[axis] >= end[axis]) {
+    return ZRange::empty(index.rank());
+  }
+  return ZRange(ZPoint(std::move(start)), ZPoint(std::move(end)));
+}
+
+// concat: index = the result shape; element j covers [offset_j, offset_j + size_j)
+// of the axis.
+void concatKernel(const KernelCall& call) {
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::vector<std::int64_t> sizes = intsBinding(call.op, "sizes");
+  const TensorView& out = call.outputs[0][0];
+  std::int64_t offset = 0;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    const ZRange part = clipAxis(call.index, ax, offset, offset + sizes[j]);
+    offset += sizes[j];
+    if (part.isEmpty()) {
+      continue;
+    }
+    copyPoints(part, walkThrough(call.inputs[0][j], inputIpf(call, 0, j), part),
+               walkThrough(out, outputIpf(call, 0), part), dtypeSize(out.dtype));
+  }
+}
+
+// split: index = the input shape; result j holds [offset_j, offset_j + sections_j).
+void splitKernel(const KernelCall& call) {
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::vector<std::int64_t> sections = intsBinding(call.op, "sections");
+  const TensorView& in = call.inputs[0][0];
+  std::int64_t offset = 0;
+  for (std::size_t j = 0; j < sections.size(); ++j) {
+    const ZRange part = clipAxis(call.index, ax, offset, offset + sections[j]);
+    offset += sections[j];
+    if (part.isEmpty()) {
+      continue;
+    }
+    copyPoints(part, walkThrough(in, inputIpf(call, 0), part),
+               walkThrough(call.outputs[0][j], outputIpf(call, 0, j), part), dtypeSize(in.dtype));
+  }
+}
+
+} // namespace
+
+void registerShapeKernels(CpuRegistry& registry) {
+  registry.add("transpose", &copyKernel);
+  registry.add("reshape", &reshapeKernel);
+  registry.add("cast", &castKernel);
+  registry.add("concat", &concatKernel);
+  registry.add("split", &splitKernel);
+}
+
+} // namespace tapestry::backend::cpu

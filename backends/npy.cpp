@@ -1,0 +1,305 @@
+#include "backends/npy.hpp"
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "core/diag/atomic_file.hpp"
+#include "core/diag/error.hpp"
+#include "core/zspace/checked.hpp"
+
+namespace tapestry::backend {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr std::size_t kMagicLen = 6;
+constexpr std::size_t kAlign = 64;
+
+[[noreturn]] void fail(const std::string& name, const std::string& message) {
+  throw Error(SourceLocation{name, 0, 0, {}}, message);
+}
+
+std::uint32_t readLE(std::string_view bytes, std::size_t at, std::size_t width) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < width; ++i) {
+    v |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  }
+  return v;
+}
+
+// A parser for the header's Python dict literal, e.g.
+// {'descr': '<f4', 'fortran_order': False, 'shape': (4, 8), }
+class HeaderParser {
+public:
+  HeaderParser(std::string_view text, const std::string& name) : text_(text), name_(name) {}
+
+  struct Header {
+    std::string descr;
+    bool fortranOrder = false;
+    std::vector<std::int64_t> shape;
+  };
+
+  Header parse() {
+    std::optional<std::string> descr;
+    std::optional<bool> fortran;
+    std::optional<std::vector<std::int64_t>> shape;
+    skipSpace();
+    expect('{');
+    while (true) {
+      skipSpace();
+      if (peek() == '}') {
+        ++pos_;
+        break;
+      }
+      std::string key = parseString();
+      skipSpace();
+      expect(':');
+      skipSpace();
+      if (key == "descr") {
+        if (peek() != '\'' && peek() != '"') {
+          bad("'descr' must be a string (structured dtypes are not supported)");
+        }
+        descr = parseString();
+      } else if (key == "fortran_order") {
+        fortran = parseBool();
+      } else if (key == "shape") {
+        shape = parseShape();
+      } else {
+        bad("unexpected key '" + key + "'");
+      }
+      skipSpace();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() != '}') {
+        bad("expected ',' or '}' at byte " + std::to_string(pos_) + " of the header");
+      }
+    }
+    skipSpace();
+    if (pos_ != text_.size()) {
+      bad("unexpected text after the dict");
+    }
+    if (!descr || !fortran || !shape) {
+      bad("expected the keys 'descr', 'fortran_order' and 'shape'");
+    }
+    return Header{*descr, *fortran, *shape};
+  }
+
+private:
+  [[noreturn]] void bad(const std::string& why) const { fail(name_, "bad .npy header: " + why); }
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  void skipSpace() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) {
+      ++pos_;
+    }
+  }
+  void expect(char c) {
+    if (peek() != c) {
+      bad(std::string("expected '") + c + "' at byte " + std::to_string(pos_) + " of the header");
+    }
+    ++pos_;
+  }
+  std::string parseString() {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') {
+      bad("expected a quoted key at byte " + std::to_string(pos_) + " of the header");
+    }
+    ++pos_;
+    const std::size_t end = text_.find(quote, pos_);
+    if (end == std::string_view::npos) {
+      bad("unterminated string");
+    }
+    std::string out(text_.substr(pos_, end - pos_));
+    pos_ = end + 1;
+    return out;
+  }
+  bool parseBool() {
+    if (text_.substr(pos_, 4) == "True") {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_, 5) == "False") {
+      pos_ += 5;
+      return false;
+    }
+    bad("'fortran_order' must be True or False");
+  }
+  std::vector<std::int64_t> parseShape() {
+    expect('(');
+    std::vector<std::int64_t> dims;
+    while (true) {
+      skipSpace();
+      if (peek() == ')') {
+        ++pos_;
+        return dims;
+      }
+      if (!std::isdigit(static_cast<unsigned char>(peek()))) {
+        bad("'shape' must be a tuple of non-negative integers");
+      }
+      std::int64_t v = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek()))) {
+        v = checkedAdd(checkedMul(v, 10), peek() - '0');
+        ++pos_;
+      }
+      if (peek() == 'L') { // Python 2 longs
+        ++pos_;
+      }
+      dims.push_back(v);
+      skipSpace();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() != ')') {
+        bad("'shape' must be a tuple of non-negative integers");
+      }
+    }
+  }
+
+  std::string_view text_;
+  const std::string& name_;
+  std::size_t pos_ = 0;
+};
+
+std::optional<DType> dtypeOfDescr(std::string_view descr) {
+  static const std::map<std::string_view, DType> known = {
+      {"<f4", DType::Float32}, {"<f8", DType::Float64}, {"<f2", DType::Float16},
+      {"<i4", DType::Int32},   {"<i8", DType::Int64},   {"<u2", DType::BFloat16}};
+  auto it = known.find(descr);
+  return it == known.end() ? std::nullopt : std::optional<DType>(it->second);
+}
+
+} // namespace
+
+std::string pythonShape(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += (i > 0 ? ", " : "") + std::to_string(shape[i]);
+  }
+  out += shape.size() == 1 ? ",)" : ")";
+  return out;
+}
+
+const char* npyDescr(DType dtype) {
+  switch (dtype) {
+  case DType::Float32:
+    return "<f4";
+  case DType::Float64:
+    return "<f8";
+  case DType::Float16:
+    return "<f2";
+  case DType::BFloat16:
+    return "<u2";
+  case DType::Int32:
+    return "<i4";
+  case DType::Int64:
+    break;
+  }
+  return "<i8";
+}
+
+NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
+  if (bytes.size() < kMagicLen + 2 || bytes.substr(0, kMagicLen) != std::string_view(kMagic)) {
+    fail(name, "not a NumPy .npy file (no \\x93NUMPY magic string)");
+  }
+  const int major = static_cast<unsigned char>(bytes[6]);
+  const int minor = static_cast<unsigned char>(bytes[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    fail(name, "unsupported .npy format version " + std::to_string(major) + "." +
+                   std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
+  }
+  const std::size_t lenWidth = major == 1 ? 2 : 4;
+  const std::size_t prefix = kMagicLen + 2 + lenWidth;
+  if (bytes.size() < prefix) {
+    fail(name,
+         "truncated .npy header: the file ends after " + std::to_string(bytes.size()) + " bytes");
+  }
+  const std::size_t headerLen = readLE(bytes, kMagicLen + 2, lenWidth);
+  if (bytes.size() < prefix + headerLen) {
+    fail(name, "truncated .npy header: it declares " + std::to_string(headerLen) +
+                   " bytes but the file ends after " + std::to_string(bytes.size() - prefix));
+  }
+  const HeaderParser::Header header = HeaderParser(bytes.substr(prefix, headerLen), name).parse();
+  if (header.fortranOrder) {
+    fail(name, "Fortran-order arrays are not supported (save a C-order array, e.g. with "
+               "np.ascontiguousarray)");
+  }
+  std::optional<DType> dtype = dtypeOfDescr(header.descr);
+  if (!dtype) {
+    fail(name, "unsupported dtype '" + header.descr +
+                   "' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', and '<u2' for bfloat16)");
+  }
+  const ZRange region = ZRange::fromShape(ZPoint(header.shape));
+  const std::int64_t expected =
+      checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(*dtype)));
+  const auto found = static_cast<std::int64_t>(bytes.size() - prefix - headerLen);
+  if (found != expected) {
+    fail(name, std::string(found < expected ? "truncated data" : "unexpected trailing data") +
+                   ": shape " + pythonShape(header.shape) + " of '" + header.descr + "' needs " +
+                   std::to_string(expected) + " bytes after the header, the file has " +
+                   std::to_string(found));
+  }
+  NpyArray out{header.descr, Buffer::host(*dtype, region)};
+  if (expected > 0) {
+    std::memcpy(out.buffer.data(), bytes.data() + prefix + headerLen,
+                static_cast<std::size_t>(expected));
+  }
+  return out;
+}
+
+NpyArray readNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    fail(path, std::string("cannot open file: ") + std::strerror(errno));
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) {
+    fail(path, "cannot read file");
+  }
+  return decodeNpy(content.str(), path);
+}
+
+std::string npyHeader(DType dtype, const std::vector<std::int64_t>& shape) {
+  // NumPy's format.py: the dict repr, then spaces and '\n' so that the whole
+  // header (magic, version, length, dict) is a multiple of 64 bytes.
+  std::string dict = std::string("{'descr': '") + npyDescr(dtype) +
+                     "', 'fortran_order': False, 'shape': " + pythonShape(shape) + ", }";
+  const std::size_t hlen = dict.size() + 1;
+  std::size_t lenWidth = 2;
+  int major = 1;
+  if (hlen + kAlign > 65535) {
+    lenWidth = 4;
+    major = 2;
+  }
+  const std::size_t padlen = kAlign - ((kMagicLen + 2 + lenWidth + hlen) % kAlign);
+  const std::size_t total = hlen + padlen;
+  std::string out(kMagic, kMagicLen);
+  out += static_cast<char>(major);
+  out += '\0';
+  for (std::size_t i = 0; i < lenWidth; ++i) {
+    out += static_cast<char>((total >> (8 * i)) & 0xFF);
+  }
+  out += dict;
+  out.append(padlen, ' ');
+  out += '\n';
+  return out;
+}
+
+std::string encodeNpy(const TensorView& view) {
+  const std::vector<std::int64_t> shape = view.region.shape().vector();
+  std::string out = npyHeader(view.dtype, shape);
+  Buffer dense = Buffer::host(view.dtype, view.region); // row-major over the same region
+  copyHostRegion(view, dense.view(), view.region);
+  out.append(reinterpret_cast<const char*>(dense.data()),
+             static_cast<std::size_t>(dense.byteSize()));
+  return out;
+}
+
+void writeNpy(const std::string& path, const TensorView& view) {
+  writeFileAtomically(path, encodeNpy(view), std::cout);
+}
+
+} // namespace tapestry::backend

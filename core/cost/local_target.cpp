@@ -1,0 +1,127 @@
+// The `local` target: this machine as it is (SPEC §6).
+#include <algorithm>
+#include <cctype>
+#include <thread>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "core/cost/embedded_targets.hpp"
+#include "core/cost/target.hpp"
+#include "core/cost/units.hpp"
+
+#if defined(TAPESTRY_HAVE_CUDA)
+#include "backends/cuda/cuda_probe.hpp"
+#endif
+
+namespace tapestry::cost {
+
+namespace {
+
+constexpr std::string_view kGenericGpu = "core/cost/targets/local/gpu.yaml";
+
+// The built-in whose device figures fit a GPU of this name ("NVIDIA H100 80GB HBM3").
+std::string_view figuresFor(const std::string& gpuName) {
+  std::string upper = gpuName;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (upper.find("H200") != std::string::npos) {
+    return "core/cost/targets/h200x8.yaml";
+  }
+  if (upper.find("H100") != std::string::npos) {
+    return "core/cost/targets/h100x8.yaml";
+  }
+  if (upper.find("A100") != std::string::npos) {
+    return "core/cost/targets/a100x8.yaml";
+  }
+  return kGenericGpu;
+}
+
+std::string stemOf(std::string_view path) {
+  std::size_t slash = path.rfind('/');
+  std::string_view file = path.substr(slash + 1);
+  return std::string(file.substr(0, file.rfind('.')));
+}
+
+// CPUs this process may run on (the affinity mask), else what the library reports.
+int usableCpuCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+    return CPU_COUNT(&set);
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::int64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long pageSize = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0) {
+    return 0;
+  }
+  return static_cast<std::int64_t>(pages) * pageSize;
+}
+
+} // namespace
+
+const MachineInfo& probeMachine() {
+  static const MachineInfo info = [] {
+    MachineInfo m;
+#if defined(TAPESTRY_HAVE_CUDA)
+    cuda::Probe probe = cuda::probe();
+    if (probe.available) {
+      for (const cuda::DeviceInfo& d : probe.devices) {
+        m.gpus.push_back(MachineInfo::Gpu{d.name, static_cast<std::int64_t>(d.memoryBytes)});
+      }
+    } else {
+      m.gpuNote = probe.reason;
+    }
+#else
+    m.gpuNote = "built without CUDA";
+#endif
+    m.cpuCores = usableCpuCores();
+    m.ramBytes = physicalMemory();
+    return m;
+  }();
+  return info;
+}
+
+Target localTarget(const MachineInfo& machine) {
+  if (!machine.gpus.empty()) {
+    // One device description for all GPUs: a mixed machine gets the generic figures
+    // and the smallest memory.
+    std::string_view source = figuresFor(machine.gpus.front().name);
+    std::int64_t memory = machine.gpus.front().memory;
+    for (const MachineInfo::Gpu& g : machine.gpus) {
+      if (figuresFor(g.name) != source) {
+        source = kGenericGpu;
+      }
+      memory = std::min(memory, g.memory);
+    }
+    Target t = loadEmbeddedTarget(source);
+    t.name = "local";
+    t.devices.count = static_cast<int>(machine.gpus.size());
+    if (memory > 0) {
+      t.devices.memory = memory;
+    }
+    t.nodes.reset();
+    t.description =
+        "this machine: " + std::to_string(machine.gpus.size()) + " x " + machine.gpus.front().name +
+        (machine.gpus.size() > 1 && source == kGenericGpu ? " (and others)" : "") + ", " +
+        formatSize(t.devices.memory) + " each (figures of " + stemOf(source) + ")";
+    return t;
+  }
+  Target t = loadEmbeddedTarget("core/cost/targets/cpu-2.yaml");
+  t.name = "local";
+  t.devices.count = std::clamp(machine.cpuCores, 1, 65536);
+  if (machine.ramBytes > 0) {
+    t.devices.memory = std::max<std::int64_t>(machine.ramBytes / t.devices.count, 1);
+  }
+  t.description = "this machine: " + std::to_string(t.devices.count) + " CPU cores as devices, " +
+                  formatSize(t.devices.memory) + " each (figures of cpu-2; no GPU: " +
+                  (machine.gpuNote.empty() ? std::string("none found") : machine.gpuNote) + ")";
+  return t;
+}
+
+} // namespace tapestry::cost

@@ -1,0 +1,297 @@
+// The discrete-event cost model: list scheduling of shards, transfers and
+// reduction steps on per-device and per-link queues over a plan's tasks
+// (plan::PlanTasks), then a memory sweep per device.
+#include "core/cost/simulator.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "core/diag/error.hpp"
+
+namespace tapestry::cost {
+
+namespace {
+
+using plan::PlanTasks;
+using u32 = std::uint32_t;
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// A memory event: time (as its order-preserving bits) and whether it frees, so
+// that at equal times frees sort first.
+struct MemEvent {
+  std::uint64_t key;
+  std::int64_t delta;
+};
+
+std::uint64_t eventKey(double time, bool alloc) {
+  // Times are >= 0, whose IEEE bits order like the values; the sign bit is free.
+  return (std::bit_cast<std::uint64_t>(time) << 1) | (alloc ? 1u : 0u);
+}
+
+} // namespace
+
+struct Evaluator::Scratch {
+  std::vector<double> rate;    // per op
+  std::vector<double> devFree; // per device
+  std::vector<double> linkFree;
+  std::vector<double> alloc, ready, lastUse; // per buffer
+  std::vector<Interval> shards, transfers, reductions;
+  std::vector<std::uint32_t> starts, cursor; // per device: its events' slice
+  std::vector<MemEvent> events;
+  std::vector<std::int64_t> peak;
+  Objectives objectives;
+
+  void run(const PlanTasks& p, const Target& t);
+
+private:
+  void transfer(const PlanTasks& p, const Target& t, std::size_t i, double sourceReady);
+  void memory(const PlanTasks& p, const Target& t);
+};
+
+void Evaluator::Scratch::transfer(const PlanTasks& p, const Target& t, std::size_t i,
+                                  double sourceReady) {
+  const PlanTasks::TransferTask& tr = p.transfers[i];
+  const std::size_t places = static_cast<std::size_t>(p.deviceCount) + 1;
+  double& free = linkFree[static_cast<std::size_t>(tr.from + 1) * places +
+                          static_cast<std::size_t>(tr.to + 1)];
+  const LinkSpec& link = tr.from == plan::kHost ? t.hostLink() : t.linkBetween(tr.from, tr.to);
+  const double start = std::max(free, sourceReady);
+  const double end = start + link.transferTime(static_cast<double>(tr.bytes));
+  free = end;
+  transfers[i] = Interval{start, end};
+  alloc[tr.buffer] = start;
+  ready[tr.buffer] = end;
+  if (tr.source >= 0) {
+    double& used = lastUse[static_cast<std::size_t>(tr.source)];
+    used = std::max(used, end);
+  }
+}
+
+void Evaluator::Scratch::run(const PlanTasks& p, const Target& t) {
+  const int devices = t.deviceCount();
+  if (p.deviceCount > devices) {
+    // A plan's device ids are below its own count; only the ones used matter.
+    for (const PlanTasks::ShardTask& s : p.shards) {
+      if (s.device >= devices) {
+        throw Error("the plan uses device " + std::to_string(s.device) + " but target " + t.name +
+                    " has " + std::to_string(devices) + " devices (0 to " +
+                    std::to_string(devices - 1) + ")");
+      }
+    }
+  }
+  const auto nDev = static_cast<std::size_t>(std::max(devices, p.deviceCount));
+  rate.resize(p.ops.size());
+  for (std::size_t op = 0; op < p.ops.size(); ++op) {
+    rate[op] = t.flopsFor(p.ops[op].dtype);
+  }
+  devFree.assign(nDev, 0.0);
+  linkFree.assign((nDev + 1) * (nDev + 1), 0.0);
+  alloc.assign(p.buffers.size(), 0.0);
+  ready.assign(p.buffers.size(), 0.0);
+  lastUse.assign(p.buffers.size(), 0.0);
+  shards.resize(p.shards.size());
+  transfers.resize(p.transfers.size());
+  reductions.resize(p.reductions.size());
+  const double bandwidth = t.devices.memoryBandwidth;
+  const double overhead = t.devices.launchOverhead;
+
+  for (u32 opIndex : p.order) {
+    const PlanTasks::Op& op = p.ops[opIndex];
+    // Input transfers: their sources are earlier ops', already simulated.
+    for (u32 i = op.transferBegin; i < op.transferEnd; ++i) {
+      const std::int64_t source = p.transfers[i].source;
+      transfer(p, t, i, source >= 0 ? ready[static_cast<std::size_t>(source)] : 0.0);
+    }
+    // Shards, in order, each on its device's queue.
+    const double r = rate[opIndex];
+    for (u32 s = op.shardBegin; s < op.shardEnd; ++s) {
+      const PlanTasks::ShardTask& task = p.shards[s];
+      double& free = devFree[static_cast<std::size_t>(task.device)];
+      double start = free;
+      for (u32 k = task.readBegin; k < task.readEnd; ++k) {
+        start = std::max(start, ready[p.reads[k]]);
+      }
+      const double end = start +
+                         std::max(static_cast<double>(task.flops) / r,
+                                  static_cast<double>(task.bytes) / bandwidth) +
+                         overhead;
+      free = end;
+      shards[s] = Interval{start, end};
+      for (u32 k = task.readBegin; k < task.readEnd; ++k) {
+        double& used = lastUse[p.reads[k]];
+        used = std::max(used, end);
+      }
+      for (u32 b = task.outBegin; b < task.outEnd; ++b) {
+        alloc[b] = start;
+        ready[b] = end;
+      }
+    }
+    // Reductions: each step moves a partial (when needed), then adds it in on
+    // the receiving device: one op per element, 3 x the region's bytes.
+    for (u32 ri = op.reductionBegin; ri < op.reductionEnd; ++ri) {
+      const PlanTasks::ReductionTask& red = p.reductions[ri];
+      const double combine = std::max(static_cast<double>(red.elements) / r,
+                                      3.0 * static_cast<double>(red.bytes) / bandwidth) +
+                             overhead;
+      double first = kNever;
+      for (u32 si = red.stepBegin; si < red.stepEnd; ++si) {
+        const PlanTasks::Step& step = p.steps[si];
+        double arrival = ready[step.from];
+        std::size_t moved = step.from;
+        if (step.transfer >= 0) {
+          const auto ti = static_cast<std::size_t>(step.transfer);
+          transfer(p, t, ti, arrival);
+          arrival = transfers[ti].end;
+          first = std::min(first, transfers[ti].start);
+          moved = p.transfers[ti].buffer;
+        }
+        double& free = devFree[static_cast<std::size_t>(step.device)];
+        const double start = std::max({free, arrival, ready[step.into]});
+        const double end = start + combine;
+        free = end;
+        first = std::min(first, start);
+        ready[step.into] = end;
+        lastUse[step.into] = std::max(lastUse[step.into], end);
+        lastUse[moved] = std::max(lastUse[moved], end);
+      }
+      reductions[ri] = Interval{first == kNever ? ready[red.root] : first, ready[red.root]};
+    }
+  }
+
+  double makespan = 0;
+  for (const Interval& i : shards) {
+    makespan = std::max(makespan, i.end);
+  }
+  for (const Interval& i : transfers) {
+    makespan = std::max(makespan, i.end);
+  }
+  for (const Interval& i : reductions) {
+    makespan = std::max(makespan, i.end);
+  }
+  std::int64_t moved = 0;
+  for (const PlanTasks::TransferTask& tr : p.transfers) {
+    moved += tr.bytes;
+  }
+  objectives.timeS = makespan;
+  objectives.transferBytes = moved;
+  memory(p, t);
+}
+
+// Peak live bytes per device: events bucketed by device (a counting sort), each
+// bucket sorted by time with frees first.
+void Evaluator::Scratch::memory(const PlanTasks& p, const Target& t) {
+  const std::size_t nDev = devFree.size();
+  starts.assign(nDev + 1, 0);
+  for (const PlanTasks::Buffer& b : p.buffers) {
+    if (b.bytes > 0) {
+      starts[static_cast<std::size_t>(b.device) + 1] += b.keep ? 1 : 2;
+    }
+  }
+  for (std::size_t d = 0; d < nDev; ++d) {
+    starts[d + 1] += starts[d];
+  }
+  cursor.assign(starts.begin(), starts.end() - 1);
+  events.resize(starts[nDev]);
+  for (std::size_t i = 0; i < p.buffers.size(); ++i) {
+    const PlanTasks::Buffer& b = p.buffers[i];
+    if (b.bytes <= 0) {
+      continue;
+    }
+    std::uint32_t& at = cursor[static_cast<std::size_t>(b.device)];
+    events[at++] = MemEvent{eventKey(alloc[i], true), b.bytes};
+    if (!b.keep) {
+      events[at++] = MemEvent{eventKey(std::max(ready[i], lastUse[i]), false), -b.bytes};
+    }
+  }
+  peak.assign(nDev, 0);
+  std::int64_t most = 0;
+  bool feasible = true;
+  for (std::size_t d = 0; d < nDev; ++d) {
+    const auto first = events.begin() + starts[d];
+    const auto last = events.begin() + starts[d + 1];
+    std::sort(first, last, [](const MemEvent& a, const MemEvent& b) { return a.key < b.key; });
+    std::int64_t live = 0;
+    std::int64_t top = 0;
+    for (auto it = first; it != last; ++it) {
+      live += it->delta;
+      top = std::max(top, live);
+    }
+    peak[d] = top;
+    most = std::max(most, top);
+    feasible = feasible && top <= t.devices.memory;
+  }
+  objectives.peakMemoryBytes = most;
+  objectives.feasible = feasible;
+}
+
+Simulation simulate(const plan::PlanTasks& tasks, const Target& t) {
+  Evaluator::Scratch scratch;
+  scratch.run(tasks, t);
+  Simulation s;
+  s.objectives = scratch.objectives;
+  s.shards.resize(tasks.ops.size());
+  for (std::size_t op = 0; op < tasks.ops.size(); ++op) {
+    s.shards[op].assign(scratch.shards.begin() + tasks.ops[op].shardBegin,
+                        scratch.shards.begin() + tasks.ops[op].shardEnd);
+  }
+  s.transfers = std::move(scratch.transfers);
+  s.reductions = std::move(scratch.reductions);
+  s.peakPerDevice = std::move(scratch.peak);
+  s.peakPerDevice.resize(static_cast<std::size_t>(t.deviceCount()));
+  return s;
+}
+
+Simulation simulate(const graph::ExpandedGraph& g, const Target& t, const plan::ShardPlan& p) {
+  return simulate(plan::summarize(g, p), t);
+}
+
+Objectives evaluate(const graph::ExpandedGraph& g, const Target& t, const plan::ShardPlan& p) {
+  return simulate(g, t, p).objectives;
+}
+
+bool dominates(const Objectives& a, const Objectives& b) {
+  if (a.feasible != b.feasible) {
+    return a.feasible;
+  }
+  const bool noWorse = a.timeS <= b.timeS && a.peakMemoryBytes <= b.peakMemoryBytes &&
+                       a.transferBytes <= b.transferBytes;
+  const bool better = a.timeS < b.timeS || a.peakMemoryBytes < b.peakMemoryBytes ||
+                      a.transferBytes < b.transferBytes;
+  return noWorse && better;
+}
+
+// ---------------------------------------------------------------- Evaluator
+
+Evaluator::Evaluator(const graph::ExpandedGraph& g, const Target& t, plan::PlanOptions options)
+    : Evaluator(plan::PlanContext(g), t, options) {}
+
+Evaluator::Evaluator(plan::PlanContext context, const Target& t, plan::PlanOptions options)
+    : target_(&t), builder_(std::move(context), t.deviceCount(), options),
+      scratch_(std::make_unique<Scratch>()) {}
+
+Evaluator::~Evaluator() = default;
+Evaluator::Evaluator(Evaluator&&) noexcept = default;
+Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
+
+Objectives Evaluator::evaluate(const plan::PlanChoice& choice) {
+  scratch_->run(builder_.tasks(choice), *target_);
+  return scratch_->objectives;
+}
+
+plan::ShardPlan Evaluator::plan(const plan::PlanChoice& choice) {
+  return builder_.plan(choice);
+}
+
+const Target& Evaluator::target() const {
+  return *target_;
+}
+
+plan::PlanBuilder& Evaluator::builder() {
+  return builder_;
+}
+
+} // namespace tapestry::cost

@@ -1,0 +1,130 @@
+// Targets (SPEC §6): the machine a plan is for. Devices with their memory, memory
+// bandwidth and compute rate per dtype; links between devices (within a node and,
+// for multi-node targets, across nodes); the host link. Loaded from built-ins
+// embedded at build time (core/cost/targets/*.yaml), from YAML files, or from the
+// "target" object of a plan. All figures are in SI base units: bytes, bytes/s,
+// FLOP/s, seconds. docs/targets.md describes the format and every built-in figure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/diag/source.hpp"
+#include "core/json/json.hpp"
+
+namespace tapestry::cost {
+
+enum class DeviceKind { Gpu, Cpu };
+
+const char* deviceKindName(DeviceKind kind); // "gpu", "cpu"
+
+// A point-to-point channel: a transfer of B bytes takes latency + B / bandwidth.
+struct LinkSpec {
+  double bandwidth = 0; // bytes/s, in one direction
+  double latency = 0;   // seconds
+
+  double transferTime(double bytes) const { return latency + bytes / bandwidth; }
+  bool operator==(const LinkSpec&) const = default;
+};
+
+// Every device of a target is the same kind of device.
+struct DeviceSpec {
+  int count = 0; // devices in the whole target (all nodes)
+  DeviceKind kind = DeviceKind::Cpu;
+  std::int64_t memory = 0;    // bytes per device
+  double memoryBandwidth = 0; // bytes/s per device
+  // FLOP/s per device by dtype ("float32", "tf32", "bfloat16", ...). float32 is
+  // always present; other dtypes fall back to it (see Target::flopsFor).
+  std::map<std::string, double, std::less<>> flops;
+  double launchOverhead = 0; // seconds added to every kernel
+
+  bool operator==(const DeviceSpec&) const = default;
+};
+
+// Multi-node targets: devices are numbered node by node (node n holds devices
+// n*devicesPerNode .. (n+1)*devicesPerNode-1). `links` connect devices of one node;
+// `interNode` connects devices of different nodes.
+struct NodeSpec {
+  int count = 0;
+  int devicesPerNode = 0;
+  LinkSpec interNode;
+
+  bool operator==(const NodeSpec&) const = default;
+};
+
+struct Target {
+  std::string name;
+  std::string description; // free text, "" when none
+  DeviceSpec devices;
+  LinkSpec links; // between two devices of the same node, per ordered pair, per direction
+  LinkSpec host;  // between a device and its host, per device, per direction
+  std::optional<NodeSpec> nodes;
+
+  int deviceCount() const { return devices.count; }
+  int nodeCount() const { return nodes ? nodes->count : 1; }
+  // The node of a device (0 without `nodes`). A device outside 0..deviceCount()-1
+  // is a bug (InternalError).
+  int nodeOf(int device) const;
+  bool sameNode(int a, int b) const;
+  // The channel from device a to device b (a != b): `links` within a node,
+  // `nodes.interNode` across nodes. a == b or an unknown device is a bug.
+  const LinkSpec& linkBetween(int a, int b) const;
+  // The channel between any device and its host (every node has its own host).
+  const LinkSpec& hostLink() const { return host; }
+  // FLOP/s of one device for `dtype`; float32's rate for a dtype with no figure.
+  double flopsFor(std::string_view dtype) const;
+  // SPEC §7: a kernel of `flops` operations moving `bytes` of device memory takes
+  // max(flops / rate(dtype), bytes / memory_bandwidth) + launch_overhead.
+  double kernelTime(double flops, double bytes, std::string_view dtype) const;
+
+  bool operator==(const Target&) const = default;
+};
+
+// One line: "h100x8: 8 gpu x 80GiB, 3.35TB/s, float32 67T; links 450GB/s 2us; host 55GB/s 10us".
+std::string toString(const Target& target);
+
+// The dtypes a target may give a rate for: the graph dtypes that compute, plus
+// "tf32" (float32 matmuls on tensor cores).
+const std::vector<std::string>& flopsDTypes();
+
+// "local" first, then the embedded built-ins sorted by name.
+std::vector<std::string> builtinTargetNames();
+
+// A built-in name, else a YAML file path ("-" is standard input). Errors are
+// located Errors (exit 1); neither a built-in nor a file is
+//   unknown target "x": not a built-in (local, 2x-h100x8, ...) and no such file
+Target loadTarget(const std::string& nameOrPath);
+// Parses target YAML; every problem is an Error located in `file`.
+Target loadTargetYaml(const SourceFile& file);
+
+// The resolved target as stored in plans (numbers in SI base units). Optional parts
+// ("description" when empty, "nodes" when absent) are left out.
+Json toJson(const Target& target);
+// The inverse of toJson (exact: targetFromJson(toJson(t)) == t), with the same
+// checks as YAML loading; errors are located at the offending value.
+Target targetFromJson(const json::Value& value);
+
+// What `local` is built from; probeMachine() asks this machine, tests make their own.
+struct MachineInfo {
+  struct Gpu {
+    std::string name; // e.g. "NVIDIA H100 80GB HBM3"
+    std::int64_t memory = 0;
+  };
+  std::vector<Gpu> gpus; // usable CUDA GPUs (empty without CUDA support or GPUs)
+  std::string gpuNote;   // why there are none, e.g. "built without CUDA"
+  int cpuCores = 1;
+  std::int64_t ramBytes = 0; // 0 when unknown
+};
+// Probes once per process (CUDA when built with it, then CPU cores and RAM).
+const MachineInfo& probeMachine();
+// The `local` target for a machine: one device per GPU, with the figures of the
+// matching built-in (H100 -> h100x8, H200 -> h200x8, A100 -> a100x8, any other GPU
+// the conservative core/cost/targets/local/gpu.yaml) and the GPU's own memory;
+// with no GPU, one device per CPU core with cpu-2's figures and RAM / cores each.
+Target localTarget(const MachineInfo& machine);
+
+} // namespace tapestry::cost

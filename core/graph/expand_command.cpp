@@ -1,0 +1,63 @@
+#include "core/graph/expand_command.hpp"
+
+#include <cstdio>
+#include <ostream>
+
+#include "core/diag/atomic_file.hpp"
+#include "core/graph/loader.hpp"
+#include "core/graph/writer.hpp"
+#include "core/metakernel/library.hpp"
+
+namespace tapestry::graph {
+
+namespace {
+
+// "2.15 GFLOP": three significant digits and an SI prefix.
+std::string flopsText(std::int64_t flops) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  double value = static_cast<double>(flops);
+  std::size_t p = 0;
+  while (value >= 1000.0 && p + 1 < std::size(prefixes)) {
+    value /= 1000.0;
+    ++p;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g %sFLOP", value, prefixes[p]);
+  return buffer;
+}
+
+std::string summaryText(const ExpandedGraph& graph, const std::string& output) {
+  return "expanded " + graph.name + ": " + std::to_string(graph.operations.size()) +
+         " operations, " + std::to_string(graph.tensors.size()) + " tensors, " +
+         flopsText(graph.totalFlops()) + " -> " + (output == "-" ? "<stdout>" : output) + "\n";
+}
+
+} // namespace
+
+int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& err) {
+  metakernel::LibraryOptions options;
+  options.overrideKernels = config.overrideKernels;
+  metakernel::MetakernelLibrary library =
+      metakernel::MetakernelLibrary::load(config.kernelPaths, options);
+  ExpandedGraph graph = loadAndExpand(config.graphPath, library);
+  writeFileAtomically(config.outputPath, writeExpanded(graph), out);
+
+  bool toStdout = config.outputPath == "-";
+  if (!toStdout && config.json) {
+    Json summary = Json::object();
+    summary["status"] = "ok";
+    summary["graph"] = graph.name;
+    summary["operations"] = graph.operations.size();
+    summary["tensors"] = graph.tensors.size();
+    summary["flops"] = graph.totalFlops();
+    summary["output"] = config.outputPath;
+    out << summary.dump(2) << "\n";
+  } else if (!toStdout && !config.quiet) {
+    out << summaryText(graph, config.outputPath);
+  } else if (toStdout && config.verbose) {
+    err << summaryText(graph, config.outputPath);
+  }
+  return 0;
+}
+
+} // namespace tapestry::graph

@@ -1,0 +1,326 @@
+// The plan/v1 writer and the validating loader.
+#include "core/plan/plan_file.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/diag/error.hpp"
+#include "core/diag/source.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/graph/writer.hpp"
+#include "core/zspace/zspace_json.hpp"
+
+namespace tapestry::plan {
+
+namespace {
+
+using ObjectStorage = Json::object_t::Container;
+
+void append(Json& object, std::string key, Json value) {
+  static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>())
+      .emplace_back(std::move(key), std::move(value));
+}
+
+Json placeJson(int place) {
+  return place == kHost ? Json("host") : Json(place);
+}
+
+Json interval(Json entry, const cost::Interval& i) {
+  append(entry, "start", i.start);
+  append(entry, "end", i.end);
+  return entry;
+}
+
+} // namespace
+
+Json objectivesToJson(const cost::Objectives& o) {
+  Json out = Json::object();
+  append(out, "time_s", o.timeS);
+  append(out, "peak_memory_bytes", o.peakMemoryBytes);
+  append(out, "transfer_bytes", o.transferBytes);
+  append(out, "feasible", o.feasible);
+  return out;
+}
+
+Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cost::Simulation& s) {
+  struct Entry {
+    double start;
+    Json json;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(p.shardCount() + p.transfers.size() + p.reductions.size());
+  auto transfer = [&](std::size_t i) {
+    const Transfer& t = p.transfers[i];
+    Json e = Json::object();
+    append(e, "kind", "transfer");
+    append(e, "transfer", i);
+    append(e, "tensor", g.tensors[t.tensor].name);
+    append(e, "from", placeJson(t.from));
+    append(e, "to", t.to);
+    entries.push_back(Entry{s.transfers[i].start, interval(std::move(e), s.transfers[i])});
+  };
+  // Submission order (see simulator.hpp), then stably by start time.
+  for (std::size_t opIndex : g.order) {
+    const OpPlan& op = p.ops[opIndex];
+    for (std::size_t i = op.inputTransfers.first; i < op.inputTransfers.second; ++i) {
+      transfer(i);
+    }
+    for (std::size_t k = 0; k < op.shards.size(); ++k) {
+      Json e = Json::object();
+      append(e, "kind", "shard");
+      append(e, "op", g.operations[opIndex].name);
+      append(e, "shard", k);
+      append(e, "device", op.shards[k].device);
+      entries.push_back(
+          Entry{s.shards[opIndex][k].start, interval(std::move(e), s.shards[opIndex][k])});
+    }
+    for (std::size_t r = op.reductions.first; r < op.reductions.second; ++r) {
+      for (const Reduction::Step& step : p.reductions[r].steps) {
+        if (step.transfer) {
+          transfer(*step.transfer);
+        }
+      }
+      const Reduction& red = p.reductions[r];
+      Json e = Json::object();
+      append(e, "kind", "reduction");
+      append(e, "reduction", r);
+      append(e, "op", g.operations[red.op].name);
+      append(e, "tensor", g.tensors[red.tensor].name);
+      append(e, "device", red.device);
+      entries.push_back(Entry{s.reductions[r].start, interval(std::move(e), s.reductions[r])});
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.start < b.start; });
+  Json out = Json::array();
+  for (Entry& e : entries) {
+    out.push_back(std::move(e.json));
+  }
+  return out;
+}
+
+Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
+                const cost::Simulation& s) {
+  Json out = Json::object();
+  append(out, "tapestry", "plan/v1");
+  append(out, "graph", graph::toJson(g));
+  append(out, "target", cost::toJson(t));
+  Json options = Json::object();
+  append(options, "inputs_on", inputsOnName(p.options.inputsOn));
+  append(out, "options", std::move(options));
+  append(out, "operations", operationsToJson(g, p));
+  append(out, "reductions", reductionsToJson(g, p));
+  append(out, "transfers", transfersToJson(g, p));
+  append(out, "schedule", scheduleToJson(g, p, s));
+  Json objectives = objectivesToJson(s.objectives);
+  append(objectives, "peak_memory_per_device", s.peakPerDevice);
+  append(out, "objectives", std::move(objectives));
+  return out;
+}
+
+std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
+                      const cost::Simulation& s) {
+  return graph::formatJson(planToJson(g, t, p, s));
+}
+
+// ---------------------------------------------------------------- loading
+
+namespace {
+
+// What a ZRange-valued key holds, for messages.
+struct RangeRole {
+  const char* stored;   // "selection"
+  const char* expected; // "the IPF projection"
+};
+
+std::optional<RangeRole> rangeRole(const std::string& key, const std::string& section) {
+  if (key == "range") {
+    return RangeRole{"selection", "the IPF projection"};
+  }
+  if (key == "index") {
+    return RangeRole{"shard index", "the split's tile"};
+  }
+  if (key == "region") {
+    return RangeRole{section == "reductions" ? "reduction region" : "transfer region",
+                     "the rebuilt plan's"};
+  }
+  return std::nullopt;
+}
+
+bool closeEnough(double a, double b) {
+  if (a == b) {
+    return true;
+  }
+  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
+}
+
+// Compares a stored value with the rebuilt one and fails at the first
+// difference, located at the stored value.
+class Comparer {
+public:
+  explicit Comparer(std::string section) : section_(std::move(section)) {}
+
+  void compare(const Json& expected, const json::Value& stored, const std::string& key) {
+    if (auto role = rangeRole(key, section_); role && expected.is_object()) {
+      const ZRange want = decodeZRange(json::Value(expected));
+      const ZRange got = decodeZRange(stored);
+      if (got != want) {
+        stored.fail(std::string(role->stored) + " " + got.toString() + " does not match " +
+                    role->expected + " " + want.toString());
+      }
+      return;
+    }
+    if (expected.is_object()) {
+      stored.expectObject();
+      for (const auto& [name, value] : stored.members()) {
+        if (!expected.contains(name)) {
+          stored.fail("unknown key " + json::brief(Json(name)) + " (the rebuilt plan has " +
+                      keysOf(expected) + ")");
+        }
+      }
+      for (const auto& [name, value] : expected.items()) {
+        compare(value, stored.member(name), name);
+      }
+      return;
+    }
+    if (expected.is_array()) {
+      stored.expectArray();
+      if (stored.size() != expected.size()) {
+        stored.fail("expected " + std::to_string(expected.size()) + " entries (as rebuilt), got " +
+                    std::to_string(stored.size()));
+      }
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        compare(expected[i], stored.at(i), key);
+      }
+      return;
+    }
+    if (expected.is_number_float()) {
+      if (!stored.isNumber() || !closeEnough(stored.asDouble(), expected.get<double>())) {
+        stored.fail(describe(key) + json::brief(stored.json()) + " does not match the simulated " +
+                    json::brief(expected));
+      }
+      return;
+    }
+    if (stored.json() != expected) {
+      stored.fail(describe(key) + json::brief(stored.json()) + " does not match the rebuilt " +
+                  json::brief(expected));
+    }
+  }
+
+private:
+  static std::string keysOf(const Json& object) {
+    std::string out;
+    for (const auto& [name, value] : object.items()) {
+      out += (out.empty() ? "" : ", ") + name;
+    }
+    return out.empty() ? "no keys" : out;
+  }
+  static std::string describe(const std::string& key) {
+    return key.empty() ? "value " : "stored " + key + " ";
+  }
+
+  std::string section_;
+};
+
+std::vector<std::int64_t> decodeInts(const json::Value& v) {
+  v.expectArray();
+  std::vector<std::int64_t> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    out.push_back(v.at(i).asInt64());
+  }
+  return out;
+}
+
+PlanChoice decodeChoice(const graph::ExpandedGraph& g, const json::Value& operations) {
+  operations.expectObject();
+  for (const auto& [name, value] : operations.members()) {
+    if (!g.findOperation(name)) {
+      value.fail("unknown operation " + json::brief(Json(name)) + " (not in the plan's graph)");
+    }
+  }
+  PlanChoice choice;
+  choice.ops.reserve(g.operations.size());
+  for (const graph::Operation& op : g.operations) {
+    json::Value entry = operations.member(op.name);
+    entry.expectObject();
+    OpChoice c;
+    c.split = decodeInts(entry.member("split"));
+    for (std::int64_t d : decodeInts(entry.member("devices"))) {
+      if (d < -1 || d > (1 << 30)) {
+        entry.member("devices").fail("device " + std::to_string(d) + " is out of range");
+      }
+      c.devices.push_back(static_cast<int>(d));
+    }
+    choice.ops.push_back(std::move(c));
+  }
+  return choice;
+}
+
+} // namespace
+
+LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library) {
+  root.expectObject();
+  json::Value tag = root.member("tapestry");
+  if (tag.asString() != "plan/v1") {
+    tag.fail("unknown format " + json::brief(tag.json()) + " (expected \"plan/v1\")");
+  }
+  root.expectKeys({"tapestry", "graph", "target", "options", "operations", "reductions",
+                   "transfers", "schedule", "objectives"});
+  graph::Graph decoded = graph::decodeGraph(root.member("graph"));
+  graph::ExpandedGraph g = graph::expand(decoded, library);
+  g.file = root.location().file;
+  cost::Target target = cost::targetFromJson(root.member("target"));
+
+  PlanOptions options;
+  if (std::optional<json::Value> opts = root.find("options")) {
+    opts->expectObject();
+    opts->expectKeys({"inputs_on"});
+    if (std::optional<json::Value> where = opts->find("inputs_on")) {
+      const std::string& text = where->asString();
+      if (text == "host") {
+        options.inputsOn = InputsOn::Host;
+      } else if (text == "free") {
+        options.inputsOn = InputsOn::Free;
+      } else {
+        where->fail("unknown inputs_on " + json::brief(where->json()) +
+                    " (expected \"host\" or \"free\")");
+      }
+    }
+  }
+
+  json::Value operations = root.member("operations");
+  PlanChoice choice = decodeChoice(g, operations);
+  ShardPlan plan;
+  try {
+    plan = buildPlan(g, target.deviceCount(), choice, options);
+  } catch (const InvalidChoice& e) {
+    operations.member(g.operations[e.op].name).fail(e.message());
+  }
+  cost::Simulation simulation = cost::simulate(g, target, plan);
+
+  Comparer("operations").compare(operationsToJson(g, plan), operations, "");
+  Comparer("reductions").compare(reductionsToJson(g, plan), root.member("reductions"), "");
+  Comparer("transfers").compare(transfersToJson(g, plan), root.member("transfers"), "");
+  Comparer("schedule").compare(scheduleToJson(g, plan, simulation), root.member("schedule"), "");
+  Json objectives = objectivesToJson(simulation.objectives);
+  append(objectives, "peak_memory_per_device", simulation.peakPerDevice);
+  Comparer("objectives").compare(objectives, root.member("objectives"), "");
+
+  return LoadedPlan{std::move(g), std::move(target), std::move(choice), std::move(plan),
+                    std::move(simulation)};
+}
+
+LoadedPlan loadPlan(const std::string& path, const metakernel::MetakernelLibrary& library) {
+  const json::Document document = json::Document::parse(SourceFile::read(path));
+  LoadedPlan loaded = decodePlan(json::Value(document), library);
+  loaded.graph.file = displayName(path);
+  return loaded;
+}
+
+} // namespace tapestry::plan

@@ -1,0 +1,65 @@
+// The plan/v1 file (SPEC §7): a plan that `run`, `bench` and `render` can use
+// with nothing else: the expanded graph, the resolved target, the options, every
+// shard with its selections, the reductions, the transfers, the simulated
+// schedule and the objectives. Loading rebuilds the plan from the graph, target
+// and per-op choices and requires every stored field to match, so an edited or
+// stale file is an error located at the offending value (exit 1).
+//
+// Layout (key order fixed, output byte-for-byte deterministic):
+//   {"tapestry": "plan/v1", "graph": {expanded/v1}, "target": {cost::toJson},
+//    "options": {"inputs_on": "host"|"free"},
+//    "operations": {...}, "reductions": [...], "transfers": [...]   (plan.hpp)
+//    "schedule": [{"kind": "shard", "op", "shard", "device", "start", "end"} |
+//                 {"kind": "transfer", "transfer", "tensor", "from", "to", "start", "end"} |
+//                 {"kind": "reduction", "reduction", "op", "tensor", "device", "start", "end"}]
+//                (in submission order, stably sorted by start time),
+//    "objectives": {"time_s", "peak_memory_bytes", "transfer_bytes", "feasible",
+//                   "peak_memory_per_device": [...]}}
+#pragma once
+
+#include <string>
+
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/graph/graph.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+#include "core/plan/plan.hpp"
+
+namespace tapestry::plan {
+
+// {"time_s", "peak_memory_bytes", "transfer_bytes", "feasible"} (also what the
+// front file lists per plan).
+Json objectivesToJson(const cost::Objectives& objectives);
+// The schedule array described above.
+Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cost::Simulation& s);
+
+// The whole plan/v1 document; `s` must be simulate(g, t, p).
+Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
+                const cost::Simulation& s);
+// graph::formatJson(planToJson(...)): what `optimize -o` writes.
+std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
+                      const cost::Simulation& s);
+
+struct LoadedPlan {
+  graph::ExpandedGraph graph;
+  cost::Target target;
+  PlanChoice choice;
+  ShardPlan plan;
+  cost::Simulation simulation;
+};
+
+// Decodes and re-validates a plan/v1 document: the embedded graph is expanded
+// again (graph::expand checks its stored expanded fields), the target decoded
+// (cost::targetFromJson), each operation's split and devices checked and the plan
+// rebuilt and re-simulated; every stored shard index, device, selection,
+// reduction, transfer, schedule entry and objective must equal the rebuilt one
+// (times to a relative 1e-9). A mismatch is a located Error, e.g.
+//   at /operations/fc1/shards/3/selections/inputs/X/0/range: selection
+//   zr[0:64, 0:128] does not match the IPF projection zr[0:64, 0:256]
+// `root`'s document must outlive the call only (the result owns its data).
+LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library);
+// Reads PATH ("-" is standard input) and decodes it.
+LoadedPlan loadPlan(const std::string& path, const metakernel::MetakernelLibrary& library);
+
+} // namespace tapestry::plan

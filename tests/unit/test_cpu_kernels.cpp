@@ -1,0 +1,1144 @@
+// Tests for the CPU backend (backends/cpu) and the Backend interface: every
+// standard-library kernel against a naive implementation written here (double
+// precision, plain index loops over flat arrays), for each dtype its template
+// allows; and every kernel run sharded — the index space tiled many ways,
+// reduction dims included, each shard given only its selections (copied, as
+// sub-views, or as whole-tensor views), partials joined with the output's
+// combine — against the same kernel unsharded. Also: 16-bit float
+// conversions, views, copies, combine, and the errors of the interface.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/reference.hpp"
+#include "backends/tensor_io.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+
+using namespace tapestry;
+using namespace tapestry::backend;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+const metakernel::MetakernelLibrary& lib() {
+  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
+  return library;
+}
+
+CpuBackend& cpu() {
+  static CpuBackend backend = [] {
+    CpuBackend::setBlasThreads(1); // tiny products: threads would only wait for each other
+    return CpuBackend(4);
+  }();
+  return backend;
+}
+
+// ---------------------------------------------------------------- graphs
+
+struct TensorSpec {
+  std::string name;
+  std::string dtype;
+  Shape shape;
+};
+
+std::string shapeJson(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+// A one-operation graph "op" of `kernel` over the given input tensors.
+graph::ExpandedGraph oneOp(const std::string& kernel, const std::vector<TensorSpec>& tensors,
+                           const std::string& inputs, const std::string& params = "{}",
+                           const std::string& outputs = "") {
+  std::string text = R"({"tapestry": "graph/v1", "name": "g", "tensors": {)";
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    text += (i ? ", " : "") + ("\"" + tensors[i].name + "\": {\"dtype\": \"" + tensors[i].dtype +
+                               "\", \"shape\": " + shapeJson(tensors[i].shape) + "}");
+  }
+  text += R"(}, "operations": [{"name": "op", "kernel": ")" + kernel + R"(", "params": )" + params +
+          R"(, "inputs": )" + inputs +
+          (outputs.empty() ? std::string() : R"(, "outputs": )" + outputs) + "}]}";
+  json::Document doc = json::Document::parse(SourceFile("g.json", text));
+  graph::Graph graph = graph::decodeGraph(json::Value(doc));
+  return graph::expand(graph, lib());
+}
+
+// ---------------------------------------------------------------- values
+
+double loadDouble(DType dtype, const std::byte* p) {
+  switch (dtype) {
+  case DType::Float32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::Float64: {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  case DType::Float16: {
+    Half h;
+    std::memcpy(&h.bits, p, 2);
+    return halfToFloat(h);
+  }
+  case DType::BFloat16: {
+    BFloat16 b;
+    std::memcpy(&b.bits, p, 2);
+    return bfloat16ToFloat(b);
+  }
+  case DType::Int32: {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::Int64:
+    break;
+  }
+  std::int64_t v;
+  std::memcpy(&v, p, 8);
+  return static_cast<double>(v);
+}
+
+void storeDouble(DType dtype, std::byte* p, double x) {
+  switch (dtype) {
+  case DType::Float32: {
+    float v = static_cast<float>(x);
+    std::memcpy(p, &v, 4);
+    return;
+  }
+  case DType::Float64:
+    std::memcpy(p, &x, 8);
+    return;
+  case DType::Float16: {
+    Half h = floatToHalf(static_cast<float>(x));
+    std::memcpy(p, &h.bits, 2);
+    return;
+  }
+  case DType::BFloat16: {
+    BFloat16 b = floatToBFloat16(static_cast<float>(x));
+    std::memcpy(p, &b.bits, 2);
+    return;
+  }
+  case DType::Int32: {
+    auto v = static_cast<std::int32_t>(x);
+    std::memcpy(p, &v, 4);
+    return;
+  }
+  case DType::Int64:
+    break;
+  }
+  auto v = static_cast<std::int64_t>(x);
+  std::memcpy(p, &v, 8);
+}
+
+// The elements of a dense host buffer as doubles, row-major.
+std::vector<double> values(const Buffer& b) {
+  std::vector<double> out(static_cast<std::size_t>(b.elementCount()));
+  const std::size_t size = dtypeSize(b.dtype());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = loadDouble(b.dtype(), b.data() + i * size);
+  }
+  return out;
+}
+
+// Deterministic values: floats in [lo, hi), ints in [lo, hi] (rounded).
+Buffer randomBuffer(DType dtype, const Shape& shape, std::uint64_t seed, double lo = -1,
+                    double hi = 1) {
+  Buffer b = Buffer::host(dtype, shape);
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ull + 12345;
+  const std::size_t size = dtypeSize(dtype);
+  for (std::int64_t i = 0; i < b.elementCount(); ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(state >> 11) * 0x1.0p-53;
+    double x = lo + (hi - lo) * u;
+    if (!isFloat(dtype)) {
+      x = std::floor(lo + (hi - lo + 1) * u);
+    }
+    storeDouble(dtype, b.data() + static_cast<std::size_t>(i) * size, x);
+  }
+  return b;
+}
+
+// max |a - b| / max |b| (0 when both are all zeros); NaN anywhere fails.
+double relError(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0;
+  double scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      return INFINITY;
+    }
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+double tolerance(DType dtype, bool reductionSplit = false) {
+  switch (dtype) {
+  case DType::Float32:
+    return reductionSplit ? 1e-4 : 1e-5;
+  case DType::Float64:
+    return 1e-10;
+  case DType::Float16:
+  case DType::BFloat16:
+    return 2e-2;
+  case DType::Int32:
+  case DType::Int64:
+    break;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- naive reference
+
+std::int64_t numel(const Shape& s) {
+  return std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>());
+}
+Shape unravel(std::int64_t flat, const Shape& s) {
+  Shape idx(s.size());
+  for (std::size_t d = s.size(); d-- > 0;) {
+    idx[d] = flat % s[d];
+    flat /= s[d];
+  }
+  return idx;
+}
+std::int64_t ravel(const Shape& idx, const Shape& s) {
+  std::int64_t flat = 0;
+  for (std::size_t d = 0; d < s.size(); ++d) {
+    flat = flat * s[d] + idx[d];
+  }
+  return flat;
+}
+std::int64_t normAxis(std::int64_t axis, std::size_t rank) {
+  return axis < 0 ? axis + static_cast<std::int64_t>(rank) : axis;
+}
+
+struct Tensor {
+  Shape shape;
+  std::vector<double> v;
+  double at(const Shape& idx) const { return v[static_cast<std::size_t>(ravel(idx, shape))]; }
+};
+
+double applyUnary(const std::string& k, double x) {
+  if (k == "relu") {
+    return x > 0 ? x : 0;
+  }
+  if (k == "gelu") {
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  }
+  if (k == "tanh") {
+    return std::tanh(x);
+  }
+  if (k == "exp") {
+    return std::exp(x);
+  }
+  if (k == "sigmoid") {
+    return 1 / (1 + std::exp(-x));
+  }
+  return -x; // neg
+}
+
+// The naive result of a one-operation graph's kernel: outputs in port order,
+// list ports flattened.
+std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>& in) {
+  const std::string& k = op.kernel;
+  const Json& params = op.application.params;
+  std::vector<Tensor> out;
+  for (const auto& port : op.application.outputs) {
+    for (const auto& t : port.tensors) {
+      out.push_back(Tensor{t.shape, std::vector<double>(static_cast<std::size_t>(numel(t.shape)))});
+    }
+  }
+  Tensor& r = out[0];
+  const std::int64_t count = numel(r.shape);
+  if (k == "relu" || k == "gelu" || k == "tanh" || k == "exp" || k == "sigmoid" || k == "neg") {
+    for (std::int64_t i = 0; i < count; ++i) {
+      r.v[i] = applyUnary(k, in[0].v[i]);
+    }
+  } else if (k == "add" || k == "sub" || k == "mul" || k == "div") {
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      double ab[2];
+      for (int t = 0; t < 2; ++t) { // NumPy broadcasting: align right, size 1 reads 0
+        const Shape& s = in[t].shape;
+        Shape idx(s.size());
+        for (std::size_t d = 0; d < s.size(); ++d) {
+          const std::int64_t od = o[o.size() - s.size() + d];
+          idx[d] = s[d] == 1 ? 0 : od;
+        }
+        ab[t] = in[t].at(idx);
+      }
+      r.v[i] = k == "add"   ? ab[0] + ab[1]
+               : k == "sub" ? ab[0] - ab[1]
+               : k == "mul" ? ab[0] * ab[1]
+                            : ab[0] / ab[1];
+    }
+  } else if (k == "matmul") {
+    const Shape& xs = in[0].shape;
+    const std::size_t nb = xs.size() - 2;
+    const std::int64_t K = xs.back();
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      double s = 0;
+      for (std::int64_t kk = 0; kk < K; ++kk) {
+        Shape xi(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(nb));
+        Shape wi = xi;
+        xi.push_back(o[nb]);
+        xi.push_back(kk);
+        wi.push_back(kk);
+        wi.push_back(o[nb + 1]);
+        s += in[0].at(xi) * in[1].at(wi);
+      }
+      r.v[i] = s;
+    }
+  } else if (k == "linear") {
+    const std::int64_t K = in[0].shape.back();
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      double s = in[2].v[o.back()];
+      for (std::int64_t kk = 0; kk < K; ++kk) {
+        Shape xi = o;
+        xi.back() = kk;
+        s += in[0].at(xi) * in[1].at({kk, o.back()});
+      }
+      r.v[i] = s;
+    }
+  } else if (k == "sum" || k == "mean" || k == "max") {
+    const Shape& s = in[0].shape;
+    const auto ax =
+        static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), s.size()));
+    Shape reduced = s;
+    reduced[ax] = 1;
+    for (std::int64_t i = 0; i < numel(reduced); ++i) {
+      Shape idx = unravel(i, reduced);
+      double acc = k == "max" ? -INFINITY : 0;
+      for (std::int64_t a = 0; a < s[ax]; ++a) {
+        idx[ax] = a;
+        acc = k == "max" ? std::max(acc, in[0].at(idx)) : acc + in[0].at(idx);
+      }
+      r.v[i] = k == "mean" ? acc / static_cast<double>(s[ax]) : acc;
+    }
+  } else if (k == "softmax") {
+    const Shape& s = in[0].shape;
+    const auto ax =
+        static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), s.size()));
+    Shape rows = s;
+    rows[ax] = 1;
+    for (std::int64_t i = 0; i < numel(rows); ++i) {
+      Shape idx = unravel(i, rows);
+      double total = 0;
+      for (std::int64_t a = 0; a < s[ax]; ++a) {
+        idx[ax] = a;
+        total += std::exp(in[0].at(idx));
+      }
+      for (std::int64_t a = 0; a < s[ax]; ++a) {
+        idx[ax] = a;
+        r.v[static_cast<std::size_t>(ravel(idx, s))] = std::exp(in[0].at(idx)) / total;
+      }
+    }
+  } else if (k == "layernorm") {
+    const std::int64_t d = in[0].shape.back();
+    const double eps = params["eps"].get<double>();
+    for (std::int64_t row = 0; row < count / d; ++row) {
+      double mean = 0;
+      for (std::int64_t j = 0; j < d; ++j) {
+        mean += in[0].v[row * d + j];
+      }
+      mean /= static_cast<double>(d);
+      double var = 0;
+      for (std::int64_t j = 0; j < d; ++j) {
+        var += (in[0].v[row * d + j] - mean) * (in[0].v[row * d + j] - mean);
+      }
+      var /= static_cast<double>(d);
+      for (std::int64_t j = 0; j < d; ++j) {
+        r.v[row * d + j] =
+            (in[0].v[row * d + j] - mean) / std::sqrt(var + eps) * in[1].v[j] + in[2].v[j];
+      }
+    }
+  } else if (k == "transpose") {
+    const auto perm = params["perm"].get<std::vector<std::int64_t>>();
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      Shape idx(o.size());
+      for (std::size_t j = 0; j < o.size(); ++j) {
+        idx[static_cast<std::size_t>(normAxis(perm[j], o.size()))] = o[j];
+      }
+      r.v[i] = in[0].at(idx);
+    }
+  } else if (k == "concat") {
+    const auto ax =
+        static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), r.shape.size()));
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      std::size_t t = 0;
+      while (o[ax] >= in[t].shape[ax]) {
+        o[ax] -= in[t].shape[ax];
+        ++t;
+      }
+      r.v[i] = in[t].at(o);
+    }
+  } else if (k == "split") {
+    const Shape& s = in[0].shape;
+    const auto ax =
+        static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), s.size()));
+    for (std::int64_t i = 0; i < numel(s); ++i) {
+      Shape idx = unravel(i, s);
+      std::size_t t = 0;
+      while (idx[ax] >= out[t].shape[ax]) {
+        idx[ax] -= out[t].shape[ax];
+        ++t;
+      }
+      out[t].v[static_cast<std::size_t>(ravel(idx, out[t].shape))] = in[0].v[i];
+    }
+  } else if (k == "conv2d") {
+    const auto stride = params["stride"].get<Shape>();
+    const auto padding = params["padding"].get<Shape>();
+    const auto dilation = params["dilation"].get<Shape>();
+    const Shape& is = in[0].shape;
+    const Shape& ws = in[1].shape;
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape); // n, o, oh, ow
+      double s = 0;
+      for (std::int64_t c = 0; c < is[1]; ++c) {
+        for (std::int64_t kh = 0; kh < ws[2]; ++kh) {
+          for (std::int64_t kw = 0; kw < ws[3]; ++kw) {
+            const std::int64_t ih = o[2] * stride[0] + kh * dilation[0] - padding[0];
+            const std::int64_t iw = o[3] * stride[1] + kw * dilation[1] - padding[1];
+            if (ih >= 0 && ih < is[2] && iw >= 0 && iw < is[3]) {
+              s += in[0].at({o[0], c, ih, iw}) * in[1].at({o[1], c, kh, kw});
+            }
+          }
+        }
+      }
+      r.v[i] = s;
+    }
+  } else if (k == "embedding") {
+    const std::int64_t D = in[0].shape[1];
+    for (std::int64_t i = 0; i < count; ++i) {
+      const auto row = static_cast<std::int64_t>(in[1].v[i / D]);
+      r.v[i] = in[0].at({row, i % D});
+    }
+  } else if (k == "cast") {
+    const std::string to = params["dtype"].get<std::string>();
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double x = in[0].v[i];
+      r.v[i] = (to == "int32" || to == "int64") ? std::trunc(x) : x;
+    }
+  } else if (k == "reshape") {
+    r.v = in[0].v; // row-major order is unchanged
+  } else {
+    FAIL("no naive reference for " << k);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- running
+
+struct Inputs {
+  std::vector<Buffer> buffers; // op.inputs flattened, in order
+  std::vector<PortViews> views;
+};
+
+// Host inputs for a one-operation graph: drawn by drawInputs (so embedding
+// indices are in range), except tensors the test overrides by name.
+Inputs makeInputs(const graph::ExpandedGraph& g, std::uint64_t seed,
+                  const std::map<std::string, Buffer>& overrides = {}) {
+  const graph::Operation& op = g.operations[0];
+  TensorBuffers drawn = drawInputs(g, seed);
+  Inputs in;
+  for (const auto& port : op.inputs) {
+    PortViews views;
+    for (std::size_t t : port.tensors) {
+      const std::string& name = g.tensors[t].name;
+      auto it = overrides.find(name);
+      in.buffers.push_back(it != overrides.end() ? it->second : drawn.at(name));
+      views.push_back(in.buffers.back().view());
+    }
+    in.views.push_back(std::move(views));
+  }
+  return in;
+}
+
+// Runs the op unsharded; returns its outputs (flattened port order).
+std::vector<Buffer> runWhole(const graph::ExpandedGraph& g, const Inputs& in) {
+  const graph::Operation& op = g.operations[0];
+  std::vector<Buffer> outs;
+  std::vector<PortViews> views;
+  for (const auto& port : op.application.outputs) {
+    PortViews pv;
+    for (const auto& t : port.tensors) {
+      outs.push_back(cpu().allocate(parseDType(t.dtype), ZRange::fromShape(ZPoint(t.shape)), 0));
+      pv.push_back(outs.back().view());
+    }
+    views.push_back(std::move(pv));
+  }
+  runUnsharded(cpu(), op, in.views, views);
+  return outs;
+}
+
+// Compares the op's unsharded result with the naive reference.
+void checkNaive(const graph::ExpandedGraph& g, const Inputs& in) {
+  const graph::Operation& op = g.operations[0];
+  std::vector<Tensor> naiveIn;
+  for (const Buffer& b : in.buffers) {
+    naiveIn.push_back(Tensor{b.region().shape().vector(), values(b)});
+  }
+  std::vector<Tensor> expected = naive(op, naiveIn);
+  std::vector<Buffer> got = runWhole(g, in);
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO(op.kernel << " output " << i << " " << dtypeName(got[i].dtype()) << " "
+                   << got[i].region().toString());
+    CHECK(relError(values(got[i]), expected[i].v) <= tolerance(got[i].dtype()));
+  }
+}
+
+enum class ViewMode { Copy, Sub, Whole };
+
+// Runs the op split by `split` (parts per index dim), each shard on views of
+// only its selections, and compares with the unsharded result.
+void checkSharded(const graph::ExpandedGraph& g, const Inputs& in, const Shape& split,
+                  ViewMode mode) {
+  const graph::Operation& op = g.operations[0];
+  const metakernel::Application& app = op.application;
+  bool reductionSplit = false;
+  for (std::size_t d : app.reductionDims) {
+    reductionSplit = reductionSplit || split[d] > 1;
+  }
+  // A plan never writes one element of an output without combine from two
+  // shards (a reshape split on a minor term of a merged dim): skip such splits.
+  const std::vector<ZRange> shards = app.index.tile(split);
+  std::vector<ShardSelections> selections;
+  for (const ZRange& shard : shards) {
+    selections.push_back(shardSelections(op, shard));
+  }
+  bool anyPlain = false;
+  for (const auto& port : app.outputs) {
+    anyPlain = anyPlain || !port.combine;
+  }
+  for (std::size_t a = 0; anyPlain && a < shards.size(); ++a) {
+    const ShardSelections& sa = selections[a];
+    for (std::size_t b = a + 1; b < shards.size(); ++b) {
+      const ShardSelections& sb = selections[b];
+      for (std::size_t p = 0; p < app.outputs.size(); ++p) {
+        for (std::size_t t = 0; !app.outputs[p].combine && t < sa.outputs[p].size(); ++t) {
+          if (!sa.outputs[p][t].isEmpty() && !sb.outputs[p][t].isEmpty() &&
+              sa.outputs[p][t].intersects(sb.outputs[p][t])) {
+            return;
+          }
+        }
+      }
+    }
+  }
+  std::vector<Buffer> expected = runWhole(g, in);
+  // Results start at the combine identity (or zero) and receive every shard.
+  std::vector<Buffer> results;
+  std::vector<std::optional<metakernel::Combine>> combines;
+  for (const auto& port : app.outputs) {
+    for (const auto& t : port.tensors) {
+      results.push_back(Buffer::host(parseDType(t.dtype), t.shape));
+      combines.push_back(port.combine);
+      if (port.combine) {
+        cpu().fillIdentity(*port.combine, results.back().view());
+      }
+    }
+  }
+  for (std::size_t shardIndex = 0; shardIndex < shards.size(); ++shardIndex) {
+    const ZRange& shard = shards[shardIndex];
+    INFO(op.kernel << " shard " << shard.toString());
+    const ShardSelections& sel = selections[shardIndex];
+    std::vector<Buffer> keep;
+    std::vector<PortViews> inViews;
+    std::size_t flat = 0;
+    for (std::size_t p = 0; p < op.inputs.size(); ++p) {
+      PortViews pv;
+      for (std::size_t t = 0; t < sel.inputs[p].size(); ++t, ++flat) {
+        const ZRange& region = sel.inputs[p][t];
+        const Buffer& full = in.buffers[flat];
+        if (region.isEmpty()) {
+          pv.push_back(TensorView{}); // the shard does not touch this element
+        } else if (mode == ViewMode::Copy) {
+          keep.push_back(cpu().allocate(full.dtype(), region, 1));
+          cpu().copyRegion(full.view(), keep.back().view(), region);
+          pv.push_back(keep.back().view());
+        } else if (mode == ViewMode::Sub) {
+          pv.push_back(full.view(region));
+        } else {
+          pv.push_back(full.view());
+        }
+      }
+      inViews.push_back(std::move(pv));
+    }
+    // Outputs: a fresh buffer per selection, or (Sub) a sub-view of a
+    // full-size scratch buffer filled with a sentinel that must survive
+    // outside the selection.
+    std::vector<PortViews> outViews;
+    std::vector<std::pair<Buffer, ZRange>> partials;
+    for (std::size_t p = 0; p < op.outputs.size(); ++p) {
+      PortViews pv;
+      for (std::size_t t = 0; t < sel.outputs[p].size(); ++t) {
+        const ZRange& region = sel.outputs[p][t];
+        const auto& type = app.outputs[p].tensors[t];
+        if (region.isEmpty()) {
+          pv.push_back(TensorView{});
+          partials.emplace_back(Buffer(), region);
+          continue;
+        }
+        if (mode == ViewMode::Sub) {
+          Buffer scratch = Buffer::host(parseDType(type.dtype), type.shape);
+          std::memset(scratch.data(), 0x5A, static_cast<std::size_t>(scratch.byteSize()));
+          pv.push_back(scratch.view(region));
+          partials.emplace_back(scratch, region);
+        } else {
+          Buffer b = cpu().allocate(parseDType(type.dtype), region, 1);
+          pv.push_back(b.view());
+          partials.emplace_back(b, region);
+        }
+      }
+      outViews.push_back(std::move(pv));
+    }
+    cpu().runKernel(op, shard, inViews, outViews, 1);
+    for (std::size_t i = 0; i < partials.size(); ++i) {
+      const auto& [partial, region] = partials[i];
+      if (region.isEmpty()) {
+        continue;
+      }
+      if (mode == ViewMode::Sub) { // nothing outside the selection was written
+        const std::size_t size = dtypeSize(partial.dtype());
+        bool untouched = true;
+        partial.region().forEachPoint([&](const ZPoint& pt) {
+          if (region.contains(pt)) {
+            return;
+          }
+          const std::byte* at = partial.data() + partial.view().offsetOf(pt.coords()) *
+                                                     static_cast<std::int64_t>(size);
+          for (std::size_t b = 0; b < size; ++b) {
+            untouched = untouched && at[b] == std::byte{0x5A};
+          }
+        });
+        CHECK(untouched);
+      }
+      if (combines[i]) {
+        cpu().combine(*combines[i], results[i].view(), partial.view(), region);
+      } else {
+        cpu().copyRegion(partial.view(), results[i].view(), region);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    INFO(op.kernel << " output " << i << " split " << shapeJson(split));
+    const double err = relError(values(results[i]), values(expected[i]));
+    CHECK(err <= tolerance(results[i].dtype(), reductionSplit));
+  }
+}
+
+// Splits to try for an index space: whole; each dim alone in 2 and 3 parts;
+// every dim in 2; and a mixed 3/2 pattern. Parts are capped by the extents.
+std::vector<Shape> splitsFor(const ZRange& index) {
+  const std::size_t rank = index.rank();
+  auto capped = [&](Shape s) {
+    for (std::size_t d = 0; d < rank; ++d) {
+      s[d] = std::max<std::int64_t>(1, std::min(s[d], index.extent(d)));
+    }
+    return s;
+  };
+  std::vector<Shape> out{Shape(rank, 1)};
+  for (std::size_t d = 0; d < rank; ++d) {
+    for (std::int64_t parts : {2, 3}) {
+      Shape s(rank, 1);
+      s[d] = parts;
+      out.push_back(capped(s));
+    }
+  }
+  out.push_back(capped(Shape(rank, 2)));
+  Shape mixed(rank, 1);
+  for (std::size_t d = 0; d < rank; ++d) {
+    mixed[d] = d % 2 == 0 ? 3 : 2;
+  }
+  out.push_back(capped(mixed));
+  return out;
+}
+
+// The whole battery for one graph: naive comparison, then every split in
+// every view mode (modes rotate over the splits to keep the runtime small).
+void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
+                 const std::map<std::string, Buffer>& overrides = {}) {
+  Inputs in = makeInputs(g, seed, overrides);
+  checkNaive(g, in);
+  const std::vector<Shape> splits = splitsFor(g.operations[0].application.index);
+  for (std::size_t i = 0; i < splits.size(); ++i) {
+    checkSharded(g, in, splits[i], static_cast<ViewMode>(i % 3));
+  }
+}
+
+const std::vector<std::string> kFloats = {"float32", "float64", "float16", "bfloat16"};
+const std::vector<std::string> kAll = {"float32",  "float64", "float16",
+                                       "bfloat16", "int32",   "int64"};
+
+} // namespace
+
+// ---------------------------------------------------------------- dtypes
+
+TEST_CASE("float16 conversions are exact both ways and round to nearest even", "[cpu][dtype]") {
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const Half h{static_cast<std::uint16_t>(bits)};
+    const float f = halfToFloat(h);
+    if (std::isnan(f)) {
+      CHECK(std::isnan(halfToFloat(floatToHalf(f))));
+    } else {
+      REQUIRE(floatToHalf(f) == h);
+    }
+  }
+  CHECK(halfToFloat(Half{0x3C00}) == 1.0f);
+  CHECK(halfToFloat(Half{0x0001}) == 0x1.0p-24f); // smallest subnormal
+  CHECK(halfToFloat(Half{0x7BFF}) == 65504.0f);
+  CHECK(floatToHalf(1.0f + 0x1.0p-11f).bits == 0x3C00);     // tie: to even (down)
+  CHECK(floatToHalf(1.0f + 3 * 0x1.0p-11f).bits == 0x3C02); // tie: to even (up)
+  CHECK(floatToHalf(1.0f + 0x1.8p-11f).bits == 0x3C01);     // above the tie
+  CHECK(floatToHalf(65519.0f).bits == 0x7BFF);
+  CHECK(floatToHalf(65520.0f).bits == 0x7C00); // rounds up to infinity
+  CHECK(floatToHalf(-INFINITY).bits == 0xFC00);
+  CHECK(floatToHalf(0x1.0p-25f).bits == 0x0000); // tie between 0 and the smallest subnormal
+  CHECK(floatToHalf(0x1.8p-25f).bits == 0x0001);
+  CHECK(floatToHalf(-0.0f).bits == 0x8000);
+  CHECK((floatToHalf(NAN).bits & 0x7C00) == 0x7C00);
+}
+
+TEST_CASE("bfloat16 conversions round to nearest even and keep NaN", "[cpu][dtype]") {
+  CHECK(bfloat16ToFloat(BFloat16{0x3F80}) == 1.0f);
+  CHECK(floatToBFloat16(1.0f).bits == 0x3F80);
+  CHECK(floatToBFloat16(1.0f + 0x1.0p-8f).bits == 0x3F80);     // tie: to even (down)
+  CHECK(floatToBFloat16(1.0f + 3 * 0x1.0p-8f).bits == 0x3F82); // tie: to even (up)
+  CHECK(floatToBFloat16(1.0f + 0x1.8p-8f).bits == 0x3F81);
+  CHECK(floatToBFloat16(3.4e38f).bits == 0x7F80); // rounds to infinity
+  CHECK(std::isnan(bfloat16ToFloat(floatToBFloat16(NAN))));
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const BFloat16 b{static_cast<std::uint16_t>(bits)};
+    const float f = bfloat16ToFloat(b);
+    if (!std::isnan(f)) {
+      REQUIRE(floatToBFloat16(f) == b);
+    }
+  }
+}
+
+TEST_CASE("dtype names", "[cpu][dtype]") {
+  CHECK(parseDType("bfloat16") == DType::BFloat16);
+  CHECK(dtypeSize(DType::Float16) == 2);
+  CHECK_FALSE(findDType("int8").has_value());
+  CHECK_THROWS_WITH(parseDType("int8"), Contains("backends cannot execute dtype \"int8\""));
+}
+
+// ---------------------------------------------------------------- views and copies
+
+TEST_CASE("views address regions of a buffer without copying", "[cpu][view]") {
+  Buffer b = Buffer::host(DType::Float32, ZRange({2, 10}, {6, 15})); // rows 2..5, cols 10..14
+  for (std::int64_t i = 0; i < b.elementCount(); ++i) {
+    b.elements<float>()[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  }
+  TensorView v = b.view();
+  CHECK(v.strides == std::vector<std::int64_t>{5, 1});
+  CHECK(*v.at<float>(std::vector<std::int64_t>{3, 12}) == 7.0f);
+  TensorView s = v.sub(ZRange({3, 11}, {5, 13}));
+  CHECK(s.data == b.data() + 6 * 4);
+  CHECK(*s.at<float>(std::vector<std::int64_t>{4, 12}) == 12.0f);
+  CHECK_THROWS_AS(v.sub(ZRange({0, 10}, {3, 12})), InternalError);
+  CHECK(s.toString() == "float32 zr[3:5, 11:13] strides [5, 1] on the host");
+
+  // copyRegion between views of different regions: only the overlap moves.
+  Buffer c = cpu().allocate(DType::Float32, ZRange({4, 12}, {8, 14}), 0);
+  cpu().copyOverlap(b.view(), c.view());
+  CHECK(c.elements<float>()[0] == 12.0f); // (4, 12)
+  CHECK(c.elements<float>()[3] == 18.0f); // (5, 13)
+  CHECK(c.elements<float>()[4] == 0.0f);  // (6, 12): outside b
+}
+
+TEST_CASE("combine joins partials with each monoid; fillIdentity starts them", "[cpu][combine]") {
+  const ZRange r = ZRange::fromShape({4});
+  for (const std::string& dt : kAll) {
+    const DType dtype = parseDType(dt);
+    INFO(dt);
+    Buffer a = randomBuffer(dtype, {4}, 1, -3, 3);
+    Buffer b = randomBuffer(dtype, {4}, 2, -3, 3);
+    const std::vector<double> va = values(a);
+    const std::vector<double> vb = values(b);
+    for (metakernel::Combine kind : {metakernel::Combine::Sum, metakernel::Combine::Max,
+                                     metakernel::Combine::Min, metakernel::Combine::Prod}) {
+      Buffer acc = Buffer::host(dtype, {4});
+      cpu().fillIdentity(kind, acc.view());
+      cpu().combine(kind, acc.view(), a.view(), r);
+      CHECK(values(acc) == va); // identity ⊕ a == a
+      cpu().combine(kind, acc.view(), b.view(), r);
+      std::vector<double> want(4);
+      for (std::size_t i = 0; i < 4; ++i) {
+        switch (kind) {
+        case metakernel::Combine::Sum:
+          want[i] = va[i] + vb[i];
+          break;
+        case metakernel::Combine::Max:
+          want[i] = std::max(va[i], vb[i]);
+          break;
+        case metakernel::Combine::Min:
+          want[i] = std::min(va[i], vb[i]);
+          break;
+        case metakernel::Combine::Prod:
+          want[i] = va[i] * vb[i];
+          break;
+        }
+      }
+      CHECK(relError(values(acc), want) <= tolerance(dtype));
+    }
+  }
+  // max propagates NaN
+  Buffer x = Buffer::host(DType::Float32, {2});
+  Buffer y = Buffer::host(DType::Float32, {2});
+  x.elements<float>()[0] = NAN;
+  y.elements<float>()[1] = NAN;
+  cpu().combine(metakernel::Combine::Max, x.view(), y.view(), ZRange::fromShape({2}));
+  CHECK(std::isnan(x.elements<float>()[0]));
+  CHECK(std::isnan(x.elements<float>()[1]));
+}
+
+// ---------------------------------------------------------------- kernels
+
+TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
+  std::vector<std::string> names = cpu().kernelNames();
+  for (const metakernel::Metakernel* k : lib().kernels()) {
+    INFO(k->name);
+    CHECK(cpu().hasKernel(k->name));
+  }
+  CHECK(names.size() == 24);
+  CHECK(cpu().name() == "cpu");
+  CHECK(cpu().deviceCount() == 4);
+}
+
+TEST_CASE("elementwise unary kernels", "[cpu][kernel]") {
+  for (const char* k : {"relu", "gelu", "tanh", "exp", "sigmoid", "neg"}) {
+    const bool ints = std::string(k) == "relu" || std::string(k) == "neg";
+    for (const std::string& dt : ints ? kAll : kFloats) {
+      for (const Shape& s : {Shape{7}, Shape{3, 5}, Shape{2, 3, 4}}) {
+        INFO(k << " " << dt << " " << shapeJson(s));
+        checkKernel(oneOp(k, {{"x", dt, s}}, R"({"input": "x"})"));
+      }
+    }
+  }
+}
+
+TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{4, 6}, {4, 6}}, {{8, 1, 5}, {3, 1}}, {{5}, {2, 3, 5}}, {{2, 1}, {1, 3}}, {{1}, {4}}};
+  for (const char* k : {"add", "sub", "mul", "div"}) {
+    const bool ints = std::string(k) != "div";
+    for (const std::string& dt : ints ? kAll : kFloats) {
+      for (const auto& [a, b] : shapes) {
+        INFO(k << " " << dt << " " << shapeJson(a) << " " << shapeJson(b));
+        std::map<std::string, Buffer> overrides;
+        if (std::string(k) == "div") { // keep divisors away from zero
+          overrides["b"] = randomBuffer(parseDType(dt), b, 7, 0.5, 1.5);
+        }
+        checkKernel(oneOp(k, {{"a", dt, a}, {"b", dt, b}}, R"({"A": "a", "B": "b"})"), 2,
+                    overrides);
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kernel]") {
+  for (const std::string& dt : kAll) {
+    INFO(dt);
+    checkKernel(oneOp("matmul", {{"x", dt, {5, 7}}, {"w", dt, {7, 6}}}, R"({"X": "x", "W": "w"})"));
+    checkKernel(oneOp("matmul", {{"x", dt, {2, 3, 4, 5}}, {"w", dt, {2, 3, 5, 3}}},
+                      R"({"X": "x", "W": "w"})"));
+  }
+  // Degenerate rows and columns (gemv-like shapes) through cblas.
+  checkKernel(oneOp("matmul", {{"x", "float32", {1, 9}}, {"w", "float32", {9, 1}}},
+                    R"({"X": "x", "W": "w"})"));
+  checkKernel(oneOp("matmul", {{"x", "float64", {6, 1}}, {"w", "float64", {1, 4}}},
+                    R"({"X": "x", "W": "w"})"));
+}
+
+TEST_CASE("matmul on transposed and strided views", "[cpu][kernel]") {
+  // A view whose rows are unit-stride (the transpose of a row-major block) and
+  // one with no unit stride at all: both must give the dense result.
+  graph::ExpandedGraph g = oneOp("matmul", {{"x", "float32", {3, 4}}, {"w", "float32", {4, 2}}},
+                                 R"({"X": "x", "W": "w"})");
+  Inputs in = makeInputs(g, 3);
+  std::vector<Buffer> expected = runWhole(g, in);
+  Buffer xt = Buffer::host(DType::Float32, {4, 3});   // x stored transposed
+  Buffer wide = Buffer::host(DType::Float32, {8, 4}); // w on every other row, every other column
+  for (std::int64_t i = 0; i < 3; ++i) {
+    for (std::int64_t k = 0; k < 4; ++k) {
+      xt.elements<float>()[static_cast<std::size_t>(k * 3 + i)] =
+          in.buffers[0].elements<float>()[static_cast<std::size_t>(i * 4 + k)];
+    }
+  }
+  for (std::int64_t k = 0; k < 4; ++k) {
+    for (std::int64_t j = 0; j < 2; ++j) {
+      wide.elements<float>()[static_cast<std::size_t>(2 * k * 4 + 2 * j)] =
+          in.buffers[1].elements<float>()[static_cast<std::size_t>(k * 2 + j)];
+    }
+  }
+  TensorView xv{xt.data(), DType::Float32, ZRange::fromShape({3, 4}), {1, 3}};
+  TensorView wv{wide.data(), DType::Float32, ZRange::fromShape({4, 2}), {8, 2}};
+  Buffer out = Buffer::host(DType::Float32, {3, 2});
+  std::vector<PortViews> ins = {{xv}, {wv}};
+  std::vector<PortViews> outs = {{out.view()}};
+  runUnsharded(cpu(), g.operations[0], ins, outs);
+  CHECK(relError(values(out), values(expected[0])) <= 1e-6);
+}
+
+TEST_CASE("linear: X·W + bias with the whole k per point", "[cpu][kernel]") {
+  for (const std::string& dt : kFloats) {
+    INFO(dt);
+    checkKernel(oneOp("linear", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}},
+                      R"({"X": "x", "W": "w", "bias": "b"})"));
+    checkKernel(oneOp("linear", {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}},
+                      R"({"X": "x", "W": "w", "bias": "b"})"));
+    checkKernel(oneOp("linear", {{"x", dt, {5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}},
+                      R"({"X": "x", "W": "w", "bias": "b"})"));
+  }
+}
+
+TEST_CASE("sum, mean and max reduce an axis; split axes give partials", "[cpu][kernel]") {
+  const std::vector<std::pair<Shape, const char*>> cases = {
+      {{9}, R"({"axis": 0})"},
+      {{4, 7}, R"({"axis": -1})"},
+      {{4, 7}, R"({"axis": 0, "keepdims": true})"},
+      {{3, 5, 4}, R"({"axis": 1})"},
+      {{3, 5, 4}, R"({"axis": 1, "keepdims": true})"},
+  };
+  for (const char* k : {"sum", "mean", "max"}) {
+    const bool ints = std::string(k) != "mean";
+    for (const std::string& dt : ints ? kAll : kFloats) {
+      for (const auto& [shape, params] : cases) {
+        INFO(k << " " << dt << " " << shapeJson(shape) << " " << params);
+        checkKernel(oneOp(k, {{"x", dt, shape}}, R"({"input": "x"})", params));
+      }
+    }
+  }
+}
+
+TEST_CASE("softmax and layernorm keep rows whole", "[cpu][kernel]") {
+  for (const std::string& dt : kFloats) {
+    INFO(dt);
+    checkKernel(oneOp("softmax", {{"x", dt, {4, 9}}}, R"({"input": "x"})"));
+    checkKernel(oneOp("softmax", {{"x", dt, {3, 6, 4}}}, R"({"input": "x"})", R"({"axis": 1})"));
+    checkKernel(oneOp("softmax", {{"x", dt, {8}}}, R"({"input": "x"})"));
+    checkKernel(oneOp("layernorm", {{"x", dt, {5, 8}}, {"g", dt, {8}}, {"b", dt, {8}}},
+                      R"({"input": "x", "gamma": "g", "beta": "b"})"));
+    checkKernel(oneOp("layernorm", {{"x", dt, {2, 3, 6}}, {"g", dt, {6}}, {"b", dt, {6}}},
+                      R"({"input": "x", "gamma": "g", "beta": "b"})", R"({"eps": 0.001})"));
+    checkKernel(oneOp("layernorm", {{"x", dt, {6}}, {"g", dt, {6}}, {"b", dt, {6}}},
+                      R"({"input": "x", "gamma": "g", "beta": "b"})"));
+  }
+  // Stability: huge logits do not overflow.
+  graph::ExpandedGraph g = oneOp("softmax", {{"x", "float32", {1, 3}}}, R"({"input": "x"})");
+  Buffer x = Buffer::host(DType::Float32, {1, 3});
+  x.elements<float>()[0] = 1000.0f;
+  x.elements<float>()[1] = 1000.0f;
+  x.elements<float>()[2] = -1000.0f;
+  Inputs in = makeInputs(g, 1, {{"x", x}});
+  std::vector<double> y = values(runWhole(g, in)[0]);
+  CHECK(y == std::vector<double>{0.5, 0.5, 0.0});
+}
+
+TEST_CASE("transpose, reshape and cast move data", "[cpu][kernel]") {
+  for (const std::string& dt : kAll) {
+    INFO(dt);
+    checkKernel(
+        oneOp("transpose", {{"x", dt, {3, 5}}}, R"({"input": "x"})", R"({"perm": [1, 0]})"));
+    checkKernel(oneOp("transpose", {{"x", dt, {2, 3, 4, 2}}}, R"({"input": "x"})",
+                      R"({"perm": [0, 2, -1, 1]})"));
+    checkKernel(
+        oneOp("reshape", {{"x", dt, {4, 6}}}, R"({"input": "x"})", R"({"shape": [2, 2, 6]})"));
+    checkKernel(
+        oneOp("reshape", {{"x", dt, {2, 3, 4}}}, R"({"input": "x"})", R"({"shape": [-1, 4]})"));
+    // No common refinement: the single-point (unshardable) form.
+    checkKernel(oneOp("reshape", {{"x", dt, {2, 3}}}, R"({"input": "x"})", R"({"shape": [3, 2]})"));
+  }
+  for (const std::string& from : kAll) {
+    for (const std::string& to : kAll) {
+      INFO(from << " -> " << to);
+      std::map<std::string, Buffer> overrides = {
+          {"x", randomBuffer(parseDType(from), {3, 4}, 5, -100, 100)}};
+      checkKernel(oneOp("cast", {{"x", from, {3, 4}}}, R"({"input": "x"})",
+                        R"({"dtype": ")" + to + R"("})"),
+                  1, overrides);
+    }
+  }
+}
+
+TEST_CASE("cast saturates and truncates floats into integers", "[cpu][kernel]") {
+  graph::ExpandedGraph g =
+      oneOp("cast", {{"x", "float64", {6}}}, R"({"input": "x"})", R"({"dtype": "int32"})");
+  Buffer x = Buffer::host(DType::Float64, {6});
+  const double in[6] = {2.7, -2.7, 1e20, -1e20, NAN, 2147483647.0};
+  std::copy(in, in + 6, x.elements<double>().begin());
+  std::vector<double> y = values(runWhole(g, makeInputs(g, 1, {{"x", x}}))[0]);
+  CHECK(y == std::vector<double>{2, -2, 2147483647.0, -2147483648.0, 0, 2147483647.0});
+}
+
+TEST_CASE("concat and split on several axes (list ports)", "[cpu][kernel]") {
+  for (const std::string& dt : kAll) {
+    INFO(dt);
+    checkKernel(oneOp("concat", {{"a", dt, {4, 3}}, {"b", dt, {4, 5}}},
+                      R"({"tensors": ["a", "b"]})", R"({"axis": 1})"));
+    checkKernel(oneOp("concat", {{"a", dt, {2, 3, 4}}, {"b", dt, {2, 1, 4}}, {"c", dt, {2, 4, 4}}},
+                      R"({"tensors": ["a", "b", "c"]})", R"({"axis": -2})"));
+    checkKernel(oneOp("concat", {{"a", dt, {3}}, {"b", dt, {5}}}, R"({"tensors": ["a", "b"]})",
+                      R"({"axis": 0})"));
+    checkKernel(oneOp("split", {{"x", dt, {10, 4}}}, R"({"input": "x"})",
+                      R"({"axis": 0, "sections": [3, 7]})", R"({"results": ["p", "q"]})"));
+    checkKernel(oneOp("split", {{"x", dt, {2, 9, 3}}}, R"({"input": "x"})",
+                      R"({"axis": -2, "sections": [2, 3, 4]})", R"({"results": ["p", "q", "r"]})"));
+  }
+}
+
+TEST_CASE("conv2d: stride, padding, dilation; C, KH, KW split into partials", "[cpu][kernel]") {
+  struct Case {
+    Shape input;
+    Shape weight;
+    const char* params;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 5, 5}, {3, 2, 3, 3}, "{}"},
+      {{2, 3, 6, 5}, {2, 3, 3, 3}, R"({"padding": [1, 1]})"},
+      {{1, 2, 9, 7}, {2, 2, 3, 2}, R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1]})"},
+  };
+  for (const std::string& dt : kFloats) {
+    for (const Case& c : cases) {
+      INFO(dt << " " << shapeJson(c.input) << " " << c.params);
+      checkKernel(oneOp("conv2d", {{"x", dt, c.input}, {"w", dt, c.weight}},
+                        R"({"input": "x", "weight": "w"})", c.params));
+    }
+  }
+}
+
+TEST_CASE("embedding gathers table rows; bad indices are input errors", "[cpu][kernel]") {
+  for (const std::string& dt : kAll) {
+    for (const char* it : {"int32", "int64"}) {
+      INFO(dt << " " << it);
+      checkKernel(oneOp("embedding", {{"t", dt, {10, 6}}, {"i", it, {3, 4}}},
+                        R"({"table": "t", "indices": "i"})"));
+      checkKernel(oneOp("embedding", {{"t", dt, {7, 5}}, {"i", it, {6}}},
+                        R"({"table": "t", "indices": "i"})"));
+    }
+  }
+  graph::ExpandedGraph g = oneOp("embedding", {{"t", "float32", {10, 2}}, {"i", "int64", {2, 2}}},
+                                 R"({"table": "t", "indices": "i"})");
+  Buffer idx = Buffer::host(DType::Int64, {2, 2});
+  idx.elements<std::int64_t>()[3] = 10;
+  try {
+    runWhole(g, makeInputs(g, 1, {{"i", idx}}));
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == ExitCode::InvalidInput);
+    CHECK(e.message() ==
+          "operation op (embedding): indices[1, 1] is 10, outside the table's 10 rows");
+  }
+}
+
+// ---------------------------------------------------------------- interface errors
+
+TEST_CASE("runKernel errors: unknown kernel, views that do not cover", "[cpu][errors]") {
+  graph::ExpandedGraph g = oneOp("relu", {{"x", "float32", {4, 4}}}, R"({"input": "x"})");
+  graph::Operation op = g.operations[0];
+  Inputs in = makeInputs(g, 1);
+  Buffer out = Buffer::host(DType::Float32, {4, 4});
+  std::vector<PortViews> outs = {{out.view()}};
+
+  graph::Operation unknown = op;
+  unknown.kernel = "foo";
+  try {
+    cpu().runKernel(unknown, op.application.index, in.views, outs);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == ExitCode::InvalidInput);
+    CHECK(e.message() == "backend cpu has no kernel \"foo\" (operation op)");
+  }
+
+  // A shard whose input view misses part of its selection is a bug.
+  std::vector<PortViews> small = {{in.buffers[0].view(ZRange({0, 0}, {2, 4}))}};
+  CHECK_THROWS_AS(cpu().runKernel(op, ZRange({0, 0}, {3, 4}), small, outs), InternalError);
+  CHECK_THROWS_WITH(cpu().runKernel(op, ZRange({0, 0}, {3, 4}), small, outs),
+                    Contains("does not cover the selection zr[0:3, 0:4]"));
+  // Wrong dtype, missing view, wrong port count.
+  Buffer wrong = Buffer::host(DType::Float64, {4, 4});
+  std::vector<PortViews> badType = {{wrong.view()}};
+  CHECK_THROWS_WITH(cpu().runKernel(op, op.application.index, badType, outs),
+                    Contains("input input is float32 but the view is float64"));
+  std::vector<PortViews> absent = {{TensorView{}}};
+  CHECK_THROWS_WITH(cpu().runKernel(op, op.application.index, absent, outs),
+                    Contains("no view was given"));
+  std::vector<PortViews> none;
+  CHECK_THROWS_AS(cpu().runKernel(op, op.application.index, none, outs), InternalError);
+  // A shard outside the index space.
+  CHECK_THROWS_WITH(cpu().runKernel(op, ZRange({2, 2}, {5, 4}), in.views, outs),
+                    Contains("is not inside the index space"));
+}
+
+TEST_CASE("shard selections clip to the tensor (conv2d padding, concat elements)", "[cpu]") {
+  graph::ExpandedGraph g =
+      oneOp("conv2d", {{"x", "float32", {1, 1, 4, 4}}, {"w", "float32", {1, 1, 3, 3}}},
+            R"({"input": "x", "weight": "w"})", R"({"padding": [1, 1]})");
+  const graph::Operation& op = g.operations[0];
+  // The first output row reads input rows -1..1: clipped to 0..1.
+  ShardSelections s = shardSelections(op, ZRange({0, 0, 0, 0, 0, 0, 0}, {1, 1, 1, 4, 1, 3, 3}));
+  CHECK(s.inputs[0][0] == ZRange({0, 0, 0, 0}, {1, 1, 2, 4}));
+  graph::ExpandedGraph c = oneOp("concat", {{"a", "float32", {2, 3}}, {"b", "float32", {2, 5}}},
+                                 R"({"tensors": ["a", "b"]})", R"({"axis": 1})");
+  ShardSelections t = shardSelections(c.operations[0], ZRange({0, 4}, {2, 8}));
+  CHECK(t.inputs[0][0].isEmpty());
+  CHECK(t.inputs[0][1] == ZRange({0, 1}, {2, 5}));
+}
+
+TEST_CASE("evaluateGraph runs a whole graph unsharded", "[cpu]") {
+  const std::string text = R"({"tapestry": "graph/v1", "name": "mlp",
+    "tensors": {"x": {"dtype": "float32", "shape": [4, 6]}, "w1": {"dtype": "float32", "shape": [6, 8]},
+                "w2": {"dtype": "float32", "shape": [8, 3]}},
+    "operations": [
+      {"name": "fc1", "kernel": "matmul", "inputs": {"X": "x", "W": "w1"}, "outputs": {"result": "h"}},
+      {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "a"}},
+      {"name": "fc2", "kernel": "matmul", "inputs": {"X": "a", "W": "w2"}, "outputs": {"result": "y"}}]})";
+  json::Document doc = json::Document::parse(SourceFile("mlp.json", text));
+  graph::ExpandedGraph g = graph::expand(graph::decodeGraph(json::Value(doc)), lib());
+  TensorBuffers inputs = drawInputs(g, 42);
+  TensorBuffers all = evaluateGraph(cpu(), g, inputs, 2);
+  REQUIRE(all.count("y") == 1);
+  CHECK(all.at("y").device() == 2);
+  // By hand: y = relu(x·w1)·w2.
+  std::vector<double> x = values(inputs.at("x")), w1 = values(inputs.at("w1")),
+                      w2 = values(inputs.at("w2"));
+  std::vector<double> want(12, 0.0);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      for (int h = 0; h < 8; ++h) {
+        double s = 0;
+        for (int k = 0; k < 6; ++k) {
+          s += x[i * 6 + k] * w1[k * 8 + h];
+        }
+        want[i * 3 + j] += std::max(s, 0.0) * w2[h * 3 + j];
+      }
+    }
+  }
+  CHECK(relError(values(all.at("y")), want) <= 1e-5);
+  inputs.erase("w2");
+  CHECK_THROWS_WITH(evaluateGraph(cpu(), g, inputs), Contains("missing input tensor w2"));
+}

@@ -1,0 +1,388 @@
+// Tests for core/graph: decoding graph files, validation messages, topological
+// order and cycle reports, defaults (output names, graph outputs), the
+// expanded/v1 writer (layout, determinism, round trip) and the expand command.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "core/graph/expand_command.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/graph.hpp"
+#include "core/graph/loader.hpp"
+#include "core/graph/writer.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+
+using namespace tapestry;
+using namespace tapestry::graph;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const metakernel::MetakernelLibrary& lib() {
+  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
+  return library;
+}
+
+// Parses, decodes and expands `text` as the file "g.json".
+ExpandedGraph expandText(const std::string& text) {
+  json::Document doc = json::Document::parse(SourceFile("g.json", text));
+  Graph graph = decodeGraph(json::Value(doc));
+  return expand(graph, lib());
+}
+
+// The formatted diagnostic of expanding `text`, or "" when it succeeds.
+std::string errorOf(const std::string& text) {
+  try {
+    expandText(text);
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == ExitCode::InvalidInput);
+    return e.what();
+  }
+  return "";
+}
+
+// A graph with x [4, 8] float32 and the given operations (JSON array items).
+std::string graphWith(const std::string& operations, const std::string& extra = "") {
+  return R"({"tapestry": "graph/v1", "name": "g",
+"tensors": {"x": {"dtype": "float32", "shape": [4, 8]}, "w": {"dtype": "float32", "shape": [8, 2]}},
+"operations": [)" +
+         operations + "]" + extra + "}\n";
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> orderNames(const ExpandedGraph& g) {
+  std::vector<std::string> out;
+  for (std::size_t i : g.order) {
+    out.push_back(g.operations[i].name);
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("names follow [A-Za-z_][A-Za-z0-9_.]*", "[graph]") {
+  for (const char* good : {"x", "_", "fc1", "layer.0.attn", "A_b.9"}) {
+    CHECK(isValidName(good));
+  }
+  for (const char* bad : {"", "1x", ".x", "a-b", "a b", "a/b", "é"}) {
+    CHECK_FALSE(isValidName(bad));
+  }
+  CHECK(isKnownDType("bfloat16"));
+  CHECK_FALSE(isKnownDType("float"));
+}
+
+TEST_CASE("a graph expands: shapes, producers, consumers, flops", "[graph]") {
+  ExpandedGraph g = expandText(graphWith(
+      R"({"name": "fc", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+         {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "y"}})"));
+  REQUIRE(g.tensors.size() == 4);
+  const Tensor* h = g.findTensor("h");
+  REQUIRE(h != nullptr);
+  CHECK(h->type.shape == std::vector<std::int64_t>{4, 2});
+  CHECK(h->type.dtype == "float32");
+  CHECK(h->producer == g.operationIndex("fc"));
+  CHECK(h->consumers == std::vector<std::size_t>{*g.operationIndex("act")});
+  CHECK(g.findTensor("x")->isGraphInput());
+  CHECK(g.findTensor("x")->declared);
+  CHECK_FALSE(h->declared);
+  const Operation* fc = g.findOperation("fc");
+  REQUIRE(fc != nullptr);
+  CHECK(fc->application.index.toString() == ZRange::fromShape(ZPoint({4, 2, 8})).toString());
+  CHECK(fc->application.reductionDims == std::vector<std::size_t>{2});
+  CHECK(fc->application.flops == 2 * 4 * 2 * 8);
+  CHECK(g.totalFlops() == 2 * 4 * 2 * 8 + 8);
+  CHECK(fc->pointer == "/operations/0");
+  // Default outputs: produced and never consumed.
+  REQUIRE(g.outputs.size() == 1);
+  CHECK(g.tensors[g.outputs[0]].name == "y");
+  CHECK(g.findTensor("nope") == nullptr);
+}
+
+TEST_CASE("operations run in topological order, ties in file order", "[graph]") {
+  // File order: d consumes c's output, c consumes a's; b is independent.
+  ExpandedGraph g = expandText(graphWith(
+      R"({"name": "d", "kernel": "relu", "inputs": {"input": "c_out"}, "outputs": {"result": "d_out"}},
+         {"name": "c", "kernel": "relu", "inputs": {"input": "a_out"}, "outputs": {"result": "c_out"}},
+         {"name": "b", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "b_out"}},
+         {"name": "a", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "a_out"}})"));
+  CHECK(orderNames(g) == std::vector<std::string>{"b", "a", "c", "d"});
+  // Operations keep file order; produced tensors follow their producers' order.
+  CHECK(g.operations[0].name == "d");
+  std::vector<std::string> tensorNames;
+  for (const Tensor& t : g.tensors) {
+    tensorNames.push_back(t.name);
+  }
+  CHECK(tensorNames == std::vector<std::string>{"x", "w", "b_out", "a_out", "c_out", "d_out"});
+  // Default outputs in tensor order.
+  std::vector<std::string> outputs;
+  for (std::size_t t : g.outputs) {
+    outputs.push_back(g.tensors[t].name);
+  }
+  CHECK(outputs == std::vector<std::string>{"b_out", "d_out"});
+}
+
+TEST_CASE("a cycle is printed in data-flow order from its first operation", "[graph]") {
+  std::string error = errorOf(graphWith(
+      R"({"name": "free", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "f"}},
+         {"name": "b", "kernel": "relu", "inputs": {"input": "a_out"}, "outputs": {"result": "b_out"}},
+         {"name": "c", "kernel": "relu", "inputs": {"input": "b_out"}, "outputs": {"result": "c_out"}},
+         {"name": "a", "kernel": "add", "inputs": {"A": "c_out", "B": "f"}, "outputs": {"result": "a_out"}})"));
+  CHECK_THAT(error, StartsWith("g.json:4:10: error: at /operations/1: cycle: b -> c -> a -> b\n"));
+  CHECK_THAT(
+      errorOf(graphWith(
+          R"({"name": "me", "kernel": "add", "inputs": {"A": "x", "B": "y"}, "outputs": {"result": "y"}})")),
+      Contains("cycle: me -> me"));
+}
+
+TEST_CASE("validation errors are located and say what is wrong", "[graph]") {
+  SECTION("unknown kernel, with a hint") {
+    CHECK_THAT(
+        errorOf(graphWith(R"({"name": "a", "kernel": "relux", "inputs": {"input": "x"}})")),
+        Contains("at /operations/0/kernel: unknown kernel \"relux\" (did you mean \"relu\"?)"));
+  }
+  SECTION("unknown tensor") {
+    CHECK_THAT(
+        errorOf(graphWith(R"({"name": "a", "kernel": "relu", "inputs": {"input": "xx"}})")),
+        Contains("at /operations/0/inputs/input: unknown tensor \"xx\": no operation produces "
+                 "it and \"tensors\" does not declare it (did you mean \"x\"?)"));
+  }
+  SECTION("two producers") {
+    CHECK_THAT(
+        errorOf(graphWith(
+            R"({"name": "a", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y"}},
+                      {"name": "b", "kernel": "neg", "inputs": {"input": "x"}, "outputs": {"result": "y"}})")),
+        Contains("at /operations/1/outputs/result: tensor \"y\" has two producers: a (at "
+                 "/operations/0) and b"));
+  }
+  SECTION("a produced tensor may not also be a declared input of another shape") {
+    std::string error = errorOf(graphWith(
+        R"({"name": "a", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "w"}})"));
+    CHECK_THAT(error, Contains("at /tensors/w/shape: tensor w is declared as [8, 2] float32, but a "
+                               "(relu) produces [4, 8] float32"));
+    CHECK_THAT(error, Contains("note: at /operations/0: a produces w here"));
+  }
+  SECTION("metakernel errors are located at the operation") {
+    std::string error = errorOf(graphWith(
+        R"({"name": "mm", "kernel": "matmul", "inputs": {"X": "w", "W": "w"}, "outputs": {"result": "y"}})"));
+    CHECK_THAT(error,
+               StartsWith("g.json:3:16: error: at /operations/0: mm (matmul): X is [8, 2] and W "
+                          "is [8, 2]: $k is 2 from X but 8 from W\n"));
+    CHECK_THAT(error, Contains("note: in kernel matmul, shape pattern"));
+  }
+  SECTION("params") {
+    CHECK_THAT(
+        errorOf(graphWith(
+            R"({"name": "s", "kernel": "softmax", "params": {"axis": 1.5}, "inputs": {"input": "x"}})")),
+        Contains("at /operations/0/params/axis: param axis of softmax: expected int, got float"));
+    CHECK_THAT(
+        errorOf(graphWith(R"({"name": "t", "kernel": "transpose", "inputs": {"input": "x"}})")),
+        Contains("at /operations/0: missing param perm of kernel transpose (ints, no default)"));
+  }
+  SECTION("ports") {
+    CHECK_THAT(errorOf(graphWith(R"({"name": "a", "kernel": "relu", "inputs": {"inptu": "x"}})")),
+               Contains("kernel relu has no input port \"inptu\" (did you mean \"input\"?)"));
+    CHECK_THAT(
+        errorOf(graphWith(R"({"name": "a", "kernel": "add", "inputs": {"A": "x"}})")),
+        Contains("at /operations/0/inputs: missing input port B of kernel add (its inputs: A, B)"));
+  }
+  SECTION("shapes") {
+    CHECK_THAT(
+        errorOf(
+            R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float32", "shape": [2, -1]}}, "operations": []})"),
+        Contains("g.json:1:90: error: at /tensors/x/shape/1: negative dim -1: dims must be >= 0"));
+    CHECK_THAT(
+        errorOf(
+            R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float32", "shape": [3037000500, 3037000500]}}, "operations": []})"),
+        Contains("shape [3037000500, 3037000500] has too many elements"));
+  }
+  SECTION("the tag") {
+    CHECK_THAT(
+        errorOf(R"({"tapestry": "plan/v1"})"),
+        Contains(
+            "at /tapestry: unknown format \"plan/v1\" (expected \"graph/v1\" or \"expanded/v1\")"));
+  }
+  SECTION("nothing is wrong") {
+    CHECK(errorOf(graphWith("")) == "");
+  }
+}
+
+TEST_CASE("unnamed outputs are OPERATION.PORT", "[graph]") {
+  ExpandedGraph g = expandText(graphWith(
+      R"({"name": "act", "kernel": "relu", "inputs": {"input": "x"}},
+         {"name": "neg", "kernel": "neg", "inputs": {"input": "act.result"}})"));
+  REQUIRE(g.findTensor("act.result") != nullptr);
+  REQUIRE(g.findTensor("neg.result") != nullptr);
+  CHECK(g.findTensor("neg.result")->type.shape == std::vector<std::int64_t>{4, 8});
+}
+
+TEST_CASE("list ports: concat inputs and split outputs", "[graph]") {
+  ExpandedGraph g = expandText(graphWith(
+      R"({"name": "parts", "kernel": "split", "params": {"axis": -1, "sections": [3, 5]},
+          "inputs": {"input": "x"}, "outputs": {"results": ["p0", "p1"]}},
+         {"name": "join", "kernel": "concat", "params": {"axis": 1},
+          "inputs": {"tensors": ["p1", "p0"]}, "outputs": {"result": "y"}})"));
+  CHECK(g.findTensor("p0")->type.shape == std::vector<std::int64_t>{4, 3});
+  CHECK(g.findTensor("p1")->type.shape == std::vector<std::int64_t>{4, 5});
+  CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{4, 8});
+  const Operation* join = g.findOperation("join");
+  REQUIRE(join->inputs.size() == 1);
+  CHECK(join->inputs[0].list);
+  CHECK(join->inputs[0].tensors ==
+        std::vector<std::size_t>{*g.tensorIndex("p1"), *g.tensorIndex("p0")});
+  CHECK(join->application.inputs[0].ipfs.size() == 2);
+}
+
+TEST_CASE("formatJson: scalar arrays inline, containers inline when they fit", "[graph]") {
+  Json j = Json::parse(R"({"a": [1, 2, 3], "b": {"c": "d"}, "e": [], "f": {},
+                           "long": [[1, 2], [3, 4]], "s": "q\"uote\u00e9"})");
+  CHECK(formatJson(j, 200) ==
+        "{\"a\": [1, 2, 3], \"b\": {\"c\": \"d\"}, \"e\": [], \"f\": {}, \"long\": "
+        "[[1, 2], [3, 4]], \"s\": \"q\\\"uote\xC3\xA9\"}\n");
+  CHECK(formatJson(j, 20) == "{\n"
+                             "  \"a\": [1, 2, 3],\n"
+                             "  \"b\": {\"c\": \"d\"},\n"
+                             "  \"e\": [],\n"
+                             "  \"f\": {},\n"
+                             "  \"long\": [\n"
+                             "    [1, 2],\n"
+                             "    [3, 4]\n"
+                             "  ],\n"
+                             "  \"s\": \"q\\\"uote\xC3\xA9\"\n"
+                             "}\n");
+  // A long array of scalars stays on one line whatever the width.
+  CHECK(formatJson(Json::parse("[1, 2, 3, 4, 5, 6, 7, 8, 9]"), 4) ==
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9]\n");
+}
+
+TEST_CASE("the writer is deterministic and expanded graphs round-trip", "[graph]") {
+  std::string text = graphWith(
+      R"({"name": "fc", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+         {"name": "sm", "kernel": "softmax", "inputs": {"input": "h"}, "outputs": {"result": "y"}})");
+  std::string first = writeExpanded(expandText(text));
+  CHECK(first == writeExpanded(expandText(text)));
+  CHECK(first.back() == '\n');
+  Json doc = Json::parse(first);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : doc.items()) {
+    keys.push_back(key);
+  }
+  CHECK(keys == std::vector<std::string>{"tapestry", "name", "tensors", "operations", "outputs"});
+  CHECK(doc["tapestry"] == "expanded/v1");
+  CHECK(doc["tensors"]["h"]["producer"] == "fc");
+  CHECK(doc["tensors"]["x"]["producer"].is_null());
+  CHECK(doc["operations"][1]["params"] == Json::parse(R"({"axis": -1})")); // defaults resolved
+  CHECK(
+      doc["operations"][0]["ipf"]["inputs"]["X"][0] ==
+      Json::parse(
+          R"({"affineMap": {"projection": [[1, 0, 0], [0, 0, 1]], "offset": [0, 0]}, "shape": [1, 1]})"));
+  // Expanding the expanded file gives it back byte for byte.
+  CHECK(writeExpanded(expandText(first)) == first);
+  // An edited expanded field is caught.
+  std::string edited = first;
+  edited.replace(edited.find("\"flops\": 128"), 12, "\"flops\": 129");
+  CHECK_THAT(errorOf(edited),
+             Contains("at /operations/0/flops: the stored flops 129 disagrees with "
+                      "the expansion, which gives 128"));
+}
+
+TEST_CASE("the example graphs expand to their golden files", "[graph]") {
+  for (const char* name : {"mlp", "transformer_block", "convnet", "concat_split_embedding"}) {
+    INFO(name);
+    std::string golden =
+        readFile(std::string(TAPESTRY_TESTDATA_DIR) + "/expanded/" + name + ".expanded.json");
+    ExpandedGraph g =
+        loadAndExpand(std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name + ".json", lib());
+    CHECK(writeExpanded(g) == golden);
+  }
+}
+
+TEST_CASE("the expand command writes atomically and only on success", "[graph]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tapestry-graph-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ExpandConfig config;
+  config.graphPath = std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/mlp.json";
+  config.outputPath = (dir / "out.json").string();
+  std::ostringstream out, err;
+  CHECK(expandCommand(config, out, err) == 0);
+  CHECK(readFile(config.outputPath) ==
+        readFile(std::string(TAPESTRY_TESTDATA_DIR) + "/expanded/mlp.expanded.json"));
+  CHECK_THAT(out.str(), StartsWith("expanded mlp: 6 operations, 13 tensors, 68.6 MFLOP -> "));
+  CHECK(err.str().empty());
+
+  config.json = true;
+  out.str("");
+  CHECK(expandCommand(config, out, err) == 0);
+  Json summary = Json::parse(out.str());
+  CHECK(summary["status"] == "ok");
+  CHECK(summary["operations"] == 6);
+  CHECK(summary["flops"] == 68587264);
+
+  fs::remove(config.outputPath);
+  config.graphPath = std::string(TAPESTRY_TESTDATA_DIR) + "/bad/graphs/cycle.json";
+  CHECK_THROWS_AS(expandCommand(config, out, err), Error);
+  CHECK_FALSE(fs::exists(config.outputPath));
+  CHECK(fs::is_empty(dir)); // no temporary file left either
+  fs::remove_all(dir);
+}
+
+TEST_CASE("writeExpanded lays out exactly what formatJson(toJson(g)) does", "[graph]") {
+  for (const char* name : {"mlp", "transformer_block", "convnet", "concat_split_embedding"}) {
+    INFO(name);
+    ExpandedGraph g =
+        loadAndExpand(std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name + ".json", lib());
+    CHECK(writeExpanded(g) == formatJson(toJson(g)));
+    for (std::size_t width : {0, 40, 80, 200, 100000}) {
+      // Any width: the same document, reparsed.
+      CHECK(Json::parse(formatJson(toJson(g), width)) == toJson(g));
+    }
+  }
+}
+
+TEST_CASE("small graphs are laid out whole, possibly on one line", "[graph]") {
+  ExpandedGraph empty =
+      expandText(R"({"tapestry": "graph/v1", "name": "e", "tensors": {}, "operations": []})");
+  CHECK(writeExpanded(empty) == "{\"tapestry\": \"expanded/v1\", \"name\": \"e\", \"tensors\": {}, "
+                                "\"operations\": [], \"outputs\": []}\n");
+  CHECK(writeExpanded(empty) == formatJson(toJson(empty)));
+  ExpandedGraph inputs = expandText(graphWith(""));
+  CHECK(writeExpanded(inputs) == formatJson(toJson(inputs)));
+  ExpandedGraph one =
+      expandText(graphWith(R"({"name": "a", "kernel": "relu", "inputs": {"input": "x"}})"));
+  CHECK(writeExpanded(one) == formatJson(toJson(one)));
+}
+
+TEST_CASE("formatJson writes scalars as nlohmann's dump does", "[graph]") {
+  std::string control;
+  for (int c = 1; c < 0x20; ++c) {
+    control += static_cast<char>(c);
+  }
+  Json values = Json::array({nullptr, true, false, 0, -7, std::numeric_limits<std::int64_t>::min(),
+                             std::numeric_limits<std::uint64_t>::max(), 1e-05, 0.5, -2.25e300,
+                             "plain", "q\"b\\s/\x7f", control, "caf\xC3\xA9 \xE2\x82\xAC"});
+  for (const Json& v : values) {
+    CHECK(formatJson(v) == v.dump() + "\n");
+  }
+  std::string joined;
+  for (const Json& v : values) {
+    joined += (joined.empty() ? "[" : ", ") + v.dump();
+  }
+  CHECK(formatJson(values, 1) == joined + "]\n"); // arrays of scalars stay on one line
+  Json object = {{control, 1}};
+  CHECK(formatJson(object, 100000) == "{" + Json(control).dump() + ": 1}\n");
+}

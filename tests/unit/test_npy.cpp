@@ -1,0 +1,309 @@
+// Tests for backends/npy (the .npy format) and backends/tensor_io (graph inputs
+// from a directory or a seed, outputs to a directory). NumPy is not available
+// here, so the fixtures are byte strings written by hand from the format spec
+// (numpy/lib/format.py), including headers as newer NumPy pads them.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "backends/npy.hpp"
+#include "backends/tensor_io.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+
+using namespace tapestry;
+using namespace tapestry::backend;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A v1.0 file: magic, version, little-endian length, the dict padded with
+// spaces to `total` header bytes (a multiple of 64 in real files), '\n', data.
+std::string npyFile(const std::string& dict, const std::string& data, std::size_t total = 128,
+                    int major = 1) {
+  std::string out("\x93NUMPY", 6);
+  out += static_cast<char>(major);
+  out += '\0';
+  const std::size_t prefix = major == 1 ? 10 : 12;
+  const std::size_t hlen = total - prefix;
+  out += static_cast<char>(hlen & 0xFF);
+  out += static_cast<char>((hlen >> 8) & 0xFF);
+  if (major != 1) {
+    out += '\0';
+    out += '\0';
+  }
+  out += dict;
+  out.append(total - prefix - dict.size() - 1, ' ');
+  out += '\n';
+  return out + data;
+}
+
+template <class T> std::string bytesOf(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// The formatted error of decoding `bytes` as "x.npy", or "" when it decodes.
+std::string errorOf(const std::string& bytes) {
+  try {
+    decodeNpy(bytes, "x.npy");
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == ExitCode::InvalidInput);
+    return e.what();
+  }
+  return "";
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("tapestry-npy-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+void writeBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+graph::ExpandedGraph graphOf(const std::string& text) {
+  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
+  json::Document doc = json::Document::parse(SourceFile("g.json", text));
+  return graph::expand(graph::decodeGraph(json::Value(doc)), library);
+}
+
+} // namespace
+
+TEST_CASE("npy headers are NumPy's, byte for byte", "[npy]") {
+  const std::string h = npyHeader(DType::Float32, {2, 3});
+  // 'v' = 118: the classic np.save header of a small array.
+  const std::string start("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, "
+                          "'shape': (2, 3), }",
+                          69);
+  CHECK(h.size() == 128);
+  CHECK(h.substr(0, start.size()) == start);
+  CHECK(h.substr(start.size()) == std::string(58, ' ') + "\n");
+  CHECK(npyHeader(DType::Int64, {5})
+            .find("'descr': '<i8', 'fortran_order': False, 'shape': (5,), }") != std::string::npos);
+  CHECK(npyHeader(DType::Float64, {}).find("'shape': (), }") != std::string::npos);
+  CHECK(npyHeader(DType::BFloat16, {1}).find("'<u2'") != std::string::npos);
+  CHECK(npyHeader(DType::Float16, {1}).find("'<f2'") != std::string::npos);
+  CHECK(npyHeader(DType::Int32, {1}).find("'<i4'") != std::string::npos);
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{}, {1}, {123456789, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}) {
+    CHECK(npyHeader(DType::Float32, shape).size() % 64 == 0);
+  }
+  // A dict that fills 64 bytes exactly still gets a full pad (NumPy's formula).
+  CHECK(pythonShape({4, 8}) == "(4, 8)");
+  CHECK(pythonShape({5}) == "(5,)");
+  CHECK(pythonShape({}) == "()");
+}
+
+TEST_CASE("npy round trips every dtype and shape", "[npy]") {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
+                      DType::Int64}) {
+    for (const std::vector<std::int64_t>& shape :
+         {std::vector<std::int64_t>{}, {5}, {2, 3}, {0, 3}, {2, 1, 4}}) {
+      INFO(dtypeName(dtype) << " " << pythonShape(shape));
+      Buffer b = Buffer::host(dtype, shape);
+      for (std::int64_t i = 0; i < b.byteSize(); ++i) {
+        b.data()[i] = static_cast<std::byte>(i * 7 + 3);
+      }
+      const std::string bytes = encodeNpy(b.view());
+      CHECK(bytes.size() ==
+            npyHeader(dtype, shape).size() + static_cast<std::size_t>(b.byteSize()));
+      NpyArray back = decodeNpy(bytes, "x.npy");
+      CHECK(back.descr == npyDescr(dtype));
+      CHECK(back.buffer.dtype() == dtype);
+      CHECK(back.buffer.region().shape().vector() == shape);
+      CHECK(std::memcmp(back.buffer.data(), b.data(), static_cast<std::size_t>(b.byteSize())) == 0);
+    }
+  }
+}
+
+TEST_CASE("npy writes a strided region view in C order", "[npy]") {
+  Buffer b = Buffer::host(DType::Int32, {3, 4});
+  for (int i = 0; i < 12; ++i) {
+    b.elements<std::int32_t>()[static_cast<std::size_t>(i)] = i;
+  }
+  NpyArray a = decodeNpy(encodeNpy(b.view(ZRange({1, 1}, {3, 3}))), "x.npy");
+  CHECK(a.buffer.region() == ZRange::fromShape({2, 2}));
+  std::vector<std::int32_t> got(a.buffer.elements<std::int32_t>().begin(),
+                                a.buffer.elements<std::int32_t>().end());
+  CHECK(got == std::vector<std::int32_t>{5, 6, 9, 10});
+}
+
+TEST_CASE("npy reads files as other writers lay them out", "[npy]") {
+  // Newer NumPy pads the dict with spaces for in-place growth; any key order,
+  // double quotes, no trailing comma, Python 2 longs, format 2.0 and 3.0.
+  const std::string f32 = bytesOf(std::vector<float>{1.5f, -2.0f, 3.25f});
+  std::string grown =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }" + std::string(21, ' ');
+  CHECK(decodeNpy(npyFile(grown, f32, 128), "x.npy").buffer.elementCount() == 3);
+  NpyArray a = decodeNpy(
+      npyFile("{\"shape\": (3L,), \"fortran_order\": False, \"descr\": \"<f4\"}", f32, 128),
+      "x.npy");
+  CHECK(a.buffer.elements<float>()[2] == 3.25f);
+  NpyArray v2 = decodeNpy(
+      npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", f32, 128, 2), "x.npy");
+  CHECK(v2.buffer.elements<float>()[0] == 1.5f);
+  NpyArray v3 = decodeNpy(
+      npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", f32, 128, 3), "x.npy");
+  CHECK(v3.buffer.elements<float>()[1] == -2.0f);
+  // A bfloat16 file is '<u2' bit patterns: 0x3F80 is 1.0.
+  NpyArray bf = decodeNpy(npyFile("{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }",
+                                  std::string("\x80\x3F", 2)),
+                          "x.npy");
+  CHECK(bf.buffer.dtype() == DType::BFloat16);
+  CHECK(bfloat16ToFloat(bf.buffer.elements<BFloat16>()[0]) == 1.0f);
+  // A scalar.
+  NpyArray s = decodeNpy(npyFile("{'descr': '<i8', 'fortran_order': False, 'shape': (), }",
+                                 bytesOf(std::vector<std::int64_t>{-7})),
+                         "x.npy");
+  CHECK(s.buffer.region().rank() == 0);
+  CHECK(s.buffer.elements<std::int64_t>()[0] == -7);
+}
+
+TEST_CASE("npy errors name the file and the problem", "[npy]") {
+  const std::string f32x2 = bytesOf(std::vector<float>{1, 2});
+  CHECK(errorOf(npyFile("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", f32x2)) ==
+        "x.npy: error: Fortran-order arrays are not supported (save a C-order array, e.g. with "
+        "np.ascontiguousarray)\n");
+  CHECK(errorOf(npyFile("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", f32x2)) ==
+        "x.npy: error: unsupported dtype '>f4' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', and "
+        "'<u2' for bfloat16)\n");
+  CHECK_THAT(errorOf(npyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", "ab")),
+             Contains("unsupported dtype '|b1'"));
+  CHECK_THAT(errorOf(npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
+                             f32x2, 128)),
+             Contains("bad .npy header: 'descr' must be a string (structured dtypes are not "
+                      "supported)"));
+  CHECK(errorOf("PK\x03\x04 not numpy") ==
+        "x.npy: error: not a NumPy .npy file (no \\x93NUMPY magic string)\n");
+  CHECK(errorOf(std::string("\x93NUMPY\x04\x00", 8) + "xx") ==
+        "x.npy: error: unsupported .npy format version 4.0 (expected 1.0, 2.0 or 3.0)\n");
+  CHECK(errorOf(std::string("\x93NUMPY\x01\x00", 8)) ==
+        "x.npy: error: truncated .npy header: the file ends after 8 bytes\n");
+  CHECK(
+      errorOf(
+          npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", "").substr(0, 40)) ==
+      "x.npy: error: truncated .npy header: it declares 118 bytes but the file ends after 30\n");
+  CHECK(errorOf(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", f32x2)) ==
+        "x.npy: error: truncated data: shape (2, 3) of '<f4' needs 24 bytes after the header, the "
+        "file has 8\n");
+  CHECK(errorOf(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", f32x2)) ==
+        "x.npy: error: unexpected trailing data: shape (1,) of '<f4' needs 4 bytes after the "
+        "header, the file has 8\n");
+  CHECK(errorOf(npyFile("{'descr': '<f4', 'shape': (2,), }", f32x2)) ==
+        "x.npy: error: bad .npy header: expected the keys 'descr', 'fortran_order' and 'shape'\n");
+  CHECK_THAT(errorOf(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}",
+                             f32x2, 128)),
+             Contains("bad .npy header: unexpected key 'x'"));
+  CHECK_THAT(errorOf(npyFile("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2,), }", f32x2)),
+             Contains("'fortran_order' must be True or False"));
+  CHECK_THAT(errorOf(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", f32x2)),
+             Contains("'shape' must be a tuple of non-negative integers"));
+  CHECK_THAT(errorOf(npyFile("['descr']", f32x2)), Contains("bad .npy header: expected '{'"));
+}
+
+TEST_CASE("npy files: write atomically, read back, errors for missing files", "[npy]") {
+  TempDir dir;
+  Buffer b = Buffer::host(DType::Float64, {2, 2});
+  b.elements<double>()[3] = 4.5;
+  writeNpy(dir.file("y.npy"), b.view());
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) {
+    (void)e;
+    ++entries;
+  }
+  CHECK(entries == 1); // no temporary file left behind
+  NpyArray a = readNpy(dir.file("y.npy"));
+  CHECK(a.buffer.elements<double>()[3] == 4.5);
+  CHECK_THROWS_WITH(readNpy(dir.file("nope.npy")), Contains("nope.npy: error: cannot open file"));
+}
+
+TEST_CASE("inputs from a directory are checked against the graph", "[npy][inputs]") {
+  graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
+    "tensors": {"x": {"dtype": "float32", "shape": [4, 9]}, "w": {"dtype": "float32", "shape": [9, 2]}},
+    "operations": [{"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}]})");
+  TempDir dir;
+  TensorBuffers drawn = drawInputs(g, 3);
+  writeTensors(drawn, {"x", "w"}, dir.path.string());
+  TensorBuffers loaded = loadInputs(g, dir.path.string());
+  REQUIRE(loaded.size() == 2);
+  CHECK(std::memcmp(loaded.at("x").data(), drawn.at("x").data(), 4 * 9 * 4) == 0);
+
+  const std::string x = dir.file("x.npy");
+  writeNpy(x, Buffer::host(DType::Float32, {4, 8}).view());
+  try {
+    loadInputs(g, dir.path.string());
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          x + ": error: x.npy has shape (4, 8) but the graph declares x as [4, 9]\n");
+  }
+  writeNpy(x, Buffer::host(DType::Float64, {4, 9}).view());
+  CHECK_THROWS_WITH(loadInputs(g, dir.path.string()),
+                    Contains("x.npy holds float64 ('<f8') but the graph declares x as float32"));
+  std::filesystem::remove(x);
+  CHECK_THROWS_WITH(loadInputs(g, dir.path.string()),
+                    Contains("x.npy: error: missing input x: cannot open file"));
+  writeBytes(x, npyFile("{'descr': '<f4', 'fortran_order': True, 'shape': (4, 9), }",
+                        std::string(4 * 9 * 4, '\0')));
+  CHECK_THROWS_WITH(loadInputs(g, dir.path.string()),
+                    Contains("x.npy: error: Fortran-order arrays are not supported"));
+}
+
+TEST_CASE("seeded inputs are deterministic, in range, and per tensor", "[npy][inputs]") {
+  graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
+    "tensors": {"table": {"dtype": "bfloat16", "shape": [13, 4]}, "ids": {"dtype": "int32", "shape": [50]},
+                "n": {"dtype": "int64", "shape": [40]}, "h": {"dtype": "float16", "shape": [30]}},
+    "operations": [{"name": "e", "kernel": "embedding", "inputs": {"table": "table", "indices": "ids"}},
+                   {"name": "r", "kernel": "relu", "inputs": {"input": "n"}},
+                   {"name": "s", "kernel": "exp", "inputs": {"input": "h"}}]})");
+  TensorBuffers a = drawInputs(g, 7);
+  TensorBuffers b = drawInputs(g, 7);
+  TensorBuffers c = drawInputs(g, 8);
+  for (const char* name : {"table", "ids", "n", "h"}) {
+    INFO(name);
+    CHECK(std::memcmp(a.at(name).data(), b.at(name).data(),
+                      static_cast<std::size_t>(a.at(name).byteSize())) == 0);
+    CHECK(std::memcmp(a.at(name).data(), c.at(name).data(),
+                      static_cast<std::size_t>(a.at(name).byteSize())) != 0);
+  }
+  bool allInRange = true;
+  for (std::int32_t id : a.at("ids").elements<std::int32_t>()) {
+    allInRange = allInRange && id >= 0 && id < 13;
+  }
+  CHECK(allInRange);
+  bool small = true;
+  for (std::int64_t v : a.at("n").elements<std::int64_t>()) {
+    small = small && v >= -4 && v <= 4;
+  }
+  CHECK(small);
+  bool unit = true;
+  for (Half h : a.at("h").elements<Half>()) {
+    const float f = halfToFloat(h);
+    unit = unit && f >= -1.0f && f <= 1.0f;
+  }
+  CHECK(unit);
+  // A tensor's values depend on its name and the seed only.
+  CHECK(std::memcmp(drawInput(g, *g.tensorIndex("h"), 7).data(), a.at("h").data(), 60) == 0);
+}
