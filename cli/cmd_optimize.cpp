@@ -1,10 +1,13 @@
 // tapestry optimize GRAPH.json ...   (SPEC §7)
+#include <iostream>
 #include <map>
 #include <memory>
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include "cli/app.hpp"
+#include "core/search/optimize_command.hpp"
 
 namespace tapestry::cli {
 
@@ -40,21 +43,54 @@ void registerOptimize(CLI::App& app, Action& action) {
   sub->add_option("--seed", args->seed, "Random seed (the search is deterministic per seed)");
   auto* budget = sub->add_option("--budget-seconds", args->budgetSeconds, "Time budget")
                      ->check(CLI::PositiveNumber);
-  auto* iterations = sub->add_option("--iterations", args->iterations, "Iteration budget")
-                         ->check(CLI::PositiveNumber);
+  auto* iterations =
+      sub->add_option("--iterations", args->iterations,
+                      "Search iterations (generations of 64 candidate plans; default 300)")
+          ->check(CLI::PositiveNumber);
   budget->excludes(iterations);
   sub->add_option("--threads", args->threads, "Search worker threads")->check(CLI::Range(1, 1024));
   sub->add_flag("--exhaustive", args->exhaustive,
                 "Enumerate every plan of a small graph (the true front)");
   sub->add_option("--select", args->select, "Plan written to -o: fastest, smallest, knee, or time")
       ->check(CLI::IsMember({"fastest", "smallest", "knee", "time"}));
-  sub->add_option("--memory-cap", args->memoryCap, "Peak memory cap for --select time, e.g. 40GiB");
+  sub->add_option(
+      "--memory-cap", args->memoryCap,
+      "Select only among plans whose peak memory per device is at most this, e.g. 40GiB");
   sub->add_option("--inputs-on", args->inputsOn, "Where graph inputs start: host or free")
       ->check(CLI::IsMember({"host", "free"}));
   sub->add_option("-o,--output", args->output, "Selected plan (plan/v1 JSON), - for stdout");
   sub->add_option("--front", args->front, "Also write the front (front/v1 JSON) here");
-  sub->callback([&action, args] {
-    action = [args](const GlobalOptions&, Streams&) -> int { notImplemented("optimize"); };
+  auto* memoryCap = sub->get_option("--memory-cap");
+  sub->callback([&action, args, budget, iterations, memoryCap] {
+    action = [args, budget, iterations, memoryCap](const GlobalOptions& global,
+                                                   Streams& io) -> int {
+      search::OptimizeConfig config;
+      config.graphPath = args->graph;
+      config.kernelPaths = args->kernelPaths;
+      config.target = args->target;
+      config.seed = args->seed;
+      if (budget->count() > 0) {
+        config.budgetSeconds = args->budgetSeconds;
+      }
+      if (iterations->count() > 0) {
+        config.iterations = args->iterations;
+      }
+      config.threads = args->threads;
+      config.exhaustive = args->exhaustive;
+      config.select = args->select;
+      if (memoryCap->count() > 0) {
+        config.memoryCap = args->memoryCap;
+      }
+      config.inputsOn = args->inputsOn;
+      config.outputPath = args->output;
+      config.frontPath = args->front;
+      config.json = global.format == OutputFormat::Json;
+      config.quiet = global.quiet;
+      config.verbose = global.verbose;
+      // The progress line is for people watching a terminal, never for logs.
+      config.progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      return search::optimizeCommand(config, io.out, io.err);
+    };
   });
 }
 

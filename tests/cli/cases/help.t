@@ -78,13 +78,13 @@ Options:
   --budget-seconds FLOAT:POSITIVE=0 Excludes: --iterations
                               Time budget
   --iterations INT:POSITIVE=0 Excludes: --budget-seconds
-                              Iteration budget
+                              Search iterations (generations of 64 candidate plans; default 300)
   --threads INT:INT in [1 - 1024]=1
                               Search worker threads
   --exhaustive                Enumerate every plan of a small graph (the true front)
   --select TEXT:{fastest,smallest,knee,time}=fastest
                               Plan written to -o: fastest, smallest, knee, or time
-  --memory-cap TEXT           Peak memory cap for --select time, e.g. 40GiB
+  --memory-cap TEXT           Select only among plans whose peak memory per device is at most this, e.g. 40GiB
   --inputs-on TEXT:{host,free}=host
                               Where graph inputs start: host or free
   -o,--output TEXT=-          Selected plan (plan/v1 JSON), - for stdout
@@ -100,14 +100,15 @@ Positionals:
 Options:
   -h,--help                   Print this help message and exit
   --help-all                  Print help for every subcommand and exit
-  -o,--output TEXT=-          Output picture; the format follows the extension: .svg .png .pdf .dot
+  -o,--output TEXT=-          Output picture; the format follows the extension: .svg .png .pdf .dot (default: DOT text on stdout)
   --view TEXT:{graph,plan,front}
                               What to draw: graph, plan or front (default: by file)
   --rankdir TEXT:{TB,LR,BT,RL}=TB
                               Layout direction: TB, LR, BT or RL
-  --collapse                  Collapse repeated blocks
-  --max-nodes INT:POSITIVE=2000
+  --collapse                  Collapse repeated blocks and fold weights into their operation (graph view); one node per operation and device (plan view)
+  --max-nodes INT:INT in [1 - 1000000000]=2000
                               Refuse to draw more nodes than this
+  -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
 
 $ tapestry run --help
 Execute a plan shard by shard on a backend; --check compares with the unsharded graph

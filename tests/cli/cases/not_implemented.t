@@ -1,10 +1,4 @@
 ## Subcommands whose issue has not landed exit 2 and say so.
-$ tapestry optimize g.json
-! tapestry: error: 'optimize' is not implemented yet
-[exit 2]
-$ tapestry render g.json
-! tapestry: error: 'render' is not implemented yet
-[exit 2]
 $ tapestry run plan.json
 ! tapestry: error: 'run' is not implemented yet
 [exit 2]

@@ -1,0 +1,57 @@
+// Pictures (SPEC §8): the three views as Graphviz drawings.
+//   graph: tensors (dtype, shape) and operations (kernel, index space, params),
+//          edges labelled with the port and a compact form of its IPF;
+//   plan:  one cluster per device, the shards inside with their index ranges,
+//          local reads, transfers with their bytes, reductions; one colour per op;
+//   front: a scatter plot of the Pareto front, time against peak memory, with the
+//          baselines marked and the selected plan highlighted.
+// Each view returns a Drawing (drawing.hpp); graphviz.hpp writes it as DOT text
+// or lays it out into svg/png/pdf. docs/render.md shows and explains them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.hpp"
+#include "core/json/json.hpp"
+#include "core/plan/plan_file.hpp"
+#include "core/render/drawing.hpp"
+#include "core/render/graphviz.hpp"
+#include "core/zspace/index_projection.hpp"
+
+namespace tapestry::render {
+
+enum class View { Graph, Plan, Front };
+const char* viewName(View view); // "graph", "plan", "front"
+
+struct ViewOptions {
+  std::string rankdir = "TB"; // TB, LR, BT or RL (graph and plan views)
+  // Graph view: fold single-use graph inputs (weights) into their operation,
+  // draw each name block ("block3.attn.q" belongs to "block3") as one node and
+  // merge runs of identical blocks ("block0 … block11 ×12"). Plan view: one node
+  // per operation and device instead of one per shard.
+  bool collapse = false;
+  // More content nodes than this is an Error (exit 1) that suggests --collapse.
+  std::size_t maxNodes = 2000;
+};
+
+// The IPF of one tensor of a port, compactly, in terms of index dims i0, i1, ...:
+// per tensor dim, ":" for the whole dim, "a:b" for a fixed range, an affine
+// expression ("i0", "2·i2+i5-1") for a single element, and "e:+n" for a window
+// of n elements starting at e. "[i0, :]" is linear's X: row i0, every column.
+std::string compactIpf(const IndexProjection& ipf, const std::vector<std::int64_t>& shape);
+
+Drawing graphView(const graph::ExpandedGraph& g, const ViewOptions& options);
+Drawing planView(const plan::LoadedPlan& plan, const ViewOptions& options);
+// `front` is a front/v1 document; a malformed one is a located Error (exit 1).
+Drawing frontView(const json::Value& front, const ViewOptions& options);
+
+// Throws Error "FILE: graph has N nodes, more than --max-nodes M (use --collapse)"
+// when the drawing has more content nodes than allowed. `what`: "graph", "plan",
+// "front"; `file`: the input as diagnostics name it.
+void checkNodeLimit(const Drawing& drawing, const ViewOptions& options, const std::string& what,
+                    const std::string& file = {});
+
+} // namespace tapestry::render

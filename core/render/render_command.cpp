@@ -1,0 +1,142 @@
+#include "core/render/render_command.hpp"
+
+#include <ostream>
+
+#include "core/diag/atomic_file.hpp"
+#include "core/diag/source.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/metakernel/library.hpp"
+
+namespace tapestry::render {
+
+namespace {
+
+enum class FileKind { Graph, Plan, Front };
+
+// The kind of document by its "tapestry" tag (located error for anything else).
+FileKind sniff(const json::Value& root, std::string& tag) {
+  root.expectObject();
+  json::Value tagValue = root.member("tapestry");
+  tag = tagValue.asString();
+  if (tag == "graph/v1" || tag == "expanded/v1") {
+    return FileKind::Graph;
+  }
+  if (tag == "plan/v1") {
+    return FileKind::Plan;
+  }
+  if (tag == "front/v1") {
+    return FileKind::Front;
+  }
+  tagValue.fail("unknown format " + json::brief(tagValue.json()) +
+                " (expected \"graph/v1\", \"expanded/v1\", \"plan/v1\" or \"front/v1\")");
+}
+
+View defaultView(FileKind kind) {
+  switch (kind) {
+  case FileKind::Graph:
+    return View::Graph;
+  case FileKind::Plan:
+    return View::Plan;
+  case FileKind::Front:
+    return View::Front;
+  }
+  return View::Graph;
+}
+
+bool canShow(FileKind kind, View view) {
+  switch (kind) {
+  case FileKind::Graph:
+    return view == View::Graph;
+  case FileKind::Plan:
+    return view == View::Plan || view == View::Graph;
+  case FileKind::Front:
+    return view == View::Front;
+  }
+  return false;
+}
+
+} // namespace
+
+int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& err) {
+  // Flags first: a bad extension is reported before the input is read.
+  ImageFormat format = ImageFormat::Dot;
+  if (config.outputPath != "-") {
+    std::optional<ImageFormat> byExtension = formatFromPath(config.outputPath);
+    if (!byExtension) {
+      throw UsageError("cannot tell the picture format of \"" + config.outputPath +
+                       "\" from its extension (expected .svg, .png, .pdf or .dot)");
+    }
+    format = *byExtension;
+  }
+
+  json::Document document = json::Document::parse(SourceFile::read(config.inputPath));
+  json::Value root(document);
+  std::string tag;
+  FileKind kind = sniff(root, tag);
+  View view = config.view.value_or(defaultView(kind));
+  if (!canShow(kind, view)) {
+    throw UsageError("--view " + std::string(viewName(view)) + " cannot draw " +
+                     displayName(config.inputPath) + ": it is a " + tag + " file (" +
+                     (kind == FileKind::Front  ? "use --view front"
+                      : kind == FileKind::Plan ? "use --view plan or --view graph"
+                                               : "use --view graph") +
+                     ")");
+  }
+
+  Drawing drawing;
+  std::string subject;
+  if (kind == FileKind::Front) {
+    drawing = frontView(root, config.options);
+    subject = "front";
+  } else {
+    metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
+    if (kind == FileKind::Graph) {
+      graph::ExpandedGraph g = graph::expand(graph::decodeGraph(root), library);
+      g.file = displayName(config.inputPath);
+      drawing = graphView(g, config.options);
+      subject = "graph";
+    } else {
+      plan::LoadedPlan loaded = plan::decodePlan(root, library);
+      if (view == View::Graph) {
+        drawing = graphView(loaded.graph, config.options);
+        subject = "graph";
+      } else {
+        drawing = planView(loaded, config.options);
+        subject = "plan";
+      }
+    }
+  }
+  checkNodeLimit(drawing, config.options, subject, displayName(config.inputPath));
+
+  Rendered rendered = renderImage(drawing, format);
+  const std::string& bytes = rendered.bytes;
+  writeFileAtomically(config.outputPath, bytes, out);
+  if (rendered.note && !config.quiet) {
+    err << displayName(config.inputPath) << ": note: " << *rendered.note << "\n";
+  }
+
+  bool toStdout = config.outputPath == "-";
+  std::string summary = "rendered " + drawing.name + " (" + viewName(view) + " view, " +
+                        std::to_string(drawing.contentNodes) + " nodes) -> " +
+                        (toStdout ? std::string("<stdout>") : config.outputPath) + " (" +
+                        formatName(format) + ")\n";
+  if (!toStdout && config.json) {
+    Json doc = Json::object();
+    doc["status"] = "ok";
+    doc["view"] = viewName(view);
+    doc["name"] = drawing.name;
+    doc["nodes"] = drawing.contentNodes;
+    doc["format"] = formatName(format);
+    doc["output"] = config.outputPath;
+    doc["bytes"] = bytes.size();
+    out << doc.dump(2) << "\n";
+  } else if (!toStdout && !config.quiet) {
+    out << summary;
+  } else if (toStdout && config.verbose) {
+    err << summary;
+  }
+  return 0;
+}
+
+} // namespace tapestry::render

@@ -1,0 +1,37 @@
+// `tapestry render FILE [-o OUT.svg|.png|.pdf|.dot] [--view graph|plan|front]`
+// (SPEC §2, §8): the whole command, so cli/cmd_render.cpp only parses flags and
+// tests call the same code.
+//
+// The file's "tapestry" tag picks the default view: graph/v1 and expanded/v1
+// draw the graph, plan/v1 the plan (--view graph draws its embedded graph),
+// front/v1 the front. The output format follows -o's extension; without -o (or
+// with -o -) the drawing goes to `out` as DOT text, before layout, so it is
+// byte-for-byte stable and can be piped into Graphviz's own tools.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/render/render.hpp"
+
+namespace tapestry::render {
+
+struct RenderConfig {
+  std::string inputPath;                // "-" reads standard input
+  std::vector<std::string> kernelPaths; // -k files and directories, for graph files
+  std::string outputPath = "-";         // "-": DOT text on `out`
+  std::optional<View> view;             // nullopt: by the file's tag
+  ViewOptions options;
+  bool json = false;    // --format json: a summary document on `out` when -o is a file
+  bool quiet = false;   // no text summary
+  bool verbose = false; // a summary on `err` even when the drawing goes to `out`
+};
+
+// Returns 0. A bad output extension or a view the file cannot give is a
+// UsageError (exit 2); bad input and --max-nodes exceeded are Error (exit 1).
+// Nothing is written unless the whole picture was made (atomic output file).
+int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& err);
+
+} // namespace tapestry::render

@@ -1,0 +1,174 @@
+#include "core/search/exhaustive.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "core/diag/error.hpp"
+
+namespace tapestry::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Plans per task: large enough to amortize the archive merge, small enough to
+// balance threads.
+constexpr std::uint64_t kChunk = 512;
+
+struct OpOptions {
+  std::vector<std::vector<std::int64_t>> splits;
+  std::uint64_t count = 0; // splits x devices
+};
+
+std::string countText(double n) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, n < 1e7 ? "%.0f" : "%.3g", n);
+  return buffer;
+}
+
+} // namespace
+
+std::optional<std::uint64_t> spaceSize(const SearchSpace& space, std::uint64_t limit) {
+  std::uint64_t total = 1;
+  const auto devices = static_cast<std::uint64_t>(space.deviceCount());
+  for (std::size_t i = 0; i < space.opCount(); ++i) {
+    auto splits = space.splits(i, static_cast<std::size_t>(limit));
+    if (!splits) {
+      return std::nullopt;
+    }
+    const std::uint64_t k = splits->size() * devices;
+    if (k > limit || total > limit / k) {
+      return std::nullopt;
+    }
+    total *= k;
+  }
+  return total;
+}
+
+SearchResult runExhaustive(const Evaluator& evaluator, int threads, std::uint64_t limit) {
+  const Clock::time_point start = Clock::now();
+  const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
+  const auto devices = static_cast<std::uint64_t>(space.deviceCount());
+
+  // Per op, its splits; the size of the whole space (as a double, to describe
+  // spaces far over the limit).
+  std::vector<OpOptions> ops(space.opCount());
+  double estimate = 1;
+  bool tooMany = false;
+  std::uint64_t fewest = 0;
+  std::uint64_t most = 0;
+  for (std::size_t i = 0; i < space.opCount(); ++i) {
+    auto splits = space.splits(i, static_cast<std::size_t>(limit));
+    double k = 0;
+    if (splits) {
+      ops[i].splits = std::move(*splits);
+      ops[i].count = ops[i].splits.size() * devices;
+      k = static_cast<double>(ops[i].count);
+    } else {
+      tooMany = true;
+      k = static_cast<double>(limit) * static_cast<double>(devices);
+    }
+    const auto ki = static_cast<std::uint64_t>(k);
+    fewest = i == 0 ? ki : std::min(fewest, ki);
+    most = std::max(most, ki);
+    estimate *= k;
+  }
+  if (tooMany || estimate > static_cast<double>(limit)) {
+    throw Error("--exhaustive: " + evaluator.graph().name + " has " +
+                (tooMany ? "more than " : "") + countText(estimate) + " plans for " +
+                std::to_string(devices) + " devices (" + std::to_string(space.opCount()) +
+                " operations, " + std::to_string(fewest) + " to " + std::to_string(most) +
+                " choices each), more than the " + std::to_string(limit) +
+                " it enumerates; drop --exhaustive to search it stochastically");
+  }
+  const auto total = static_cast<std::uint64_t>(estimate + 0.5);
+
+  SearchResult result;
+  result.baselines = evaluateBaselines(evaluator, space, nullptr);
+  for (const BaselineResult& b : result.baselines) {
+    ++result.evaluations;
+    result.invalid += b.objectives ? 0 : 1;
+  }
+
+  // Plan n: op i takes option (n / prod_{j<i} K_j) mod K_i = split * D + offset.
+  auto decode = [&](std::uint64_t n) {
+    plan::PlanChoice choice;
+    choice.ops.reserve(ops.size());
+    for (const OpOptions& op : ops) {
+      const std::uint64_t k = n % op.count;
+      n /= op.count;
+      choice.ops.push_back(space.opChoice(op.splits[k / devices], static_cast<int>(k % devices)));
+    }
+    return choice;
+  };
+
+  const std::uint64_t chunks = (total + kChunk - 1) / kChunk;
+  std::vector<std::vector<Evaluated>> fronts(chunks);
+  std::atomic<std::uint64_t> nextChunk{0};
+  std::atomic<std::int64_t> invalid{0};
+  std::exception_ptr failure;
+  std::mutex failureMutex;
+  auto work = [&] {
+    for (;;) {
+      const std::uint64_t c = nextChunk.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks) {
+        return;
+      }
+      try {
+        ParetoArchive local;
+        const std::uint64_t end = std::min(total, (c + 1) * kChunk);
+        for (std::uint64_t n = c * kChunk; n < end; ++n) {
+          plan::PlanChoice choice = decode(n);
+          auto objectives = evaluator.evaluate(choice);
+          if (!objectives) {
+            invalid.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+          local.insert(Evaluated{std::move(choice), *objectives});
+        }
+        fronts[c] = local.members();
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failureMutex);
+        if (!failure) {
+          failure = std::current_exception();
+        }
+        nextChunk.store(chunks);
+        return;
+      }
+    }
+  };
+  const std::size_t workers = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::max(threads, 1)), 1, std::max<std::uint64_t>(chunks, 1));
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) {
+    pool.emplace_back(work);
+  }
+  work();
+  for (std::thread& t : pool) {
+    t.join();
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+
+  // Merging the chunk fronts in chunk order keeps, among plans with equal
+  // objectives, the first in enumeration order: the same for any thread count.
+  ParetoArchive archive;
+  for (std::vector<Evaluated>& front : fronts) {
+    for (Evaluated& e : front) {
+      archive.insert(std::move(e));
+    }
+  }
+  result.front = archive.sorted();
+  result.iterations = 1;
+  result.evaluations += static_cast<std::int64_t>(total);
+  result.invalid += invalid.load();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+} // namespace tapestry::search

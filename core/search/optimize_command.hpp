@@ -1,0 +1,40 @@
+// `tapestry optimize GRAPH.json ...` (SPEC §2, §7): the whole command, so
+// cli/cmd_optimize.cpp only parses flags and tests call the same code.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tapestry::search {
+
+struct OptimizeConfig {
+  std::string graphPath;                // "-" reads standard input
+  std::vector<std::string> kernelPaths; // -k files and directories, in order
+  std::string target = "local";         // built-in name or target YAML file
+  std::uint64_t seed = 0;
+  std::optional<double> budgetSeconds;    // --budget-seconds
+  std::optional<std::int64_t> iterations; // --iterations (generations)
+  int threads = 1;
+  bool exhaustive = false;
+  std::string select = "fastest";       // fastest | smallest | knee | time
+  std::optional<std::string> memoryCap; // e.g. "40GiB"
+  std::string inputsOn = "host";        // host | free
+  std::string outputPath = "-";         // the selected plan (plan/v1); "-" is `out`
+  std::string frontPath;                // front/v1, "" for none
+  bool json = false;     // --format json: a summary document on `out` when -o is a file
+  bool quiet = false;    // no text summary
+  bool verbose = false;  // more detail in the text summary
+  bool progress = false; // a progress line on `err` (the CLI sets it when stderr is a TTY)
+  const std::atomic<bool>* stop = nullptr; // stops the search at a generation boundary
+};
+
+// Returns 0. Input errors are Error (exit 1), flag errors UsageError (exit 2),
+// thrown before any file is written; output files are written atomically, the
+// plan first, then the front.
+int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err);
+
+} // namespace tapestry::search

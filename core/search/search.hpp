@@ -1,0 +1,116 @@
+// The stochastic multi-objective search of `optimize` (SPEC §7, docs/search.md).
+//
+// Generational: generation g draws a batch of candidates, slot by slot, each
+// from a random archive member (sometimes crossed with another) through a few
+// random moves, with the generator Rng::forSlot(seed, g, slot); candidates
+// evaluated before are redrawn. The batch is evaluated in parallel (buildPlan +
+// simulate, one candidate per task) and merged into the archive in slot order.
+// So the result depends on the seed and the number of generations only, never
+// on the thread count; a time budget only decides when to stop, at a
+// generation boundary.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/graph/graph.hpp"
+#include "core/plan/plan.hpp"
+#include "core/search/archive.hpp"
+#include "core/search/baselines.hpp"
+#include "core/search/space.hpp"
+
+namespace tapestry::search {
+
+// Scores choices for one graph, target and options: the objectives of
+// simulate(buildPlan(choice)), through the cost model's allocation-free fast
+// path (cost::Evaluator). Thread-safe: each call borrows one of a pool of
+// cost::Evaluators (one per concurrent caller, kept warm between calls).
+class Evaluator {
+public:
+  Evaluator(const graph::ExpandedGraph& g, const cost::Target& target,
+            plan::PlanOptions options = {});
+  ~Evaluator();
+
+  // nullopt when the choice is no valid plan (checkChoice or buildPlan reject
+  // it); infeasible objectives when it does not fit in memory.
+  std::optional<cost::Objectives> evaluate(const plan::PlanChoice& choice) const;
+
+  const graph::ExpandedGraph& graph() const { return *graph_; }
+  const cost::Target& target() const { return *target_; }
+  const plan::PlanContext& context() const { return context_; }
+  const plan::PlanOptions& options() const { return options_; }
+  int deviceCount() const { return target_->deviceCount(); }
+
+private:
+  const graph::ExpandedGraph* graph_;
+  const cost::Target* target_;
+  plan::PlanOptions options_;
+  plan::PlanContext context_;
+  mutable std::mutex poolMutex_;
+  mutable std::vector<std::unique_ptr<cost::Evaluator>> pool_; // idle evaluators
+};
+
+// Evaluates `choices` on `threads` workers; results in input order.
+std::vector<std::optional<cost::Objectives>>
+evaluateAll(const Evaluator& evaluator, const std::vector<plan::PlanChoice>& choices, int threads);
+
+// When neither iterations nor a time budget is given.
+inline constexpr std::int64_t kDefaultGenerations = 300;
+inline constexpr std::size_t kDefaultBatch = 64;
+inline constexpr std::size_t kDefaultArchiveCap = 64;
+
+// What the search reports after every generation (progress lines, benchmarks).
+struct SearchProgress {
+  std::int64_t generation = 0; // generations done
+  std::int64_t evaluations = 0;
+  double seconds = 0;
+  double fractionDone = 0; // of the iteration or time budget
+  const ParetoArchive* archive = nullptr;
+};
+
+struct SearchOptions {
+  std::uint64_t seed = 0;
+  std::int64_t generations = 0; // 0: kDefaultGenerations unless budgetSeconds is set
+  double budgetSeconds = 0;     // > 0: stop at the first generation boundary past it
+  int threads = 1;
+  std::size_t batch = kDefaultBatch;
+  std::size_t archiveCap = kDefaultArchiveCap;
+  // Set from elsewhere (e.g. a SIGINT handler) to stop at the next boundary.
+  const std::atomic<bool>* stop = nullptr;
+  std::function<void(const SearchProgress&)> onGeneration;
+};
+
+struct BaselineResult {
+  Baseline baseline;
+  std::optional<cost::Objectives> objectives; // nullopt: not a valid plan
+};
+
+struct SearchResult {
+  std::vector<Evaluated> front; // sorted by time, then memory, then transfer
+  std::vector<BaselineResult> baselines;
+  std::int64_t iterations = 0;  // generations (exhaustive: 1)
+  std::int64_t evaluations = 0; // plans built and simulated, baselines included
+  std::int64_t invalid = 0;     // of those, not valid plans
+  double seconds = 0;
+  bool stopped = false;   // ended by the stop flag
+  bool exhausted = false; // no unseen candidate could be drawn: the space is used up
+  // When nothing fits in memory (an empty front): the least peak memory of any
+  // valid plan evaluated (0 when unknown).
+  std::int64_t leastPeakMemory = 0;
+};
+
+// Evaluates the baselines (also seeding an archive with them when given).
+std::vector<BaselineResult> evaluateBaselines(const Evaluator& evaluator, const SearchSpace& space,
+                                              ParetoArchive* archive);
+
+SearchResult runSearch(const Evaluator& evaluator, const SearchOptions& options);
+
+} // namespace tapestry::search

@@ -1,0 +1,32 @@
+// Which front plan `optimize` writes to -o (SPEC §7 --select, --memory-cap).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/search/archive.hpp"
+
+namespace tapestry::search {
+
+enum class SelectPolicy {
+  Fastest,  // least time; ties: least memory, then fewest bytes moved
+  Smallest, // least peak memory; ties: least time
+  Knee,     // farthest below the line between the fastest and the smallest plan,
+            // in time and memory each normalized to [0, 1] over the front
+  Time,     // the fastest under --memory-cap (which it requires)
+};
+
+std::optional<SelectPolicy> parseSelectPolicy(std::string_view name);
+const char* selectPolicyName(SelectPolicy policy);
+
+// The index in `front` of the selected plan. With a memory cap only plans whose
+// peak is at most the cap are candidates, for every policy; none is an Error
+// (exit 1): "no plan on the front fits under 40GiB (the smallest needs 52.3GiB)".
+// An empty front is an InternalError (callers report that case themselves).
+std::size_t selectPlan(const std::vector<Evaluated>& front, SelectPolicy policy,
+                       std::optional<std::int64_t> memoryCap = std::nullopt);
+
+} // namespace tapestry::search

@@ -1,0 +1,91 @@
+## tapestry optimize: the plan goes to -o (stdout by default), the front to --front;
+## with -o FILE a summary goes to stdout (--format json: a JSON document), with the
+## plan on stdout the text summary goes to stderr (-q: none). Fixed --seed and
+## --iterations make the result reproducible; "seconds" is filtered out.
+## The same seed gives the same plan and front whatever the thread count.
+## The plan on stdout, the summary on stderr.
+## Exhaustive: every plan of a small graph, the true front.
+## --memory-cap keeps the selection under the cap; --select time needs one.
+$ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterations 5 -o plan.json --front front.json --format json | grep -v '"seconds"'
+{
+  "status": "ok",
+  "graph": "mlp",
+  "target": "h100x8",
+  "devices": 8,
+  "front_size": 17,
+  "selected": {
+    "index": 0,
+    "policy": "fastest",
+    "objectives": {
+      "time_s": 7.144258950580432e-05,
+      "peak_memory_bytes": 645632,
+      "transfer_bytes": 3470376,
+      "feasible": true
+    }
+  },
+  "baselines": {
+    "single": {
+      "time_s": 0.00012064266963364994,
+      "peak_memory_bytes": 2463744,
+      "transfer_bytes": 2343976,
+      "feasible": true
+    },
+    "data_parallel": {
+      "time_s": 0.00011743052786974221,
+      "peak_memory_bytes": 2173440,
+      "transfer_bytes": 17346880,
+      "feasible": true
+    },
+    "tensor_parallel": {
+      "time_s": 8.855725023368008e-05,
+      "peak_memory_bytes": 483584,
+      "transfer_bytes": 5127208,
+      "feasible": true
+    }
+  },
+  "search": {
+    "method": "stochastic",
+    "seed": 1,
+    "iterations": 5,
+    "evaluations": 323,
+    "invalid": 0,
+    "threads": 1,
+  },
+  "output": "plan.json",
+  "front": "front.json"
+}
+[created front.json]
+[created plan.json]
+$ python3 -c 'import json; p = json.load(open("plan.json")); print(p["tapestry"], p["graph"]["name"], p["target"]["name"], sorted(p["objectives"]))'
+plan/v1 mlp h100x8 ['feasible', 'peak_memory_bytes', 'peak_memory_per_device', 'time_s', 'transfer_bytes']
+$ python3 -c 'import json; f = json.load(open("front.json")); print(f["tapestry"], len(f["front"]) > 1, f["selected"], sorted(f["baselines"]), sorted(f["front"][0]["operations"]["fc1"]), f["search"]["iterations"])'
+front/v1 True 0 ['data_parallel', 'single', 'tensor_parallel'] ['devices', 'split'] 5
+$ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 3 --iterations 4 --threads 1 -q -o p1.json --front f1.json && tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 3 --iterations 4 --threads 2 -q -o p2.json --front f2.json && cmp p1.json p2.json && diff <(grep -v -e '"seconds"' -e '"threads"' f1.json) <(grep -v -e '"seconds"' -e '"threads"' f2.json) && echo same
+same
+[created f1.json]
+[created f2.json]
+[created p1.json]
+[created p2.json]
+$ tapestry optimize $TESTDATA/graphs/tiny.json --target cpu-2 --iterations 2 --select smallest | python3 -c 'import json, sys; p = json.load(sys.stdin); print(p["tapestry"], list(p["operations"]))'
+plan/v1 ['norm_in', 'fc', 'norm_out', 'probs']
+! tiny on cpu-2 (2 devices): 13 plans on the front after 2 iterations (128 plans)
+!   selected (smallest) 88.02us, peak 145.2KiB, moved 278.5KiB
+!   single              140.3us, peak 259.5KiB, moved 195.5KiB
+!   data_parallel       85.32us, peak 194KiB, moved 327KiB
+!   tensor_parallel     108.5us, peak 195.2KiB, moved 275.5KiB
+$ tapestry optimize $TESTDATA/graphs/tiny.json --target cpu-2 --iterations 2 -q | head -c 40; echo
+{
+  "tapestry": "plan/v1",
+  "graph": {
+
+$ tapestry optimize $TESTDATA/graphs/tiny.json --target cpu-2 --exhaustive -o plan.json
+tiny on cpu-2 (2 devices): 13 plans on the front (exhaustive, 387 plans)
+  selected (fastest)  85.32us, peak 194KiB, moved 327KiB
+  single              140.3us, peak 259.5KiB, moved 195.5KiB
+  data_parallel       85.32us, peak 194KiB, moved 327KiB
+  tensor_parallel     108.5us, peak 195.2KiB, moved 275.5KiB
+  -> plan.json
+$ tapestry optimize $TESTDATA/expanded/mlp.expanded.json --target cpu-2 --iterations 3 --select knee -o plan.json --inputs-on free -q && python3 -c 'import json; print(json.load(open("plan.json"))["options"])'
+{'inputs_on': 'free'}
+$ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterations 5 --select time --memory-cap 600KiB -o plan.json --format json | python3 -c 'import json, sys; s = json.load(sys.stdin)["selected"]; print(s["policy"], s["objectives"]["peak_memory_bytes"] <= 600 * 1024)'
+time True

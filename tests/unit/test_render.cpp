@@ -1,0 +1,337 @@
+// Tests for core/render: the compact IPF form, escaping and units, the DOT text
+// of a tiny graph (stable, escaped), --collapse on repeated blocks, the node
+// limit, the plan view of a built plan, the front view of a small front file,
+// real svg/png/pdf output through gvc, and the render command's errors.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+#include "core/plan/plan.hpp"
+#include "core/render/graphviz.hpp"
+#include "core/render/render.hpp"
+#include "core/render/render_command.hpp"
+
+using namespace tapestry;
+using namespace tapestry::render;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const metakernel::MetakernelLibrary& lib() {
+  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
+  return library;
+}
+
+graph::ExpandedGraph expandText(const std::string& text) {
+  json::Document doc = json::Document::parse(SourceFile("g.json", text));
+  return graph::expand(graph::decodeGraph(json::Value(doc)), lib());
+}
+
+// x [8, 4] @ w [4, 6] -> h [8, 6]; relu(h) -> y.
+const char* kMmRelu = R"({"tapestry": "graph/v1", "name": "mm_relu",
+  "doc": "a \"tiny\" <graph> & a back\\slash",
+  "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}, "w": {"dtype": "float32", "shape": [4, 6]}},
+  "operations": [
+    {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+    {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})";
+
+IndexProjection ipf(ZMatrix projection, ZPoint offset, ZPoint shape) {
+  return IndexProjection(ZAffineMap(std::move(projection), std::move(offset)), std::move(shape));
+}
+
+std::string stackedGraph(int blocks) {
+  std::ostringstream s;
+  s << R"({"tapestry": "graph/v1", "name": "stacked", "tensors": {"x": {"dtype": "float32", "shape": [4, 8]})";
+  for (int b = 0; b < blocks; ++b) {
+    s << ", \"block" << b << ".w\": {\"dtype\": \"float32\", \"shape\": [8, 8]}";
+  }
+  s << R"(}, "operations": [)";
+  std::string cur = "x";
+  for (int b = 0; b < blocks; ++b) {
+    std::string p = "block" + std::to_string(b);
+    s << (b > 0 ? ", " : "") << R"({"name": ")" << p
+      << R"(.mm", "kernel": "matmul", "inputs": {"X": ")" << cur << R"(", "W": ")" << p
+      << R"(.w"}, "outputs": {"result": ")" << p << R"(.h"}}, )"
+      << R"({"name": ")" << p << R"(.act", "kernel": "relu", "inputs": {"input": ")" << p
+      << R"(.h"}, "outputs": {"result": ")" << p << R"(.y"}})";
+    cur = p + ".y";
+  }
+  s << R"(, {"name": "head", "kernel": "relu", "inputs": {"input": ")" << cur
+    << R"("}, "outputs": {"result": "out"}}]})";
+  return s.str();
+}
+
+const Node* findNode(const Drawing& d, const std::string& id) {
+  for (const Node& n : d.nodes) {
+    if (n.id == id) {
+      return &n;
+    }
+  }
+  return nullptr;
+}
+
+std::string attr(const Attrs& attrs, const std::string& name) {
+  for (const Attr& a : attrs) {
+    if (a.name == name) {
+      return a.value;
+    }
+  }
+  return "";
+}
+
+const char* kFront = R"({"tapestry": "front/v1", "graph": "g", "target": "cpu-2", "devices": 2,
+  "front": [
+    {"objectives": {"time_s": 0.001, "peak_memory_bytes": 4096, "transfer_bytes": 1024, "feasible": true},
+     "operations": {"mm": {"split": [2, 1, 1], "devices": [0, 1]}}},
+    {"objectives": {"time_s": 0.002, "peak_memory_bytes": 2048, "transfer_bytes": 0, "feasible": true},
+     "operations": {"mm": {"split": [1, 1, 1], "devices": [0]}}}],
+  "baselines": {"single": {"time_s": 0.002, "peak_memory_bytes": 2048, "transfer_bytes": 0, "feasible": true},
+                "tensor_parallel": null},
+  "selected": 0, "select": "fastest",
+  "search": {"method": "exhaustive", "seed": 0, "iterations": 0, "evaluations": 9, "invalid": 0,
+             "threads": 1, "seconds": 0.01}})";
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("compact IPF: one index expression or range per tensor dim", "[render]") {
+  // linear's X: row i0, every column.
+  CHECK(compactIpf(ipf(ZMatrix{{1, 0}, {0, 0}}, ZPoint{0, 0}, ZPoint{1, 784}), {64, 784}) ==
+        "[i0, :]");
+  CHECK(compactIpf(ipf(ZMatrix{{1, 0}, {0, 1}}, ZPoint{0, 0}, ZPoint{1, 1}), {8, 6}) == "[i0, i1]");
+  // conv2d input with stride 2 and padding 1: 2·oh + kh - 1.
+  CHECK(compactIpf(ipf(ZMatrix{{0, 2, 1}, {0, 0, 0}}, ZPoint{-1, 2}, ZPoint{1, 4}), {16, 8}) ==
+        "[2\xC2\xB7i1+i2-1, 2:6]");
+  // A window of 3 elements from i0, a fixed single element, a negative coefficient.
+  CHECK(compactIpf(ipf(ZMatrix{{1}, {0}, {-1}}, ZPoint{0, 5, 7}, ZPoint{3, 1, 1}), {10, 10, 10}) ==
+        "[i0:+3, 5, -i0+7]");
+  // Rank-0 tensor (a scalar read by every point).
+  CHECK(compactIpf(ipf(ZMatrix::fromRows({}, 2), ZPoint{}, ZPoint{}), {}) == "[]");
+}
+
+TEST_CASE("text helpers escape and format", "[render]") {
+  CHECK(htmlEscape("a<b> & \"c\" 'd'") == "a&lt;b&gt; &amp; &quot;c&quot; &#39;d&#39;");
+  CHECK(escapeString("a\\b\nc") == "a\\\\b\\nc");
+  CHECK(formatBytes(0) == "0 B");
+  CHECK(formatBytes(999) == "999 B");
+  CHECK(formatBytes(1024) == "1 KiB");
+  CHECK(formatBytes(200704) == "196 KiB");
+  CHECK(formatBytes(1605632) == "1.53 MiB");
+  CHECK(formatFlops(51412992) == "51.4 MFLOP");
+  CHECK(formatSeconds(0.000146) == "146 \xC2\xB5s");
+  CHECK(formatSeconds(0.0123) == "12.3 ms");
+  CHECK(formatSeconds(2.5) == "2.5 s");
+}
+
+TEST_CASE("output formats by extension", "[render]") {
+  CHECK(formatFromPath("a/b.svg") == ImageFormat::Svg);
+  CHECK(formatFromPath("B.PNG") == ImageFormat::Png);
+  CHECK(formatFromPath("x.pdf") == ImageFormat::Pdf);
+  CHECK(formatFromPath("x.dot") == ImageFormat::Dot);
+  CHECK(formatFromPath("x.gv") == ImageFormat::Dot);
+  CHECK_FALSE(formatFromPath("x.jpg").has_value());
+  CHECK_FALSE(formatFromPath("dir.svg/x").has_value());
+  CHECK_FALSE(formatFromPath("noext").has_value());
+}
+
+TEST_CASE("graph view: DOT text of a tiny graph", "[render]") {
+  graph::ExpandedGraph g = expandText(kMmRelu);
+  Drawing d = graphView(g, {});
+  CHECK(d.contentNodes == 6); // x, w, h, y and mm, act
+  std::string dot = writeDot(d);
+  CHECK(writeDot(graphView(g, {})) == dot); // stable
+
+  CHECK_THAT(dot, StartsWith("digraph mm_relu {"));
+  CHECK_THAT(dot, Contains("\"t:x\" -> \"op:mm\"\t[label=\"X: [i0, i2]\""));
+  CHECK_THAT(dot, Contains("\"t:w\" -> \"op:mm\"\t[label=\"W: [i2, i1]\""));
+  CHECK_THAT(dot, Contains("\"op:mm\" -> \"t:h\"\t[label=\"result: [i0, i1]\""));
+  CHECK_THAT(dot, Contains("zr[0:8, 0:6, 0:4]  sum over i2"));
+  CHECK_THAT(dot, Contains("float32 [8, 4] \xC2\xB7 128 B"));
+  // The graph output has a double border; graph inputs are grey.
+  CHECK_THAT(attr(findNode(d, "t:y")->attrs, "peripheries"), Contains("2"));
+  CHECK(attr(findNode(d, "t:x")->attrs, "fillcolor") == "#eeeeee");
+  // Operations take palette colours by their index in the file.
+  CHECK(attr(findNode(d, "op:mm")->attrs, "fillcolor") == paletteColor(0));
+  CHECK(attr(findNode(d, "op:act")->attrs, "fillcolor") == paletteColor(1));
+  // The doc string is escaped for DOT (quotes by cgraph, the backslash doubled).
+  CHECK_THAT(dot, Contains(R"(tooltip="a \"tiny\" <graph> & a back\\slash")"));
+  // A legend, and --rankdir.
+  CHECK_THAT(dot, Contains("subgraph cluster_legend"));
+  ViewOptions lr;
+  lr.rankdir = "LR";
+  CHECK_THAT(writeDot(graphView(g, lr)), Contains("rankdir=LR"));
+}
+
+TEST_CASE("graph view: --collapse merges repeated blocks and folds weights", "[render]") {
+  graph::ExpandedGraph g = expandText(stackedGraph(6));
+  Drawing full = graphView(g, {});
+  CHECK(full.contentNodes == 1 + 6 + 6 * 4 + 2); // x, weights, 2 ops + 2 tensors per block, head
+  ViewOptions options;
+  options.collapse = true;
+  Drawing d = graphView(g, options);
+  // x, the merged blocks, block5.y, head, out.
+  CHECK(d.contentNodes == 5);
+  const Node* blocks = findNode(d, "block:block0");
+  REQUIRE(blocks != nullptr);
+  std::string label = attr(blocks->attrs, "label");
+  CHECK_THAT(label, Contains("block0 \xE2\x80\xA6 block5"));
+  CHECK_THAT(label, Contains("\xC3\x97"
+                             "6"));
+  CHECK_THAT(label, Contains("6 weights"));
+  CHECK(attr(blocks->attrs, "shape") == "box3d");
+  CHECK(findNode(d, "t:block5.y") != nullptr);
+  CHECK(findNode(d, "t:block2.y") == nullptr);
+
+  // Different blocks are not merged: block1 computes something else.
+  std::string text = stackedGraph(3);
+  std::string::size_type at = text.find("\"block1.act\", \"kernel\": \"relu\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string("\"block1.act\", \"kernel\": \"relu\"").size(),
+               "\"block1.act\", \"kernel\": \"gelu\"");
+  Drawing mixed = graphView(expandText(text), options);
+  CHECK(findNode(mixed, "block:block0") != nullptr);
+  CHECK(findNode(mixed, "block:block1") != nullptr);
+  CHECK(findNode(mixed, "block:block2") != nullptr);
+}
+
+TEST_CASE("the node limit: a clear error that suggests --collapse", "[render]") {
+  graph::ExpandedGraph g = expandText(stackedGraph(6));
+  ViewOptions options;
+  options.maxNodes = 10;
+  Drawing d = graphView(g, options);
+  std::string error = errorOf([&] { checkNodeLimit(d, options, "graph", "s.json"); });
+  CHECK(error == "s.json: error: graph has 33 nodes, more than --max-nodes 10 (use --collapse)\n");
+  options.collapse = true;
+  CHECK_NOTHROW(checkNodeLimit(graphView(g, options), options, "graph", "s.json"));
+}
+
+TEST_CASE("plan view: device clusters, shards, transfers with bytes", "[render]") {
+  graph::ExpandedGraph g = expandText(kMmRelu);
+  cost::Target target = cost::loadTarget("cpu-2");
+  // mm split by rows on both devices, act whole on device 0: device 1's rows move.
+  plan::PlanChoice choice{{plan::OpChoice{{2, 1, 1}, {0, 1}}, plan::OpChoice{{1, 1}, {0}}}};
+  plan::ShardPlan p = plan::buildPlan(g, target.deviceCount(), choice);
+  cost::Simulation s = cost::simulate(g, target, p);
+  plan::LoadedPlan loaded{g, target, choice, p, s};
+
+  Drawing d = planView(loaded, {});
+  std::string dot = writeDot(d);
+  CHECK_THAT(dot, Contains("subgraph cluster_dev0"));
+  CHECK_THAT(dot, Contains("subgraph cluster_dev1"));
+  CHECK_THAT(dot, Contains("subgraph cluster_host"));
+  CHECK(findNode(d, "s:mm#0") != nullptr);
+  CHECK(findNode(d, "s:mm#1") != nullptr);
+  CHECK(findNode(d, "s:act#0") != nullptr);
+  // h's rows 4..8 go from device 1 to device 0: 4 x 6 float32.
+  CHECK_THAT(dot, Contains("\"s:mm#1\" -> \"s:act#0\"\t[color=\"#d62728\""));
+  CHECK_THAT(dot, Contains("label=\"h\\n96 B\""));
+  CHECK_THAT(dot, Contains("zr[4:8, 0:6, 0:4]"));
+
+  ViewOptions collapse;
+  collapse.collapse = true;
+  Drawing c = planView(loaded, collapse);
+  CHECK(findNode(c, "s:mm@0") != nullptr);
+  CHECK(findNode(c, "host:inputs") != nullptr);
+}
+
+TEST_CASE("front view: points, baselines, the selected plan", "[render]") {
+  json::Document doc = json::Document::parse(SourceFile("f.json", kFront));
+  Drawing d = frontView(json::Value(doc), {});
+  CHECK(d.layout == "nop");
+  CHECK(d.contentNodes == 3); // two plans, one valid baseline
+  CHECK(findNode(d, "plan0") != nullptr);
+  const Node* selected = findNode(d, "selected"); // the ring around plan 0
+  REQUIRE(selected != nullptr);
+  CHECK(attr(selected->attrs, "color") == "#d62728");
+  CHECK(attr(selected->attrs, "pos") == attr(findNode(d, "plan0")->attrs, "pos"));
+  CHECK(findNode(d, "baseline:single") != nullptr);
+  CHECK(findNode(d, "baseline:tensor_parallel") == nullptr);
+  std::string dot = writeDot(d);
+  CHECK_THAT(dot, Contains("selected #0 (fastest)"));
+  CHECK_THAT(dot, Contains("not a valid plan here"));
+  CHECK(writeDot(frontView(json::Value(doc), {})) == dot);
+
+  json::Document bad = json::Document::parse(
+      SourceFile("bad.json", R"({"tapestry": "front/v1", "front": [], "selected": 3})"));
+  CHECK_THAT(errorOf([&] { frontView(json::Value(bad), {}); }),
+             Contains("bad.json:1:51: error: at /selected: selected plan 3 is not on the front"));
+}
+
+TEST_CASE("gvc renders svg, png and pdf in memory", "[render]") {
+  graph::ExpandedGraph g = expandText(kMmRelu);
+  Drawing d = graphView(g, {});
+  std::string svg = renderImage(d, ImageFormat::Svg).bytes;
+  CHECK_THAT(svg, StartsWith("<?xml"));
+  CHECK_THAT(svg, Contains("</svg>"));
+  std::string png = renderImage(d, ImageFormat::Png).bytes;
+  CHECK(png.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+  std::string pdf = renderImage(d, ImageFormat::Pdf).bytes;
+  CHECK_THAT(pdf, StartsWith("%PDF"));
+
+  json::Document doc = json::Document::parse(SourceFile("f.json", kFront));
+  CHECK_THAT(renderImage(frontView(json::Value(doc), {}), ImageFormat::Svg).bytes,
+             Contains("</svg>"));
+}
+
+TEST_CASE("render command: usage errors, atomic output, views by tag", "[render]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "tapestry_test_render";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path graphFile = dir / "g.json";
+  std::ofstream(graphFile) << kMmRelu;
+  std::ostringstream out;
+  std::ostringstream err;
+
+  RenderConfig config;
+  config.inputPath = graphFile.string();
+  config.outputPath = (dir / "g.jpg").string();
+  try {
+    renderCommand(config, out, err);
+    FAIL("expected a usage error");
+  } catch (const UsageError& e) {
+    CHECK_THAT(e.message(), Contains("expected .svg, .png, .pdf or .dot"));
+  }
+  CHECK_FALSE(fs::exists(dir / "g.jpg"));
+
+  config.outputPath = (dir / "g.svg").string();
+  config.view = View::Plan;
+  CHECK_THROWS_AS(renderCommand(config, out, err), UsageError);
+
+  config.view.reset();
+  config.options.maxNodes = 2;
+  CHECK_THROWS_WITH(renderCommand(config, out, err), Contains("more than --max-nodes 2"));
+  CHECK_FALSE(fs::exists(dir / "g.svg"));
+
+  config.options.maxNodes = 100;
+  CHECK(renderCommand(config, out, err) == 0);
+  CHECK(fs::exists(dir / "g.svg"));
+  CHECK_THAT(out.str(), Contains("rendered mm_relu (graph view, 6 nodes)"));
+
+  std::ostringstream dotOut;
+  config.outputPath = "-";
+  config.quiet = true;
+  CHECK(renderCommand(config, dotOut, err) == 0);
+  CHECK_THAT(dotOut.str(), StartsWith("digraph mm_relu {"));
+  fs::remove_all(dir);
+}
