@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job end to end on a bundled example. It grows with the subcommands:
-# expand -> optimize -> render -> run --check once they land; today it shows
-# what exists.
+# The main job end to end on a bundled example (testdata/graphs/mlp.json) with
+# the embedded defaults: expand -> optimize -> render; `run --check` joins once
+# the executor lands (docs/status.md).
 set -euo pipefail
 tapestry=${1:-build/release/bin/tapestry}
+here=$(cd "$(dirname "$0")/.." && pwd)
+graph="$here/testdata/graphs/mlp.json"
 out=${DEMO_OUT:-build/demo}
 mkdir -p "$out"
 
@@ -11,9 +13,14 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "tapestry --version"
 "$tapestry" --version
-step "tapestry --version --format json"
-"$tapestry" --version --format json
-step "tapestry --help"
-"$tapestry" --help
+step "expand: apply metakernels, infer shapes, index spaces and IPFs"
+"$tapestry" expand "$graph" -o "$out/mlp.expanded.json"
+step "optimize: Pareto-front search of shardings on this machine (target local)"
+"$tapestry" optimize "$graph" --seed 0 -o "$out/mlp.plan.json" --front "$out/mlp.front.json"
+step "render: the graph, the selected plan, and the front"
+"$tapestry" render "$out/mlp.expanded.json" -o "$out/mlp.graph.svg"
+"$tapestry" render "$out/mlp.plan.json" -o "$out/mlp.plan.svg"
+"$tapestry" render "$out/mlp.front.json" -o "$out/mlp.front.svg"
 echo
-echo "demo: done (outputs in $out)"
+echo "demo: done; outputs in $out:"
+ls "$out"
