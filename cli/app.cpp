@@ -16,10 +16,6 @@ std::string versionString() {
   return TAPESTRY_VERSION;
 }
 
-void notImplemented(const std::string& command) {
-  throw UsageError("'" + command + "' is not implemented yet");
-}
-
 namespace {
 
 // In --format json mode an error is also one JSON document on stdout, so CI

@@ -45,9 +45,6 @@ void registerRender(CLI::App& app, Action& action);
 void registerRun(CLI::App& app, Action& action);
 void registerBench(CLI::App& app, Action& action);
 
-// The result of a subcommand whose issue has not landed yet (exit 2).
-[[noreturn]] void notImplemented(const std::string& command);
-
 std::string versionString();
 
 } // namespace tapestry::cli

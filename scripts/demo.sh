@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The main job end to end on a bundled example (testdata/graphs/mlp.json) with
-# the embedded defaults: expand -> optimize -> render; `run --check` joins once
-# the executor lands (docs/status.md).
+# the embedded defaults: expand -> optimize -> render -> run --check (CPU backend).
 set -euo pipefail
 tapestry=${1:-build/release/bin/tapestry}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +20,8 @@ step "render: the graph, the selected plan, and the front"
 "$tapestry" render "$out/mlp.expanded.json" -o "$out/mlp.graph.svg"
 "$tapestry" render "$out/mlp.plan.json" -o "$out/mlp.plan.svg"
 "$tapestry" render "$out/mlp.front.json" -o "$out/mlp.front.svg"
+step "run --check: execute the plan shard by shard on the CPU, compare with the unsharded graph"
+"$tapestry" run "$out/mlp.plan.json" --check --outputs "$out/outputs"
 echo
 echo "demo: done; outputs in $out:"
 ls "$out"

@@ -115,33 +115,39 @@ Execute a plan shard by shard on a backend; --check compares with the unsharded 
 Usage: tapestry run [OPTIONS] PLAN
 
 Positionals:
-  PLAN TEXT REQUIRED          Plan (plan/v1) or graph JSON; - for stdin
+  PLAN TEXT REQUIRED          Plan (plan/v1), or a graph run on one device (graph/v1, expanded/v1); - for stdin
 
 Options:
   -h,--help                   Print this help message and exit
   --help-all                  Print help for every subcommand and exit
+  -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   --backend TEXT:{cpu,cuda}=cpu
                               Backend: cpu or cuda
   --inputs TEXT               Directory with one NAME.npy per graph input
   --outputs TEXT              Directory to write NAME.npy per graph output
   --seed UINT=0               Seed for drawing inputs when --inputs is not given
   --check                     Also run the unsharded graph and compare outputs (exit 3 on mismatch)
-  --threads INT:NONNEGATIVE=0 Cap on CPU worker threads (0: one per device)
+  --threads INT:INT in [0 - 4096]=0
+                              Cap on CPU worker threads (0: one per device, at most one per core)
 
 $ tapestry bench --help
 Time a plan against its predicted time and the unsharded single-device baseline
 Usage: tapestry bench [OPTIONS] PLAN
 
 Positionals:
-  PLAN TEXT REQUIRED          Plan (plan/v1) JSON; - for stdin
+  PLAN TEXT REQUIRED          Plan (plan/v1), or a graph run on one device (graph/v1, expanded/v1); - for stdin
 
 Options:
   -h,--help                   Print this help message and exit
   --help-all                  Print help for every subcommand and exit
+  -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   --backend TEXT:{cpu,cuda}=cpu
                               Backend: cpu or cuda
   --repeat INT:INT in [1 - 100000]=10
                               Timed repetitions (the median is reported)
   --warmup INT:INT in [0 - 100000]=2
                               Untimed warm-up repetitions
+  --threads INT:INT in [0 - 4096]=0
+                              Cap on CPU worker threads (0: one per device, at most one per core)
+  --seed UINT=0               Seed the inputs are drawn from
 

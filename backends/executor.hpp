@@ -1,0 +1,94 @@
+// The plan executor (SPEC §9): runs a sharded plan (core/plan) for real on a
+// backend. Every device of the plan holds its own buffers (shard output tiles,
+// partials, received transfer regions, resident inputs); transfers are region
+// copies between them, shards run their kernel on views of those buffers, and
+// reductions combine partials along the plan's binary trees.
+//
+// Scheduling: the plan's tasks (transfers, shards, reduction steps) are taken in
+// the plan's submission order (the order the cost simulator replays them in);
+// each task depends on the earlier tasks that write what it reads or writes, so
+// the result equals the sequential replay. Devices become worker threads: each
+// worker runs the tasks of its devices in submission order (a transfer runs on
+// its destination's worker), waiting only for the tasks it depends on. With
+// fewer workers than devices a worker serves several devices, and since every
+// dependency points backwards in one global order no worker can wait forever.
+//
+// Memory: a buffer is allocated when its task starts (as the simulator counts
+// it) and released right after its last use on that device, so the measured
+// peak per device tracks the predicted one. Graph outputs are kept; at the end
+// they are gathered into whole-tensor host buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "core/cost/simulator.hpp"
+#include "core/graph/graph.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_file.hpp"
+
+namespace tapestry::backend {
+
+struct ExecuteOptions {
+  // Cap on worker threads; 0: one per device the plan uses, at most one per
+  // hardware thread.
+  int threads = 0;
+  // CPU backend: OpenBLAS threads inside one matrix product; 0: the hardware
+  // threads divided among the workers (at least 1).
+  int blasThreads = 0;
+};
+
+// Byte counts of the executor's own allocator accounting.
+struct DeviceMemory {
+  std::int64_t peakBytes = 0;      // most bytes live at once on the device
+  std::int64_t allocatedBytes = 0; // every allocation over the run, summed
+};
+
+struct ExecutionStats {
+  double wallSeconds = 0;            // the tasks, from the first start to the last end
+  int workers = 0;                   // worker threads used
+  int blasThreads = 0;               // OpenBLAS threads per product (CPU backend), else 0
+  std::vector<DeviceMemory> devices; // one per plan device (ShardPlan::deviceCount)
+  std::size_t shards = 0;            // non-empty shards run
+  std::size_t kernelCalls = 0;       // kernel invocations (a split shard makes several)
+  std::size_t transfers = 0;
+  std::size_t reductionSteps = 0;
+  std::int64_t transferBytes = 0; // copied by transfers (the plan's transfer bytes)
+  // A shard whose input selection spans several regions on its device is cut
+  // into pieces that each read one region (along dims its IPFs keep separate),
+  // each piece a kernel call writing its part of the shard's output tiles.
+  std::size_t splitShards = 0;
+  // Where no cut separates them, the regions are copied into one contiguous
+  // scratch buffer for the call (counted in the device's memory too).
+  std::size_t assembledSelections = 0;
+  std::int64_t assembledBytes = 0;
+  // Graph outputs gathered into host buffers after the tasks (not in wallSeconds).
+  std::int64_t outputBytes = 0;
+};
+
+struct Execution {
+  TensorBuffers outputs; // every graph output: a host buffer over the whole tensor
+  ExecutionStats stats;
+};
+
+// Runs plan `p` of graph `g` on `backend`. With `schedule` (the plan's
+// simulation), workers take tasks in simulated start order and each allocation
+// waits for the frees the simulation made before it, so that the measured peak
+// per device stays within the predicted one; without, in submission order. `inputs` holds every
+// graph input as a host (or backend) buffer over the whole tensor (Error "missing input tensor x"
+// or a dtype/shape mismatch otherwise, exit 1). A failing kernel's Error is
+// rethrown once every worker has stopped.
+Execution execute(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
+                  const TensorBuffers& inputs, const ExecuteOptions& options = {},
+                  const cost::Simulation* schedule = nullptr);
+inline Execution execute(const plan::LoadedPlan& loaded, Backend& backend,
+                         const TensorBuffers& inputs, const ExecuteOptions& options = {}) {
+  return execute(loaded.graph, loaded.plan, backend, inputs, options, &loaded.simulation);
+}
+
+// Hardware threads this process may run on (its CPU affinity), at least 1.
+int usableHardwareThreads();
+
+} // namespace tapestry::backend

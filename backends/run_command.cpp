@@ -1,0 +1,538 @@
+#include "backends/run_command.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+#include <sys/resource.h>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/executor.hpp"
+#include "backends/reference.hpp"
+#include "backends/tensor_io.hpp"
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/cost/units.hpp"
+#include "core/diag/error.hpp"
+#include "core/diag/source.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+
+#if TAPESTRY_HAVE_CUDA
+#include "backends/cuda/cuda_probe.hpp"
+#endif
+
+namespace tapestry::backend {
+
+// ---------------------------------------------------------------- loading
+
+plan::LoadedPlan loadRunnable(const std::string& path,
+                              const metakernel::MetakernelLibrary& library) {
+  const json::Document document = json::Document::parse(SourceFile::read(path));
+  const json::Value root(document);
+  root.expectObject();
+  const json::Value tag = root.member("tapestry");
+  const std::string& format = tag.asString();
+  if (format == "plan/v1") {
+    plan::LoadedPlan loaded = plan::decodePlan(root, library);
+    loaded.graph.file = displayName(path);
+    return loaded;
+  }
+  if (format != "graph/v1" && format != "expanded/v1") {
+    tag.fail("unknown format " + json::brief(tag.json()) +
+             " (expected \"plan/v1\", \"graph/v1\" or \"expanded/v1\")");
+  }
+  plan::LoadedPlan loaded;
+  loaded.graph = graph::expand(graph::decodeGraph(root), library);
+  loaded.graph.file = displayName(path);
+  loaded.target = cost::localTarget(cost::probeMachine());
+  loaded.choice = plan::singleDeviceChoice(loaded.graph);
+  loaded.plan = plan::buildPlan(loaded.graph, loaded.target.deviceCount(), loaded.choice);
+  loaded.simulation = cost::simulate(loaded.graph, loaded.target, loaded.plan);
+  return loaded;
+}
+
+void requireBackend(const std::string& name) {
+  if (name == "cpu") {
+    return;
+  }
+  if (name != "cuda") {
+    throw UsageError("unknown backend \"" + name + "\" (expected cpu or cuda)");
+  }
+#if TAPESTRY_HAVE_CUDA
+  const cuda::Probe probe = cuda::probe();
+  if (!probe.available) {
+    throw BackendUnavailable(probe.reason);
+  }
+  throw BackendUnavailable("the CUDA backend cannot execute plans yet (found " +
+                           probe.devices.front().name + "); use --backend cpu");
+#else
+  throw BackendUnavailable("tapestry was built without the CUDA backend");
+#endif
+}
+
+// ---------------------------------------------------------------- --check
+
+double checkTolerance(DType dtype, bool reordered) {
+  switch (dtype) {
+  case DType::Float16:
+  case DType::BFloat16:
+    return 2e-2;
+  case DType::Float32:
+  case DType::Float64:
+    return reordered ? 1e-4 : 1e-5;
+  case DType::Int32:
+  case DType::Int64:
+    break;
+  }
+  return 0;
+}
+
+namespace {
+
+template <class T> double asDouble(T x) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return halfToFloat(x);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return bfloat16ToFloat(x);
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
+} // namespace
+
+double maxRelativeError(const Buffer& actual, const Buffer& expected) {
+  if (actual.dtype() != expected.dtype() || actual.region() != expected.region()) {
+    throw InternalError("maxRelativeError: " + std::string(dtypeName(actual.dtype())) + " " +
+                        actual.region().toString() + " against " + dtypeName(expected.dtype()) +
+                        " " + expected.region().toString());
+  }
+  return dispatch(actual.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const std::span<T> a = actual.elements<T>();
+    const std::span<T> b = expected.elements<T>();
+    double diff = 0;
+    double scale = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const double x = asDouble(a[i]);
+      const double y = asDouble(b[i]);
+      if (std::isnan(x) || std::isnan(y)) {
+        return std::nan("");
+      }
+      if (std::isfinite(y)) {
+        scale = std::max(scale, std::abs(y));
+      }
+      if (x != y) {
+        diff = std::max(diff, std::abs(x - y)); // inf when only one is infinite
+      }
+    }
+    return scale > 0 ? diff / scale : diff;
+  });
+}
+
+std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                                        const TensorBuffers& actual,
+                                        const TensorBuffers& expected) {
+  std::vector<OutputCheck> checks;
+  for (std::size_t out : g.outputs) {
+    const graph::Tensor& tensor = g.tensors[out];
+    OutputCheck c;
+    c.tensor = tensor.name;
+    c.dtype = parseDType(tensor.type.dtype);
+    // Walk the tensors the output is computed from.
+    std::vector<char> seen(g.tensors.size(), 0);
+    std::vector<std::size_t> stack{out};
+    seen[out] = 1;
+    double tolerance = 0;
+    std::vector<DType> dtypes;
+    while (!stack.empty()) {
+      const std::size_t t = stack.back();
+      stack.pop_back();
+      dtypes.push_back(parseDType(g.tensors[t].type.dtype));
+      const std::optional<std::size_t> producer = g.tensors[t].producer;
+      if (!producer) {
+        continue;
+      }
+      const plan::OpPlan& op = p.ops[*producer];
+      c.reordered = c.reordered || (!op.shards.empty() && op.shards[0].partial);
+      for (const graph::PortTensors& port : g.operations[*producer].inputs) {
+        for (std::size_t in : port.tensors) {
+          if (seen[in] == 0) {
+            seen[in] = 1;
+            stack.push_back(in);
+          }
+        }
+      }
+    }
+    for (DType d : dtypes) {
+      tolerance = std::max(tolerance, checkTolerance(d, c.reordered));
+    }
+    c.tolerance = tolerance;
+    auto a = actual.find(tensor.name);
+    auto b = expected.find(tensor.name);
+    if (a == actual.end() || b == expected.end()) {
+      throw InternalError("compareOutputs: output " + tensor.name + " is missing");
+    }
+    c.maxError = maxRelativeError(a->second, b->second);
+    c.ok = !std::isnan(c.maxError) && c.maxError <= c.tolerance;
+    checks.push_back(std::move(c));
+  }
+  return checks;
+}
+
+// ---------------------------------------------------------------- helpers
+
+namespace {
+
+std::string sci(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2g", value);
+  return buffer;
+}
+
+std::vector<std::string> outputNames(const graph::ExpandedGraph& g) {
+  std::vector<std::string> names;
+  for (std::size_t t : g.outputs) {
+    names.push_back(g.tensors[t].name);
+  }
+  return names;
+}
+
+std::int64_t totalBytes(const TensorBuffers& tensors) {
+  std::int64_t bytes = 0;
+  for (const auto& [name, buffer] : tensors) {
+    bytes += buffer.byteSize();
+  }
+  return bytes;
+}
+
+std::int64_t maxRssBytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) {
+    return 0;
+  }
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024; // kilobytes on Linux
+}
+
+// Every graph output as a host buffer (the reference leaves them on its device).
+TensorBuffers outputsOnHost(Backend& backend, const graph::ExpandedGraph& g,
+                            const TensorBuffers& all) {
+  TensorBuffers out;
+  for (std::size_t t : g.outputs) {
+    const Buffer& buffer = all.at(g.tensors[t].name);
+    Buffer host = Buffer::host(buffer.dtype(), buffer.region());
+    backend.copyRegion(buffer.view(), host.view(), buffer.region());
+    out.emplace(g.tensors[t].name, std::move(host));
+  }
+  backend.synchronize();
+  return out;
+}
+
+std::size_t devicesUsed(const plan::ShardPlan& p) {
+  std::vector<char> used(static_cast<std::size_t>(std::max(p.deviceCount, 1)), 0);
+  for (const plan::OpPlan& op : p.ops) {
+    for (const plan::Shard& s : op.shards) {
+      used[static_cast<std::size_t>(s.device)] = 1;
+    }
+  }
+  return static_cast<std::size_t>(std::count(used.begin(), used.end(), 1));
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- run
+
+int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
+  requireBackend(config.backend);
+  const metakernel::MetakernelLibrary library =
+      metakernel::MetakernelLibrary::load(config.kernelPaths);
+  const plan::LoadedPlan loaded = loadRunnable(config.planPath, library);
+  const graph::ExpandedGraph& g = loaded.graph;
+  const TensorBuffers inputs =
+      config.inputsDir.empty() ? drawInputs(g, config.seed) : loadInputs(g, config.inputsDir);
+
+  CpuBackend backend(std::max(1, loaded.plan.deviceCount));
+  ExecuteOptions options;
+  options.threads = config.threads;
+  const Execution run = execute(loaded, backend, inputs, options);
+  if (!config.outputsDir.empty()) {
+    writeTensors(run.outputs, outputNames(g), config.outputsDir);
+  }
+
+  std::vector<OutputCheck> checks;
+  if (config.check) {
+    // The reference is one shard per operation on one device, with every core
+    // inside its matrix products.
+    CpuBackend::setBlasThreads(usableHardwareThreads());
+    const TensorBuffers reference = evaluateGraph(backend, g, inputs, 0);
+    checks = compareOutputs(g, loaded.plan, run.outputs, outputsOnHost(backend, g, reference));
+  }
+  const bool ok =
+      std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.ok; });
+
+  const ExecutionStats& stats = run.stats;
+  const std::vector<std::int64_t>& predicted = loaded.simulation.peakPerDevice;
+  const std::int64_t inputBytes = totalBytes(inputs);
+  const std::string file = displayName(config.planPath);
+  if (config.json) {
+    Json doc = Json::object();
+    doc["status"] = ok ? "ok" : "failed";
+    doc["plan"] = file;
+    doc["graph"] = g.name;
+    doc["backend"] = backend.name();
+    doc["devices"] = loaded.plan.deviceCount;
+    doc["devices_used"] = devicesUsed(loaded.plan);
+    doc["workers"] = stats.workers;
+    doc["blas_threads"] = stats.blasThreads;
+    doc["shards"] = stats.shards;
+    doc["transfers"] = stats.transfers;
+    doc["reduction_steps"] = stats.reductionSteps;
+    doc["wall_time_s"] = stats.wallSeconds;
+    doc["predicted_time_s"] = loaded.simulation.objectives.timeS;
+    Json memory = Json::object();
+    Json measuredPeaks = Json::array();
+    for (const DeviceMemory& d : stats.devices) {
+      measuredPeaks.push_back(d.peakBytes);
+    }
+    memory["peak_bytes_per_device"] = measuredPeaks;
+    memory["predicted_peak_bytes_per_device"] = predicted;
+    memory["input_bytes"] = inputBytes;
+    memory["output_bytes"] = stats.outputBytes;
+    memory["transfer_bytes"] = stats.transferBytes;
+    memory["assembled_bytes"] = stats.assembledBytes;
+    memory["max_rss_bytes"] = maxRssBytes();
+    doc["memory"] = memory;
+    Json outputs = Json::array();
+    for (const std::string& name : outputNames(g)) {
+      const Buffer& buffer = run.outputs.at(name);
+      Json o = Json::object();
+      o["tensor"] = name;
+      o["dtype"] = dtypeName(buffer.dtype());
+      o["shape"] = buffer.region().shape().vector();
+      if (!config.outputsDir.empty()) {
+        o["file"] = config.outputsDir + "/" + name + ".npy";
+      }
+      outputs.push_back(o);
+    }
+    doc["outputs"] = outputs;
+    if (config.check) {
+      Json list = Json::array();
+      for (const OutputCheck& c : checks) {
+        Json item = Json::object();
+        item["tensor"] = c.tensor;
+        item["dtype"] = dtypeName(c.dtype);
+        item["max_error"] = std::isnan(c.maxError) ? Json(nullptr) : Json(c.maxError);
+        item["tolerance"] = c.tolerance;
+        item["reordered"] = c.reordered;
+        item["ok"] = c.ok;
+        list.push_back(item);
+      }
+      Json check = Json::object();
+      check["ok"] = ok;
+      check["outputs"] = list;
+      doc["check"] = check;
+    }
+    out << doc.dump(2) << "\n";
+  } else if (!config.quiet) {
+    err << "ran " << file << " (graph " << g.name
+        << "): " << plural(stats.shards, "shard", "shards") << ", "
+        << plural(stats.transfers, "transfer", "transfers") << ", "
+        << plural(stats.reductionSteps, "reduction step", "reduction steps") << " on "
+        << plural(devicesUsed(loaded.plan), "device", "devices") << " ("
+        << plural(static_cast<std::size_t>(stats.workers), "worker thread", "worker threads")
+        << ", " << backend.name() << "): " << cost::formatTime(stats.wallSeconds) << " (predicted "
+        << cost::formatTime(loaded.simulation.objectives.timeS) << ")\n";
+    std::int64_t peak = 0;
+    std::int64_t predictedPeak = 0;
+    for (std::size_t d = 0; d < stats.devices.size(); ++d) {
+      peak = std::max(peak, stats.devices[d].peakBytes);
+      if (d < predicted.size()) {
+        predictedPeak = std::max(predictedPeak, predicted[d]);
+      }
+      if (config.verbose && stats.devices[d].allocatedBytes > 0) {
+        err << "  device " << d << ": peak " << cost::formatSize(stats.devices[d].peakBytes)
+            << " (predicted " << cost::formatSize(d < predicted.size() ? predicted[d] : 0) << ")\n";
+      }
+    }
+    err << "memory: peak per device " << cost::formatSize(peak) << " (predicted "
+        << cost::formatSize(predictedPeak) << "), inputs " << cost::formatSize(inputBytes)
+        << ", outputs " << cost::formatSize(stats.outputBytes) << "\n";
+    for (const OutputCheck& c : checks) {
+      err << "check " << c.tensor << " (" << dtypeName(c.dtype) << "): max error "
+          << sci(c.maxError) << (c.ok ? " <= " : " > ") << sci(c.tolerance) << " "
+          << (c.ok ? "ok" : "MISMATCH") << "\n";
+    }
+    if (!config.outputsDir.empty()) {
+      err << "wrote " << plural(g.outputs.size(), "output", "outputs") << " to "
+          << config.outputsDir << "\n";
+    }
+  }
+  for (const OutputCheck& c : checks) {
+    if (!c.ok) {
+      err << Error(SourceLocation{file, 0, 0, ""},
+                   "run --check: output " + c.tensor +
+                       " differs from the unsharded graph: max error " + sci(c.maxError) +
+                       " exceeds the tolerance " + sci(c.tolerance),
+                   ExitCode::CheckFailed)
+                 .what();
+    }
+  }
+  return ok ? 0 : static_cast<int>(ExitCode::CheckFailed);
+}
+
+// ---------------------------------------------------------------- bench
+
+namespace {
+
+struct Timing {
+  std::vector<double> times;
+  double measured = 0;
+  double predicted = 0;
+  ExecutionStats stats;
+};
+
+Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                const cost::Simulation& schedule, Backend& backend, const TensorBuffers& inputs,
+                const BenchConfig& config, const std::string& label, int& done, int total,
+                std::ostream& err) {
+  ExecuteOptions options;
+  options.threads = config.threads;
+  Timing timing;
+  timing.predicted = schedule.objectives.timeS;
+  for (int i = 0; i < config.warmup + config.repeat; ++i) {
+    if (config.progress) {
+      err << "\rbench: " << label << " run " << (i + 1) << "/" << (config.warmup + config.repeat)
+          << " (" << ++done << "/" << total << " in all)\033[K" << std::flush;
+    }
+    Execution run = execute(g, p, backend, inputs, options, &schedule);
+    if (i >= config.warmup) {
+      timing.times.push_back(run.stats.wallSeconds);
+    }
+    timing.stats = std::move(run.stats);
+  }
+  timing.measured = median(timing.times);
+  return timing;
+}
+
+Json timingJson(const Timing& t, std::int64_t flops, std::size_t devices) {
+  Json j = Json::object();
+  j["devices"] = devices;
+  j["workers"] = t.stats.workers;
+  j["blas_threads"] = t.stats.blasThreads;
+  j["measured_s"] = t.measured;
+  j["predicted_s"] = t.predicted;
+  j["measured_over_predicted"] = t.predicted > 0 ? Json(t.measured / t.predicted) : Json(nullptr);
+  j["flops_per_s"] = t.measured > 0 ? Json(static_cast<double>(flops) / t.measured) : Json(nullptr);
+  Json peaks = Json::array();
+  for (const DeviceMemory& d : t.stats.devices) {
+    peaks.push_back(d.peakBytes);
+  }
+  j["peak_bytes_per_device"] = peaks;
+  j["times_s"] = t.times;
+  return j;
+}
+
+std::string ratioText(double a, double b) {
+  if (b <= 0) {
+    return "-";
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", a / b);
+  return buffer;
+}
+
+std::string padded(std::string text, std::size_t width) {
+  if (text.size() < width) {
+    text.append(width - text.size(), ' ');
+  }
+  return text;
+}
+
+} // namespace
+
+int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err) {
+  if (config.repeat < 1 || config.warmup < 0) {
+    throw UsageError("bench needs --repeat >= 1 and --warmup >= 0");
+  }
+  requireBackend(config.backend);
+  const metakernel::MetakernelLibrary library =
+      metakernel::MetakernelLibrary::load(config.kernelPaths);
+  const plan::LoadedPlan loaded = loadRunnable(config.planPath, library);
+  const graph::ExpandedGraph& g = loaded.graph;
+  const TensorBuffers inputs = drawInputs(g, config.seed);
+
+  // The baseline: every operation whole on device 0 of the same target.
+  const plan::ShardPlan single = plan::buildPlan(g, loaded.target.deviceCount(),
+                                                 plan::singleDeviceChoice(g), loaded.plan.options);
+  const cost::Simulation singleSim = cost::simulate(g, loaded.target, single);
+
+  CpuBackend backend(std::max({1, loaded.plan.deviceCount, single.deviceCount}));
+  const int total = 2 * (config.warmup + config.repeat);
+  int done = 0;
+  const Timing planTiming = timePlan(g, loaded.plan, loaded.simulation, backend, inputs, config,
+                                     "plan", done, total, err);
+  const Timing singleTiming =
+      timePlan(g, single, singleSim, backend, inputs, config, "single device", done, total, err);
+  if (config.progress) {
+    err << "\r\033[K" << std::flush;
+  }
+
+  const std::int64_t flops = g.totalFlops();
+  const std::string file = displayName(config.planPath);
+  if (config.json) {
+    Json doc = Json::object();
+    doc["status"] = "ok";
+    doc["plan_file"] = file;
+    doc["graph"] = g.name;
+    doc["backend"] = backend.name();
+    doc["target"] = loaded.target.name;
+    doc["repeat"] = config.repeat;
+    doc["warmup"] = config.warmup;
+    doc["flops"] = flops;
+    doc["plan"] = timingJson(planTiming, flops, devicesUsed(loaded.plan));
+    doc["single_device"] = timingJson(singleTiming, flops, devicesUsed(single));
+    doc["speedup"] =
+        planTiming.measured > 0 ? Json(singleTiming.measured / planTiming.measured) : Json(nullptr);
+    out << doc.dump(2) << "\n";
+    return 0;
+  }
+  if (config.quiet) {
+    return 0;
+  }
+  out << "bench " << file << " (graph " << g.name << ", " << backend.name() << ", target "
+      << loaded.target.name << "): median of " << config.repeat << " after " << config.warmup
+      << " warm-up" << (config.warmup == 1 ? "" : "s") << "\n";
+  const std::size_t w = 16;
+  out << padded("", 15) << padded("measured", w) << padded("predicted", w)
+      << padded("measured/pred", w) << padded("achieved", w) << "workers\n";
+  auto row = [&](const std::string& name, const Timing& t, std::size_t devices) {
+    out << padded(name, 15) << padded(cost::formatTime(t.measured), w)
+        << padded(cost::formatTime(t.predicted), w) << padded(ratioText(t.measured, t.predicted), w)
+        << padded(t.measured > 0
+                      ? cost::formatRate(static_cast<double>(flops) / t.measured) + "FLOP/s"
+                      : std::string("-"),
+                  w)
+        << t.stats.workers << " (" << plural(devices, "device", "devices") << ")\n";
+  };
+  row("plan", planTiming, devicesUsed(loaded.plan));
+  row("single device", singleTiming, devicesUsed(single));
+  out << "speedup of the plan over the single device: "
+      << ratioText(singleTiming.measured, planTiming.measured) << "x (predicted "
+      << ratioText(singleTiming.predicted, planTiming.predicted) << "x)\n";
+  return 0;
+}
+
+} // namespace tapestry::backend

@@ -1,0 +1,95 @@
+// `tapestry run` and `tapestry bench` (SPEC §2, §9): the whole commands, so
+// cli/cmd_run.cpp and cli/cmd_bench.cpp only parse flags and tests call the
+// same code. Both take a plan (plan/v1) or a graph (graph/v1 or expanded/v1),
+// which runs as the single-device plan on the `local` target.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "core/graph/graph.hpp"
+#include "core/metakernel/library.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_file.hpp"
+
+namespace tapestry::backend {
+
+struct RunConfig {
+  std::string planPath;                 // "-" reads standard input
+  std::vector<std::string> kernelPaths; // -k files and directories, in order
+  std::string backend = "cpu";          // cpu | cuda
+  std::string inputsDir;                // one NAME.npy per graph input; "" draws from seed
+  std::string outputsDir;               // NAME.npy per graph output; "" writes nothing
+  std::uint64_t seed = 0;
+  bool check = false; // also run the unsharded graph and compare (exit 3 on mismatch)
+  int threads = 0;    // cap on worker threads; 0: one per device, at most the cores
+  bool json = false;  // --format json: a summary document on `out`
+  bool quiet = false;
+  bool verbose = false;
+};
+
+// Returns 0, or 3 when --check finds a mismatch (the outputs are still
+// written). Input errors are Error (exit 1); an unusable backend is
+// BackendUnavailable (exit 4), reported before the plan is read.
+int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err);
+
+struct BenchConfig {
+  std::string planPath;
+  std::vector<std::string> kernelPaths;
+  std::string backend = "cpu";
+  int repeat = 10; // timed runs; the median is reported
+  int warmup = 2;  // untimed runs before them
+  int threads = 0;
+  std::uint64_t seed = 0; // inputs are drawn from it
+  bool json = false;
+  bool quiet = false;
+  bool verbose = false;
+  bool progress = false; // a progress line on `err` (the CLI sets it when stderr is a TTY)
+};
+
+// Times the plan and the unsharded single-device baseline (the graph with every
+// operation as one shard on device 0) on the same inputs; returns 0.
+int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err);
+
+// Reads PATH as a plan (plan/v1), or as a graph (graph/v1, expanded/v1) made
+// into the single-device plan on the `local` target; by its "tapestry" tag.
+plan::LoadedPlan loadRunnable(const std::string& path,
+                              const metakernel::MetakernelLibrary& library);
+
+// Throws BackendUnavailable (exit 4) unless `name` can run here: "cpu" always;
+// "cuda" needs the CUDA backend built and a usable GPU.
+void requireBackend(const std::string& name);
+
+// ---------------------------------------------------------------- --check
+
+// SPEC §9's tolerance for max|a-b| / max|b|: bfloat16/float16 2e-2, tf32 1e-3,
+// float32/float64 1e-4 when a split reduction changed the summation order and
+// 1e-5 otherwise; integers compare exactly (0).
+double checkTolerance(DType dtype, bool reordered);
+
+// max|a-b| / max|b| over the elements (max|a-b| when max|b| is 0); equal
+// values (infinities included) differ by 0; NaN in either gives NaN, which
+// never passes. Both buffers are host buffers of one dtype and region.
+double maxRelativeError(const Buffer& actual, const Buffer& expected);
+
+struct OutputCheck {
+  std::string tensor;
+  DType dtype = DType::Float32;
+  bool reordered = false; // a split reduction upstream changed the summation order
+  double maxError = 0;
+  double tolerance = 0;
+  bool ok = false;
+};
+
+// Compares every graph output of the plan's result with the reference. The
+// tolerance of an output is that of the least precise float dtype among the
+// tensors its value is computed from (a bfloat16 intermediate makes a float32
+// output a bfloat16 comparison), and counts as reordered when an operation
+// upstream has a split reduction dim in `p`.
+std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                                        const TensorBuffers& actual, const TensorBuffers& expected);
+
+} // namespace tapestry::backend

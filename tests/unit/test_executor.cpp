@@ -1,0 +1,750 @@
+// Tests for the plan executor (backends/executor) and the run/bench commands
+// (backends/run_command): small graphs with expected outputs written out by
+// hand or computed here with plain loops, every testdata graph under many plans
+// (single device, data parallel, split reduction dims, random splits and
+// placements over 2 to 4 devices, fewer threads than devices, resident inputs)
+// against the unsharded reference, memory against the prediction, errors from
+// workers, the --check comparison, and the commands in-process.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/executor.hpp"
+#include "backends/npy.hpp"
+#include "backends/reference.hpp"
+#include "backends/run_command.hpp"
+#include "backends/tensor_io.hpp"
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/plan_file.hpp"
+
+using namespace tapestry;
+using namespace tapestry::backend;
+using Catch::Matchers::Contains;
+using plan::OpChoice;
+using plan::PlanChoice;
+
+namespace {
+
+const metakernel::MetakernelLibrary& lib() {
+  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
+  return library;
+}
+
+graph::ExpandedGraph expandText(const std::string& text) {
+  json::Document doc = json::Document::parse(SourceFile("g.json", text));
+  return graph::expand(graph::decodeGraph(json::Value(doc)), lib());
+}
+
+graph::ExpandedGraph testGraph(const std::string& name) {
+  return graph::loadAndExpand(std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name, lib());
+}
+
+// A target with `devices` CPU devices and memory to spare (figures only shape
+// the schedule the executor follows).
+cost::Target target(int devices) {
+  cost::Target t;
+  t.name = "test";
+  t.devices.count = devices;
+  t.devices.kind = cost::DeviceKind::Cpu;
+  t.devices.memory = std::int64_t{1} << 40;
+  t.devices.memoryBandwidth = 20e9;
+  t.devices.flops = {{"float32", 50e9}};
+  t.devices.launchOverhead = 5e-6;
+  t.links = cost::LinkSpec{10e9, 1e-6};
+  t.host = cost::LinkSpec{10e9, 2e-6};
+  return t;
+}
+
+Buffer floats(const std::vector<std::int64_t>& shape, const std::vector<float>& values) {
+  Buffer b = Buffer::host(DType::Float32, shape);
+  REQUIRE(static_cast<std::size_t>(b.elementCount()) == values.size());
+  std::copy(values.begin(), values.end(), b.elements<float>().begin());
+  return b;
+}
+
+std::vector<float> values(const Buffer& b) {
+  std::span<float> e = b.elements<float>();
+  return {e.begin(), e.end()};
+}
+
+std::string describe(const PlanChoice& c) {
+  std::string out;
+  for (const OpChoice& op : c.ops) {
+    out += "[split";
+    for (std::int64_t s : op.split) {
+      out += " " + std::to_string(s);
+    }
+    out += " on";
+    for (int d : op.devices) {
+      out += " " + std::to_string(d);
+    }
+    out += "] ";
+  }
+  return out;
+}
+
+struct Outcome {
+  Execution run;
+  std::vector<OutputCheck> checks;
+  cost::Simulation simulation;
+};
+
+// Runs `choice` with the executor and the graph unsharded, and requires every
+// output to match within SPEC §9's tolerance and every device's measured peak
+// to stay within the predicted one plus the assembled scratch.
+Outcome runAndCheck(const graph::ExpandedGraph& g, int devices, const PlanChoice& choice,
+                    int threads = 0, plan::InputsOn inputsOn = plan::InputsOn::Host,
+                    std::uint64_t seed = 7) {
+  INFO("plan " << describe(choice) << "on " << devices << " devices, " << threads << " threads");
+  const plan::ShardPlan p = plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn});
+  const cost::Target t = target(devices);
+  Outcome out;
+  out.simulation = cost::simulate(g, t, p);
+  const TensorBuffers inputs = drawInputs(g, seed);
+  CpuBackend backend(devices);
+  ExecuteOptions options;
+  options.threads = threads;
+  options.blasThreads = 1;
+  out.run = execute(g, p, backend, inputs, options, &out.simulation);
+  CpuBackend::setBlasThreads(1);
+  const TensorBuffers reference = evaluateGraph(backend, g, inputs);
+  out.checks = compareOutputs(g, p, out.run.outputs, reference);
+  for (const OutputCheck& c : out.checks) {
+    INFO("output " << c.tensor << ": max error " << c.maxError << ", tolerance " << c.tolerance);
+    CHECK(c.ok);
+  }
+  REQUIRE(out.run.stats.devices.size() == static_cast<std::size_t>(devices));
+  for (int d = 0; d < devices; ++d) {
+    INFO("device " << d);
+    CHECK(out.run.stats.devices[static_cast<std::size_t>(d)].peakBytes <=
+          out.simulation.peakPerDevice[static_cast<std::size_t>(d)] + out.run.stats.assembledBytes);
+  }
+  return out;
+}
+
+// Makes a choice valid: an op whose choice buildPlan rejects (a split of a
+// merged reshape dim, say) runs unsplit on its first device instead.
+PlanChoice repaired(const graph::ExpandedGraph& g, int devices, PlanChoice choice) {
+  for (std::size_t attempt = 0; attempt <= g.operations.size(); ++attempt) {
+    try {
+      plan::buildPlan(g, devices, choice);
+      return choice;
+    } catch (const plan::InvalidChoice& e) {
+      OpChoice& op = choice.ops[e.op];
+      op = OpChoice{std::vector<std::int64_t>(op.split.size(), 1), {op.devices.front()}};
+    }
+  }
+  FAIL("could not repair the choice");
+  return choice;
+}
+
+std::int64_t extent(const graph::Operation& op, std::size_t d) {
+  return op.application.index.extent(d);
+}
+
+bool isReductionDim(const graph::Operation& op, std::size_t d) {
+  const auto& dims = op.application.reductionDims;
+  return std::find(dims.begin(), dims.end(), d) != dims.end();
+}
+
+std::vector<int> spread(std::int64_t shards, int devices, int first = 0) {
+  std::vector<int> out;
+  for (std::int64_t s = 0; s < shards; ++s) {
+    out.push_back(static_cast<int>((s + first) % devices));
+  }
+  return out;
+}
+
+// Every op cut into `parts` along its leading dim (when it has one).
+PlanChoice dataParallel(const graph::ExpandedGraph& g, int parts, int devices) {
+  PlanChoice c;
+  for (const graph::Operation& op : g.operations) {
+    std::vector<std::int64_t> split(op.application.index.rank(), 1);
+    if (!split.empty() && !isReductionDim(op, 0)) {
+      split[0] = std::max<std::int64_t>(1, std::min<std::int64_t>(parts, extent(op, 0)));
+    }
+    c.ops.push_back(OpChoice{split, spread(split.empty() ? 1 : split[0], devices)});
+  }
+  return repaired(g, devices, c);
+}
+
+// Ops with splittable reduction dims cut along the first one (and the leading
+// dim when it is not one); the others along their leading dim.
+PlanChoice reductionSplit(const graph::ExpandedGraph& g, int devices) {
+  PlanChoice c;
+  std::size_t i = 0;
+  for (const graph::Operation& op : g.operations) {
+    std::vector<std::int64_t> split(op.application.index.rank(), 1);
+    const auto& dims = op.application.reductionDims;
+    if (op.application.reductionSplittable && !dims.empty()) {
+      for (std::size_t d : dims) {
+        if (extent(op, d) > 1) {
+          split[d] = std::min<std::int64_t>(3, extent(op, d));
+          break;
+        }
+      }
+    }
+    if (!split.empty() && !isReductionDim(op, 0)) {
+      split[0] = std::min<std::int64_t>(2, std::max<std::int64_t>(1, extent(op, 0)));
+    }
+    std::int64_t shards = 1;
+    for (std::int64_t s : split) {
+      shards *= s;
+    }
+    c.ops.push_back(OpChoice{split, spread(shards, devices, static_cast<int>(i++))});
+  }
+  return repaired(g, devices, c);
+}
+
+// Random cuts (at most 8 shards per op) and placements.
+PlanChoice randomChoice(const graph::ExpandedGraph& g, int devices, std::mt19937& rng) {
+  PlanChoice c;
+  for (const graph::Operation& op : g.operations) {
+    const std::size_t rank = op.application.index.rank();
+    std::vector<std::int64_t> split(rank, 1);
+    std::int64_t shards = 1;
+    for (int tries = 0; tries < 3 && rank > 0; ++tries) {
+      const std::size_t d = std::uniform_int_distribution<std::size_t>(0, rank - 1)(rng);
+      if (isReductionDim(op, d) && !op.application.reductionSplittable) {
+        continue;
+      }
+      const std::int64_t parts = std::uniform_int_distribution<std::int64_t>(1, 3)(rng);
+      const std::int64_t next =
+          std::min<std::int64_t>(parts, std::max<std::int64_t>(1, extent(op, d)));
+      if (shards / split[d] * next > 8) {
+        continue;
+      }
+      shards = shards / split[d] * next;
+      split[d] = next;
+    }
+    std::vector<int> placed;
+    for (std::int64_t s = 0; s < shards; ++s) {
+      placed.push_back(std::uniform_int_distribution<int>(0, devices - 1)(rng));
+    }
+    c.ops.push_back(OpChoice{split, placed});
+  }
+  return repaired(g, devices, c);
+}
+
+std::filesystem::path tempDir(const std::string& name) {
+  static std::atomic<int> counter{0};
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tapestry_executor_" + std::to_string(::getpid()) +
+                                                "_" + name + "_" + std::to_string(counter++));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Writes the plan/v1 file of `choice` (on target(devices)) into `dir`.
+std::string writePlanFile(const graph::ExpandedGraph& g, int devices, const PlanChoice& choice,
+                          const std::filesystem::path& dir, const std::string& name) {
+  const cost::Target t = target(devices);
+  const plan::ShardPlan p = plan::buildPlan(g, devices, choice);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << plan::writePlan(g, t, p, cost::simulate(g, t, p));
+  return path;
+}
+
+std::string writeText(const std::filesystem::path& dir, const std::string& name,
+                      const std::string& text) {
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kMatmulAddRelu = R"({"tapestry": "graph/v1", "name": "mm",
+  "tensors": {"x": {"dtype": "float32", "shape": [2, 3]}, "w": {"dtype": "float32", "shape": [3, 2]},
+              "c": {"dtype": "float32", "shape": [2]}},
+  "operations": [
+    {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+    {"name": "bias", "kernel": "add", "inputs": {"A": "h", "B": "c"}, "outputs": {"result": "hb"}},
+    {"name": "act", "kernel": "relu", "inputs": {"input": "hb"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})";
+
+} // namespace
+
+// ---------------------------------------------------------------- by hand
+
+TEST_CASE("a k-split matmul, bias and relu give the numbers worked out by hand", "[executor]") {
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  // x·w = [[1+3, 2+3], [4+6, 5+6]] = [[4, 5], [10, 11]]; + c = [-5, 0]; relu.
+  const TensorBuffers inputs{{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})},
+                             {"w", floats({3, 2}, {1, 0, 0, 1, 1, 1})},
+                             {"c", floats({2}, {-5, 0})}};
+  const std::vector<float> expected{0, 5, 5, 11};
+  CpuBackend backend(3);
+  struct Case {
+    PlanChoice choice;
+    int threads;
+  };
+  const std::vector<Case> cases{
+      {plan::singleDeviceChoice(g), 0},
+      // m in 2, k in 3: two reduction trees of three partials over 3 devices.
+      {PlanChoice{{{{2, 1, 3}, {0, 1, 2, 1, 2, 0}}, {{1, 2}, {2, 0}}, {{2, 1}, {1, 2}}}}, 0},
+      {PlanChoice{{{{1, 2, 3}, {2, 2, 1, 0, 1, 0}}, {{1, 1}, {1}}, {{2, 1}, {0, 2}}}}, 1},
+      {PlanChoice{{{{1, 1, 3}, {0, 1, 2}}, {{2, 1}, {1, 2}}, {{2, 2}, {2, 1, 0, 1}}}}, 2},
+  };
+  for (const Case& c : cases) {
+    INFO(describe(c.choice));
+    const plan::ShardPlan p = plan::buildPlan(g, 3, c.choice);
+    ExecuteOptions options;
+    options.threads = c.threads;
+    const Execution run = execute(g, p, backend, inputs, options);
+    CHECK(values(run.outputs.at("y")) == expected);
+    CHECK(run.stats.transfers == p.transfers.size());
+  }
+  const plan::ShardPlan p = plan::buildPlan(g, 3, cases[1].choice);
+  REQUIRE(p.reductions.size() == 2);
+  const Execution run = execute(g, p, backend, inputs);
+  CHECK(run.stats.reductionSteps == 4);
+  CHECK(run.stats.shards == 6 + 2 + 2);
+  CHECK(run.stats.workers ==
+        std::min(3, usableHardwareThreads())); // one per device, at most the cores
+  std::int64_t bytes = 0;
+  for (const plan::Transfer& t : p.transfers) {
+    bytes += t.bytes;
+  }
+  CHECK(run.stats.transferBytes == bytes); // every transfer is a real copy
+  for (const DeviceMemory& d : run.stats.devices) {
+    CHECK(d.allocatedBytes > 0);
+  }
+}
+
+TEST_CASE("split reductions combine partials with the output's monoid", "[executor]") {
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "r",
+    "tensors": {"x": {"dtype": "float32", "shape": [2, 4]}},
+    "operations": [
+      {"name": "mx", "kernel": "max", "params": {"axis": 1}, "inputs": {"input": "x"}, "outputs": {"result": "m"}},
+      {"name": "sm", "kernel": "sum", "params": {"axis": 1}, "inputs": {"input": "x"}, "outputs": {"result": "s"}},
+      {"name": "mn", "kernel": "mean", "params": {"axis": 1}, "inputs": {"input": "x"}, "outputs": {"result": "a"}}],
+    "outputs": ["m", "s", "a"]})");
+  const TensorBuffers inputs{{"x", floats({2, 4}, {1, 5, 3, 2, -1, -7, 4, 0})}};
+  // Each reduction's axis in 4 (a tree of depth 2) or 2 parts, rows split too.
+  const PlanChoice choice{{{{1, 4}, {0, 1, 2, 3}}, {{2, 2}, {3, 2, 1, 0}}, {{1, 4}, {1, 1, 2, 3}}}};
+  CpuBackend backend(4);
+  for (int threads : {0, 1, 2}) {
+    const Execution run =
+        execute(g, plan::buildPlan(g, 4, choice), backend, inputs, ExecuteOptions{threads, 1});
+    CHECK(values(run.outputs.at("m")) == std::vector<float>{5, 4});
+    CHECK(values(run.outputs.at("s")) == std::vector<float>{11, -4});
+    CHECK(values(run.outputs.at("a")) == std::vector<float>{2.75f, -1});
+  }
+}
+
+TEST_CASE("concat and split over several devices give the elements in place", "[executor]") {
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "cs",
+    "tensors": {"a": {"dtype": "float32", "shape": [2, 2]}, "b": {"dtype": "float32", "shape": [2, 1]}},
+    "operations": [
+      {"name": "cat", "kernel": "concat", "params": {"axis": 1}, "inputs": {"tensors": ["a", "b"]}, "outputs": {"result": "ab"}},
+      {"name": "cut", "kernel": "split", "params": {"axis": 1, "sections": [1, 2]},
+       "inputs": {"input": "ab"}, "outputs": {"results": ["p", "q"]}}],
+    "outputs": ["ab", "p", "q"]})");
+  const TensorBuffers inputs{{"a", floats({2, 2}, {1, 2, 3, 4})}, {"b", floats({2, 1}, {5, 6})}};
+  CpuBackend backend(3);
+  for (const PlanChoice& choice : {plan::singleDeviceChoice(g),
+                                   PlanChoice{{{{1, 3}, {0, 1, 2}}, {{2, 3}, {2, 1, 0, 0, 1, 2}}}},
+                                   PlanChoice{{{{2, 2}, {1, 2, 0, 1}}, {{1, 2}, {0, 2}}}}}) {
+    INFO(describe(choice));
+    const Execution run = execute(g, plan::buildPlan(g, 3, choice), backend, inputs);
+    CHECK(values(run.outputs.at("ab")) == std::vector<float>{1, 2, 5, 3, 4, 6});
+    CHECK(values(run.outputs.at("p")) == std::vector<float>{1, 3});
+    CHECK(values(run.outputs.at("q")) == std::vector<float>{2, 5, 4, 6});
+  }
+}
+
+TEST_CASE("conv2d with padding, split over rows and channels, equals plain loops", "[executor]") {
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "conv",
+    "tensors": {"x": {"dtype": "float32", "shape": [1, 2, 5, 4]}, "k": {"dtype": "float32", "shape": [3, 2, 3, 3]}},
+    "operations": [
+      {"name": "conv", "kernel": "conv2d", "params": {"padding": [1, 1]},
+       "inputs": {"input": "x", "weight": "k"}, "outputs": {"result": "y"}},
+      {"name": "act", "kernel": "relu", "inputs": {"input": "y"}, "outputs": {"result": "z"}}],
+    "outputs": ["z"]})");
+  std::vector<float> x(40);
+  std::vector<float> k(54);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(static_cast<int>(i * 7 % 11) - 5);
+  }
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    k[i] = static_cast<float>(static_cast<int>(i * 5 % 7) - 3);
+  }
+  // out[o][h][w] = relu(sum_c,i,j x[c][h+i-1][w+j-1] * k[o][c][i][j]), zeros outside.
+  std::vector<float> expected;
+  for (int o = 0; o < 3; ++o) {
+    for (int h = 0; h < 5; ++h) {
+      for (int w = 0; w < 4; ++w) {
+        float acc = 0;
+        for (int c = 0; c < 2; ++c) {
+          for (int i = 0; i < 3; ++i) {
+            for (int j = 0; j < 3; ++j) {
+              const int r = h + i - 1;
+              const int s = w + j - 1;
+              if (r >= 0 && r < 5 && s >= 0 && s < 4) {
+                acc += x[static_cast<std::size_t>((c * 5 + r) * 4 + s)] *
+                       k[static_cast<std::size_t>(((o * 2 + c) * 3 + i) * 3 + j)];
+              }
+            }
+          }
+        }
+        expected.push_back(std::max(acc, 0.0f));
+      }
+    }
+  }
+  const TensorBuffers inputs{{"x", floats({1, 2, 5, 4}, x)}, {"k", floats({3, 2, 3, 3}, k)}};
+  CpuBackend backend(3);
+  // Index [N, O, OH, OW, C, KH, KW]: rows in 2, channels (a reduction dim) in 2;
+  // then KH in 3; relu over the batch... of one, so over rows.
+  for (const PlanChoice& choice :
+       {plan::singleDeviceChoice(g),
+        PlanChoice{{{{1, 1, 2, 1, 2, 1, 1}, {0, 1, 2, 0}}, {{1, 1, 3, 1}, {2, 1, 0}}}},
+        PlanChoice{
+            {{{1, 3, 1, 1, 1, 3, 1}, {0, 1, 2, 2, 1, 0, 1, 1, 1}}, {{1, 1, 1, 2}, {1, 0}}}}}) {
+    INFO(describe(choice));
+    const Execution run = execute(g, plan::buildPlan(g, 3, choice), backend, inputs);
+    CHECK(values(run.outputs.at("z")) == expected);
+  }
+}
+
+TEST_CASE("empty index spaces write nothing: outputs are zeros", "[executor]") {
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "z",
+    "tensors": {"x": {"dtype": "float32", "shape": [3, 0]}, "b": {"dtype": "float32", "shape": [3]}},
+    "operations": [
+      {"name": "s", "kernel": "sum", "params": {"axis": 1}, "inputs": {"input": "x"}, "outputs": {"result": "t"}},
+      {"name": "a", "kernel": "add", "inputs": {"A": "t", "B": "b"}, "outputs": {"result": "y"}},
+      {"name": "r", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "e"}}],
+    "outputs": ["y", "e", "t"]})");
+  const TensorBuffers inputs{{"x", Buffer::host(DType::Float32, std::vector<std::int64_t>{3, 0})},
+                             {"b", floats({3}, {1, -2, 3})}};
+  CpuBackend backend(2);
+  for (const PlanChoice& choice :
+       {plan::singleDeviceChoice(g),
+        PlanChoice{{{{3, 1}, {0, 1, 0}}, {{3}, {1, 0, 1}}, {{2, 1}, {1, 0}}}}}) {
+    INFO(describe(choice));
+    const Execution run = execute(g, plan::buildPlan(g, 2, choice), backend, inputs);
+    CHECK(values(run.outputs.at("t")) == std::vector<float>{0, 0, 0});
+    CHECK(values(run.outputs.at("y")) == std::vector<float>{1, -2, 3});
+    CHECK(run.outputs.at("e").elementCount() == 0);
+  }
+}
+
+TEST_CASE("a reshard cuts shards into pieces that read one region each", "[executor]") {
+  // h is made in row halves; the add reads it in column halves, so each of its
+  // shards spans two regions: it runs as two kernel calls, copying nothing.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "re",
+    "tensors": {"x": {"dtype": "float32", "shape": [4, 6]}, "y": {"dtype": "float32", "shape": [4, 6]}},
+    "operations": [
+      {"name": "r", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "h"}},
+      {"name": "a", "kernel": "add", "inputs": {"A": "h", "B": "y"}, "outputs": {"result": "z"}}],
+    "outputs": ["z"]})");
+  const PlanChoice choice{{{{2, 1}, {0, 1}}, {{1, 2}, {0, 1}}}};
+  const Outcome out = runAndCheck(g, 2, choice);
+  CHECK(out.run.stats.splitShards == 2);
+  CHECK(out.run.stats.kernelCalls == 2 + 4);
+  CHECK(out.run.stats.assembledSelections == 0);
+}
+
+// ---------------------------------------------------------------- testdata
+
+TEST_CASE("every testdata graph runs under many plans and equals the unsharded graph",
+          "[executor][testdata]") {
+  const std::vector<std::string> names{"tiny.json", "mlp.json", "convnet.json",
+                                       "concat_split_embedding.json", "transformer_block.json"};
+  for (const std::string& name : names) {
+    INFO("graph " << name);
+    const graph::ExpandedGraph g = testGraph(name);
+    std::mt19937 rng(static_cast<std::mt19937::result_type>(name.size() * 7919));
+    runAndCheck(g, 1, plan::singleDeviceChoice(g));
+    runAndCheck(g, 2, dataParallel(g, 2, 2), 0);
+    runAndCheck(g, 4, dataParallel(g, 4, 4), 2);
+    const Outcome split = runAndCheck(g, 3, reductionSplit(g, 3), 0);
+    // Graphs with matmul, conv2d, sum, max or mean get split reduction dims.
+    if (name != "tiny.json" && name != "mlp.json") {
+      CHECK(split.run.stats.reductionSteps > 0);
+      CHECK(std::any_of(split.checks.begin(), split.checks.end(),
+                        [](const OutputCheck& c) { return c.reordered; }));
+    }
+    runAndCheck(g, 2, randomChoice(g, 2, rng), 0, plan::InputsOn::Free);
+    runAndCheck(g, 4, randomChoice(g, 4, rng), 3);
+    runAndCheck(g, 3, randomChoice(g, 3, rng), 1);
+  }
+}
+
+TEST_CASE("the stored testdata plans run and check", "[executor][testdata]") {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TAPESTRY_TESTDATA_DIR) + "/plans")) {
+    if (entry.path().extension() != ".json") {
+      continue;
+    }
+    INFO(entry.path().string());
+    const plan::LoadedPlan loaded = plan::loadPlan(entry.path().string(), lib());
+    const TensorBuffers inputs = drawInputs(loaded.graph, 3);
+    CpuBackend backend(loaded.plan.deviceCount);
+    const Execution run = execute(loaded, backend, inputs);
+    const TensorBuffers reference = evaluateGraph(backend, loaded.graph, inputs);
+    for (const OutputCheck& c : compareOutputs(loaded.graph, loaded.plan, run.outputs, reference)) {
+      INFO(c.tensor << ": " << c.maxError);
+      CHECK(c.ok);
+    }
+    for (std::size_t d = 0; d < run.stats.devices.size(); ++d) {
+      CHECK(run.stats.devices[d].peakBytes <=
+            loaded.simulation.peakPerDevice[d] + run.stats.assembledBytes);
+    }
+  }
+}
+
+TEST_CASE("fewer threads than devices: a worker serves several devices", "[executor]") {
+  const graph::ExpandedGraph g = testGraph("mlp.json");
+  const PlanChoice choice = reductionSplit(g, 4);
+  CHECK(runAndCheck(g, 4, choice, 1).run.stats.workers == 1);
+  CHECK(runAndCheck(g, 4, choice, 2).run.stats.workers == 2);
+  CHECK(runAndCheck(g, 4, choice, 8).run.stats.workers == 4); // a cap, not a default
+  // Without the simulated schedule, tasks go in submission order.
+  const plan::ShardPlan p = plan::buildPlan(g, 4, choice);
+  CpuBackend backend(4);
+  const TensorBuffers inputs = drawInputs(g, 1);
+  const Execution run = execute(g, p, backend, inputs, ExecuteOptions{3, 1});
+  const TensorBuffers reference = evaluateGraph(backend, g, inputs);
+  for (const OutputCheck& c : compareOutputs(g, p, run.outputs, reference)) {
+    CHECK(c.ok);
+  }
+}
+
+// ---------------------------------------------------------------- errors
+
+TEST_CASE("executor errors: missing inputs, wrong shapes, a failing kernel", "[executor]") {
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  CpuBackend backend(2);
+  const plan::ShardPlan p = plan::buildPlan(g, 2, plan::singleDeviceChoice(g));
+  TensorBuffers inputs{{"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})},
+                       {"w", floats({3, 2}, {1, 0, 0, 1, 1, 1})}};
+  CHECK_THROWS_WITH(execute(g, p, backend, inputs), Contains("missing input tensor c"));
+  inputs.emplace("c", floats({1, 2}, {1, 2}));
+  CHECK_THROWS_WITH(execute(g, p, backend, inputs), Contains("input tensor c is float32"));
+
+  // An embedding index out of range fails inside a worker; the error comes
+  // back once all workers stopped (no hang), as the input error it is.
+  const graph::ExpandedGraph e = expandText(R"({"tapestry": "graph/v1", "name": "e",
+    "tensors": {"t": {"dtype": "float32", "shape": [4, 2]}, "i": {"dtype": "int64", "shape": [6]}},
+    "operations": [{"name": "emb", "kernel": "embedding", "inputs": {"table": "t", "indices": "i"}, "outputs": {"result": "r"}},
+                   {"name": "act", "kernel": "relu", "inputs": {"input": "r"}, "outputs": {"result": "y"}}]})");
+  Buffer indices = Buffer::host(DType::Int64, std::vector<std::int64_t>{6});
+  std::vector<std::int64_t> idx{0, 1, 2, 9, 3, 0};
+  std::copy(idx.begin(), idx.end(), indices.elements<std::int64_t>().begin());
+  const TensorBuffers embInputs{
+      {"t", Buffer::host(DType::Float32, std::vector<std::int64_t>{4, 2})}, {"i", indices}};
+  const plan::ShardPlan ep =
+      plan::buildPlan(e, 2, PlanChoice{{{{3, 2}, {0, 1, 0, 1, 0, 1}}, {{2, 1}, {1, 0}}}});
+  try {
+    execute(e, ep, backend, embInputs, ExecuteOptions{2, 1});
+    FAIL("expected an error");
+  } catch (const Error& err) {
+    CHECK(err.exitCode() == ExitCode::InvalidInput);
+  }
+}
+
+// ---------------------------------------------------------------- --check
+
+TEST_CASE("check tolerances follow SPEC §9", "[executor][check]") {
+  CHECK(checkTolerance(DType::Float32, false) == 1e-5);
+  CHECK(checkTolerance(DType::Float32, true) == 1e-4);
+  CHECK(checkTolerance(DType::Float64, false) == 1e-5);
+  CHECK(checkTolerance(DType::BFloat16, false) == 2e-2);
+  CHECK(checkTolerance(DType::Float16, true) == 2e-2);
+  CHECK(checkTolerance(DType::Int32, true) == 0);
+}
+
+TEST_CASE("max relative error: scale, zeros, infinities and NaN", "[executor][check]") {
+  CHECK(maxRelativeError(floats({3}, {1, 2, 4}), floats({3}, {1, 2, 4})) == 0);
+  CHECK(maxRelativeError(floats({3}, {1, 2.5f, 4}), floats({3}, {1, 2, 4})) == Approx(0.125));
+  // All-zero reference: the absolute error.
+  CHECK(maxRelativeError(floats({2}, {0, 0.5f}), floats({2}, {0, 0})) == Approx(0.5));
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(maxRelativeError(floats({2}, {-inf, 1}), floats({2}, {-inf, 1})) == 0);
+  CHECK(std::isinf(maxRelativeError(floats({2}, {inf, 1}), floats({2}, {2, 1}))));
+  CHECK(std::isnan(maxRelativeError(floats({2}, {std::nanf(""), 1}), floats({2}, {1, 1}))));
+  CHECK(std::isnan(maxRelativeError(floats({2}, {1, 1}), floats({2}, {std::nanf(""), 1}))));
+  Buffer half = Buffer::host(DType::BFloat16, std::vector<std::int64_t>{2});
+  half.elements<BFloat16>()[0] = floatToBFloat16(1.0f);
+  half.elements<BFloat16>()[1] = floatToBFloat16(2.0f);
+  CHECK(maxRelativeError(half, half) == 0);
+  CHECK_THROWS_AS(maxRelativeError(half, floats({2}, {1, 2})), InternalError);
+}
+
+TEST_CASE("compareOutputs: reordered sums, 16-bit chains, mismatches", "[executor][check]") {
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  const plan::ShardPlan whole = plan::buildPlan(g, 2, plan::singleDeviceChoice(g));
+  const plan::ShardPlan ksplit =
+      plan::buildPlan(g, 2, PlanChoice{{{{1, 1, 3}, {0, 1, 0}}, {{1, 1}, {0}}, {{1, 1}, {1}}}});
+  const TensorBuffers expected{{"y", floats({2, 2}, {1, 2, 3, 4})}};
+  const TensorBuffers close{{"y", floats({2, 2}, {1, 2, 3, 4.0002f})}};
+  const std::vector<OutputCheck> a = compareOutputs(g, whole, close, expected);
+  REQUIRE(a.size() == 1);
+  CHECK_FALSE(a[0].reordered);
+  CHECK(a[0].tolerance == 1e-5);
+  CHECK_FALSE(a[0].ok);
+  const std::vector<OutputCheck> b = compareOutputs(g, ksplit, close, expected);
+  CHECK(b[0].reordered);
+  CHECK(b[0].tolerance == 1e-4);
+  CHECK(b[0].ok);
+  const TensorBuffers nan{{"y", floats({2, 2}, {1, 2, 3, std::nanf("")})}};
+  CHECK_FALSE(compareOutputs(g, ksplit, nan, expected)[0].ok);
+
+  // A float32 output computed through a bfloat16 tensor is compared as bfloat16.
+  const graph::ExpandedGraph c = expandText(R"({"tapestry": "graph/v1", "name": "c",
+    "tensors": {"x": {"dtype": "float32", "shape": [4]}},
+    "operations": [
+      {"name": "down", "kernel": "cast", "params": {"dtype": "bfloat16"}, "inputs": {"input": "x"}, "outputs": {"result": "b"}},
+      {"name": "up", "kernel": "cast", "params": {"dtype": "float32"}, "inputs": {"input": "b"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  const TensorBuffers four{{"y", floats({4}, {1, 2, 3, 4})}};
+  CHECK(compareOutputs(c, plan::buildPlan(c, 1, plan::singleDeviceChoice(c)), four, four)[0]
+            .tolerance == 2e-2);
+}
+
+// ---------------------------------------------------------------- commands
+
+TEST_CASE("run: plan files, graphs, --check, outputs, JSON, NaN inputs", "[executor][command]") {
+  const std::filesystem::path dir = tempDir("run");
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  const std::string planPath = writePlanFile(
+      g, 3, PlanChoice{{{{2, 1, 3}, {0, 1, 2, 1, 2, 0}}, {{1, 2}, {2, 0}}, {{2, 1}, {1, 2}}}}, dir,
+      "plan.json");
+
+  RunConfig config;
+  config.planPath = planPath;
+  config.check = true;
+  config.outputsDir = (dir / "out").string();
+  std::ostringstream out;
+  std::ostringstream err;
+  CHECK(runCommand(config, out, err) == 0);
+  CHECK(out.str().empty());
+  CHECK_THAT(err.str(), Contains("10 shards") && Contains("on 3 devices") &&
+                            Contains("check y (float32): max error") && Contains("ok"));
+  const NpyArray y = readNpy((dir / "out" / "y.npy").string());
+  CHECK(y.buffer.region() == ZRange::fromShape(ZPoint{2, 2}));
+
+  // The same inputs from files give the numbers worked out by hand.
+  std::filesystem::create_directories(dir / "in");
+  writeNpy((dir / "in" / "x.npy").string(), floats({2, 3}, {1, 2, 3, 4, 5, 6}).view());
+  writeNpy((dir / "in" / "w.npy").string(), floats({3, 2}, {1, 0, 0, 1, 1, 1}).view());
+  writeNpy((dir / "in" / "c.npy").string(), floats({2}, {-5, 0}).view());
+  config.inputsDir = (dir / "in").string();
+  config.json = true;
+  out.str("");
+  err.str("");
+  CHECK(runCommand(config, out, err) == 0);
+  const Json doc = Json::parse(out.str());
+  CHECK(doc["status"] == "ok");
+  CHECK(doc["check"]["ok"] == true);
+  CHECK(doc["check"]["outputs"][0]["reordered"] == true);
+  CHECK(doc["shards"] == 10);
+  CHECK(doc["memory"]["peak_bytes_per_device"].size() == 3);
+  CHECK(doc["memory"]["predicted_peak_bytes_per_device"].size() == 3);
+  CHECK(doc["memory"]["input_bytes"] == 4 * (6 + 6 + 2));
+  CHECK(values(readNpy((dir / "out" / "y.npy").string()).buffer) ==
+        std::vector<float>{0, 5, 5, 11});
+
+  // NaN never passes: exit 3, with the outputs written and the reason said.
+  writeNpy((dir / "in" / "c.npy").string(), floats({2}, {std::nanf(""), 0}).view());
+  config.json = false;
+  out.str("");
+  err.str("");
+  CHECK(runCommand(config, out, err) == 3);
+  CHECK_THAT(err.str(), Contains("MISMATCH") &&
+                            Contains("error: run --check: output y differs from the unsharded "
+                                     "graph: max error nan"));
+
+  // A wrong input shape is an input error naming the file.
+  writeNpy((dir / "in" / "c.npy").string(), floats({3}, {1, 2, 3}).view());
+  CHECK_THROWS_WITH(runCommand(config, out, err), Contains("c.npy has shape (3,)"));
+
+  // A graph runs as the single-device plan on `local`.
+  const std::string graphPath = writeText(dir, "g.json", kMatmulAddRelu);
+  const plan::LoadedPlan loaded = loadRunnable(graphPath, lib());
+  CHECK(loaded.target.name == "local");
+  CHECK(loaded.plan.shardCount() == 3);
+  RunConfig graphRun;
+  graphRun.planPath = graphPath;
+  graphRun.check = true;
+  graphRun.quiet = true;
+  out.str("");
+  err.str("");
+  CHECK(runCommand(graphRun, out, err) == 0);
+  CHECK(err.str().empty());
+
+  // Other documents are input errors at the tag.
+  const std::string other = writeText(dir, "t.json", R"({"tapestry": "front/v1"})");
+  CHECK_THROWS_WITH(loadRunnable(other, lib()), Contains("unknown format \"front/v1\""));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the cuda backend is unavailable here; unknown backends are usage errors",
+          "[executor][command]") {
+  CHECK_NOTHROW(requireBackend("cpu"));
+  try {
+    requireBackend("cuda");
+    FAIL("expected BackendUnavailable");
+  } catch (const BackendUnavailable& e) {
+    CHECK(e.exitCode() == ExitCode::BackendUnavailable);
+    CHECK_THAT(e.message(), Contains("without the CUDA backend") || Contains("CUDA GPU") ||
+                                Contains("cannot execute plans yet"));
+  }
+  CHECK_THROWS_AS(requireBackend("tpu"), UsageError);
+}
+
+TEST_CASE("bench times the plan and the single-device baseline", "[executor][command]") {
+  const std::filesystem::path dir = tempDir("bench");
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  BenchConfig config;
+  config.planPath =
+      writePlanFile(g, 2, PlanChoice{{{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}, {{2, 1}, {0, 1}}}},
+                    dir, "plan.json");
+  config.repeat = 3;
+  config.warmup = 1;
+  config.json = true;
+  std::ostringstream out;
+  std::ostringstream err;
+  CHECK(benchCommand(config, out, err) == 0);
+  const Json doc = Json::parse(out.str());
+  for (const char* key : {"status", "plan_file", "graph", "backend", "target", "repeat", "warmup",
+                          "flops", "plan", "single_device", "speedup"}) {
+    INFO(key);
+    CHECK(doc.contains(key));
+  }
+  for (const char* part : {"plan", "single_device"}) {
+    for (const char* key : {"devices", "workers", "measured_s", "predicted_s",
+                            "measured_over_predicted", "flops_per_s", "times_s"}) {
+      INFO(part << "." << key);
+      CHECK(doc[part].contains(key));
+    }
+  }
+  CHECK(doc["plan"]["times_s"].size() == 3);
+  CHECK(doc["plan"]["devices"] == 2);
+  CHECK(doc["single_device"]["devices"] == 1);
+  CHECK(doc["flops"] == 2 * 2 * 2 * 3 + 4 + 4);
+
+  config.json = false;
+  out.str("");
+  CHECK(benchCommand(config, out, err) == 0);
+  CHECK_THAT(out.str(), Contains("single device") && Contains("speedup"));
+  std::filesystem::remove_all(dir);
+}
