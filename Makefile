@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 PRESET ?= release
 
-.PHONY: all deps build demo test test-release test-asan bless format clean
+.PHONY: all deps build demo test test-release test-asan fuzz bless format clean
 
 all: build
 
@@ -32,6 +32,11 @@ test-release: deps build/release/build.ninja
 test-asan: deps build/asan/build.ninja
 	@cmake --build --preset asan -j $(JOBS)
 	@ctest --preset asan -j $(JOBS)
+
+# Every libFuzzer target for FUZZ_SECONDS each (clang, ASan + UBSan; scripts/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # Rewrite the golden CLI expectations from the current binary (review the diff!).
 bless: deps build/release/build.ninja

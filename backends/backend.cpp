@@ -249,4 +249,61 @@ double Backend::now() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
+// ---------------------------------------------------------------- kernel arguments
+
+namespace {
+
+const expr::Binding& binding(const graph::Operation& op, std::string_view name) {
+  const expr::Binding* b = op.application.bindings.find(name);
+  if (b == nullptr) {
+    throw InternalError("operation " + op.name + " (" + op.kernel + ") has no binding $" +
+                        std::string(name) + " for its kernel");
+  }
+  return *b;
+}
+
+} // namespace
+
+std::int64_t intBinding(const graph::Operation& op, std::string_view name) {
+  const expr::Binding& b = binding(op, name);
+  if (b.value.isBool()) {
+    return b.value.asBool() ? 1 : 0;
+  }
+  if (!b.value.isInt()) {
+    throw InternalError("binding $" + std::string(name) + " of operation " + op.name +
+                        " is not an int: " + b.value.toString());
+  }
+  return b.value.asInt();
+}
+
+std::vector<std::int64_t> intsBinding(const graph::Operation& op, std::string_view name) {
+  const expr::Binding& b = binding(op, name);
+  if (!b.value.isList()) {
+    throw InternalError("binding $" + std::string(name) + " of operation " + op.name +
+                        " is not a list: " + b.value.toString());
+  }
+  return b.value.toInts("$" + std::string(name));
+}
+
+double floatParam(const graph::Operation& op, std::string_view name) {
+  const Json& params = op.application.params;
+  auto it = params.find(std::string(name));
+  if (it == params.end() || !it->is_number()) {
+    throw InternalError("operation " + op.name + " (" + op.kernel + ") has no number param \"" +
+                        std::string(name) + "\"");
+  }
+  return it->get<double>();
+}
+
+ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> start = index.start().vector();
+  std::vector<std::int64_t> end = index.end().vector();
+  start[axis] = std::max(start[axis], lo);
+  end[axis] = std::min(end[axis], hi);
+  if (start[axis] >= end[axis]) {
+    return ZRange::empty(index.rank());
+  }
+  return ZRange(ZPoint(std::move(start)), ZPoint(std::move(end)));
+}
+
 } // namespace tapestry::backend

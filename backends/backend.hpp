@@ -96,6 +96,28 @@ public:
 
   TensorView view() const;
   TensorView view(const ZRange& part) const { return view().sub(part); }
+  // `part` as a buffer on `device` sharing this buffer's memory (no copy),
+  // when it is one contiguous row-major block of it (leading-dim rows); an
+  // empty Buffer otherwise.
+  Buffer share(const ZRange& part, int device) const {
+    if (storage_ == nullptr || part.isEmpty() || part.rank() != region_.rank() ||
+        !region_.contains(part)) {
+      return {};
+    }
+    // Contiguous: unit extents, then one partial dim, then whole dims.
+    std::size_t d = 0;
+    while (d < part.rank() && part.extent(d) == 1) {
+      ++d;
+    }
+    for (std::size_t e = d + 1; e < part.rank(); ++e) {
+      if (part.extent(e) != region_.extent(e)) {
+        return {};
+      }
+    }
+    std::byte* at = storage_.get() + view().offsetOf(part.start().coords()) *
+                                         static_cast<std::int64_t>(dtypeSize(dtype_));
+    return Buffer(dtype_, part, device, std::shared_ptr<std::byte>(storage_, at));
+  }
   // Host buffers: the elements in row-major order (T must match the dtype).
   template <class T> std::span<T> elements() const {
     return {reinterpret_cast<T*>(storage_.get()), static_cast<std::size_t>(elementCount())};
@@ -139,6 +161,20 @@ struct KernelCall {
   std::span<const PortViews> outputs; // parallel to op.outputs
   int device = 0;
 };
+
+// ---------------------------------------------------------------- kernel arguments
+// What every backend's kernels read from the operation's application. A
+// missing or mistyped binding or param is an InternalError: the template
+// defines them, so their absence is a bug.
+
+// A binding ($ax, $n, ...) as an int (a bool reads as 0 or 1), or a list of ints.
+std::int64_t intBinding(const graph::Operation& op, std::string_view name);
+std::vector<std::int64_t> intsBinding(const graph::Operation& op, std::string_view name);
+// A number param (eps, ...).
+double floatParam(const graph::Operation& op, std::string_view name);
+// The part of `index` whose coordinate along `axis` lies in [lo, hi) (concat and
+// split cut their index along the axis this way).
+ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int64_t hi);
 
 // Kernel implementations by kernel name (each backend keeps one of these).
 template <class Fn> class KernelRegistry {
@@ -202,6 +238,18 @@ public:
 
   virtual bool hasKernel(std::string_view kernel) const = 0;
   virtual std::vector<std::string> kernelNames() const = 0; // sorted
+
+  // A buffer for `region` of `source` on `device` that shares source's memory
+  // instead of copying it, where the backend can offer one (the device reads
+  // source's memory directly and the region is contiguous in it); an empty
+  // Buffer otherwise, which is the default. The executor places resident
+  // graph inputs, which nothing writes, this way.
+  virtual Buffer shareRegion(const Buffer& source, const ZRange& region, int device) {
+    (void)source;
+    (void)region;
+    (void)device;
+    return {};
+  }
 
   // Waits until every copy, kernel and combine issued so far has finished.
   virtual void synchronize() = 0;

@@ -592,6 +592,14 @@ void Executor::runTask(const Task& task) {
   case Task::Kind::Resident: {
     const plan::Resident& r = p_.residents[task.a];
     const u32 s = task.creates[0];
+    // Counted as allocated either way, so that release() balances it.
+    Buffer shared =
+        backend_.shareRegion(*hostInputs_[r.tensor], slots_[s].region, slots_[s].device);
+    if (shared.data() != nullptr) {
+      charge(slots_[s].device, shared.byteSize());
+      buffers_[s] = std::move(shared);
+      return;
+    }
     buffers_[s] = allocate(slots_[s]);
     backend_.copyRegion(hostInputs_[r.tensor]->view(), buffers_[s].view(), r.region);
     return;

@@ -25,6 +25,7 @@ struct RunConfig {
   std::string outputsDir;               // NAME.npy per graph output; "" writes nothing
   std::uint64_t seed = 0;
   bool check = false; // also run the unsharded graph and compare (exit 3 on mismatch)
+  bool tf32 = false;  // cuda: float32 products may use TF32 (--check tolerance 1e-3)
   int threads = 0;    // cap on worker threads; 0: one per device, at most the cores
   bool json = false;  // --format json: a summary document on `out`
   bool quiet = false;
@@ -40,8 +41,9 @@ struct BenchConfig {
   std::string planPath;
   std::vector<std::string> kernelPaths;
   std::string backend = "cpu";
-  int repeat = 10; // timed runs; the median is reported
-  int warmup = 2;  // untimed runs before them
+  int repeat = 10;   // timed runs; the median is reported
+  int warmup = 2;    // untimed runs before them
+  bool tf32 = false; // cuda: float32 products may use TF32
   int threads = 0;
   std::uint64_t seed = 0; // inputs are drawn from it
   bool json = false;
@@ -51,7 +53,10 @@ struct BenchConfig {
 };
 
 // Times the plan and the unsharded single-device baseline (the graph with every
-// operation as one shard on device 0) on the same inputs; returns 0.
+// operation as one shard on device 0) on the same inputs; returns 0. On cuda
+// the inputs start in GPU memory, and a graph of one matmul or linear also
+// gets the single cuBLASLt call on whole tensors as a baseline, timed with
+// CUDA events.
 int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err);
 
 // Reads PATH as a plan (plan/v1), or as a graph (graph/v1, expanded/v1) made

@@ -95,7 +95,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   registerRun(app, action);
   registerBench(app, action);
   app.footer("Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, "
-             "4 backend unavailable, 70 internal error.\n"
+             "4 backend unavailable, 70 internal error, 130 interrupted.\n"
              "Run 'tapestry COMMAND --help' for a command's options.");
 
   std::vector<const char*> argv;

@@ -18,6 +18,7 @@ struct BenchArgs {
   int repeat = 10;
   int warmup = 2;
   int threads = 0;
+  bool tf32 = false;
   std::uint64_t seed = 0;
 };
 } // namespace
@@ -43,6 +44,8 @@ void registerBench(CLI::App& app, Action& action) {
                   "Cap on CPU worker threads (0: one per device, at most one per core)")
       ->check(CLI::Range(0, 4096));
   sub->add_option("--seed", args->seed, "Seed the inputs are drawn from");
+  sub->add_flag("--tf32", args->tf32,
+                "Let float32 matrix products use TF32 tensor cores (cuda backend only)");
   sub->callback([&action, args] {
     action = [args](const GlobalOptions& global, Streams& io) -> int {
       backend::BenchConfig config;
@@ -52,6 +55,7 @@ void registerBench(CLI::App& app, Action& action) {
       config.repeat = args->repeat;
       config.warmup = args->warmup;
       config.threads = args->threads;
+      config.tf32 = args->tf32;
       config.seed = args->seed;
       config.json = global.format == OutputFormat::Json;
       config.quiet = global.quiet;

@@ -2,11 +2,14 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include "cli/app.hpp"
+#include "cli/optimize_mpi.hpp"
+#include "core/diag/interrupt.hpp"
 #include "core/search/optimize_command.hpp"
 
 namespace tapestry::cli {
@@ -26,6 +29,7 @@ struct OptimizeArgs {
   std::string inputsOn = "host";
   std::string output = "-";
   std::string front;
+  std::int64_t exchangeEvery = search::kDefaultExchangeEvery;
 };
 } // namespace
 
@@ -60,6 +64,10 @@ void registerOptimize(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"host", "free"}));
   sub->add_option("-o,--output", args->output, "Selected plan (plan/v1 JSON), - for stdout");
   sub->add_option("--front", args->front, "Also write the front (front/v1 JSON) here");
+  sub->add_option("--exchange-every", args->exchangeEvery,
+                  "Under mpirun -n K: K islands search with their own seeds and swap their "
+                  "fronts every N iterations (docs/distributed.md); ignored in one process")
+      ->check(CLI::PositiveNumber);
   auto* memoryCap = sub->get_option("--memory-cap");
   sub->callback([&action, args, budget, iterations, memoryCap] {
     action = [args, budget, iterations, memoryCap](const GlobalOptions& global,
@@ -89,6 +97,18 @@ void registerOptimize(CLI::App& app, Action& action) {
       config.verbose = global.verbose;
       // The progress line is for people watching a terminal, never for logs.
       config.progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      // A first SIGINT/SIGTERM stops the stochastic search at the next generation
+      // boundary; the best front so far is written and the exit code is 130.
+      // (The exhaustive search is not deferred: an interrupt ends it at once.)
+      std::optional<interrupt::Deferral> deferral;
+      if (!config.exhaustive) {
+        deferral.emplace();
+        config.stop = &interrupt::requested();
+      }
+      config.exchangeEvery = args->exchangeEvery;
+      if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
+        return optimizeOnIslands(config, *launch, io); // mpirun -n K, K > 1
+      }
       return search::optimizeCommand(config, io.out, io.err);
     };
   });

@@ -19,6 +19,7 @@ struct RunArgs {
   std::uint64_t seed = 0;
   bool check = false;
   int threads = 0;
+  bool tf32 = false;
 };
 } // namespace
 
@@ -44,6 +45,8 @@ void registerRun(CLI::App& app, Action& action) {
   sub->add_option("--threads", args->threads,
                   "Cap on CPU worker threads (0: one per device, at most one per core)")
       ->check(CLI::Range(0, 4096));
+  sub->add_flag("--tf32", args->tf32,
+                "Let float32 matrix products use TF32 tensor cores (cuda backend only)");
   sub->callback([&action, args] {
     action = [args](const GlobalOptions& global, Streams& io) -> int {
       backend::RunConfig config;
@@ -55,6 +58,7 @@ void registerRun(CLI::App& app, Action& action) {
       config.seed = args->seed;
       config.check = args->check;
       config.threads = args->threads;
+      config.tf32 = args->tf32;
       config.json = global.format == OutputFormat::Json;
       config.quiet = global.quiet;
       config.verbose = global.verbose;

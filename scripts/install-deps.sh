@@ -11,7 +11,8 @@ packages=(
   antlr4 libantlr4-runtime-dev
   libgraphviz-dev graphviz
   catch2 libopenblas-dev
-  python3
+  python3 python3-jsonschema python3-yaml jq
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates the pictures of docs/render.md (docs/figures/*.svg and *.png) from the
-# bundled examples: the graph view of mlp and concat_split_embedding, the collapsed
-# stacked MLP, the plan `optimize` picks for mlp on two devices, and the Pareto
-# front of mlp on eight H100s. Every step is deterministic (fixed seeds and
-# iteration budgets), so rerunning it only changes the pictures when tapestry does.
+# Regenerates every picture of the documentation (docs/figures/*.svg and *.png)
+# from the bundled examples: for docs/render.md the graph view of mlp and
+# concat_split_embedding, the collapsed stacked MLP, the plan `optimize` picks
+# for mlp on two devices and the Pareto front of mlp on eight H100s; for
+# docs/tutorial.md the transformer block's graph, front and collapsed plan on
+# h100x8 (the tutorial's own commands); for docs/concepts.md the mm_relu plan's
+# graph and plan; for docs/language.md the worked example's graph (a -k kernel).
+# Every step is deterministic (fixed seeds and iteration budgets), so rerunning
+# it only changes the pictures when tapestry does.
 #   scripts/render-figures.sh [path/to/tapestry]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,3 +39,17 @@ draw plan-mlp-cpu2-collapsed "$work/mlp-cpu2.plan.json" --collapse
   -o "$work/mlp-h100x8.plan.json" --front "$work/mlp-h100x8.front.json"
 draw front-mlp-h100x8 "$work/mlp-h100x8.front.json"
 draw front-tiny-cpu2 testdata/fronts/tiny_cpu2.front.json
+
+# docs/tutorial.md: the same commands as the tutorial.
+"$tapestry" optimize testdata/graphs/transformer_block.json --target h100x8 --seed 1 -q \
+  -o "$work/tb.plan.json" --front "$work/tb.front.json"
+draw graph-transformer-block testdata/graphs/transformer_block.json
+draw front-transformer-block-h100x8 "$work/tb.front.json"
+draw plan-transformer-block-h100x8-collapsed "$work/tb.plan.json" --collapse
+
+# docs/concepts.md: a matmul split along m and k (partials, reductions) and a relu.
+draw graph-mm-relu testdata/plans/mm_relu_2dev.json --view graph
+draw plan-mm-relu-2dev testdata/plans/mm_relu_2dev.json
+
+# docs/language.md: the worked example of a user metakernel.
+draw graph-pool-net docs/examples/pool_net.json -k docs/examples/pooling.yaml

@@ -69,50 +69,6 @@ void copyViews(const TensorView& src, const TensorView& dst, const ZRange& regio
                 });
 }
 
-namespace {
-
-const expr::Binding& binding(const graph::Operation& op, std::string_view name) {
-  const expr::Binding* b = op.application.bindings.find(name);
-  if (b == nullptr) {
-    throw InternalError("operation " + op.name + " (" + op.kernel + ") has no binding $" +
-                        std::string(name) + " for the cpu kernel");
-  }
-  return *b;
-}
-
-} // namespace
-
-std::int64_t intBinding(const graph::Operation& op, std::string_view name) {
-  const expr::Binding& b = binding(op, name);
-  if (b.value.isBool()) {
-    return b.value.asBool() ? 1 : 0;
-  }
-  if (!b.value.isInt()) {
-    throw InternalError("binding $" + std::string(name) + " of operation " + op.name +
-                        " is not an int: " + b.value.toString());
-  }
-  return b.value.asInt();
-}
-
-std::vector<std::int64_t> intsBinding(const graph::Operation& op, std::string_view name) {
-  const expr::Binding& b = binding(op, name);
-  if (!b.value.isList()) {
-    throw InternalError("binding $" + std::string(name) + " of operation " + op.name +
-                        " is not a list: " + b.value.toString());
-  }
-  return b.value.toInts("$" + std::string(name));
-}
-
-double floatParam(const graph::Operation& op, std::string_view name) {
-  const Json& params = op.application.params;
-  auto it = params.find(std::string(name));
-  if (it == params.end() || !it->is_number()) {
-    throw InternalError("operation " + op.name + " (" + op.kernel + ") has no number param \"" +
-                        std::string(name) + "\"");
-  }
-  return it->get<double>();
-}
-
 void unsupportedDType(const KernelCall& call, DType dtype) {
   throw Error("backend cpu: kernel " + call.op.kernel + " does not support " + dtypeName(dtype) +
               " (operation " + call.op.name + ")");

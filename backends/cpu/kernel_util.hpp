@@ -204,12 +204,7 @@ void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const double* A, 
                double* C);
 
 // ---------------------------------------------------------------- params
-
-// A binding of the operation's application ($ax, $n, ...); InternalError when
-// absent (the template defines it, so absence is a bug).
-std::int64_t intBinding(const graph::Operation& op, std::string_view name);
-std::vector<std::int64_t> intsBinding(const graph::Operation& op, std::string_view name);
-double floatParam(const graph::Operation& op, std::string_view name);
+// (intBinding, intsBinding, floatParam, clipAxis: backends/backend.hpp)
 
 // Error (exit 1): "backend cpu: kernel gelu does not support int32 (operation g)".
 [[noreturn]] void unsupportedDType(const KernelCall& call, DType dtype);

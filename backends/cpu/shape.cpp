@@ -100,18 +100,6 @@ void castKernel(const KernelCall& call) {
   });
 }
 
-// The part of `index` whose coordinate along `axis` lies in [lo, hi).
-ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int64_t hi) {
-  std::vector<std::int64_t> start = index.start().vector();
-  std::vector<std::int64_t> end = index.end().vector();
-  start[axis] = std::max(start[axis], lo);
-  end[axis] = std::min(end[axis], hi);
-  if (start[axis] >= end[axis]) {
-    return ZRange::empty(index.rank());
-  }
-  return ZRange(ZPoint(std::move(start)), ZPoint(std::move(end)));
-}
-
 // concat: index = the result shape; element j covers [offset_j, offset_j + size_j)
 // of the axis.
 void concatKernel(const KernelCall& call) {

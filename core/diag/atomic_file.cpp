@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/diag/error.hpp"
+#include "core/diag/interrupt.hpp"
 
 namespace tapestry {
 
@@ -22,6 +23,19 @@ std::string temporaryNameFor(const std::filesystem::path& target) {
   name << "." << target.filename().string() << ".tmp." << ::getpid() << "." << std::hex << rd();
   return (target.parent_path() / name.str()).string();
 }
+
+// Keeps a temporary registered with the signal handler while it exists.
+class TemporaryRegistration {
+public:
+  explicit TemporaryRegistration(const std::string& path)
+      : slot_(interrupt::registerTemporary(path.c_str())) {}
+  ~TemporaryRegistration() { interrupt::unregisterTemporary(slot_); }
+  TemporaryRegistration(const TemporaryRegistration&) = delete;
+  TemporaryRegistration& operator=(const TemporaryRegistration&) = delete;
+
+private:
+  int slot_;
+};
 
 [[noreturn]] void failWrite(const std::string& path, const std::string& why) {
   throw Error(SourceLocation{path, 0, 0, {}}, "cannot write output file: " + why);
@@ -45,6 +59,7 @@ void writeFileAtomically(const std::string& path, const std::function<void(std::
     failWrite(path, "is a directory");
   }
   std::string tmp = temporaryNameFor(target);
+  TemporaryRegistration registration(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {

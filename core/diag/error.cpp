@@ -1,5 +1,7 @@
 #include "core/diag/error.hpp"
 
+#include <algorithm>
+
 namespace tapestry {
 
 std::string SourceLocation::toString() const {
@@ -49,6 +51,37 @@ std::string caretLine(const Snippet& snippet) {
   return out;
 }
 
+// A source line longer than this is shown as a window around the caret (a
+// minified 400 KB JSON line must not flood the terminal).
+constexpr std::size_t kWholeLine = 160;
+constexpr std::size_t kContext = 70; // bytes either side of the caret in a window
+
+Snippet windowed(const Snippet& snippet) {
+  const std::string& text = snippet.text;
+  if (text.size() <= kWholeLine) {
+    return snippet;
+  }
+  const std::size_t caret =
+      std::min(static_cast<std::size_t>(std::max(snippet.caretColumn, 1) - 1), text.size());
+  std::size_t begin = caret > kContext ? caret - kContext : 0;
+  std::size_t end = std::min(text.size(), caret + kContext);
+  // Never cut a UTF-8 sequence in two.
+  auto continuation = [&](std::size_t i) {
+    return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+  };
+  while (begin > 0 && continuation(begin)) {
+    --begin;
+  }
+  while (end < text.size() && continuation(end)) {
+    ++end;
+  }
+  Snippet out;
+  out.text =
+      (begin > 0 ? "..." : "") + text.substr(begin, end - begin) + (end < text.size() ? "..." : "");
+  out.caretColumn = static_cast<int>(caret - begin) + 1 + (begin > 0 ? 3 : 0);
+  return out;
+}
+
 } // namespace
 
 std::string Diagnostic::format() const {
@@ -62,8 +95,9 @@ std::string Diagnostic::format() const {
   out += message;
   out += '\n';
   if (snippet) {
-    out += snippet->text + '\n';
-    out += caretLine(*snippet) + '\n';
+    const Snippet shown = windowed(*snippet);
+    out += shown.text + '\n';
+    out += caretLine(shown) + '\n';
   }
   for (const Diagnostic& note : notes) {
     out += note.format();

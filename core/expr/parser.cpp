@@ -6,6 +6,8 @@
 // "mismatched input" prose.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -15,6 +17,7 @@
 
 #include "TapestryLexer.h"
 #include "TapestryParser.h"
+#include "core/diag/utf8.hpp"
 #include "core/expr/ast.hpp"
 #include "core/expr/expr.hpp"
 
@@ -176,11 +179,28 @@ private:
   const LexerErrors& lexerErrors_;
 };
 
+// ANTLR's input stream throws std::range_error on invalid UTF-8 (found by the
+// fuzzer); report it as a syntax error at its column (columns count characters).
+void checkUtf8(std::string_view text) {
+  const std::optional<std::size_t> bad = findInvalidUtf8(text);
+  if (!bad) {
+    return;
+  }
+  int column = 1;
+  for (std::size_t i = 0; i < *bad; ++column) {
+    i += static_cast<unsigned char>(text[i]) < 0x80 ? 1 : utf8SequenceLength(text, i);
+  }
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text[*bad]));
+  throw ExprError(column, std::string("invalid UTF-8 byte ") + hex);
+}
+
 // Runs the lexer and parser over `text`, calls `entry` for the parse tree and
 // `convert` on it while the parser (which owns the tree) is alive.
 template <class Tree>
 void runParser(std::string_view text, Tree* (TapestryParser::*entry)(),
                const std::function<void(Tree*)>& convert) {
+  checkUtf8(text);
   antlr4::ANTLRInputStream input{std::string(text)};
   TapestryLexer lexer(&input);
   LexerErrors lexerErrors;

@@ -205,7 +205,9 @@ private:
 
   void checkParams(std::size_t i, const Metakernel& k) {
     const OperationDecl& op = decl(i);
-    for (const auto& [name, value] : op.params.items()) {
+    for (const auto& item : op.params.items()) {
+      const std::string& name = item.key();
+      const Json& value = item.value();
       const metakernel::ParamSpec* spec = k.findParam(name);
       auto where = [&] { return op.where.member("params").member(name); };
       if (spec == nullptr) {

@@ -3,8 +3,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
+
+#include "core/diag/utf8.hpp"
 
 namespace tapestry::metakernel::yaml {
 
@@ -31,8 +35,32 @@ const char* kindName(const YAML::Node& node) {
 }
 
 YAML::Node Reader::parse() const {
+  // yaml-cpp passes invalid UTF-8 through into strings, where it would break
+  // every JSON output later: reject it here, located, as the JSON parser does.
+  if (const std::optional<std::size_t> bad = findInvalidUtf8(file_.text())) {
+    const SourceLocation at = file_.locationOf(*bad);
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(file_.text()[*bad]));
+    throw Error(Diagnostic{Severity::Error,
+                           at,
+                           std::string("invalid UTF-8 byte ") + hex,
+                           file_.snippetAt(at.line, at.column),
+                           {}},
+                ExitCode::InvalidInput);
+  }
+  YAML::Node root;
   try {
-    return YAML::Load(file_.text());
+    root = YAML::Load(file_.text());
+  } catch (const YAML::DeepRecursion& e) {
+    int line = e.mark.line >= 0 ? e.mark.line + 1 : 1;
+    int column = e.mark.column >= 0 ? e.mark.column + 1 : 1;
+    throw Error(
+        Diagnostic{Severity::Error,
+                   file_.locationAt(line, column),
+                   "invalid YAML: nested deeper than " + std::to_string(e.depth()) + " levels",
+                   file_.snippetAt(line, column),
+                   {}},
+        ExitCode::InvalidInput);
   } catch (const YAML::ParserException& e) {
     int line = e.mark.line >= 0 ? e.mark.line + 1 : 1;
     int column = e.mark.column >= 0 ? e.mark.column + 1 : 1;
@@ -44,6 +72,43 @@ YAML::Node Reader::parse() const {
                 ExitCode::InvalidInput);
   } catch (const YAML::Exception& e) {
     throw Error(SourceLocation{file_.name(), 0, 0, {}}, "invalid YAML: " + e.msg);
+  }
+  checkDocument(root);
+  return root;
+}
+
+void Reader::checkDocument(const YAML::Node& root) const {
+  // Two things only the parsed document shows: escapes ("\x85") can still make
+  // invalid UTF-8, and a few lines of anchors and aliases can stand for
+  // billions of nodes ("billion laughs"). Both stop here, before any reader
+  // walks the document.
+  std::vector<YAML::Node> pending{root};
+  std::int64_t nodes = 0;
+  while (!pending.empty()) {
+    const YAML::Node node = pending.back();
+    pending.pop_back();
+    if (++nodes > kMaxNodes) {
+      fail(node, "the document has more than " + std::to_string(kMaxNodes) +
+                     " nodes once aliases are expanded");
+    }
+    if (node.IsScalar()) {
+      const std::string& text = node.Scalar();
+      if (const std::optional<std::size_t> bad = findInvalidUtf8(text)) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(text[*bad]));
+        fail(node,
+             std::string("invalid UTF-8 in a string (byte ") + hex + ", from an escape sequence)");
+      }
+    } else if (node.IsSequence()) {
+      for (const YAML::Node& element : node) {
+        pending.push_back(element);
+      }
+    } else if (node.IsMap()) {
+      for (const auto& entry : node) {
+        pending.push_back(entry.first);
+        pending.push_back(entry.second);
+      }
+    }
   }
 }
 
@@ -197,6 +262,13 @@ Json plainScalar(const std::string& s) {
 } // namespace
 
 Json Reader::toJson(const YAML::Node& node) const {
+  return toJson(node, 1);
+}
+
+Json Reader::toJson(const YAML::Node& node, int depth) const {
+  if (depth > kMaxDepth) {
+    fail(node, "value is nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  }
   if (!node.IsDefined() || node.IsNull()) {
     return nullptr;
   }
@@ -206,13 +278,13 @@ Json Reader::toJson(const YAML::Node& node) const {
   if (node.IsSequence()) {
     Json out = Json::array();
     for (const YAML::Node& n : node) {
-      out.push_back(toJson(n));
+      out.push_back(toJson(n, depth + 1));
     }
     return out;
   }
   Json out = Json::object();
   for (const Entry& e : entries(node, "value", false)) {
-    out[e.key] = toJson(e.value);
+    out[e.key] = toJson(e.value, depth + 1);
   }
   return out;
 }

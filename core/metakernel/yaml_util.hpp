@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/diag/source.hpp"
@@ -31,7 +32,9 @@ public:
   explicit Reader(const SourceFile& file) : file_(file) {}
 
   const SourceFile& file() const { return file_; }
-  // Parses the whole file; a YAML syntax error is a located Error.
+  // Parses the whole file; a YAML syntax error, invalid UTF-8 (in the text or
+  // from an escape), nesting past the parser's limit and a document of more
+  // than kMaxNodes nodes are located Errors.
   YAML::Node parse() const;
 
   SourceLocation location(const YAML::Node& node) const;
@@ -55,10 +58,18 @@ public:
   std::string scalar(const YAML::Node& node, const std::string& what) const;
   std::int64_t integer(const YAML::Node& node, const std::string& what) const;
   // Plain scalars become int, float, bool or null when they read as one; quoted
-  // scalars stay strings.
+  // scalars stay strings. A value nested deeper than kMaxDepth is an error.
   Json toJson(const YAML::Node& node) const;
+  static constexpr int kMaxDepth = 256;
+  // parse() refuses a document of more nodes than this once aliases are
+  // expanded (an alias "bomb" of a few lines can stand for billions).
+  static constexpr std::int64_t kMaxNodes = 1'000'000;
 
 private:
+  Json toJson(const YAML::Node& node, int depth) const;
+  // Every scalar valid UTF-8 (after escapes), at most kMaxNodes nodes.
+  void checkDocument(const YAML::Node& root) const;
+
   const SourceFile& file_;
 };
 

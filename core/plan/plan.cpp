@@ -252,6 +252,10 @@ std::optional<std::string> checkOpChoice(const graph::ExpandedGraph& g, int devi
              std::to_string(d) + ", but not every output of " + op.kernel +
              " has a combine, so partial results could not be combined";
     }
+    if (shards > kMaxShardsPerOp / c.split[d]) {
+      return opLabel(op) + ": split " + formatInts(c.split) + " makes more than " +
+             std::to_string(kMaxShardsPerOp) + " shards (the most one operation may have)";
+    }
     shards *= c.split[d];
   }
   if (c.devices.size() != static_cast<std::size_t>(shards)) {
@@ -289,10 +293,16 @@ std::optional<std::string> checkChoice(const graph::ExpandedGraph& g, int device
   if (auto reason = checkShape(g, deviceCount, choice)) {
     return reason;
   }
+  std::int64_t shards = 0;
   for (std::size_t i = 0; i < g.operations.size(); ++i) {
     if (auto reason = checkOpChoice(g, deviceCount, i, choice.ops[i])) {
       return reason;
     }
+    shards += static_cast<std::int64_t>(choice.ops[i].devices.size());
+  }
+  if (shards > kMaxShardsPerPlan) {
+    return "the plan has " + std::to_string(shards) + " shards, more than the " +
+           std::to_string(kMaxShardsPerPlan) + " a plan may have";
   }
   return std::nullopt;
 }
@@ -1175,7 +1185,6 @@ ShardPlan buildPlan(const graph::ExpandedGraph& g, int deviceCount, const PlanCh
 // ---------------------------------------------------------------- summarize
 
 PlanTasks summarize(const graph::ExpandedGraph& g, const ShardPlan& p) {
-  using u32 = std::uint32_t;
   checkInvariant(p.ops.size() == g.operations.size(), "summarize: the plan is for this graph");
   PlanTasks out;
   out.deviceCount = p.deviceCount;

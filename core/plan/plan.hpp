@@ -84,10 +84,16 @@ struct PlanOptions {
   bool operator==(const PlanOptions&) const = default;
 };
 
+// Limits that keep a plan file (or a search) from asking for more shards than
+// memory could hold: each shard carries selections for every tensor it touches.
+inline constexpr std::int64_t kMaxShardsPerOp = 65536;
+inline constexpr std::int64_t kMaxShardsPerPlan = 1 << 20;
+
 // Checks a choice against the graph and target without building the plan:
 // split rank = index rank, every part in [1, extent], reduction dims split only
 // when the op's outputs all have a combine, device ids in [0, device count),
-// devices.size() = product(split). Returns the reason when invalid, naming the
+// devices.size() = product(split), at most kMaxShardsPerOp shards per operation
+// and kMaxShardsPerPlan in all. Returns the reason when invalid, naming the
 // operation ("operation fc1: ...").
 // Plans depend only on the device count, not on the rest of the target (the cost
 // model reads that), so data flows graph -> plan -> cost.

@@ -463,6 +463,11 @@ Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
   std::string messages = err.readAll();
   if (WIFSIGNALED(status)) {
     attempt.problem = "Graphviz crashed (signal " + std::to_string(WTERMSIG(status)) + ")";
+  } else if (messages.find("AddressSanitizer") != std::string::npos) {
+    // A sanitized build catches Graphviz's double free instead of dying of it
+    // (or, without a sanitizer, of nothing at all): the same crash.
+    attempt.problem = "Graphviz crashed (a memory error AddressSanitizer caught)";
+    return attempt;
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     attempt.problem = "Graphviz failed";
   } else if (messages.find("libpath/") != std::string::npos ||

@@ -21,6 +21,7 @@
 #include "core/plan/plan_file.hpp"
 #include "core/search/exhaustive.hpp"
 #include "core/search/front_file.hpp"
+#include "core/search/island.hpp"
 #include "core/search/search.hpp"
 #include "core/search/select.hpp"
 
@@ -152,6 +153,14 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   if (config.threads < 1) {
     throw UsageError("--threads: expected at least 1, got " + std::to_string(config.threads));
   }
+  const bool distributed = config.islands && config.islands->size() > 1;
+  if (distributed && config.exhaustive) {
+    throw UsageError("--exhaustive runs in one process; run it without mpirun");
+  }
+  if (config.exchangeEvery < 1) {
+    throw UsageError("--exchange-every: expected at least 1, got " +
+                     std::to_string(config.exchangeEvery));
+  }
   if (config.exhaustive && (config.iterations || config.budgetSeconds)) {
     throw UsageError("--exhaustive evaluates every plan; it takes no --iterations or "
                      "--budget-seconds");
@@ -187,9 +196,14 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     if (config.progress) {
       options.onGeneration = [&](const SearchProgress& p) { progress.update(p, generations); };
     }
-    result = runSearch(evaluator, options);
+    result = distributed ? runIslandSearch(evaluator, options, IslandOptions{config.exchangeEvery},
+                                           *config.islands)
+                         : runSearch(evaluator, options);
   }
   progress.clear();
+  if (distributed && config.islands->rank() != 0) {
+    return 0; // every island holds the merged front; rank 0 writes and reports it
+  }
 
   if (result.front.empty()) {
     std::int64_t least = result.leastPeakMemory;
@@ -217,14 +231,18 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   info.seed = config.seed;
   info.threads = config.threads;
   if (!config.frontPath.empty()) {
-    writeFileAtomically(config.frontPath,
-                        graph::formatJson(frontToJson(graph, target, result, info)) + "\n", out);
+    Json front = frontToJson(graph, target, result, info);
+    if (distributed) {
+      front["search"]["ranks"] = config.islands->size();
+      front["search"]["exchange_every"] = config.exchangeEvery;
+    }
+    writeFileAtomically(config.frontPath, graph::formatJson(front) + "\n", out);
   }
 
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
     Json summary = Json::object();
-    summary["status"] = "ok";
+    summary["status"] = result.stopped ? "interrupted" : "ok";
     summary["graph"] = graph.name;
     summary["target"] = target.name;
     summary["devices"] = target.deviceCount();
@@ -243,6 +261,10 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     search["invalid"] = result.invalid;
     search["threads"] = config.threads;
     search["seconds"] = result.seconds;
+    if (distributed) {
+      search["ranks"] = config.islands->size();
+      search["exchange_every"] = config.exchangeEvery;
+    }
     summary["search"] = std::move(search);
     summary["output"] = config.outputPath;
     if (!config.frontPath.empty()) {
@@ -258,7 +280,9 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     if (config.exhaustive) {
       to << " (exhaustive, " << result.evaluations << " plans)";
     } else {
-      to << " after " << result.iterations << " iterations (" << result.evaluations << " plans)";
+      to << " after " << result.iterations << " iterations (" << result.evaluations << " plans"
+         << (distributed ? ", " + std::to_string(config.islands->size()) + " islands" : "")
+         << (result.stopped ? ", interrupted" : "") << ")";
     }
     to << "\n";
     to << "  " << padded(std::string("selected (") + selectPolicyName(*policy) + ")", 20)
@@ -284,6 +308,13 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
       }
       to << "\n";
     }
+  }
+  if (result.stopped) {
+    // SIGINT/SIGTERM (or another stop request): what was found is written, and
+    // the exit code says the search did not run its course.
+    err << "tapestry: interrupted after " << result.iterations
+        << " iterations; wrote the best front found so far\n";
+    return static_cast<int>(ExitCode::Interrupted);
   }
   return 0;
 }

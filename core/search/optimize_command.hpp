@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/search/island.hpp"
+
 namespace tapestry::search {
 
 struct OptimizeConfig {
@@ -30,10 +32,16 @@ struct OptimizeConfig {
   bool verbose = false;  // more detail in the text summary
   bool progress = false; // a progress line on `err` (the CLI sets it when stderr is a TTY)
   const std::atomic<bool>* stop = nullptr; // stops the search at a generation boundary
+  // Under `mpirun -n K` (K > 1): this process's island of a distributed search
+  // (island.hpp, docs/distributed.md). Only rank 0 writes files and prints; the
+  // others return once the islands have merged their fronts. nullptr: one process.
+  IslandTransport* islands = nullptr;
+  std::int64_t exchangeEvery = kDefaultExchangeEvery; // generations between exchanges
 };
 
-// Returns 0. Input errors are Error (exit 1), flag errors UsageError (exit 2),
-// thrown before any file is written; output files are written atomically, the
+// Returns 0, or 130 (ExitCode::Interrupted) when `stop` ended the search early:
+// the outputs then hold the best front found so far. Input errors are Error (exit 1), flag errors
+// UsageError (exit 2), thrown before any file is written; output files are written atomically, the
 // plan first, then the front.
 int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err);
 

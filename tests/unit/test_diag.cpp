@@ -3,10 +3,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/error.hpp"
+#include "core/diag/interrupt.hpp"
 #include "core/diag/source.hpp"
 
 using namespace tapestry;
@@ -163,4 +169,134 @@ TEST_CASE("Atomic write to an unwritable place is a located error", "[diag]") {
   CHECK_THROWS_WITH(writeFileAtomically(dir.string(), std::string("x"), sink),
                     Catch::Contains("is a directory"));
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// Runs `body` in a forked child (signal handlers are process-wide, so each case
+// gets its own process) and returns its wait status.
+template <class Body> int inChild(Body body) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    body();
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+} // namespace
+
+TEST_CASE("A signal during an atomic write removes the temporary and kills", "[diag][interrupt]") {
+  const auto dir = std::filesystem::temp_directory_path() / "tapestry-test-interrupt";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto target = dir / "out.json";
+  int status = inChild([&] {
+    interrupt::install();
+    writeFileAtomically(
+        target.string(),
+        [](std::ostream& out) {
+          out << "partial";
+          out.flush();
+          std::raise(SIGINT);
+        },
+        std::cout);
+    ::_exit(5); // not reached: the signal kills the process
+  });
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  // Neither the target nor the temporary beside it is left.
+  CHECK(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Under a Deferral the first signal only requests a stop", "[diag][interrupt]") {
+  int status = inChild([] {
+    interrupt::install();
+    if (interrupt::requested().load()) {
+      ::_exit(2);
+    }
+    {
+      interrupt::Deferral deferral;
+      std::raise(SIGINT);
+      if (!interrupt::requested().load()) {
+        ::_exit(3);
+      }
+    }
+    ::_exit(7); // still alive after the first signal
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 7);
+
+  // A second signal terminates even under a Deferral; so does SIGTERM after one.
+  status = inChild([] {
+    interrupt::install();
+    interrupt::Deferral deferral;
+    std::raise(SIGINT);
+    std::raise(SIGINT);
+    ::_exit(7);
+  });
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGINT);
+  status = inChild([] {
+    interrupt::install();
+    interrupt::Deferral deferral;
+    std::raise(SIGTERM);
+    std::raise(SIGTERM);
+    ::_exit(7);
+  });
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+}
+
+TEST_CASE("Temporaries register and unregister in slots", "[diag][interrupt]") {
+  std::vector<int> slots;
+  for (int i = 0; i < 16; ++i) {
+    slots.push_back(interrupt::registerTemporary(("/nonexistent/t" + std::to_string(i)).c_str()));
+    CHECK(slots.back() >= 0);
+  }
+  // All slots taken: registering still works, just without cleanup.
+  CHECK(interrupt::registerTemporary("/nonexistent/extra") == -1);
+  for (int s : slots) {
+    interrupt::unregisterTemporary(s);
+  }
+  const int again = interrupt::registerTemporary(std::string(5000, 'x').c_str());
+  CHECK(again == -1); // longer than a path can be
+  const int one = interrupt::registerTemporary("/nonexistent/one");
+  CHECK(one >= 0);
+  interrupt::unregisterTemporary(one);
+}
+
+TEST_CASE("Long source lines are shown as a window around the caret", "[diag]") {
+  Diagnostic d;
+  d.message = "bad";
+  const std::string line = std::string(1000, 'a') + "X" + std::string(1000, 'b');
+  d.snippet = Snippet{line, 1001};
+  const std::string text = d.format();
+  const std::string expectedLine =
+      "..." + std::string(70, 'a') + "X" + std::string(69, 'b') + "...";
+  CHECK(text == "error: bad\n" + expectedLine + "\n" + std::string(73, ' ') + "^\n");
+
+  // Near the start: no leading ellipsis; the caret column is unchanged.
+  d.snippet = Snippet{line, 3};
+  CHECK(d.format() == "error: bad\n" + std::string(72, 'a') + "...\n  ^\n");
+
+  // A window never cuts a UTF-8 sequence ("é" is two bytes).
+  std::string accents;
+  for (int i = 0; i < 200; ++i) {
+    accents += "\xc3\xa9";
+  }
+  d.snippet = Snippet{accents, 201};
+  const std::string shown = d.format();
+  const std::string first = shown.substr(shown.find('\n') + 1);
+  const std::string windowLine = first.substr(0, first.find('\n'));
+  CHECK(windowLine.substr(0, 3) == "...");
+  CHECK(windowLine.substr(3, 2) == "\xc3\xa9");
+  CHECK(windowLine.substr(windowLine.size() - 5) == "\xc3\xa9...");
+
+  // Lines up to 160 bytes are shown whole.
+  d.snippet = Snippet{std::string(160, 'c'), 160};
+  CHECK(d.format() ==
+        "error: bad\n" + std::string(160, 'c') + "\n" + std::string(159, ' ') + "^\n");
 }

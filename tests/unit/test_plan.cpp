@@ -23,22 +23,14 @@
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
 #include "core/plan/plan_file.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
+using namespace tapestry::testing;
 using namespace tapestry::plan;
 using Catch::Matchers::Contains;
 
 namespace {
-
-const metakernel::MetakernelLibrary& lib() {
-  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
-  return library;
-}
-
-graph::ExpandedGraph expandText(const std::string& text) {
-  json::Document doc = json::Document::parse(SourceFile("g.json", text));
-  return graph::expand(graph::decodeGraph(json::Value(doc)), lib());
-}
 
 // x [8, 4] @ w [4, 6] -> h [8, 6]; relu(h) -> y. Index of mm: [m=8, n=6, k=4].
 graph::ExpandedGraph mmRelu() {
@@ -704,4 +696,46 @@ TEST_CASE("tampered plan files are located errors", "[plan][file]") {
     }
   }
   CHECK(seen == expected.size());
+}
+
+TEST_CASE("Shard counts are limited per operation and per plan", "[plan][limits]") {
+  // 17 relus on [512, 512]: each op could be cut into 262144 shards.
+  std::string ops;
+  for (int i = 0; i < 17; ++i) {
+    ops += std::string(i ? "," : "") + "{\"name\": \"r" + std::to_string(i) +
+           "\", \"kernel\": \"relu\", \"inputs\": {\"input\": \"t" + std::to_string(i) +
+           "\"}, \"outputs\": {\"result\": \"t" + std::to_string(i + 1) + "\"}}";
+  }
+  const graph::ExpandedGraph g = expandText(
+      R"({"tapestry": "graph/v1", "name": "relus", "tensors": {"t0": {"dtype": "float32",
+      "shape": [512, 512]}}, "operations": [)" +
+      ops + R"(], "outputs": ["t17"]})");
+  REQUIRE(g.operations.size() == 17);
+
+  OpChoice tooMany;
+  tooMany.split = {512, 256};
+  tooMany.devices.assign(512 * 256, 0);
+  std::optional<std::string> reason = checkOpChoice(g, 1, 0, tooMany);
+  REQUIRE(reason);
+  CHECK(*reason == "operation r0: split [512, 256] makes more than 65536 shards (the most "
+                   "one operation may have)");
+
+  // 65536 shards per op is allowed; 17 such ops are more than a plan may have.
+  OpChoice most;
+  most.split = {256, 256};
+  most.devices.assign(256 * 256, 0);
+  CHECK_FALSE(checkOpChoice(g, 1, 0, most));
+  PlanChoice choice;
+  choice.ops.assign(17, most);
+  reason = checkChoice(g, 1, choice);
+  REQUIRE(reason);
+  CHECK(*reason == "the plan has 1114112 shards, more than the 1048576 a plan may have");
+  // 16 * 65536 + 1 is still one too many; 15 * 65536 + 2 is allowed.
+  choice.ops[16].split = {1, 1};
+  choice.ops[16].devices = {0};
+  CHECK(checkChoice(g, 1, choice) ==
+        "the plan has 1048577 shards, more than the 1048576 a plan may have");
+  choice.ops[15] = choice.ops[16];
+  reason = checkChoice(g, 1, choice);
+  CHECK(reason.value_or("") == "");
 }

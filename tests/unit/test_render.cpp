@@ -20,23 +20,15 @@
 #include "core/render/graphviz.hpp"
 #include "core/render/render.hpp"
 #include "core/render/render_command.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
+using namespace tapestry::testing;
 using namespace tapestry::render;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-const metakernel::MetakernelLibrary& lib() {
-  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
-  return library;
-}
-
-graph::ExpandedGraph expandText(const std::string& text) {
-  json::Document doc = json::Document::parse(SourceFile("g.json", text));
-  return graph::expand(graph::decodeGraph(json::Value(doc)), lib());
-}
 
 // x [8, 4] @ w [4, 6] -> h [8, 6]; relu(h) -> y.
 const char* kMmRelu = R"({"tapestry": "graph/v1", "name": "mm_relu",

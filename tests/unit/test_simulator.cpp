@@ -19,23 +19,15 @@
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
+using namespace tapestry::testing;
 using namespace tapestry::cost;
 using plan::OpChoice;
 using plan::PlanChoice;
 
 namespace {
-
-const metakernel::MetakernelLibrary& lib() {
-  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();
-  return library;
-}
-
-graph::ExpandedGraph expandText(const std::string& text) {
-  json::Document doc = json::Document::parse(SourceFile("g.json", text));
-  return graph::expand(graph::decodeGraph(json::Value(doc)), lib());
-}
 
 // x [8, 4] @ w [4, 6] -> h [8, 6]; relu(h) -> y (the graph output).
 graph::ExpandedGraph mmRelu() {

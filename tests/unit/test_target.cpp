@@ -313,7 +313,7 @@ TEST_CASE("built-in targets load with their published figures", "[builtins]") {
 TEST_CASE("target YAML errors are located at the offending value", "[yaml]") {
   struct Case {
     const char* file;
-    const char* diagnostic;
+    std::string diagnostic;
   };
   const std::vector<Case> cases = {
       {"bad_size_unit.yaml",
@@ -451,6 +451,22 @@ TEST_CASE("target YAML errors are located at the offending value", "[yaml]") {
                             "flow not found\n"
                             "links: {bandwidth: 450GB/s, latency: 2us}\n"
                             "     ^\n"},
+      {"fuzz_invalid_utf8.yaml",
+       "bad/targets/fuzz_invalid_utf8.yaml:1:69: error: invalid UTF-8 byte 0xa1\n"
+       "# Two NVIDIA DGX H100 nodes (16 GPUs): NVLink 4 within a node, Infin\xa1\xbd"
+       "and NDR\n" +
+           std::string(68, ' ') + "^\n"},
+      {"deep_yaml.yaml",
+       "bad/targets/deep_yaml.yaml:3:2001: error: invalid YAML: nested deeper than 500 levels\n"
+       "..." +
+           SourceFile::read(kTestdata + "/bad/targets/deep_yaml.yaml")
+               .lineText(3)
+               .substr(1930, 140) +
+           "...\n" + std::string(73, ' ') + "^\n"},
+      {"fuzz_escaped_utf8.yaml", "bad/targets/fuzz_escaped_utf8.yaml:1:10: error: invalid UTF-8 in "
+                                 "a string (byte 0x85, from an escape sequence)\n"
+                                 "{\"name\": \"naidN4YAML9ExceptionEt: 3.35head:s\n"
+                                 "         ^\n"},
       {"empty.yaml", "bad/targets/empty.yaml: error: target: expected a map, got nothing\n"},
       {"not_a_map.yaml", "bad/targets/not_a_map.yaml:1:1: error: target: expected a map, got "
                          "list\n"
@@ -585,9 +601,13 @@ TEST_CASE("targets round-trip through JSON exactly", "[json]") {
     };
     std::string where;
     std::string text = replaced("\"count\":2", "\"count\":0", 8, where);
+    // The one-line document is longer than a snippet shows whole: a window of
+    // 70 bytes either side of the caret (core/diag).
+    const std::size_t caret = text.find("\"count\":0") + 8;
+    REQUIRE(caret > 70);
     CHECK(jsonError(text) ==
-          where + "at /devices/count: devices.count must be at least 1, got 0\n" + text + "\n" +
-              std::string(text.find("\"count\":0") + 8, ' ') + "^\n");
+          where + "at /devices/count: devices.count must be at least 1, got 0\n" + "..." +
+              text.substr(caret - 70, 140) + "...\n" + std::string(73, ' ') + "^\n");
     text = replaced("\"memory\":8589934592", "\"memory\":\"8GiB\"", 9, where);
     CHECK(jsonError(text).starts_with(
         where + "at /devices/memory: expected an integer, got string \"8GiB\"\n"));

@@ -20,7 +20,7 @@ Subcommands:
   run                         Execute a plan shard by shard on a backend; --check compares with the unsharded graph
   bench                       Time a plan against its predicted time and the unsharded single-device baseline
 
-Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, 4 backend unavailable, 70 internal error.
+Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, 4 backend unavailable, 70 internal error, 130 interrupted.
 Run 'tapestry COMMAND --help' for a command's options.
 $ tapestry expand --help
 Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index projection functions
@@ -89,6 +89,8 @@ Options:
                               Where graph inputs start: host or free
   -o,--output TEXT=-          Selected plan (plan/v1 JSON), - for stdout
   --front TEXT                Also write the front (front/v1 JSON) here
+  --exchange-every INT:POSITIVE=10
+                              Under mpirun -n K: K islands search with their own seeds and swap their fronts every N iterations (docs/distributed.md); ignored in one process
 
 $ tapestry render --help
 Draw a graph, a sharded plan or a Pareto front with Graphviz
@@ -129,6 +131,7 @@ Options:
   --check                     Also run the unsharded graph and compare outputs (exit 3 on mismatch)
   --threads INT:INT in [0 - 4096]=0
                               Cap on CPU worker threads (0: one per device, at most one per core)
+  --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
 
 $ tapestry bench --help
 Time a plan against its predicted time and the unsharded single-device baseline
@@ -150,4 +153,5 @@ Options:
   --threads INT:INT in [0 - 4096]=0
                               Cap on CPU worker threads (0: one per device, at most one per core)
   --seed UINT=0               Seed the inputs are drawn from
+  --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
 

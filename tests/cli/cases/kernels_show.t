@@ -82,7 +82,7 @@ $ cd $TESTDATA && tapestry kernels show rowsum -k metakernels/user_ops.yaml --fo
     ]
   }
 }
-$ tapestry kernels show matmul | head -1
+$ tapestry kernels show matmul | sed -n 1p
 matmul:
 $ tapestry kernels show no_such_kernel 2>&1 | sed 's/ (known: .*/ (known: ...)/'
 error: unknown kernel "no_such_kernel" (known: ...)

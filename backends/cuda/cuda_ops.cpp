@@ -1,0 +1,608 @@
+// The CUDA backend's kernels by name: each reads the operation's application
+// (bindings, params) as its CPU counterpart in backends/cpu/ does, turns views
+// into walks or matrix layouts, and enqueues native kernels (kernels.cu) or
+// cuBLASLt products (cublaslt.cpp) on the device's stream.
+#include "backends/cuda/cuda_ops.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "core/diag/error.hpp"
+
+namespace tapestry::cuda {
+
+using backend::clipAxis;
+using backend::DType;
+using backend::floatParam;
+using backend::intBinding;
+using backend::intsBinding;
+using backend::KernelCall;
+using backend::TensorView;
+
+// ---------------------------------------------------------------- shared helpers
+
+void checkCuda(cudaError_t status, const std::string& what) {
+  if (status != cudaSuccess) {
+    throw Error("backend cuda: " + what + ": " + cudaGetErrorString(status) + " (" +
+                cudaGetErrorName(status) + ")");
+  }
+}
+
+Scratch::Scratch(std::size_t bytes, int gpu, cudaStream_t stream) : gpu_(gpu), stream_(stream) {
+  void* p = nullptr;
+  checkCuda(cudaSetDevice(gpu), "selecting GPU " + std::to_string(gpu));
+  checkCuda(cudaMallocAsync(&p, std::max<std::size_t>(bytes, 256), stream),
+            "allocating " + std::to_string(bytes) + " bytes of scratch memory on GPU " +
+                std::to_string(gpu));
+  data_ = static_cast<std::byte*>(p);
+}
+
+Scratch::~Scratch() {
+  if (data_ != nullptr) {
+    cudaSetDevice(gpu_);
+    cudaFreeAsync(data_, stream_); // a failure here has nowhere to go; the pool reclaims at exit
+  }
+}
+
+Scratch::Scratch(Scratch&& other) noexcept
+    : data_(other.data_), gpu_(other.gpu_), stream_(other.stream_) {
+  other.data_ = nullptr;
+}
+
+Scratch& Scratch::operator=(Scratch&& other) noexcept {
+  if (this != &other) {
+    Scratch old(std::move(*this));
+    data_ = other.data_;
+    gpu_ = other.gpu_;
+    stream_ = other.stream_;
+    other.data_ = nullptr;
+  }
+  return *this;
+}
+
+backend::TensorView denseView(std::byte* data, DType dtype, const ZRange& region, int device) {
+  TensorView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.region = region;
+  v.strides = backend::rowMajorStrides(region.shape().vector());
+  v.device = device;
+  return v;
+}
+
+void copyOnDevice(const TensorView& src, const TensorView& dst, const ZRange& region,
+                  cudaStream_t stream) {
+  if (region.isEmpty()) {
+    return;
+  }
+  const ViewWalk s = walkRegion(src, region);
+  const ViewWalk d = walkRegion(dst, region);
+  const std::vector<std::int64_t> extent = region.shape().vector();
+  const std::vector<std::int64_t> strides[2] = {s.stride, d.stride};
+  const DeviceWalk w = makeWalk(extent, strides);
+  const std::size_t size = backend::dtypeSize(src.dtype);
+  if (w.rank == 0 || (w.rank == 1 && w.stride[0][0] == 1 && w.stride[1][0] == 1)) {
+    checkCuda(cudaMemcpyAsync(d.base, s.base, static_cast<std::size_t>(w.count) * size,
+                              cudaMemcpyDeviceToDevice, stream),
+              "copying " + region.toString() + " on the device");
+    return;
+  }
+  checkCuda(launchCopy(static_cast<int>(size), s.base, d.base, w, stream),
+            "copying " + region.toString() + " on the device");
+}
+
+namespace {
+
+// ---------------------------------------------------------------- params
+
+[[noreturn]] void unsupportedDType(const KernelCall& call, DType dtype) {
+  throw Error("backend cuda: kernel " + call.op.kernel + " does not support " +
+              backend::dtypeName(dtype) + " (operation " + call.op.name + ")");
+}
+
+bool isInt(DType dtype) {
+  return dtype == DType::Int32 || dtype == DType::Int64;
+}
+
+const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
+  return call.op.application.inputs[p].ipfs[t];
+}
+const IndexProjection& outputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
+  return call.op.application.outputs[p].ipfs[t];
+}
+
+// The address of tensor point p in a view (p need not be in the region when
+// nothing is read there, e.g. a column of an empty reduction).
+std::byte* pointAt(const TensorView& view, std::span<const std::int64_t> point) {
+  return view.data +
+         view.offsetOf(point) * static_cast<std::int64_t>(backend::dtypeSize(view.dtype));
+}
+
+std::vector<std::int64_t> join(std::vector<std::int64_t> head,
+                               std::initializer_list<std::int64_t> tail) {
+  head.insert(head.end(), tail);
+  return head;
+}
+
+// Calls f(batch point) for each point of dims [0, count) of `index` (once for
+// count 0).
+template <class F> void forEachBatch(const ZRange& index, std::size_t count, F&& f) {
+  std::vector<std::int64_t> start(index.start().begin(), index.start().begin() + count);
+  std::vector<std::int64_t> end(index.end().begin(), index.end().begin() + count);
+  ZRange(ZPoint(start), ZPoint(end)).forEachPoint([&](const ZPoint& b) { f(b.vector()); });
+}
+
+DeviceWalk walkOf(const ZRange& index, std::initializer_list<const ViewWalk*> walks) {
+  const std::vector<std::int64_t> extent = index.shape().vector();
+  std::vector<std::vector<std::int64_t>> strides;
+  for (const ViewWalk* w : walks) {
+    strides.push_back(w->stride);
+  }
+  return makeWalk(extent, strides);
+}
+
+std::string what(const KernelCall& call) {
+  return "kernel " + call.op.kernel + " (operation " + call.op.name + ")";
+}
+
+// ---------------------------------------------------------------- elementwise
+
+template <UnaryOp op, bool ints> void unaryKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (!ints && isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const ViewWalk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  checkCuda(
+      launchUnary(op, elementType(dtype), a.base, r.base, walkOf(call.index, {&a, &r}), c.stream),
+      what(call));
+}
+
+template <BinaryOp op, bool ints>
+void binaryKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (call.inputs[0][0].dtype != dtype || call.inputs[1][0].dtype != dtype) {
+    unsupportedDType(call, call.inputs[0][0].dtype == dtype ? call.inputs[1][0].dtype
+                                                            : call.inputs[0][0].dtype);
+  }
+  if (!ints && isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const ViewWalk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk b = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);
+  const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  checkCuda(launchBinary(op, elementType(dtype), a.base, b.base, r.base,
+                         walkOf(call.index, {&a, &b, &r}), c.stream),
+            what(call));
+}
+
+// ---------------------------------------------------------------- matrix products
+
+// A strided rows x cols block copied into dense row-major scratch.
+Scratch denseCopy(const KernelContext& c, DType dtype, std::int64_t rows, std::int64_t cols,
+                  const std::byte* p, std::int64_t rs, std::int64_t cs) {
+  const std::size_t size = backend::dtypeSize(dtype);
+  Scratch out(static_cast<std::size_t>(rows * cols) * size, c.gpu, c.stream);
+  const std::int64_t extent[2] = {rows, cols};
+  const std::vector<std::int64_t> strides[2] = {{rs, cs}, {cols, 1}};
+  checkCuda(launchCopy(static_cast<int>(size), p, out.get(), makeWalk(extent, strides), c.stream),
+            "gathering a matrix operand");
+  return out;
+}
+
+// C = A·B (+ bias[j] on every row) with A [M, K], B [K, N], C [M, N] given by
+// device pointers and (row, column) strides; bias element j at bias + j·bs.
+// Operands cuBLASLt cannot read in place are gathered into dense scratch; an
+// output it cannot write in place is computed densely and scattered.
+void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, std::int64_t K,
+          const std::byte* A, std::int64_t rsA, std::int64_t csA, const std::byte* B,
+          std::int64_t rsB, std::int64_t csB, std::byte* C, std::int64_t rsC, std::int64_t csC,
+          const std::byte* bias, std::int64_t bs) {
+  if (M == 0 || N == 0) {
+    return;
+  }
+  if (isInt(dtype)) { // no bias: linear rejects integers
+    checkCuda(launchSimpleMatmul(elementType(dtype), M, N, K, A, rsA, csA, B, rsB, csB, C, rsC, csC,
+                                 false, c.stream),
+              "integer matmul");
+    return;
+  }
+  const std::size_t size = backend::dtypeSize(dtype);
+  Scratch denseA;
+  Scratch denseB;
+  Scratch denseC;
+  std::optional<MatrixLayout> la = matrixLayout(M, K, rsA, csA);
+  if (!la) {
+    denseA = denseCopy(c, dtype, M, K, A, rsA, csA);
+    A = denseA.get();
+    la = MatrixLayout{false, std::max<std::int64_t>(K, 1)};
+  }
+  std::optional<MatrixLayout> lb = matrixLayout(K, N, rsB, csB);
+  if (!lb) {
+    denseB = denseCopy(c, dtype, K, N, B, rsB, csB);
+    B = denseB.get();
+    lb = MatrixLayout{false, std::max<std::int64_t>(N, 1)};
+  }
+  std::optional<std::int64_t> ldc = outputLd(M, N, rsC, csC);
+  std::byte* out = C;
+  std::int64_t outRs = rsC;
+  std::int64_t outCs = csC;
+  if (!ldc) {
+    denseC = Scratch(static_cast<std::size_t>(M * N) * size, c.gpu, c.stream);
+    out = denseC.get();
+    ldc = N;
+    outRs = N;
+    outCs = 1;
+  }
+  const std::int64_t extent[2] = {M, N};
+  if (bias != nullptr) {
+    const std::vector<std::int64_t> strides[2] = {{0, bs}, {outRs, outCs}};
+    checkCuda(launchCopy(static_cast<int>(size), bias, out, makeWalk(extent, strides), c.stream),
+              "broadcasting a bias");
+  }
+  if (K == 0) {
+    if (bias == nullptr) {
+      const std::vector<std::int64_t> strides[1] = {{outRs, outCs}};
+      checkCuda(launchFillIdentity(CombineOp::Sum, elementType(dtype), out,
+                                   makeWalk(extent, strides), c.stream),
+                "zeroing an empty product");
+    }
+  } else {
+    LtProblem problem;
+    problem.dtype = dtype;
+    problem.tf32 = c.tf32;
+    problem.gemm = planGemm(M, N, K, *la, *lb, *ldc);
+    problem.a = B;
+    problem.b = A;
+    problem.d = out;
+    problem.accumulate = bias != nullptr;
+    if (!c.lt->run(problem, c.workspace, c.workspaceBytes, c.stream)) {
+      // cuBLASLt has no algorithm for this problem (a dtype or layout it does
+      // not cover): the simple kernel, on the layouts as planned.
+      checkCuda(launchSimpleMatmul(elementType(dtype), M, N, K, A, la->transpose ? 1 : la->ld,
+                                   la->transpose ? la->ld : 1, B, lb->transpose ? 1 : lb->ld,
+                                   lb->transpose ? lb->ld : 1, out, *ldc, 1, bias != nullptr,
+                                   c.stream),
+                "matmul without a cuBLASLt algorithm");
+    }
+  }
+  if (denseC.get() != nullptr) {
+    const std::vector<std::int64_t> strides[2] = {{N, 1}, {rsC, csC}};
+    checkCuda(launchCopy(static_cast<int>(size), out, C, makeWalk(extent, strides), c.stream),
+              "scattering a product");
+  }
+}
+
+// matmul: index [b..., m, n, k]; X [b..., m, k], W [b..., k, n], result [b..., m, n].
+void matmulKernel(const KernelCall& call, const KernelContext& c) {
+  const TensorView& X = call.inputs[0][0];
+  const TensorView& W = call.inputs[1][0];
+  const TensorView& R = call.outputs[0][0];
+  const ZRange& idx = call.index;
+  const std::size_t nb = idx.rank() - 3;
+  const std::int64_t m0 = idx.start()[nb], n0 = idx.start()[nb + 1], k0 = idx.start()[nb + 2];
+  const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
+  forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
+    gemm(c, R.dtype, M, N, K, pointAt(X, join(b, {m0, k0})), X.strides[nb], X.strides[nb + 1],
+         pointAt(W, join(b, {k0, n0})), W.strides[nb], W.strides[nb + 1],
+         pointAt(R, join(b, {m0, n0})), R.strides[nb], R.strides[nb + 1], nullptr, 0);
+  });
+}
+
+// linear: index [b..., n]; X [b..., k] (whole k), W [k, n], bias [n].
+void linearKernel(const KernelCall& call, const KernelContext& c) {
+  const TensorView& X = call.inputs[0][0];
+  const TensorView& W = call.inputs[1][0];
+  const TensorView& Bias = call.inputs[2][0];
+  const TensorView& R = call.outputs[0][0];
+  if (isInt(R.dtype)) {
+    unsupportedDType(call, R.dtype);
+  }
+  const ZRange& idx = call.index;
+  const std::size_t nb = idx.rank() - 1;
+  const std::int64_t K = intBinding(call.op, "k");
+  const std::int64_t n0 = idx.start()[nb];
+  const std::int64_t N = idx.extent(nb);
+  const std::byte* bias = pointAt(Bias, std::span(&n0, 1));
+  const std::byte* w = pointAt(W, std::vector<std::int64_t>{0, n0});
+  if (nb == 0) {
+    const std::int64_t zero = 0;
+    gemm(c, R.dtype, 1, N, K, pointAt(X, std::span(&zero, 1)), K, X.strides[0], w, W.strides[0],
+         W.strides[1], pointAt(R, std::span(&n0, 1)), N, R.strides[0], bias, Bias.strides[0]);
+    return;
+  }
+  // The last batch dim is the rows of one product; the others loop.
+  const std::int64_t m0 = idx.start()[nb - 1];
+  const std::int64_t M = idx.extent(nb - 1);
+  forEachBatch(idx, nb - 1, [&](const std::vector<std::int64_t>& b) {
+    gemm(c, R.dtype, M, N, K, pointAt(X, join(b, {m0, 0})), X.strides[nb - 1], X.strides[nb], w,
+         W.strides[0], W.strides[1], pointAt(R, join(b, {m0, n0})), R.strides[nb - 1],
+         R.strides[nb], bias, Bias.strides[0]);
+  });
+}
+
+// ---------------------------------------------------------------- conv2d
+
+ConvView convView(const TensorView& v) {
+  ConvView out;
+  out.data = v.data;
+  if (v.present()) {
+    for (std::size_t d = 0; d < 4; ++d) {
+      out.start[d] = v.region.start()[d];
+      out.stride[d] = v.strides[d];
+    }
+  }
+  return out;
+}
+
+void conv2dKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const graph::Operation& op = call.op;
+  ConvParams p;
+  p.sh = intBinding(op, "sh");
+  p.sw = intBinding(op, "sw");
+  p.ph = intBinding(op, "ph");
+  p.pw = intBinding(op, "pw");
+  p.dh = intBinding(op, "dh");
+  p.dw = intBinding(op, "dw");
+  p.H = intBinding(op, "H");
+  p.W = intBinding(op, "W");
+  for (std::size_t d = 0; d < 7; ++d) {
+    p.begin[d] = call.index.start()[d];
+    p.end[d] = call.index.end()[d];
+  }
+  // A shard that sees only padding reads zeros; its input view may be absent.
+  p.anyInput =
+      !backend::selection(inputIpf(call, 0), call.index, op.application.inputs[0].tensors[0].shape)
+           .isEmpty() &&
+      call.inputs[0][0].present();
+  checkCuda(launchConv2d(elementType(dtype), convView(call.inputs[0][0]),
+                         convView(call.inputs[1][0]), convView(call.outputs[0][0]), p, c.stream),
+            what(call));
+}
+
+// ---------------------------------------------------------------- reductions, normalization
+
+template <ReduceOp kind> void reduceKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (kind == ReduceOp::Mean && isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::int64_t n = intBinding(call.op, "n");
+  const ViewWalk in = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk out = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  std::vector<std::int64_t> extent = call.index.shape().vector();
+  const std::int64_t length = extent[ax];
+  extent[ax] = 1; // one walk point per output element
+  const std::vector<std::int64_t> strides[2] = {in.stride, out.stride};
+  checkCuda(launchReduce(kind, elementType(dtype), in.base, out.base, makeWalk(extent, strides),
+                         length, in.stride[ax], n, c.stream),
+            what(call));
+}
+
+void softmaxKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::int64_t n = intBinding(call.op, "n");
+  const TensorView& inView = call.inputs[0][0];
+  const TensorView& outView = call.outputs[0][0];
+  const ViewWalk in = walkThrough(inView, inputIpf(call, 0), call.index);
+  const ViewWalk out = walkThrough(outView, outputIpf(call, 0), call.index);
+  checkCuda(launchSoftmax(elementType(dtype), in.base, out.base, walkOf(call.index, {&in, &out}), n,
+                          inView.strides[ax], outView.strides[ax], c.stream),
+            what(call));
+}
+
+void layernormKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const std::int64_t d = intBinding(call.op, "d");
+  const double eps = floatParam(call.op, "eps");
+  const TensorView& inView = call.inputs[0][0];
+  const TensorView& outView = call.outputs[0][0];
+  const TensorView& gamma = call.inputs[1][0];
+  const TensorView& beta = call.inputs[2][0];
+  const std::size_t last = inView.strides.size() - 1;
+  const ViewWalk in = walkThrough(inView, inputIpf(call, 0), call.index);
+  const ViewWalk out = walkThrough(outView, outputIpf(call, 0), call.index);
+  const std::int64_t zero = 0;
+  checkCuda(launchLayernorm(elementType(dtype), in.base, out.base,
+                            pointAt(gamma, std::span(&zero, 1)), gamma.strides[0],
+                            pointAt(beta, std::span(&zero, 1)), beta.strides[0],
+                            walkOf(call.index, {&in, &out}), d, inView.strides[last],
+                            outView.strides[last], eps, c.stream),
+            what(call));
+}
+
+// ---------------------------------------------------------------- data movement
+
+void copyPoints(const ZRange& index, const ViewWalk& src, const ViewWalk& dst, DType dtype,
+                const KernelContext& c, const std::string& context) {
+  checkCuda(launchCopy(static_cast<int>(backend::dtypeSize(dtype)), src.base, dst.base,
+                       walkOf(index, {&src, &dst}), c.stream),
+            context);
+}
+
+void transposeKernel(const KernelCall& call, const KernelContext& c) {
+  const TensorView& in = call.inputs[0][0];
+  copyPoints(call.index, walkThrough(in, inputIpf(call, 0), call.index),
+             walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index), in.dtype, c,
+             what(call));
+}
+
+bool unitShape(const IndexProjection& ipf) {
+  return std::all_of(ipf.shape().begin(), ipf.shape().end(), [](std::int64_t e) { return e == 1; });
+}
+
+void reshapeKernel(const KernelCall& call, const KernelContext& c) {
+  if (unitShape(inputIpf(call, 0)) && unitShape(outputIpf(call, 0))) {
+    transposeKernel(call, c); // a point is one element of each
+    return;
+  }
+  // Both views hold whole tensors: copy through a dense row-major block, which
+  // is the same elements in both shapes.
+  const TensorView& in = call.inputs[0][0];
+  const TensorView& out = call.outputs[0][0];
+  const ZRange inBounds = ZRange::fromShape(ZPoint(call.op.application.inputs[0].tensors[0].shape));
+  const ZRange outBounds =
+      ZRange::fromShape(ZPoint(call.op.application.outputs[0].tensors[0].shape));
+  Scratch dense(static_cast<std::size_t>(inBounds.size()) * backend::dtypeSize(in.dtype), c.gpu,
+                c.stream);
+  copyOnDevice(in, denseView(dense.get(), in.dtype, inBounds, in.device), inBounds, c.stream);
+  copyOnDevice(denseView(dense.get(), in.dtype, outBounds, in.device), out, outBounds, c.stream);
+}
+
+void castKernel(const KernelCall& call, const KernelContext& c) {
+  const ViewWalk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  checkCuda(launchCast(elementType(call.inputs[0][0].dtype), elementType(call.outputs[0][0].dtype),
+                       a.base, r.base, walkOf(call.index, {&a, &r}), c.stream),
+            what(call));
+}
+
+void concatKernel(const KernelCall& call, const KernelContext& c) {
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::vector<std::int64_t> sizes = intsBinding(call.op, "sizes");
+  const TensorView& out = call.outputs[0][0];
+  std::int64_t offset = 0;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    const ZRange part = clipAxis(call.index, ax, offset, offset + sizes[j]);
+    offset += sizes[j];
+    if (part.isEmpty()) {
+      continue;
+    }
+    copyPoints(part, walkThrough(call.inputs[0][j], inputIpf(call, 0, j), part),
+               walkThrough(out, outputIpf(call, 0), part), out.dtype, c, what(call));
+  }
+}
+
+void splitKernel(const KernelCall& call, const KernelContext& c) {
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::vector<std::int64_t> sections = intsBinding(call.op, "sections");
+  const TensorView& in = call.inputs[0][0];
+  std::int64_t offset = 0;
+  for (std::size_t j = 0; j < sections.size(); ++j) {
+    const ZRange part = clipAxis(call.index, ax, offset, offset + sections[j]);
+    offset += sections[j];
+    if (part.isEmpty()) {
+      continue;
+    }
+    copyPoints(part, walkThrough(in, inputIpf(call, 0), part),
+               walkThrough(call.outputs[0][j], outputIpf(call, 0, j), part), in.dtype, c,
+               what(call));
+  }
+}
+
+// embedding: result[b..., d] = table[indices[b...], d]; index [b..., D].
+void embeddingKernel(const KernelCall& call, const KernelContext& c) {
+  const TensorView& table = call.inputs[0][0];
+  const TensorView& indices = call.inputs[1][0];
+  const TensorView& out = call.outputs[0][0];
+  if (!isInt(indices.dtype)) {
+    unsupportedDType(call, indices.dtype);
+  }
+  const std::int64_t V = intBinding(call.op, "V");
+  const ZRange& idx = call.index;
+  const std::size_t nb = idx.rank() - 1;
+  const std::int64_t d0 = idx.start()[nb];
+  const std::vector<std::int64_t> start = idx.start().vector();
+  const std::vector<std::int64_t> batchStart(start.begin(), start.begin() + nb);
+
+  ViewWalk ix; // the index element of each point (constant along d)
+  ix.base = pointAt(indices, batchStart);
+  ix.stride.assign(indices.strides.begin(), indices.strides.begin() + nb);
+  ix.stride.push_back(0);
+  ViewWalk o;
+  o.base = pointAt(out, start);
+  o.stride = out.strides;
+  ViewWalk column; // the table column of each point, at row 0
+  const std::int64_t cell[2] = {0, d0};
+  column.base = pointAt(table, cell);
+  column.stride.assign(nb, 0);
+  column.stride.push_back(table.strides[1]);
+
+  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
+  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
+  checkCuda(launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
+                            table.strides[0], V, ix.base, o.base, walkOf(idx, {&ix, &o, &column}),
+                            reinterpret_cast<unsigned long long*>(bad.get()), c.stream),
+            what(call));
+  unsigned long long first = 0;
+  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
+            what(call));
+  checkCuda(cudaStreamSynchronize(c.stream), what(call));
+  if (first == ~0ULL) {
+    return;
+  }
+  // The smallest bad walk point, in row-major order over the index box: its
+  // batch coordinates name the index element, as the CPU backend reports it.
+  std::vector<std::int64_t> point(idx.rank());
+  auto rest = static_cast<std::int64_t>(first);
+  for (std::size_t d = idx.rank(); d-- > 0;) {
+    point[d] = idx.start()[d] + rest % idx.extent(d);
+    rest /= idx.extent(d);
+  }
+  const std::vector<std::int64_t> b(point.begin(), point.begin() + nb);
+  std::int64_t row = 0;
+  if (indices.dtype == DType::Int32) {
+    std::int32_t value = 0;
+    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
+              what(call));
+    row = value;
+  } else {
+    checkCuda(cudaMemcpy(&row, pointAt(indices, b), sizeof row, cudaMemcpyDeviceToHost),
+              what(call));
+  }
+  throw Error("operation " + call.op.name + " (embedding): indices" + ZPoint(b).toString() +
+              " is " + std::to_string(row) + ", outside the table's " + std::to_string(V) +
+              " rows");
+}
+
+} // namespace
+
+const backend::KernelRegistry<CudaKernel>& cudaKernels() {
+  static const backend::KernelRegistry<CudaKernel> kernels = [] {
+    backend::KernelRegistry<CudaKernel> r;
+    r.add("relu", &unaryKernel<UnaryOp::Relu, true>);
+    r.add("gelu", &unaryKernel<UnaryOp::Gelu, false>);
+    r.add("tanh", &unaryKernel<UnaryOp::Tanh, false>);
+    r.add("exp", &unaryKernel<UnaryOp::Exp, false>);
+    r.add("sigmoid", &unaryKernel<UnaryOp::Sigmoid, false>);
+    r.add("neg", &unaryKernel<UnaryOp::Neg, true>);
+    r.add("add", &binaryKernel<BinaryOp::Add, true>);
+    r.add("sub", &binaryKernel<BinaryOp::Sub, true>);
+    r.add("mul", &binaryKernel<BinaryOp::Mul, true>);
+    r.add("div", &binaryKernel<BinaryOp::Div, false>);
+    r.add("matmul", &matmulKernel);
+    r.add("linear", &linearKernel);
+    r.add("conv2d", &conv2dKernel);
+    r.add("sum", &reduceKernel<ReduceOp::Sum>);
+    r.add("mean", &reduceKernel<ReduceOp::Mean>);
+    r.add("max", &reduceKernel<ReduceOp::Max>);
+    r.add("softmax", &softmaxKernel);
+    r.add("layernorm", &layernormKernel);
+    r.add("transpose", &transposeKernel);
+    r.add("reshape", &reshapeKernel);
+    r.add("cast", &castKernel);
+    r.add("concat", &concatKernel);
+    r.add("split", &splitKernel);
+    r.add("embedding", &embeddingKernel);
+    return r;
+  }();
+  return kernels;
+}
+
+} // namespace tapestry::cuda

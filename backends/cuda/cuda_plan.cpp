@@ -1,0 +1,192 @@
+#include "backends/cuda/cuda_plan.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/diag/error.hpp"
+
+namespace tapestry::cuda {
+
+std::vector<DevicePlacement> placeDevices(int planDevices, int gpus) {
+  checkInvariant(gpus >= 1, "placeDevices: at least one GPU");
+  const int count = std::max(planDevices, 1);
+  std::vector<DevicePlacement> out;
+  for (int d = 0; d < count; ++d) {
+    out.push_back(count <= gpus ? DevicePlacement{d, 0} : DevicePlacement{0, d});
+  }
+  return out;
+}
+
+ElementType elementType(backend::DType dtype) {
+  switch (dtype) {
+  case backend::DType::Float32:
+    return ElementType::Float32;
+  case backend::DType::Float64:
+    return ElementType::Float64;
+  case backend::DType::Float16:
+    return ElementType::Float16;
+  case backend::DType::BFloat16:
+    return ElementType::BFloat16;
+  case backend::DType::Int32:
+    return ElementType::Int32;
+  case backend::DType::Int64:
+    break;
+  }
+  return ElementType::Int64;
+}
+
+ViewWalk walkThrough(const backend::TensorView& view, const IndexProjection& ipf,
+                     const ZRange& index) {
+  const ZMatrix& P = ipf.map().projection();
+  const ZPoint& b = ipf.map().offset();
+  const std::size_t rank = view.strides.size();
+  ViewWalk w;
+  w.stride.assign(index.rank(), 0);
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d < rank; ++d) {
+    std::int64_t coord = b[d];
+    for (std::size_t k = 0; k < index.rank(); ++k) {
+      coord += P(d, k) * index.start()[k];
+      w.stride[k] += view.strides[d] * P(d, k);
+    }
+    offset += (coord - view.region.start()[d]) * view.strides[d];
+  }
+  w.base = view.data + offset * static_cast<std::int64_t>(backend::dtypeSize(view.dtype));
+  return w;
+}
+
+ViewWalk walkRegion(const backend::TensorView& view, const ZRange& region) {
+  ViewWalk w;
+  w.stride = view.strides;
+  w.base = view.data + view.offsetOf(region.start().coords()) *
+                           static_cast<std::int64_t>(backend::dtypeSize(view.dtype));
+  return w;
+}
+
+DeviceWalk makeWalk(std::span<const std::int64_t> extent,
+                    std::span<const std::vector<std::int64_t>> strides) {
+  const std::size_t n = strides.size();
+  checkInvariant(n >= 1 && n <= static_cast<std::size_t>(kMaxWalkOperands),
+                 "makeWalk: 1 to kMaxWalkOperands operands");
+  for (const std::vector<std::int64_t>& s : strides) {
+    checkInvariant(s.size() == extent.size(), "makeWalk: one stride per dim and operand");
+  }
+  DeviceWalk w;
+  w.count = 1;
+  for (std::int64_t e : extent) {
+    if (e <= 0) {
+      w.count = 0;
+      return w;
+    }
+    w.count *= e;
+  }
+  // Dims outermost first; a dim merges into the one before it when every
+  // operand steps across the pair as across one dim.
+  std::vector<std::int64_t> dimExtent;
+  std::vector<std::vector<std::int64_t>> dimStride;
+  for (std::size_t k = 0; k < extent.size(); ++k) {
+    if (extent[k] == 1) {
+      continue;
+    }
+    std::vector<std::int64_t> s(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      s[i] = strides[i][k];
+    }
+    bool merge = !dimExtent.empty();
+    for (std::size_t i = 0; merge && i < n; ++i) {
+      merge = dimStride.back()[i] == s[i] * extent[k];
+    }
+    if (merge) {
+      dimExtent.back() *= extent[k];
+      dimStride.back() = s;
+    } else {
+      dimExtent.push_back(extent[k]);
+      dimStride.push_back(s);
+    }
+  }
+  if (dimExtent.size() > static_cast<std::size_t>(kMaxWalkDims)) {
+    throw Error("backend cuda: a kernel walks " + std::to_string(dimExtent.size()) +
+                " non-contiguous dims, more than the " + std::to_string(kMaxWalkDims) +
+                " it supports");
+  }
+  w.rank = static_cast<int>(dimExtent.size());
+  for (std::size_t d = 0; d < dimExtent.size(); ++d) {
+    w.extent[d] = dimExtent[d];
+    for (std::size_t i = 0; i < n; ++i) {
+      w.stride[i][d] = dimStride[d][i];
+    }
+  }
+  return w;
+}
+
+bool isContiguous(const backend::TensorView& view, const ZRange& region) {
+  const std::vector<std::int64_t> extent = region.shape().vector();
+  const std::vector<std::int64_t> strides[1] = {view.strides};
+  const DeviceWalk w = makeWalk(extent, strides);
+  return w.count == 0 || w.rank == 0 || (w.rank == 1 && w.stride[0][0] == 1);
+}
+
+std::optional<MatrixLayout> matrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
+                                         std::int64_t cs) {
+  // The CPU backend's blasLayout (backends/cpu/matmul.cpp), case for case.
+  if (cols == 1 || cs == 1) {
+    const std::int64_t ld = rows == 1 ? std::max<std::int64_t>(cols, 1) : rs;
+    if (ld >= std::max<std::int64_t>(cols, 1)) {
+      return MatrixLayout{false, ld};
+    }
+  }
+  if (rows == 1 || rs == 1) {
+    const std::int64_t ld = cols == 1 ? std::max<std::int64_t>(rows, 1) : cs;
+    if (ld >= std::max<std::int64_t>(rows, 1)) {
+      return MatrixLayout{true, ld};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> outputLd(std::int64_t M, std::int64_t N, std::int64_t rsC,
+                                     std::int64_t csC) {
+  if ((N == 1 || csC == 1) && (M == 1 || rsC >= N)) {
+    return M == 1 ? std::max<std::int64_t>(N, 1) : rsC;
+  }
+  return std::nullopt;
+}
+
+LtGemm planGemm(std::int64_t M, std::int64_t N, std::int64_t K, MatrixLayout A, MatrixLayout B,
+                std::int64_t ldc) {
+  // A row-major r x c matrix with leading dimension ld is the column-major
+  // c x r matrix with the same ld: its transpose, for free. So cuBLASLt's
+  // first operand is our B read as Bᵀ (N x K): stored N x K when B is
+  // row-major (no op), stored K x N and transposed when B is column-major.
+  auto lt = [](std::int64_t rows, std::int64_t cols, MatrixLayout layout) {
+    // rows x cols: the operand as the column-major product needs it.
+    return layout.transpose ? LtMatrix{static_cast<std::uint64_t>(cols),
+                                       static_cast<std::uint64_t>(rows), layout.ld, true}
+                            : LtMatrix{static_cast<std::uint64_t>(rows),
+                                       static_cast<std::uint64_t>(cols), layout.ld, false};
+  };
+  LtGemm g;
+  g.a = lt(N, K, B);
+  g.b = lt(K, M, A);
+  g.c = LtMatrix{static_cast<std::uint64_t>(N), static_cast<std::uint64_t>(M), ldc, false};
+  return g;
+}
+
+std::string LtGemm::toString() const {
+  auto one = [](const LtMatrix& m) {
+    return std::to_string(m.rows) + "x" + std::to_string(m.cols) + " ld " + std::to_string(m.ld) +
+           (m.transpose ? " T" : " N");
+  };
+  return "A " + one(a) + ", B " + one(b) + ", C " + one(c);
+}
+
+int pointerAlignment(const void* pointer) {
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  int alignment = 1;
+  while (alignment < 256 && (address & static_cast<std::uintptr_t>(2 * alignment - 1)) == 0) {
+    alignment *= 2;
+  }
+  return alignment;
+}
+
+} // namespace tapestry::cuda

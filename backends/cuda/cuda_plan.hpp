@@ -1,0 +1,102 @@
+// Host-side planning for the CUDA backend that needs no GPU (so it is unit
+// tested everywhere): where plan devices run, how a view is walked by a kernel
+// (DeviceWalk), when a region is one contiguous block, and how a row-major
+// matrix product maps onto one column-major cuBLASLt call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/cuda/kernels.hpp"
+
+namespace tapestry::cuda {
+
+// ---------------------------------------------------------------- devices
+
+// Where one logical plan device runs: a physical GPU and a stream of its own.
+struct DevicePlacement {
+  int gpu = 0;
+  int stream = 0; // the stream's number on that GPU
+  friend bool operator==(const DevicePlacement&, const DevicePlacement&) = default;
+};
+
+// Plan devices map one-to-one onto GPUs when there are enough GPUs, else all
+// onto GPU 0, each with its own stream (SPEC §9, issue 8). gpus >= 1.
+std::vector<DevicePlacement> placeDevices(int planDevices, int gpus);
+
+// ---------------------------------------------------------------- walks
+
+ElementType elementType(backend::DType dtype);
+
+// A view read over an index box: the element of index point p (counted from
+// the box's start) sits at base + Σ_k stride[k]·p_k elements.
+struct ViewWalk {
+  std::byte* base = nullptr;
+  std::vector<std::int64_t> stride; // per index dim
+};
+
+// The view read through an IPF over `index` (its unit-shape origin, as the CPU
+// backend's walkThrough), or over its own coordinates `region`.
+ViewWalk walkThrough(const backend::TensorView& view, const IndexProjection& ipf,
+                     const ZRange& index);
+ViewWalk walkRegion(const backend::TensorView& view, const ZRange& region);
+
+// The kernel walk of a box with `extent` for the operands' strides (one vector
+// per operand, each extent.size() long): unit dims dropped, dims every operand
+// walks contiguously merged (so a dense copy is one dim). Error when more than
+// kMaxWalkDims dims remain.
+DeviceWalk makeWalk(std::span<const std::int64_t> extent,
+                    std::span<const std::vector<std::int64_t>> strides);
+
+// Whether `region` of a view is one contiguous block in memory (its elements
+// in row-major order at unit stride).
+bool isContiguous(const backend::TensorView& view, const ZRange& region);
+
+// ---------------------------------------------------------------- cuBLASLt
+
+// How a rows x cols operand with (row, column) strides is read: as row-major
+// with leading dimension ld (transpose false) or column-major (transpose true),
+// exactly when the CPU backend's cblas path reads it in place; nullopt when
+// neither (the operand is then gathered into a dense block first).
+struct MatrixLayout {
+  bool transpose = false;
+  std::int64_t ld = 0;
+  friend bool operator==(const MatrixLayout&, const MatrixLayout&) = default;
+};
+std::optional<MatrixLayout> matrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
+                                         std::int64_t cs);
+// The leading dimension of a row-major M x N output written in place, or
+// nullopt when its layout needs a dense block scattered afterwards.
+std::optional<std::int64_t> outputLd(std::int64_t M, std::int64_t N, std::int64_t rsC,
+                                     std::int64_t csC);
+
+// One column-major matrix as cuBLASLt describes it.
+struct LtMatrix {
+  std::uint64_t rows = 0;
+  std::uint64_t cols = 0;
+  std::int64_t ld = 0;
+  bool transpose = false; // the operation applied to it
+  friend bool operator==(const LtMatrix&, const LtMatrix&) = default;
+};
+
+// Row-major C[M, N] = A[M, K]·B[K, N] as the column-major product
+// Cᵀ = Bᵀ·Aᵀ: cuBLASLt's A is our B, its B our A, and its C/D our C.
+struct LtGemm {
+  LtMatrix a; // describes our B
+  LtMatrix b; // describes our A
+  LtMatrix c; // describes our C
+  std::string toString() const;
+};
+LtGemm planGemm(std::int64_t M, std::int64_t N, std::int64_t K, MatrixLayout A, MatrixLayout B,
+                std::int64_t ldc);
+
+// The largest power of two (at most 256) dividing the address: what cuBLASLt's
+// heuristic is told about each pointer, since sub-views need not be aligned.
+int pointerAlignment(const void* pointer);
+
+} // namespace tapestry::cuda

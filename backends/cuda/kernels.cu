@@ -1,0 +1,738 @@
+// The native kernels of the CUDA backend (see kernels.hpp). Each mirrors its
+// CPU counterpart in backends/cpu/: the same compute types (float for float32
+// and the 16-bit floats, double, int64 for integers), the same rounding on
+// store (nearest even), wrapping integer arithmetic, NaN-propagating max/min,
+// and, where the CPU sums sequentially (reductions), the same order. Kernels
+// are templated on the element type only; the operation is a runtime switch,
+// which keeps the number of instantiations (and compile time) small.
+#include "backends/cuda/kernels.hpp"
+
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace tapestry::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::int64_t kMaxBlocks = 65535;
+
+using i64 = std::int64_t;
+using u64 = std::uint64_t;
+
+template <class T> struct Tag { using type = T; };
+
+template <class F> cudaError_t dispatch(ElementType type, F&& f) {
+  switch (type) {
+  case ElementType::Float32:
+    return f(Tag<float>{});
+  case ElementType::Float64:
+    return f(Tag<double>{});
+  case ElementType::Float16:
+    return f(Tag<__half>{});
+  case ElementType::BFloat16:
+    return f(Tag<__nv_bfloat16>{});
+  case ElementType::Int32:
+    return f(Tag<std::int32_t>{});
+  case ElementType::Int64:
+    return f(Tag<std::int64_t>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Num<T>::C is the type T computes in; load / store convert (store rounds to
+// nearest even, or wraps integers), as backends/cpu/kernel_util.hpp.
+template <class T> struct Num {
+  using C = T;
+  static __device__ C load(T x) { return x; }
+  static __device__ T store(C c) { return c; }
+};
+template <> struct Num<__half> {
+  using C = float;
+  static __device__ float load(__half x) { return __half2float(x); }
+  static __device__ __half store(float c) { return __float2half_rn(c); }
+};
+template <> struct Num<__nv_bfloat16> {
+  using C = float;
+  static __device__ float load(__nv_bfloat16 x) { return __bfloat162float(x); }
+  static __device__ __nv_bfloat16 store(float c) { return __float2bfloat16_rn(c); }
+};
+template <> struct Num<std::int32_t> {
+  using C = i64;
+  static __device__ i64 load(std::int32_t x) { return x; }
+  static __device__ std::int32_t store(i64 c) { // wraps
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<u64>(c)));
+  }
+};
+
+template <class T> constexpr bool kIsInt = std::is_integral<T>::value;
+
+__device__ inline i64 wrapAdd(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<u64>(a) + static_cast<u64>(b));
+}
+__device__ inline i64 wrapSub(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<u64>(a) - static_cast<u64>(b));
+}
+__device__ inline i64 wrapMul(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<u64>(a) * static_cast<u64>(b));
+}
+
+__device__ inline float mathErf(float x) {
+  return erff(x);
+}
+__device__ inline double mathErf(double x) {
+  return erf(x);
+}
+__device__ inline float mathTanh(float x) {
+  return tanhf(x);
+}
+__device__ inline double mathTanh(double x) {
+  return tanh(x);
+}
+__device__ inline float mathExp(float x) {
+  return expf(x);
+}
+__device__ inline double mathExp(double x) {
+  return exp(x);
+}
+
+// Element offsets of walk point i for the first N operands.
+template <int N> __device__ inline void walkOffsets(const DeviceWalk& w, i64 i, i64 (&off)[N]) {
+  for (int k = 0; k < N; ++k) {
+    off[k] = 0;
+  }
+  for (int d = w.rank - 1; d >= 0; --d) {
+    const i64 e = w.extent[d];
+    const i64 c = i % e;
+    i /= e;
+    for (int k = 0; k < N; ++k) {
+      off[k] += c * w.stride[k][d];
+    }
+  }
+}
+
+unsigned blocksFor(i64 work) {
+  i64 blocks = (work + kThreads - 1) / kThreads;
+  if (blocks > kMaxBlocks) {
+    blocks = kMaxBlocks;
+  }
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+#define TAPESTRY_GRID_LOOP(i, count)                                                               \
+  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count);               \
+       i += static_cast<i64>(gridDim.x) * blockDim.x)
+
+// ---------------------------------------------------------------- elementwise
+
+template <class C> __device__ C applyUnary(UnaryOp op, C x) {
+  if constexpr (kIsInt<C>) {
+    // Only relu and neg accept integers (the host rejects the rest).
+    if (op == UnaryOp::Neg) {
+      return wrapSub(0, x);
+    }
+    return x < C(0) ? C(0) : x;
+  } else {
+    switch (op) {
+    case UnaryOp::Relu:
+      return x < C(0) ? C(0) : x; // NaN stays NaN
+    case UnaryOp::Gelu:
+      return C(0.5) * x * (C(1) + mathErf(x * C(0.70710678118654752440)));
+    case UnaryOp::Tanh:
+      return mathTanh(x);
+    case UnaryOp::Exp:
+      return mathExp(x);
+    case UnaryOp::Sigmoid:
+      return C(1) / (C(1) + mathExp(-x));
+    case UnaryOp::Neg:
+      break;
+    }
+    return -x;
+  }
+}
+
+template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
+  if constexpr (kIsInt<C>) {
+    switch (op) {
+    case BinaryOp::Add:
+      return wrapAdd(a, b);
+    case BinaryOp::Sub:
+      return wrapSub(a, b);
+    case BinaryOp::Mul:
+      return wrapMul(a, b);
+    case BinaryOp::Div:
+      break; // rejected on the host
+    }
+    return 0;
+  } else {
+    switch (op) {
+    case BinaryOp::Add:
+      return a + b;
+    case BinaryOp::Sub:
+      return a - b;
+    case BinaryOp::Mul:
+      return a * b;
+    case BinaryOp::Div:
+      break;
+    }
+    return a / b;
+  }
+}
+
+template <class C> __device__ C applyCombine(CombineOp op, C a, C b) {
+  switch (op) {
+  case CombineOp::Sum:
+    if constexpr (kIsInt<C>) {
+      return wrapAdd(a, b);
+    } else {
+      return a + b;
+    }
+  case CombineOp::Prod:
+    if constexpr (kIsInt<C>) {
+      return wrapMul(a, b);
+    } else {
+      return a * b;
+    }
+  case CombineOp::Max:
+    if constexpr (!kIsInt<C>) {
+      if (isnan(a) || isnan(b)) {
+        return isnan(a) ? a : b;
+      }
+    }
+    return a < b ? b : a;
+  case CombineOp::Min:
+    break;
+  }
+  if constexpr (!kIsInt<C>) {
+    if (isnan(a) || isnan(b)) {
+      return isnan(a) ? a : b;
+    }
+  }
+  return b < a ? b : a;
+}
+
+template <class T> __device__ typename Num<T>::C identityOf(CombineOp op) {
+  using C = typename Num<T>::C;
+  switch (op) {
+  case CombineOp::Sum:
+    return C(0);
+  case CombineOp::Prod:
+    return C(1);
+  case CombineOp::Max:
+    if constexpr (std::is_same<T, std::int32_t>::value) {
+      return INT32_MIN;
+    } else if constexpr (std::is_same<T, std::int64_t>::value) {
+      return INT64_MIN;
+    } else {
+      return -C(INFINITY);
+    }
+  case CombineOp::Min:
+    break;
+  }
+  if constexpr (std::is_same<T, std::int32_t>::value) {
+    return INT32_MAX;
+  } else if constexpr (std::is_same<T, std::int64_t>::value) {
+    return INT64_MAX;
+  } else {
+    return C(INFINITY);
+  }
+}
+
+template <class T> __global__ void unaryKernel(UnaryOp op, const T* x, T* y, DeviceWalk w) {
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[2];
+    walkOffsets<2>(w, i, off);
+    y[off[1]] = Num<T>::store(applyUnary(op, Num<T>::load(x[off[0]])));
+  }
+}
+
+template <class T>
+__global__ void binaryKernel(BinaryOp op, const T* a, const T* b, T* y, DeviceWalk w) {
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[3];
+    walkOffsets<3>(w, i, off);
+    y[off[2]] = Num<T>::store(applyBinary(op, Num<T>::load(a[off[0]]), Num<T>::load(b[off[1]])));
+  }
+}
+
+template <class T> __global__ void combineKernel(CombineOp op, T* dst, const T* src, DeviceWalk w) {
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[2];
+    walkOffsets<2>(w, i, off);
+    T& slot = dst[off[0]];
+    slot = Num<T>::store(applyCombine(op, Num<T>::load(slot), Num<T>::load(src[off[1]])));
+  }
+}
+
+template <class T> __global__ void fillIdentityKernel(CombineOp op, T* dst, DeviceWalk w) {
+  const T value = Num<T>::store(identityOf<T>(op));
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[1];
+    walkOffsets<1>(w, i, off);
+    dst[off[0]] = value;
+  }
+}
+
+template <class T> __global__ void copyKernel(const T* x, T* y, DeviceWalk w) {
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[2];
+    walkOffsets<2>(w, i, off);
+    y[off[1]] = x[off[0]];
+  }
+}
+
+// convertValue of backends/cpu/kernel_util.hpp: floats round to nearest even
+// (through float32 for the 16-bit floats); float to int truncates toward zero
+// and saturates (NaN gives 0); int to narrower int wraps.
+template <class To, class From> __device__ To convertValue(From x) {
+  using CF = typename Num<From>::C;
+  using CT = typename Num<To>::C;
+  const CF v = Num<From>::load(x);
+  if constexpr (kIsInt<To> && !kIsInt<From>) {
+    if (isnan(v)) {
+      return To{0};
+    }
+    const double lo =
+        std::is_same<To, std::int32_t>::value ? -2147483648.0 : -9223372036854775808.0;
+    const double hi = std::is_same<To, std::int32_t>::value ? 2147483647.0 : 9223372036854775808.0;
+    const double d = static_cast<double>(v);
+    if (d <= lo) {
+      return std::is_same<To, std::int32_t>::value ? To(INT32_MIN) : To(INT64_MIN);
+    }
+    if (d >= hi) {
+      return std::is_same<To, std::int32_t>::value ? To(INT32_MAX) : To(INT64_MAX);
+    }
+    return static_cast<To>(static_cast<i64>(d));
+  } else {
+    return Num<To>::store(static_cast<CT>(v));
+  }
+}
+
+template <class From, class To> __global__ void castKernel(const From* x, To* y, DeviceWalk w) {
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[2];
+    walkOffsets<2>(w, i, off);
+    y[off[1]] = convertValue<To, From>(x[off[0]]);
+  }
+}
+
+// ---------------------------------------------------------------- reductions
+
+template <class T>
+__global__ void reduceKernel(ReduceOp op, const T* x, T* y, DeviceWalk w, i64 length, i64 sx,
+                             i64 divisor) {
+  using C = typename Num<T>::C;
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[2];
+    walkOffsets<2>(w, i, off);
+    const T* row = x + off[0];
+    C acc = C(0);
+    if (op == ReduceOp::Max) { // the compute type's lowest, as the CPU backend
+      if constexpr (kIsInt<C>) {
+        acc = INT64_MIN;
+      } else {
+        acc = -C(INFINITY);
+      }
+    }
+    for (i64 j = 0; j < length; ++j) {
+      const C v = Num<T>::load(row[j * sx]);
+      if (op == ReduceOp::Max) {
+        if constexpr (kIsInt<C>) {
+          acc = v > acc ? v : acc;
+        } else if (v > acc || isnan(v)) { // NaN propagates
+          acc = v;
+        }
+      } else if constexpr (kIsInt<C>) {
+        acc = wrapAdd(acc, v);
+      } else {
+        acc += v;
+      }
+    }
+    if constexpr (!kIsInt<C>) {
+      if (op == ReduceOp::Mean) {
+        acc = acc / static_cast<C>(divisor);
+      }
+    }
+    y[off[1]] = Num<T>::store(acc);
+  }
+}
+
+// ---------------------------------------------------------------- softmax, layernorm
+
+template <class C> __device__ C warpMax(C v) { // NaN propagates
+  for (int lane = 16; lane > 0; lane /= 2) {
+    const C o = __shfl_xor_sync(0xffffffffu, v, lane);
+    v = (o > v || isnan(o)) ? o : v;
+  }
+  return v;
+}
+template <class C> __device__ C warpSum(C v) {
+  for (int lane = 16; lane > 0; lane /= 2) {
+    v += __shfl_xor_sync(0xffffffffu, v, lane);
+  }
+  return v;
+}
+
+template <class T>
+__global__ void softmaxKernel(const T* x, T* y, DeviceWalk w, i64 n, i64 sx, i64 sy) {
+  using C = typename Num<T>::C;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const i64 firstWarp = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const i64 warps = static_cast<i64>(gridDim.x) * blockDim.x / 32;
+  for (i64 r = firstWarp; r < w.count; r += warps) { // uniform per warp
+    i64 off[2];
+    walkOffsets<2>(w, r, off);
+    const T* row = x + off[0];
+    T* out = y + off[1];
+    C m = -C(INFINITY);
+    for (i64 i = lane; i < n; i += 32) {
+      const C v = Num<T>::load(row[i * sx]);
+      m = (v > m || isnan(v)) ? v : m;
+    }
+    m = warpMax(m);
+    C total = 0;
+    for (i64 i = lane; i < n; i += 32) {
+      total += mathExp(Num<T>::load(row[i * sx]) - m);
+    }
+    total = warpSum(total);
+    for (i64 i = lane; i < n; i += 32) {
+      out[i * sy] = Num<T>::store(mathExp(Num<T>::load(row[i * sx]) - m) / total);
+    }
+  }
+}
+
+template <class T>
+__global__ void layernormKernel(const T* x, T* y, const T* gamma, i64 gs, const T* beta, i64 bs,
+                                DeviceWalk w, i64 d, i64 sx, i64 sy, double eps) {
+  using C = typename Num<T>::C;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const i64 firstWarp = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const i64 warps = static_cast<i64>(gridDim.x) * blockDim.x / 32;
+  for (i64 r = firstWarp; r < w.count; r += warps) {
+    i64 off[2];
+    walkOffsets<2>(w, r, off);
+    const T* row = x + off[0];
+    T* out = y + off[1];
+    double sum = 0;
+    for (i64 i = lane; i < d; i += 32) {
+      sum += static_cast<double>(Num<T>::load(row[i * sx]));
+    }
+    const double mean = warpSum(sum) / static_cast<double>(d);
+    double sq = 0;
+    for (i64 i = lane; i < d; i += 32) {
+      const double c = static_cast<double>(Num<T>::load(row[i * sx])) - mean;
+      sq += c * c;
+    }
+    const double inv = 1.0 / sqrt(warpSum(sq) / static_cast<double>(d) + eps);
+    for (i64 i = lane; i < d; i += 32) {
+      const C norm = static_cast<C>((static_cast<double>(Num<T>::load(row[i * sx])) - mean) * inv);
+      out[i * sy] = Num<T>::store(norm * Num<T>::load(gamma[i * gs]) + Num<T>::load(beta[i * bs]));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- embedding, matmul, conv
+
+template <class T, class I>
+__global__ void embeddingKernel(const T* table, i64 rowStride, i64 rows, const I* indices, T* out,
+                                DeviceWalk w, unsigned long long* bad) {
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[3];
+    walkOffsets<3>(w, i, off);
+    const i64 row = static_cast<i64>(indices[off[0]]);
+    if (row < 0 || row >= rows) {
+      atomicMin(bad, static_cast<unsigned long long>(i));
+      continue;
+    }
+    out[off[1]] = table[row * rowStride + off[2]];
+  }
+}
+
+template <class T>
+__global__ void simpleMatmulKernel(i64 M, i64 N, i64 K, const T* A, i64 rsA, i64 csA, const T* B,
+                                   i64 rsB, i64 csB, T* C, i64 rsC, i64 csC, bool accumulate) {
+  using Acc = typename Num<T>::C;
+  TAPESTRY_GRID_LOOP(e, M * N) {
+    const i64 i = e / N;
+    const i64 j = e % N;
+    Acc acc = 0;
+    for (i64 k = 0; k < K; ++k) {
+      const Acc a = Num<T>::load(A[i * rsA + k * csA]);
+      const Acc b = Num<T>::load(B[k * rsB + j * csB]);
+      if constexpr (kIsInt<Acc>) {
+        acc = wrapAdd(acc, wrapMul(a, b));
+      } else {
+        acc += a * b;
+      }
+    }
+    T& out = C[i * rsC + j * csC];
+    if constexpr (!kIsInt<Acc>) {
+      if (accumulate) {
+        acc += Num<T>::load(out);
+      }
+    }
+    out = Num<T>::store(acc);
+  }
+}
+
+__device__ inline i64 convOffset(const ConvView& v, i64 a, i64 b, i64 c, i64 d) {
+  return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +
+         (c - v.start[2]) * v.stride[2] + (d - v.start[3]) * v.stride[3];
+}
+
+template <class T>
+__global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, ConvParams p) {
+  using C = typename Num<T>::C;
+  const T* in = static_cast<const T*>(input.data);
+  const T* wt = static_cast<const T*>(weight.data);
+  T* out = static_cast<T*>(const_cast<void*>(output.data));
+  const i64 Ns = p.end[0] - p.begin[0], Os = p.end[1] - p.begin[1];
+  const i64 OHs = p.end[2] - p.begin[2], OWs = p.end[3] - p.begin[3];
+  TAPESTRY_GRID_LOOP(e, Ns * Os * OHs * OWs) {
+    i64 rest = e;
+    const i64 ow = p.begin[3] + rest % OWs;
+    rest /= OWs;
+    const i64 oh = p.begin[2] + rest % OHs;
+    rest /= OHs;
+    const i64 o = p.begin[1] + rest % Os;
+    const i64 n = p.begin[0] + rest / Os;
+    C acc = 0;
+    if (p.anyInput) {
+      for (i64 c = p.begin[4]; c < p.end[4]; ++c) {
+        for (i64 kh = p.begin[5]; kh < p.end[5]; ++kh) {
+          const i64 ih = p.sh * oh + p.dh * kh - p.ph;
+          if (ih < 0 || ih >= p.H) {
+            continue;
+          }
+          for (i64 kw = p.begin[6]; kw < p.end[6]; ++kw) {
+            const i64 iw = p.sw * ow + p.dw * kw - p.pw;
+            if (iw < 0 || iw >= p.W) {
+              continue;
+            }
+            acc += Num<T>::load(in[convOffset(input, n, c, ih, iw)]) *
+                   Num<T>::load(wt[convOffset(weight, o, c, kh, kw)]);
+          }
+        }
+      }
+    }
+    out[convOffset(output, n, o, oh, ow)] = Num<T>::store(acc);
+  }
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- launchers
+
+cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,
+                        cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    unaryKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(op, static_cast<const T*>(x),
+                                                                static_cast<T*>(y), w);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const void* b, void* y,
+                         const DeviceWalk& w, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binaryKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
+        op, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), w);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchCast(ElementType from, ElementType to, const void* x, void* y,
+                       const DeviceWalk& w, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(from, [&](auto fromTag) {
+    using F = typename decltype(fromTag)::type;
+    return dispatch(to, [&](auto toTag) {
+      using T = typename decltype(toTag)::type;
+      castKernel<F, T><<<blocksFor(w.count), kThreads, 0, stream>>>(static_cast<const F*>(x),
+                                                                    static_cast<T*>(y), w);
+      return cudaGetLastError();
+    });
+  });
+}
+
+cudaError_t launchCopy(int elementSize, const void* x, void* y, const DeviceWalk& w,
+                       cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  const unsigned blocks = blocksFor(w.count);
+  switch (elementSize) {
+  case 1:
+    copyKernel<std::uint8_t><<<blocks, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(x),
+                                                              static_cast<std::uint8_t*>(y), w);
+    break;
+  case 2:
+    copyKernel<std::uint16_t><<<blocks, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(x),
+                                                               static_cast<std::uint16_t*>(y), w);
+    break;
+  case 4:
+    copyKernel<std::uint32_t><<<blocks, kThreads, 0, stream>>>(static_cast<const std::uint32_t*>(x),
+                                                               static_cast<std::uint32_t*>(y), w);
+    break;
+  case 8:
+    copyKernel<std::uint64_t><<<blocks, kThreads, 0, stream>>>(static_cast<const std::uint64_t*>(x),
+                                                               static_cast<std::uint64_t*>(y), w);
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launchCombine(CombineOp op, ElementType type, void* dst, const void* src,
+                          const DeviceWalk& w, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    combineKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(op, static_cast<T*>(dst),
+                                                                  static_cast<const T*>(src), w);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchFillIdentity(CombineOp op, ElementType type, void* dst, const DeviceWalk& w,
+                               cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fillIdentityKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(op, static_cast<T*>(dst), w);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchReduce(ReduceOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,
+                         std::int64_t axisLength, std::int64_t axisStride, std::int64_t divisor,
+                         cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    reduceKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
+        op, static_cast<const T*>(x), static_cast<T*>(y), w, axisLength, axisStride, divisor);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchSoftmax(ElementType type, const void* x, void* y, const DeviceWalk& w,
+                          std::int64_t n, std::int64_t sx, std::int64_t sy, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      return cudaErrorInvalidValue;
+    } else {
+      softmaxKernel<T><<<blocksFor(w.count * 32), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), w, n, sx, sy);
+      return cudaGetLastError();
+    }
+  });
+}
+
+cudaError_t launchLayernorm(ElementType type, const void* x, void* y, const void* gamma,
+                            std::int64_t gammaStride, const void* beta, std::int64_t betaStride,
+                            const DeviceWalk& w, std::int64_t d, std::int64_t sx, std::int64_t sy,
+                            double eps, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      return cudaErrorInvalidValue;
+    } else {
+      layernormKernel<T><<<blocksFor(w.count * 32), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), static_cast<const T*>(gamma), gammaStride,
+          static_cast<const T*>(beta), betaStride, w, d, sx, sy, eps);
+      return cudaGetLastError();
+    }
+  });
+}
+
+cudaError_t launchEmbedding(ElementType type, ElementType indexType, const void* table,
+                            std::int64_t tableRowStride, std::int64_t rows, const void* indices,
+                            void* out, const DeviceWalk& w, unsigned long long* badPoint,
+                            cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  if (indexType != ElementType::Int32 && indexType != ElementType::Int64) {
+    return cudaErrorInvalidValue;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (indexType == ElementType::Int32) {
+      embeddingKernel<T, std::int32_t><<<blocksFor(w.count), kThreads, 0, stream>>>(
+          static_cast<const T*>(table), tableRowStride, rows,
+          static_cast<const std::int32_t*>(indices), static_cast<T*>(out), w, badPoint);
+    } else {
+      embeddingKernel<T, std::int64_t><<<blocksFor(w.count), kThreads, 0, stream>>>(
+          static_cast<const T*>(table), tableRowStride, rows,
+          static_cast<const std::int64_t*>(indices), static_cast<T*>(out), w, badPoint);
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchSimpleMatmul(ElementType type, std::int64_t M, std::int64_t N, std::int64_t K,
+                               const void* A, std::int64_t rsA, std::int64_t csA, const void* B,
+                               std::int64_t rsB, std::int64_t csB, void* C, std::int64_t rsC,
+                               std::int64_t csC, bool accumulate, cudaStream_t stream) {
+  if (M == 0 || N == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    simpleMatmulKernel<T><<<blocksFor(M * N), kThreads, 0, stream>>>(
+        M, N, K, static_cast<const T*>(A), rsA, csA, static_cast<const T*>(B), rsB, csB,
+        static_cast<T*>(C), rsC, csC, accumulate);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
+                         const ConvView& output, const ConvParams& params, cudaStream_t stream) {
+  i64 count = 1;
+  for (int d = 0; d < 4; ++d) {
+    count *= params.end[d] - params.begin[d];
+  }
+  if (count <= 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      return cudaErrorInvalidValue;
+    } else {
+      conv2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, weight, output, params);
+      return cudaGetLastError();
+    }
+  });
+}
+
+} // namespace tapestry::cuda

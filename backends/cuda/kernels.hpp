@@ -1,0 +1,111 @@
+// The native CUDA kernels of the CUDA backend (kernels.cu), behind plain launch
+// functions the host code (cuda_backend.cpp, C++20) calls. Every launcher only
+// enqueues work on `stream` and returns the launch status; the caller checks it
+// and synchronizes. Shared by nvcc (C++17) and the host compiler, so this header
+// uses no C++20 and no CUDA types beyond cudaStream_t / cudaError_t.
+//
+// Most kernels walk an index box: operand i of index point p (p counted from
+// the box's start) sits at base_i + Σ_k stride[i][k]·p_k elements, exactly as
+// the CPU backend's walks (backends/cpu/kernel_util.hpp) read views.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace tapestry::cuda {
+
+constexpr int kMaxWalkDims = 12;
+constexpr int kMaxWalkOperands = 3;
+
+// Element types as the kernels see them (the order of backend::DType).
+enum class ElementType : int { Float32, Float64, Float16, BFloat16, Int32, Int64 };
+
+// An index box of `count` points walked by up to kMaxWalkOperands operands,
+// dims ordered outermost first (row-major point order). Built on the host by
+// makeWalk (cuda_plan.hpp), which drops unit dims and merges contiguous ones.
+struct DeviceWalk {
+  int rank = 0;
+  std::int64_t count = 0; // product of the extents (0: nothing to do)
+  std::int64_t extent[kMaxWalkDims] = {};
+  std::int64_t stride[kMaxWalkOperands][kMaxWalkDims] = {};
+};
+
+enum class UnaryOp : int { Relu, Gelu, Tanh, Exp, Sigmoid, Neg };
+enum class BinaryOp : int { Add, Sub, Mul, Div };
+enum class CombineOp : int { Sum, Max, Min, Prod }; // metakernel::Combine
+enum class ReduceOp : int { Sum, Mean, Max };
+
+// y = op(x); operands 0: x, 1: y.
+cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,
+                        cudaStream_t stream);
+// y = op(a, b); operands 0: a, 1: b, 2: y (a zero stride broadcasts).
+cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const void* b, void* y,
+                         const DeviceWalk& w, cudaStream_t stream);
+// y = convert(x) with the CPU backend's rules; operands 0: x, 1: y.
+cudaError_t launchCast(ElementType from, ElementType to, const void* x, void* y,
+                       const DeviceWalk& w, cudaStream_t stream);
+// Bitwise element copy (elementSize 1, 2, 4 or 8); operands 0: x, 1: y.
+cudaError_t launchCopy(int elementSize, const void* x, void* y, const DeviceWalk& w,
+                       cudaStream_t stream);
+// dst = combine(dst, src); operands 0: dst, 1: src.
+cudaError_t launchCombine(CombineOp op, ElementType type, void* dst, const void* src,
+                          const DeviceWalk& w, cudaStream_t stream);
+// Every walked element of dst = the monoid's identity; operand 0: dst.
+cudaError_t launchFillIdentity(CombineOp op, ElementType type, void* dst, const DeviceWalk& w,
+                               cudaStream_t stream);
+
+// One output point per walk point (operands 0: x at the axis start, 1: y): y =
+// the reduction of x[j·axisStride], j < axisLength, in increasing j (the CPU
+// backend's order); Mean divides by `divisor` (the full axis length).
+cudaError_t launchReduce(ReduceOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,
+                         std::int64_t axisLength, std::int64_t axisStride, std::int64_t divisor,
+                         cudaStream_t stream);
+
+// One row per walk point (operands 0: x, 1: y at the row start), n elements
+// apart by sx / sy: a numerically stable softmax (a warp per row).
+cudaError_t launchSoftmax(ElementType type, const void* x, void* y, const DeviceWalk& w,
+                          std::int64_t n, std::int64_t sx, std::int64_t sy, cudaStream_t stream);
+// The same rows normalized over d elements in double (two passes), then
+// y = norm·gamma[i] + beta[i] (gamma / beta: element 0 and stride).
+cudaError_t launchLayernorm(ElementType type, const void* x, void* y, const void* gamma,
+                            std::int64_t gammaStride, const void* beta, std::int64_t betaStride,
+                            const DeviceWalk& w, std::int64_t d, std::int64_t sx, std::int64_t sy,
+                            double eps, cudaStream_t stream);
+
+// embedding: one walk point per output element (operands 0: the index element,
+// 1: the output element, 2: the table column at row 0). An index outside
+// [0, rows) sets *badPoint to the smallest such walk point (atomicMin; the
+// caller initializes it to INT64_MAX) and writes nothing there.
+cudaError_t launchEmbedding(ElementType type, ElementType indexType, const void* table,
+                            std::int64_t tableRowStride, std::int64_t rows, const void* indices,
+                            void* out, const DeviceWalk& w, unsigned long long* badPoint,
+                            cudaStream_t stream);
+
+// C[M, N] = A[M, K]·B[K, N] (+ C when accumulate, floats only) for any dtype
+// and strides, a thread per element of C: the integer products (wrapping, like
+// the CPU backend) and the fallback where cuBLASLt has no algorithm.
+cudaError_t launchSimpleMatmul(ElementType type, std::int64_t M, std::int64_t N, std::int64_t K,
+                               const void* A, std::int64_t rsA, std::int64_t csA, const void* B,
+                               std::int64_t rsB, std::int64_t csB, void* C, std::int64_t rsC,
+                               std::int64_t csC, bool accumulate, cudaStream_t stream);
+
+// A 4-d view for conv2d: the element at (a, b, c, d) of a region starting at
+// start[] sits at data + Σ (coord - start)·stride.
+struct ConvView {
+  const void* data = nullptr;
+  std::int64_t start[4] = {};
+  std::int64_t stride[4] = {};
+};
+struct ConvParams {
+  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, H = 0, W = 0;
+  std::int64_t begin[7] = {}; // the shard's index range [N, O, OH, OW, C, KH, KW]
+  std::int64_t end[7] = {};
+  bool anyInput = true; // false: the shard reads only padding (zeros)
+};
+// Direct conv2d (NCHW / OIHW cross-correlation): a thread per output element of
+// the shard sums its part of (C, KH, KW) in the compute type and stores once.
+cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
+                         const ConvView& output, const ConvParams& params, cudaStream_t stream);
+
+} // namespace tapestry::cuda

@@ -1,0 +1,72 @@
+#include "cli/optimize_mpi.hpp"
+
+#include <ostream>
+#include <streambuf>
+#include <string>
+
+#include "core/diag/error.hpp"
+
+#if TAPESTRY_HAVE_MPI
+#include "core/search/mpi_transport.hpp"
+#endif
+
+namespace tapestry::cli {
+
+#if TAPESTRY_HAVE_MPI
+
+namespace {
+
+// Where the output of ranks other than 0 goes.
+class NullBuffer : public std::streambuf {
+protected:
+  int overflow(int c) override { return traits_type::not_eof(c); }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
+} // namespace
+
+int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch,
+                      Streams& io) {
+  (void)launch; // MPI itself says who is who
+  search::MpiSession session;
+  search::MpiTransport transport;
+  config.islands = &transport;
+  const bool root = transport.rank() == 0;
+  NullBuffer nothing;
+  std::ostream silent(&nothing);
+  if (!root) {
+    config.progress = false;
+  }
+  try {
+    return search::optimizeCommand(config, root ? io.out : silent, io.err);
+  } catch (const search::PeerFailed& e) {
+    return e.exitCode(); // that rank reports it
+  } catch (const Error& e) {
+    // Every rank usually fails alike (the same flags and files): only the
+    // lowest one says so.
+    const int code = static_cast<int>(e.exitCode());
+    if (transport.fail(code) != transport.rank()) {
+      return code;
+    }
+    throw;
+  } catch (...) {
+    transport.fail(static_cast<int>(ExitCode::Internal));
+    throw;
+  }
+}
+
+#else
+
+int optimizeOnIslands(search::OptimizeConfig, const search::LaunchInfo& launch, Streams&) {
+  if (launch.rank != 0) {
+    return static_cast<int>(ExitCode::Usage); // rank 0 says why
+  }
+  throw UsageError("this tapestry was built without MPI, so it cannot run as " +
+                   std::to_string(launch.size) +
+                   " ranks under mpirun (they would all write the same files); rebuild with "
+                   "MPI (libopenmpi-dev, see docs/distributed.md) or run one process");
+}
+
+#endif
+
+} // namespace tapestry::cli

@@ -1,0 +1,19 @@
+// `mpirun -n K tapestry optimize ...` (docs/distributed.md): the optimize
+// command as one island of a distributed search. Kept out of cmd_optimize.cpp
+// so that only this file knows whether the binary was built with MPI.
+#pragma once
+
+#include "cli/app.hpp"
+#include "core/search/island.hpp"
+#include "core/search/optimize_command.hpp"
+
+namespace tapestry::cli {
+
+// Runs `config` as rank launch.rank of launch.size (> 1) islands: MPI is
+// initialized for the call and finalized after it. Rank 0 writes the files and
+// prints; the others print nothing unless they are the lowest rank that failed.
+// An error on any rank ends every rank with its exit code instead of leaving
+// them waiting. Without MPI in the build: a usage error (exit 2), from rank 0.
+int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch, Streams& io);
+
+} // namespace tapestry::cli

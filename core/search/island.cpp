@@ -1,0 +1,624 @@
+#include "core/search/island.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+
+#include "core/diag/error.hpp"
+#include "core/search/mutate.hpp"
+
+namespace tapestry::search {
+
+// ------------------------------------------------------------- transport
+
+namespace {
+
+// The first word of every collective message: a rank that failed sends
+// {kFailed, exit code} instead of its message.
+constexpr std::int64_t kOk = 0;
+constexpr std::int64_t kFailed = 1;
+
+} // namespace
+
+std::vector<std::vector<std::int64_t>>
+IslandTransport::exchange(const std::vector<std::int64_t>& message) {
+  std::vector<std::int64_t> local;
+  local.reserve(message.size() + 1);
+  local.push_back(kOk);
+  local.insert(local.end(), message.begin(), message.end());
+  std::vector<std::vector<std::int64_t>> all = allgather(local);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) {
+      throw InternalError("island transport: empty message from rank " + std::to_string(r));
+    }
+    if (all[r][0] == kFailed) {
+      close(); // every rank sees the failure in this collective: no more come
+      throw PeerFailed(static_cast<int>(r), all[r].size() > 1
+                                                ? static_cast<int>(all[r][1])
+                                                : static_cast<int>(ExitCode::Internal));
+    }
+  }
+  for (std::vector<std::int64_t>& m : all) {
+    m.erase(m.begin());
+  }
+  return all;
+}
+
+int IslandTransport::fail(int exitCode) {
+  if (closed_) {
+    return rank();
+  }
+  close();
+  const std::vector<std::vector<std::int64_t>> all = allgather({kFailed, exitCode});
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (!all[r].empty() && all[r][0] == kFailed) {
+      return static_cast<int>(r);
+    }
+  }
+  return rank();
+}
+
+// One round of an allgather among threads: each rank leaves its message in
+// `slots`; the last to arrive publishes them all and wakes the others, who copy
+// the published round before they can arrive at the next one.
+struct LocalIslands::Hub {
+  explicit Hub(int n) : size(n), slots(static_cast<std::size_t>(n)) {}
+  const int size;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::vector<std::vector<std::int64_t>> slots;
+  std::vector<std::vector<std::int64_t>> published;
+  int arrived = 0;
+  std::uint64_t round = 0;
+};
+
+class LocalIslands::Rank : public IslandTransport {
+public:
+  Rank(std::shared_ptr<Hub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return hub_->size; }
+
+protected:
+  std::vector<std::vector<std::int64_t>>
+  allgather(const std::vector<std::int64_t>& local) override {
+    Hub& h = *hub_;
+    std::unique_lock<std::mutex> lock(h.mutex);
+    h.slots[static_cast<std::size_t>(rank_)] = local;
+    const std::uint64_t round = h.round;
+    if (++h.arrived == h.size) {
+      h.published = h.slots;
+      h.arrived = 0;
+      ++h.round;
+      h.wake.notify_all();
+    } else {
+      h.wake.wait(lock, [&] { return h.round != round; });
+    }
+    return h.published;
+  }
+
+private:
+  std::shared_ptr<Hub> hub_;
+  int rank_;
+};
+
+LocalIslands::LocalIslands(int size) : hub_(std::make_shared<Hub>(std::max(size, 1))) {}
+LocalIslands::~LocalIslands() = default;
+
+std::unique_ptr<IslandTransport> LocalIslands::transport(int rank) {
+  return std::make_unique<Rank>(hub_, rank);
+}
+
+namespace {
+
+std::optional<int> intFromEnv(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1 << 24) {
+    return std::nullopt;
+  }
+  return static_cast<int>(value);
+}
+
+} // namespace
+
+std::optional<LaunchInfo> launchFromEnvironment() {
+  // OpenMPI's mpirun sets OMPI_COMM_WORLD_*; MPICH's Hydra and Slurm's PMI2
+  // set PMI_*. (Bare PMIx gives no size without its library: not read.)
+  for (const auto& [sizeVar, rankVar] : {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+                                         std::pair{"PMI_SIZE", "PMI_RANK"}}) {
+    const std::optional<int> size = intFromEnv(sizeVar);
+    if (size && *size >= 1) {
+      LaunchInfo info;
+      info.size = *size;
+      info.rank = intFromEnv(rankVar).value_or(0);
+      return info;
+    }
+  }
+  return std::nullopt;
+}
+
+// ------------------------------------------------------------- pieces
+
+std::uint64_t islandSeed(std::uint64_t seed, int rank) {
+  if (rank == 0) {
+    return seed;
+  }
+  Rng mix(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(rank)));
+  return mix.next();
+}
+
+std::size_t islandBatch(std::size_t batch, int rank, int size) {
+  const std::size_t k = static_cast<std::size_t>(std::max(size, 1));
+  const std::size_t r = static_cast<std::size_t>(std::max(rank, 0));
+  return std::max<std::size_t>(1, batch / k + (r < batch % k ? 1 : 0));
+}
+
+bool exchangesAfter(std::int64_t done, std::int64_t every, std::int64_t total) {
+  if (done <= 0 || every <= 0 || done % every != 0) {
+    return false;
+  }
+  return total <= 0 || done < total;
+}
+
+namespace {
+
+constexpr std::size_t kHeaderWords = 9;
+constexpr std::size_t kObjectiveWords = 4;
+
+std::size_t planWords(const SearchSpace& space) {
+  std::size_t words = kObjectiveWords;
+  for (std::size_t i = 0; i < space.opCount(); ++i) {
+    words += space.op(i).extents.size() + 1;
+  }
+  return words;
+}
+
+[[noreturn]] void badEncoding(const std::string& why) {
+  throw InternalError("island message: " + why);
+}
+
+} // namespace
+
+std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMessage& message) {
+  const std::size_t perPlan = planWords(space);
+  std::vector<std::int64_t> words;
+  words.reserve(kHeaderWords + message.plans.size() * perPlan + message.evaluated.size());
+  words.push_back((message.wantsStop ? 1 : 0) | (message.stopFlag ? 2 : 0) |
+                  (message.exhausted ? 4 : 0));
+  words.push_back(message.evaluations);
+  words.push_back(message.invalid);
+  words.push_back(message.leastPeakMemory);
+  words.push_back(std::bit_cast<std::int64_t>(message.seconds));
+  words.push_back(static_cast<std::int64_t>(message.plans.size()));
+  words.push_back(static_cast<std::int64_t>(perPlan));
+  words.push_back(static_cast<std::int64_t>(space.opCount()));
+  words.push_back(static_cast<std::int64_t>(message.evaluated.size()));
+  for (const Evaluated& e : message.plans) {
+    words.push_back(std::bit_cast<std::int64_t>(e.objectives.timeS));
+    words.push_back(e.objectives.peakMemoryBytes);
+    words.push_back(e.objectives.transferBytes);
+    words.push_back(e.objectives.feasible ? 1 : 0);
+    if (e.choice.ops.size() != space.opCount()) {
+      badEncoding("a plan of " + std::to_string(e.choice.ops.size()) +
+                  " operations for a graph of " + std::to_string(space.opCount()));
+    }
+    for (std::size_t i = 0; i < space.opCount(); ++i) {
+      const plan::OpChoice& op = e.choice.ops[i];
+      if (op.split.size() != space.op(i).extents.size()) {
+        badEncoding("operation " + std::to_string(i) + " has a split of the wrong rank");
+      }
+      words.insert(words.end(), op.split.begin(), op.split.end());
+      const int offset = op.devices.empty() ? 0 : op.devices.front();
+      if (space.placement(op.split, offset) != op.devices) {
+        badEncoding("operation " + std::to_string(i) + " is not placed by an offset");
+      }
+      words.push_back(offset);
+    }
+  }
+  for (std::uint64_t h : message.evaluated) {
+    words.push_back(std::bit_cast<std::int64_t>(h));
+  }
+  return words;
+}
+
+IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64_t> words) {
+  if (words.size() < kHeaderWords) {
+    badEncoding("too short (" + std::to_string(words.size()) + " words)");
+  }
+  const std::size_t perPlan = planWords(space);
+  IslandMessage m;
+  m.wantsStop = (words[0] & 1) != 0;
+  m.stopFlag = (words[0] & 2) != 0;
+  m.exhausted = (words[0] & 4) != 0;
+  m.evaluations = words[1];
+  m.invalid = words[2];
+  m.leastPeakMemory = words[3];
+  m.seconds = std::bit_cast<double>(words[4]);
+  const std::int64_t count = words[5];
+  if (words[6] != static_cast<std::int64_t>(perPlan) ||
+      words[7] != static_cast<std::int64_t>(space.opCount())) {
+    badEncoding("encoded for another graph or device count");
+  }
+  const std::int64_t hashes = words[8];
+  if (count < 0 || hashes < 0 ||
+      words.size() != kHeaderWords + static_cast<std::size_t>(count) * perPlan +
+                          static_cast<std::size_t>(hashes)) {
+    badEncoding("length does not match its plan count");
+  }
+  std::size_t at = kHeaderWords;
+  m.plans.reserve(static_cast<std::size_t>(count));
+  for (std::int64_t p = 0; p < count; ++p) {
+    Evaluated e;
+    e.objectives.timeS = std::bit_cast<double>(words[at]);
+    e.objectives.peakMemoryBytes = words[at + 1];
+    e.objectives.transferBytes = words[at + 2];
+    e.objectives.feasible = words[at + 3] != 0;
+    at += kObjectiveWords;
+    e.choice.ops.reserve(space.opCount());
+    for (std::size_t i = 0; i < space.opCount(); ++i) {
+      const std::size_t rank = space.op(i).extents.size();
+      std::vector<std::int64_t> split(words.begin() + static_cast<std::ptrdiff_t>(at),
+                                      words.begin() + static_cast<std::ptrdiff_t>(at + rank));
+      const std::int64_t offset = words[at + rank];
+      at += rank + 1;
+      if (offset < 0 || offset >= space.deviceCount()) {
+        badEncoding("placement offset " + std::to_string(offset) + " out of range");
+      }
+      plan::OpChoice op;
+      op.split = std::move(split);
+      // placement() itself assumes a valid split; check it first.
+      std::int64_t shards = 1;
+      for (std::int64_t s : op.split) {
+        if (s < 1 || s > space.deviceCount()) {
+          badEncoding("split part " + std::to_string(s) + " out of range");
+        }
+        shards *= s;
+        if (shards > space.deviceCount()) {
+          badEncoding("more shards than devices");
+        }
+      }
+      op.devices = space.placement(op.split, static_cast<int>(offset));
+      if (!space.contains(i, op)) {
+        badEncoding("operation " + std::to_string(i) + "'s choice " + formatSplit(op.split) +
+                    " is not in the search space");
+      }
+      e.choice.ops.push_back(std::move(op));
+    }
+    m.plans.push_back(std::move(e));
+  }
+  m.evaluated.reserve(static_cast<std::size_t>(hashes));
+  for (; at < words.size(); ++at) {
+    m.evaluated.push_back(std::bit_cast<std::uint64_t>(words[at]));
+  }
+  return m;
+}
+
+std::size_t mergeFront(ParetoArchive& archive, const std::vector<Evaluated>& plans) {
+  std::size_t kept = 0;
+  for (const Evaluated& e : plans) {
+    kept += archive.insert(e) ? 1 : 0;
+  }
+  return kept;
+}
+
+// ------------------------------------------------------------- the search
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Redraws per slot before giving up on an unseen plan, and the most plan
+// hashes remembered (about 40 bytes each in the set: 4M is ~160 MiB); then the
+// set starts over, so a long search's memory stays bounded (a repeat costs one
+// evaluation; the point of the reset, and so the result, is deterministic).
+constexpr int kDrawAttempts = 16;
+constexpr std::size_t kMaxSeen = std::size_t{1} << 22;
+
+} // namespace
+
+SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& options,
+                             const IslandOptions& islands, IslandTransport& transport) {
+  // runSearch (search.cpp) is one island: a single island is the plain search. With K > 1 islands
+  // what differs is the seed and batch share, the home stretch of parents, the exchanges, and that
+  // stopping is agreed at them.
+  const Clock::time_point start = Clock::now();
+  const int rank = transport.rank();
+  const int size = transport.size();
+  const bool alone = size == 1;
+  const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
+  const std::uint64_t seed = islandSeed(options.seed, rank);
+  const std::size_t batch = islandBatch(std::max<std::size_t>(options.batch, 1), rank, size);
+  const std::int64_t every = std::max<std::int64_t>(islands.exchangeEvery, 1);
+
+  SearchResult result;
+  ParetoArchive archive(options.archiveCap);
+  std::unordered_set<std::uint64_t> seen;
+  std::vector<std::uint64_t> fresh; // evaluated since the last exchange
+
+  result.baselines = evaluateBaselines(evaluator, space, &archive);
+  for (const BaselineResult& b : result.baselines) {
+    seen.insert(hashChoice(b.baseline.choice));
+    ++result.evaluations;
+    result.invalid += b.objectives ? 0 : 1;
+  }
+  std::vector<Evaluated> lowMemory;
+  auto keepLowMemory = [&lowMemory](const plan::PlanChoice& choice, const cost::Objectives& o) {
+    lowMemory.push_back(Evaluated{choice, o});
+    std::stable_sort(lowMemory.begin(), lowMemory.end(),
+                     [](const Evaluated& a, const Evaluated& b) {
+                       return a.objectives.peakMemoryBytes < b.objectives.peakMemoryBytes;
+                     });
+    if (lowMemory.size() > kDefaultArchiveCap) {
+      lowMemory.pop_back();
+    }
+  };
+  for (const BaselineResult& b : result.baselines) {
+    if (b.objectives && !b.objectives->feasible) {
+      keepLowMemory(b.baseline.choice, *b.objectives);
+    }
+  }
+  if (lowMemory.empty()) {
+    lowMemory.push_back(Evaluated{result.baselines.front().baseline.choice, {}});
+  }
+
+  const bool timed = options.budgetSeconds > 0;
+  const std::int64_t generations =
+      options.generations > 0 ? options.generations : (timed ? 0 : kDefaultGenerations);
+
+  // What this island tells the others: its state, its archive, and what it
+  // evaluated since the last exchange (so none evaluates the same plan again).
+  auto message = [&] {
+    IslandMessage m;
+    m.stopFlag = options.stop && options.stop->load();
+    m.wantsStop = m.stopFlag || (timed && since(start) >= options.budgetSeconds);
+    m.exhausted = result.exhausted;
+    m.evaluations = result.evaluations;
+    m.invalid = result.invalid;
+    m.leastPeakMemory = lowMemory.front().objectives.peakMemoryBytes;
+    m.seconds = since(start);
+    m.evaluated = std::move(fresh);
+    fresh.clear();
+    m.plans = archive.members();
+    return m;
+  };
+  // Sends this island's archive, takes in every other island's; returns what
+  // every island sent (by rank).
+  auto swap = [&](const IslandMessage& mine) {
+    std::vector<IslandMessage> all;
+    for (const std::vector<std::int64_t>& words : transport.exchange(encodeMessage(space, mine))) {
+      all.push_back(decodeMessage(space, words));
+    }
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) {
+        continue;
+      }
+      // What the others evaluated, this island need not (their plans
+      // among it).
+      seen.insert(all[static_cast<std::size_t>(r)].evaluated.begin(),
+                  all[static_cast<std::size_t>(r)].evaluated.end());
+      mergeFront(archive, all[static_cast<std::size_t>(r)].plans);
+    }
+    return all;
+  };
+
+  std::int64_t generation = 0;
+  for (;;) {
+    if (generations > 0 && generation >= generations) {
+      break;
+    }
+    if (alone) {
+      // Nothing to agree with: stop wherever the plain search would.
+      if (timed && since(start) >= options.budgetSeconds) {
+        break;
+      }
+      if (options.stop && options.stop->load()) {
+        result.stopped = true;
+        break;
+      }
+    }
+    const std::vector<Evaluated>& members = archive.members();
+    // The archive in time order, for the islands' home stretches.
+    std::vector<std::size_t> byTime;
+    if (!alone) {
+      byTime.resize(members.size());
+      for (std::size_t i = 0; i < byTime.size(); ++i) {
+        byTime[i] = i;
+      }
+      std::stable_sort(byTime.begin(), byTime.end(), [&](std::size_t a, std::size_t b) {
+        return members[a].objectives.timeS < members[b].objectives.timeS;
+      });
+    }
+    std::vector<plan::PlanChoice> candidates;
+    candidates.reserve(batch);
+    if (!result.exhausted) {
+      for (std::size_t slot = 0; slot < batch; ++slot) {
+        Rng rng = Rng::forSlot(seed, static_cast<std::uint64_t>(generation), slot);
+        for (int attempt = 0; attempt < kDrawAttempts; ++attempt) {
+          auto parent = [&]() -> const plan::PlanChoice& {
+            const std::vector<Evaluated>& pool = members.empty() ? lowMemory : members;
+            if (!alone && islands.homeShare > 0 && !members.empty() &&
+                rng.chance(islands.homeShare)) {
+              const std::size_t n = byTime.size();
+              const std::size_t k = static_cast<std::size_t>(size);
+              const std::size_t r = static_cast<std::size_t>(rank);
+              const std::size_t lo = std::min(r * n / k, n - 1);
+              const std::size_t hi = std::max(lo + 1, (r + 1) * n / k);
+              return members[byTime[lo + rng.below(hi - lo)]].choice;
+            }
+            return pool[rng.below(pool.size())].choice;
+          };
+          plan::PlanChoice child = parent();
+          if (rng.chance(0.2)) {
+            child = crossover(space, child, parent(), rng);
+          }
+          mutate(space, child, rng);
+          if (seen.size() >= kMaxSeen) {
+            seen.clear();
+          }
+          const std::uint64_t hash = hashChoice(child);
+          if (seen.insert(hash).second) {
+            if (!alone) {
+              fresh.push_back(hash);
+            }
+            candidates.push_back(std::move(child));
+            break;
+          }
+        }
+      }
+    }
+    if (candidates.empty()) {
+      result.exhausted = true;
+      if (alone) {
+        break;
+      }
+      // Wait for the others at the next exchange (or the end); new plans
+      // from them may give this island parents with unseen children again.
+      generation = generations > 0 ? std::min(generations, (generation / every + 1) * every)
+                                   : (generation / every + 1) * every;
+    } else {
+      std::vector<std::optional<cost::Objectives>> scores =
+          evaluateAll(evaluator, candidates, options.threads);
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        ++result.evaluations;
+        if (!scores[i]) {
+          ++result.invalid;
+          continue;
+        }
+        if (!scores[i]->feasible && archive.empty()) {
+          keepLowMemory(candidates[i], *scores[i]);
+        }
+        archive.insert(Evaluated{std::move(candidates[i]), *scores[i]});
+      }
+      ++generation;
+    }
+    if (rank == 0 && options.onGeneration) {
+      SearchProgress p;
+      p.generation = generation;
+      p.evaluations = result.evaluations * size; // an estimate: the others are as fast
+      p.seconds = since(start);
+      p.fractionDone = generations > 0
+                           ? static_cast<double>(generation) / static_cast<double>(generations)
+                           : std::min(1.0, p.seconds / options.budgetSeconds);
+      p.archive = &archive;
+      options.onGeneration(p);
+    }
+    if (!alone && exchangesAfter(generation, every, generations)) {
+      const std::vector<IslandMessage> all = swap(message());
+      bool stop = false;
+      bool allExhausted = true;
+      for (const IslandMessage& m : all) {
+        stop = stop || m.wantsStop;
+        result.stopped = result.stopped || m.stopFlag;
+        allExhausted = allExhausted && m.exhausted;
+      }
+      if (stop || allExhausted) {
+        break;
+      }
+      result.exhausted = false; // try again with the merged archive
+    }
+  }
+  result.iterations = generation;
+
+  // The final merge: every island's archive into every island's, in rank order.
+  if (!alone) {
+    IslandMessage mine = message();
+    mine.evaluated.clear(); // nobody searches on
+    std::vector<IslandMessage> all;
+    for (const std::vector<std::int64_t>& words : transport.exchange(encodeMessage(space, mine))) {
+      all.push_back(decodeMessage(space, words));
+    }
+    transport.close();
+    ParetoArchive merged(options.archiveCap);
+    result.evaluations = 0;
+    result.invalid = 0;
+    result.leastPeakMemory = 0;
+    result.seconds = 0;
+    bool allExhausted = true;
+    for (const IslandMessage& m : all) {
+      mergeFront(merged, m.plans);
+      result.evaluations += m.evaluations;
+      result.invalid += m.invalid;
+      result.stopped = result.stopped || m.stopFlag;
+      allExhausted = allExhausted && m.exhausted;
+      if (m.leastPeakMemory > 0 &&
+          (result.leastPeakMemory == 0 || m.leastPeakMemory < result.leastPeakMemory)) {
+        result.leastPeakMemory = m.leastPeakMemory;
+      }
+    }
+    result.exhausted = allExhausted;
+    result.front = merged.sorted();
+    if (!result.front.empty()) {
+      result.leastPeakMemory = 0;
+    }
+    result.seconds = since(start);
+    return result;
+  }
+  transport.close();
+  result.front = archive.sorted();
+  if (result.front.empty() && lowMemory.front().objectives.peakMemoryBytes > 0) {
+    result.leastPeakMemory = lowMemory.front().objectives.peakMemoryBytes;
+  }
+  result.seconds = since(start);
+  return result;
+}
+
+std::vector<SearchResult> runLocalIslands(const Evaluator& evaluator, const SearchOptions& options,
+                                          const IslandOptions& islandOptions, int size) {
+  LocalIslands islands(size);
+  std::vector<SearchResult> results(static_cast<std::size_t>(std::max(size, 1)));
+  std::vector<std::exception_ptr> failures(results.size());
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < results.size(); ++r) {
+    threads.emplace_back([&, r, transport = islands.transport(static_cast<int>(r))] {
+      try {
+        results[r] = runIslandSearch(evaluator, options, islandOptions, *transport);
+      } catch (const PeerFailed&) {
+        failures[r] = std::current_exception();
+      } catch (const Error& e) {
+        transport->fail(static_cast<int>(e.exitCode()));
+        failures[r] = std::current_exception();
+      } catch (...) {
+        transport->fail(static_cast<int>(ExitCode::Internal));
+        failures[r] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  // The error of the lowest failing rank, not the PeerFailed the others saw.
+  std::exception_ptr peer;
+  for (const std::exception_ptr& f : failures) {
+    if (!f) {
+      continue;
+    }
+    try {
+      std::rethrow_exception(f);
+    } catch (const PeerFailed&) {
+      peer = peer ? peer : f;
+    } catch (...) {
+      throw;
+    }
+  }
+  if (peer) {
+    std::rethrow_exception(peer);
+  }
+  return results;
+}
+
+} // namespace tapestry::search
