@@ -306,4 +306,18 @@ ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int
   return ZRange(ZPoint(std::move(start)), ZPoint(std::move(end)));
 }
 
+void forEachAxisPart(const KernelCall& call, std::string_view sizesName,
+                     const std::function<void(std::size_t j, const ZRange& part)>& fn) {
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const std::vector<std::int64_t> sizes = intsBinding(call.op, sizesName);
+  std::int64_t offset = 0;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    const ZRange part = clipAxis(call.index, ax, offset, offset + sizes[j]);
+    offset += sizes[j];
+    if (!part.isEmpty()) {
+      fn(j, part);
+    }
+  }
+}
+
 } // namespace tapestry::backend

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -175,6 +176,12 @@ double floatParam(const graph::Operation& op, std::string_view name);
 // The part of `index` whose coordinate along `axis` lies in [lo, hi) (concat and
 // split cut their index along the axis this way).
 ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int64_t hi);
+// Calls fn(j, part) for each element j of a concat or split along binding $ax
+// whose extent along the axis the list binding `sizesName` gives ($sizes,
+// $sections): part is the piece of the shard's index inside element j, and
+// elements the shard does not reach are skipped.
+void forEachAxisPart(const KernelCall& call, std::string_view sizesName,
+                     const std::function<void(std::size_t j, const ZRange& part)>& fn);
 
 // Kernel implementations by kernel name (each backend keeps one of these).
 template <class Fn> class KernelRegistry {

@@ -9,6 +9,30 @@ void runUnsharded(Backend& backend, const graph::Operation& op, std::span<const 
   backend.runKernel(op, op.application.index, inputs, outputs, device);
 }
 
+OperationViews wholeTensorViews(Backend& backend, const graph::ExpandedGraph& g,
+                                const graph::Operation& op, TensorBuffers& tensors, int device) {
+  OperationViews views;
+  for (const graph::PortTensors& port : op.inputs) {
+    PortViews portViews;
+    for (std::size_t t : port.tensors) {
+      portViews.push_back(tensors.at(g.tensors[t].name).view());
+    }
+    views.inputs.push_back(std::move(portViews));
+  }
+  for (const graph::PortTensors& port : op.outputs) {
+    PortViews portViews;
+    for (std::size_t t : port.tensors) {
+      const graph::Tensor& tensor = g.tensors[t];
+      Buffer buffer = backend.allocate(parseDType(tensor.type.dtype),
+                                       ZRange::fromShape(ZPoint(tensor.type.shape)), device);
+      portViews.push_back(buffer.view());
+      tensors.emplace(tensor.name, std::move(buffer));
+    }
+    views.outputs.push_back(std::move(portViews));
+  }
+  return views;
+}
+
 TensorBuffers evaluateGraph(Backend& backend, const graph::ExpandedGraph& g,
                             const TensorBuffers& inputs, int device) {
   TensorBuffers tensors;
@@ -32,27 +56,8 @@ TensorBuffers evaluateGraph(Backend& backend, const graph::ExpandedGraph& g,
   }
   for (std::size_t opIndex : g.order) {
     const graph::Operation& op = g.operations[opIndex];
-    std::vector<PortViews> in;
-    for (const graph::PortTensors& port : op.inputs) {
-      PortViews views;
-      for (std::size_t t : port.tensors) {
-        views.push_back(tensors.at(g.tensors[t].name).view());
-      }
-      in.push_back(std::move(views));
-    }
-    std::vector<PortViews> out;
-    for (const graph::PortTensors& port : op.outputs) {
-      PortViews views;
-      for (std::size_t t : port.tensors) {
-        const graph::Tensor& tensor = g.tensors[t];
-        Buffer buffer = backend.allocate(parseDType(tensor.type.dtype),
-                                         ZRange::fromShape(ZPoint(tensor.type.shape)), device);
-        views.push_back(buffer.view());
-        tensors.emplace(tensor.name, std::move(buffer));
-      }
-      out.push_back(std::move(views));
-    }
-    runUnsharded(backend, op, in, out, device);
+    const OperationViews views = wholeTensorViews(backend, g, op, tensors, device);
+    runUnsharded(backend, op, views.inputs, views.outputs, device);
   }
   backend.synchronize();
   return tensors;

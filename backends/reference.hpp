@@ -3,6 +3,8 @@
 // sharded result against this; tests use it as the reference of a kernel.
 #pragma once
 
+#include <vector>
+
 #include "backends/backend.hpp"
 #include "core/graph/graph.hpp"
 
@@ -12,6 +14,17 @@ namespace tapestry::backend {
 // op.outputs): outputs with a combine get final values, not partials.
 void runUnsharded(Backend& backend, const graph::Operation& op, std::span<const PortViews> inputs,
                   std::span<const PortViews> outputs, int device = 0);
+
+// The whole-tensor views that run `op` (an operation of `g`) unsharded, parallel
+// to op.inputs / op.outputs: each input the view of its buffer in `tensors`, by
+// tensor name; each output a new zero-filled buffer that `backend` allocates
+// on `device`, added to `tensors` (which keeps it alive).
+struct OperationViews {
+  std::vector<PortViews> inputs;
+  std::vector<PortViews> outputs;
+};
+OperationViews wholeTensorViews(Backend& backend, const graph::ExpandedGraph& g,
+                                const graph::Operation& op, TensorBuffers& tensors, int device);
 
 // Evaluates the whole graph in topological order on `device`. `inputs` holds
 // every graph input (Error "missing input tensor x" otherwise; host or device

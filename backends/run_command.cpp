@@ -518,28 +518,11 @@ std::optional<Timing> timeSingleCall(Backend& backend, const graph::ExpandedGrap
     return std::nullopt;
   }
   const graph::Operation& op = g.operations[0];
-  std::vector<Buffer> keep;
-  std::vector<PortViews> in;
-  for (const graph::PortTensors& port : op.inputs) {
-    PortViews views;
-    for (std::size_t t : port.tensors) {
-      views.push_back(inputs.at(g.tensors[t].name).view());
-    }
-    in.push_back(std::move(views));
-  }
-  std::vector<PortViews> out;
-  for (const graph::PortTensors& port : op.outputs) {
-    PortViews views;
-    for (std::size_t t : port.tensors) {
-      const graph::Tensor& tensor = g.tensors[t];
-      keep.push_back(gpu->allocate(parseDType(tensor.type.dtype),
-                                   ZRange::fromShape(ZPoint(tensor.type.shape)), 0));
-      views.push_back(keep.back().view());
-    }
-    out.push_back(std::move(views));
-  }
+  TensorBuffers tensors = inputs; // handles: the inputs' memory, and keeps the outputs alive
+  const OperationViews views = wholeTensorViews(*gpu, g, op, tensors, 0);
   Timing t;
-  t.times = gpu->timeKernel(op, op.application.index, in, out, 0, config.warmup, config.repeat);
+  t.times = gpu->timeKernel(op, op.application.index, views.inputs, views.outputs, 0, config.warmup,
+                            config.repeat);
   t.measured = median(t.times);
   t.predicted = predicted;
   t.stats.workers = 1;

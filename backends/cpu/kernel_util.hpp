@@ -15,6 +15,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/dtype.hpp"
+#include "backends/walk.hpp"
 
 namespace tapestry::backend::cpu {
 
@@ -96,21 +97,11 @@ template <class To, class From> To convertValue(From x) {
 
 // ---------------------------------------------------------------- walks
 
-// How a view is read while walking an index range: the element of index point
-// p sits at base + Σ_k stride[k]·(p_k - index.start_k) elements.
-struct Walk {
-  std::byte* base = nullptr;
-  std::vector<std::int64_t> stride; // per index dim
-  template <class T> T* ptr() const { return reinterpret_cast<T*>(base); }
-};
-
-// A view read through an IPF (unit shape, or the region's first element for
-// row-reading kernels) over `index`; index.start must map inside the view.
-Walk walkThrough(const TensorView& view, const IndexProjection& ipf, const ZRange& index);
-// A view walked over its own coordinates (`region` inside the view).
-Walk walkRegion(const TensorView& view, const ZRange& region);
-// A dense row-major buffer of `extent` walked from its first element.
-Walk walkDense(std::byte* data, std::span<const std::int64_t> extent);
+// Strided walks of views (backends/walk.hpp, shared with the CUDA backend).
+using Walk = StrideWalk;
+using backend::walkDense;
+using backend::walkRegion;
+using backend::walkThrough;
 
 // Calls f(offsets, n, strides) once per innermost run of the index box with
 // extents `extent`: the run's n elements of operand i are at
@@ -204,7 +195,7 @@ void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const double* A, 
                double* C);
 
 // ---------------------------------------------------------------- params
-// (intBinding, intsBinding, floatParam, clipAxis: backends/backend.hpp)
+// (intBinding, intsBinding, floatParam, clipAxis, forEachAxisPart: backends/backend.hpp)
 
 // Error (exit 1): "backend cpu: kernel gelu does not support int32 (operation g)".
 [[noreturn]] void unsupportedDType(const KernelCall& call, DType dtype);

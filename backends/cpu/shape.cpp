@@ -103,36 +103,20 @@ void castKernel(const KernelCall& call) {
 // concat: index = the result shape; element j covers [offset_j, offset_j + size_j)
 // of the axis.
 void concatKernel(const KernelCall& call) {
-  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const std::vector<std::int64_t> sizes = intsBinding(call.op, "sizes");
   const TensorView& out = call.outputs[0][0];
-  std::int64_t offset = 0;
-  for (std::size_t j = 0; j < sizes.size(); ++j) {
-    const ZRange part = clipAxis(call.index, ax, offset, offset + sizes[j]);
-    offset += sizes[j];
-    if (part.isEmpty()) {
-      continue;
-    }
+  forEachAxisPart(call, "sizes", [&](std::size_t j, const ZRange& part) {
     copyPoints(part, walkThrough(call.inputs[0][j], inputIpf(call, 0, j), part),
                walkThrough(out, outputIpf(call, 0), part), dtypeSize(out.dtype));
-  }
+  });
 }
 
 // split: index = the input shape; result j holds [offset_j, offset_j + sections_j).
 void splitKernel(const KernelCall& call) {
-  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const std::vector<std::int64_t> sections = intsBinding(call.op, "sections");
   const TensorView& in = call.inputs[0][0];
-  std::int64_t offset = 0;
-  for (std::size_t j = 0; j < sections.size(); ++j) {
-    const ZRange part = clipAxis(call.index, ax, offset, offset + sections[j]);
-    offset += sections[j];
-    if (part.isEmpty()) {
-      continue;
-    }
+  forEachAxisPart(call, "sections", [&](std::size_t j, const ZRange& part) {
     copyPoints(part, walkThrough(in, inputIpf(call, 0), part),
                walkThrough(call.outputs[0][j], outputIpf(call, 0, j), part), dtypeSize(in.dtype));
-  }
+  });
 }
 
 } // namespace

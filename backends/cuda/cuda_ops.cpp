@@ -14,11 +14,10 @@
 
 namespace tapestry::cuda {
 
-using backend::clipAxis;
 using backend::DType;
 using backend::floatParam;
+using backend::forEachAxisPart;
 using backend::intBinding;
-using backend::intsBinding;
 using backend::KernelCall;
 using backend::TensorView;
 
@@ -474,36 +473,20 @@ void castKernel(const KernelCall& call, const KernelContext& c) {
 }
 
 void concatKernel(const KernelCall& call, const KernelContext& c) {
-  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const std::vector<std::int64_t> sizes = intsBinding(call.op, "sizes");
   const TensorView& out = call.outputs[0][0];
-  std::int64_t offset = 0;
-  for (std::size_t j = 0; j < sizes.size(); ++j) {
-    const ZRange part = clipAxis(call.index, ax, offset, offset + sizes[j]);
-    offset += sizes[j];
-    if (part.isEmpty()) {
-      continue;
-    }
+  forEachAxisPart(call, "sizes", [&](std::size_t j, const ZRange& part) {
     copyPoints(part, walkThrough(call.inputs[0][j], inputIpf(call, 0, j), part),
                walkThrough(out, outputIpf(call, 0), part), out.dtype, c, what(call));
-  }
+  });
 }
 
 void splitKernel(const KernelCall& call, const KernelContext& c) {
-  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const std::vector<std::int64_t> sections = intsBinding(call.op, "sections");
   const TensorView& in = call.inputs[0][0];
-  std::int64_t offset = 0;
-  for (std::size_t j = 0; j < sections.size(); ++j) {
-    const ZRange part = clipAxis(call.index, ax, offset, offset + sections[j]);
-    offset += sections[j];
-    if (part.isEmpty()) {
-      continue;
-    }
+  forEachAxisPart(call, "sections", [&](std::size_t j, const ZRange& part) {
     copyPoints(part, walkThrough(in, inputIpf(call, 0), part),
                walkThrough(call.outputs[0][j], outputIpf(call, 0, j), part), in.dtype, c,
                what(call));
-  }
+  });
 }
 
 // embedding: result[b..., d] = table[indices[b...], d]; index [b..., D].

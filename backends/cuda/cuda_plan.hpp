@@ -13,6 +13,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cuda/kernels.hpp"
+#include "backends/walk.hpp"
 
 namespace tapestry::cuda {
 
@@ -33,18 +34,11 @@ std::vector<DevicePlacement> placeDevices(int planDevices, int gpus);
 
 ElementType elementType(backend::DType dtype);
 
-// A view read over an index box: the element of index point p (counted from
-// the box's start) sits at base + Σ_k stride[k]·p_k elements.
-struct ViewWalk {
-  std::byte* base = nullptr;
-  std::vector<std::int64_t> stride; // per index dim
-};
-
-// The view read through an IPF over `index` (its unit-shape origin, as the CPU
-// backend's walkThrough), or over its own coordinates `region`.
-ViewWalk walkThrough(const backend::TensorView& view, const IndexProjection& ipf,
-                     const ZRange& index);
-ViewWalk walkRegion(const backend::TensorView& view, const ZRange& region);
+// How a view is read over an index box (walkThrough, walkRegion): one
+// definition in backends/walk.hpp, shared with the CPU backend.
+using ViewWalk = backend::StrideWalk;
+using backend::walkRegion;
+using backend::walkThrough;
 
 // The kernel walk of a box with `extent` for the operands' strides (one vector
 // per operand, each extent.size() long): unit dims dropped, dims every operand

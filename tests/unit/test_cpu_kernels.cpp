@@ -14,6 +14,7 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -1107,6 +1108,23 @@ TEST_CASE("shard selections clip to the tensor (conv2d padding, concat elements)
   ShardSelections t = shardSelections(c.operations[0], ZRange({0, 4}, {2, 8}));
   CHECK(t.inputs[0][0].isEmpty());
   CHECK(t.inputs[0][1] == ZRange({0, 1}, {2, 5}));
+}
+
+TEST_CASE("forEachAxisPart visits the concat elements a shard reaches", "[cpu]") {
+  graph::ExpandedGraph g = oneOp(
+      "concat", {{"a", "float32", {2, 3}}, {"b", "float32", {2, 1}}, {"c", "float32", {2, 4}}},
+      R"({"tensors": ["a", "b", "c"]})", R"({"axis": 1})");
+  using Parts = std::vector<std::pair<std::size_t, ZRange>>;
+  auto parts = [&](const ZRange& index) {
+    Parts out;
+    forEachAxisPart(KernelCall{g.operations[0], index, {}, {}, 0}, "sizes",
+                    [&](std::size_t j, const ZRange& part) { out.emplace_back(j, part); });
+    return out;
+  };
+  CHECK(parts(ZRange({0, 2}, {2, 5})) == Parts{{0, ZRange({0, 2}, {2, 3})},
+                                               {1, ZRange({0, 3}, {2, 4})},
+                                               {2, ZRange({0, 4}, {2, 5})}});
+  CHECK(parts(ZRange({1, 4}, {2, 8})) == Parts{{2, ZRange({1, 4}, {2, 8})}});
 }
 
 TEST_CASE("evaluateGraph runs a whole graph unsharded", "[cpu]") {
