@@ -17,19 +17,24 @@
 
 namespace tapestry::backend {
 
-struct RunConfig {
+// What `run` and `bench` share: the plan, its kernels and backend, the inputs'
+// seed and the output mode.
+struct ExecutionOptions {
   std::string planPath;                 // "-" reads standard input
   std::vector<std::string> kernelPaths; // -k files and directories, in order
   std::string backend = "cpu";          // cpu | cuda
-  std::string inputsDir;                // one NAME.npy per graph input; "" draws from seed
-  std::string outputsDir;               // NAME.npy per graph output; "" writes nothing
-  std::uint64_t seed = 0;
-  bool check = false; // also run the unsharded graph and compare (exit 3 on mismatch)
-  bool tf32 = false;  // cuda: float32 products may use TF32 (--check tolerance 1e-3)
-  int threads = 0;    // cap on worker threads; 0: one per device, at most the cores
-  bool json = false;  // --format json: a summary document on `out`
+  std::uint64_t seed = 0;               // inputs are drawn from it (run: without --inputs)
+  bool tf32 = false; // cuda: float32 products may use TF32 (--check tolerance 1e-3)
+  int threads = 0;   // cap on worker threads; 0: one per device, at most the cores
+  bool json = false; // --format json: a summary document on `out`
   bool quiet = false;
   bool verbose = false;
+};
+
+struct RunConfig : ExecutionOptions {
+  std::string inputsDir;  // one NAME.npy per graph input; "" draws from seed
+  std::string outputsDir; // NAME.npy per graph output; "" writes nothing
+  bool check = false;     // also run the unsharded graph and compare (exit 3 on mismatch)
 };
 
 // Returns 0, or 3 when --check finds a mismatch (the outputs are still
@@ -37,18 +42,9 @@ struct RunConfig {
 // BackendUnavailable (exit 4), reported before the plan is read.
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err);
 
-struct BenchConfig {
-  std::string planPath;
-  std::vector<std::string> kernelPaths;
-  std::string backend = "cpu";
-  int repeat = 10;   // timed runs; the median is reported
-  int warmup = 2;    // untimed runs before them
-  bool tf32 = false; // cuda: float32 products may use TF32
-  int threads = 0;
-  std::uint64_t seed = 0; // inputs are drawn from it
-  bool json = false;
-  bool quiet = false;
-  bool verbose = false;
+struct BenchConfig : ExecutionOptions {
+  int repeat = 10;       // timed runs; the median is reported
+  int warmup = 2;        // untimed runs before them
   bool progress = false; // a progress line on `err` (the CLI sets it when stderr is a TTY)
 };
 

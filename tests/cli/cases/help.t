@@ -125,13 +125,13 @@ Options:
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   --backend TEXT:{cpu,cuda}=cpu
                               Backend: cpu or cuda
-  --inputs TEXT               Directory with one NAME.npy per graph input
-  --outputs TEXT              Directory to write NAME.npy per graph output
-  --seed UINT=0               Seed for drawing inputs when --inputs is not given
-  --check                     Also run the unsharded graph and compare outputs (exit 3 on mismatch)
   --threads INT:INT in [0 - 4096]=0
                               Cap on CPU worker threads (0: one per device, at most one per core)
+  --seed UINT=0               Seed for drawing inputs when --inputs is not given
   --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
+  --inputs TEXT               Directory with one NAME.npy per graph input
+  --outputs TEXT              Directory to write NAME.npy per graph output
+  --check                     Also run the unsharded graph and compare outputs (exit 3 on mismatch)
 
 $ tapestry bench --help
 Time a plan against its predicted time and the unsharded single-device baseline
@@ -146,12 +146,12 @@ Options:
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   --backend TEXT:{cpu,cuda}=cpu
                               Backend: cpu or cuda
-  --repeat INT:INT in [1 - 100000]=10
-                              Timed repetitions (the median is reported)
-  --warmup INT:INT in [0 - 100000]=2
-                              Untimed warm-up repetitions
   --threads INT:INT in [0 - 4096]=0
                               Cap on CPU worker threads (0: one per device, at most one per core)
   --seed UINT=0               Seed the inputs are drawn from
   --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
+  --repeat INT:INT in [1 - 100000]=10
+                              Timed repetitions (the median is reported)
+  --warmup INT:INT in [0 - 100000]=2
+                              Untimed warm-up repetitions
 

@@ -1,0 +1,28 @@
+#include "cli/execution_flags.hpp"
+
+namespace tapestry::cli {
+
+void addExecutionFlags(CLI::App* sub, backend::ExecutionOptions& options, const char* seedHelp) {
+  sub->add_option("PLAN", options.planPath,
+                  "Plan (plan/v1), or a graph run on one device (graph/v1, expanded/v1); - for "
+                  "stdin")
+      ->required();
+  sub->add_option("-k,--kernels", options.kernelPaths,
+                  "Extra metakernel YAML file or directory (repeatable)");
+  sub->add_option("--backend", options.backend, "Backend: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_option("--threads", options.threads,
+                  "Cap on CPU worker threads (0: one per device, at most one per core)")
+      ->check(CLI::Range(0, 4096));
+  sub->add_option("--seed", options.seed, seedHelp);
+  sub->add_flag("--tf32", options.tf32,
+                "Let float32 matrix products use TF32 tensor cores (cuda backend only)");
+}
+
+void applyGlobalOptions(const GlobalOptions& global, backend::ExecutionOptions& options) {
+  options.json = global.format == OutputFormat::Json;
+  options.quiet = global.quiet;
+  options.verbose = global.verbose;
+}
+
+} // namespace tapestry::cli

@@ -1,0 +1,19 @@
+// The flags `run` and `bench` share (the plan, -k, --backend, --threads, --seed,
+// --tf32), registered once onto the backend's ExecutionOptions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "backends/run_command.hpp"
+#include "cli/app.hpp"
+
+namespace tapestry::cli {
+
+// Adds the shared flags to `sub`, writing into `options` (which must outlive
+// the parse). `seedHelp` says what the seed is for in this command.
+void addExecutionFlags(CLI::App* sub, backend::ExecutionOptions& options, const char* seedHelp);
+
+// Copies the global output flags (--format, --quiet, --verbose) into `options`.
+void applyGlobalOptions(const GlobalOptions& global, backend::ExecutionOptions& options);
+
+} // namespace tapestry::cli
