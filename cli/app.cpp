@@ -9,6 +9,7 @@
 
 #include "cli/version.hpp"
 #include "core/diag/error.hpp"
+#include "core/search/island.hpp"
 
 namespace tapestry::cli {
 
@@ -120,6 +121,12 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       out << app.help("", CLI::AppFormatMode::All);
       return 0;
     } catch (const CLI::ParseError& e) {
+      // Under mpirun every rank parses the same command line and fails alike:
+      // rank 0 says so, once (docs/distributed.md).
+      if (const auto launch = search::launchFromEnvironment();
+          launch && launch->size > 1 && launch->rank != 0) {
+        return static_cast<int>(ExitCode::Usage);
+      }
       throw UsageError(e.what());
     }
     if (showVersion) {

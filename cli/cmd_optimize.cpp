@@ -9,6 +9,7 @@
 
 #include "cli/app.hpp"
 #include "cli/optimize_mpi.hpp"
+#include "cli/validators.hpp"
 #include "core/diag/interrupt.hpp"
 #include "core/search/optimize_command.hpp"
 
@@ -46,11 +47,11 @@ void registerOptimize(CLI::App& app, Action& action) {
   sub->add_option("--target", args->target, "Built-in target name or target YAML file");
   sub->add_option("--seed", args->seed, "Random seed (the search is deterministic per seed)");
   auto* budget = sub->add_option("--budget-seconds", args->budgetSeconds, "Time budget")
-                     ->check(CLI::PositiveNumber);
+                     ->check(positiveNumber());
   auto* iterations =
       sub->add_option("--iterations", args->iterations,
                       "Search iterations (generations of 64 candidate plans; default 300)")
-          ->check(CLI::PositiveNumber);
+          ->check(positiveInteger());
   budget->excludes(iterations);
   sub->add_option("--threads", args->threads, "Search worker threads")->check(CLI::Range(1, 1024));
   sub->add_flag("--exhaustive", args->exhaustive,
@@ -67,7 +68,7 @@ void registerOptimize(CLI::App& app, Action& action) {
   sub->add_option("--exchange-every", args->exchangeEvery,
                   "Under mpirun -n K: K islands search with their own seeds and swap their "
                   "fronts every N iterations (docs/distributed.md); ignored in one process")
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInteger());
   auto* memoryCap = sub->get_option("--memory-cap");
   sub->callback([&action, args, budget, iterations, memoryCap] {
     action = [args, budget, iterations, memoryCap](const GlobalOptions& global,

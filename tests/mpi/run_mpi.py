@@ -7,8 +7,8 @@ empty); the front says it came from K ranks; two runs with the same seed, rank
 count and budget give byte-identical plans and identical fronts (but for the
 search's wall time); another seed gives another search.
 
-With --errors: an input error and a usage error on every rank end the job with
-the error's exit code, the message printed once.
+With --errors: an input error, a usage error and a malformed flag on every rank
+end the job with the error's exit code, the message printed once.
 """
 import argparse
 import json
@@ -134,6 +134,11 @@ def run_errors(args, tmp):
     check(rc == 2, f"--exhaustive: exit code {rc}, expected 2")
     check(err.count("error: --exhaustive runs in one process") == 1,
           "--exhaustive: the error printed once")
+    rc, out, err = mpirun(args, [(k, wdir, optimize_args(args, 1)[:4] + ["--iterations", "x"])],
+                          tmp)
+    check(rc == 2, f"malformed flag: exit code {rc}, expected 2")
+    check(err.count("error: --iterations: expected a positive whole number, got 'x'") == 1,
+          "malformed flag: the error printed once")
     check(os.listdir(wdir) == [], f"failed runs left {os.listdir(wdir)}")
 
 

@@ -20,6 +20,30 @@ $ tapestry optimize g.json --threads 0
 $ tapestry optimize g.json --budget-seconds 5 --iterations 10
 ! tapestry: error: --budget-seconds excludes --iterations
 [exit 2]
+$ tapestry optimize g.json --iterations x
+! tapestry: error: --iterations: expected a positive whole number, got 'x'
+[exit 2]
+$ tapestry optimize g.json --iterations 0
+! tapestry: error: --iterations: expected a positive whole number, got 0
+[exit 2]
+$ tapestry optimize g.json --iterations 2.5
+! tapestry: error: --iterations: expected a positive whole number, got '2.5'
+[exit 2]
+$ tapestry optimize g.json --iterations 99999999999999999999
+! tapestry: error: --iterations: '99999999999999999999' is out of range
+[exit 2]
+$ tapestry optimize g.json --exchange-every -1
+! tapestry: error: --exchange-every: expected a positive whole number, got -1
+[exit 2]
+$ tapestry optimize g.json --budget-seconds soon
+! tapestry: error: --budget-seconds: expected a positive number, got 'soon'
+[exit 2]
+$ tapestry optimize g.json --budget-seconds inf
+! tapestry: error: --budget-seconds: 'inf' is out of range
+[exit 2]
+$ tapestry optimize g.json --budget-seconds 0
+! tapestry: error: --budget-seconds: expected a positive number, got 0
+[exit 2]
 $ tapestry run plan.json --backend tpu
 ! tapestry: error: --backend: tpu not in {cpu,cuda}
 [exit 2]
