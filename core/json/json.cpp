@@ -1,5 +1,7 @@
 #include "core/json/json.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -809,6 +811,18 @@ SourceLocation Document::locate(const std::string& pointer) const {
   return location;
 }
 
+std::string Document::numberText(const std::string& pointer) const {
+  const std::string& text = impl_->source.text();
+  const std::size_t start = std::min(impl_->positions.find(pointer), text.size());
+  std::size_t end = start;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) != 0 ||
+          std::string_view("+-.eE").find(text[end]) != std::string_view::npos)) {
+    ++end;
+  }
+  return text.substr(start, end - start);
+}
+
 Error Document::errorAt(const std::string& pointer, const std::string& message,
                         ExitCode code) const {
   Diagnostic diagnostic;
@@ -850,10 +864,15 @@ std::string Value::typeName() const {
 }
 
 std::int64_t Value::asInt64() const {
+  // An integer too large for int64 parses as a double: quote it as written.
+  auto asWritten = [this] {
+    const std::string text = doc_ != nullptr ? doc_->numberText(pointer_) : std::string();
+    return text.empty() ? brief(*json_) : text;
+  };
   if (json_->is_number_unsigned()) {
     auto value = json_->get<std::uint64_t>();
     if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      fail("integer out of int64 range: " + brief(*json_));
+      fail("integer out of int64 range: " + asWritten());
     }
     return static_cast<std::int64_t>(value);
   }
@@ -865,7 +884,7 @@ std::int64_t Value::asInt64() const {
     constexpr double kLimit = 9223372036854775808.0; // 2^63
     if (std::isfinite(value) && value == std::trunc(value) &&
         (value >= kLimit || value < -kLimit)) {
-      fail("integer out of int64 range: " + brief(*json_));
+      fail("integer out of int64 range: " + asWritten());
     }
   }
   fail("expected an integer, got " + describe(*json_));

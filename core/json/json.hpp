@@ -43,6 +43,9 @@ public:
   // Position of the value at `pointer` (RFC 6901, "" is the root). For a pointer
   // with no recorded value, the nearest recorded ancestor.
   SourceLocation locate(const std::string& pointer) const;
+  // The number as written at `pointer` ("99999999999999999999", not the
+  // double it parsed to); "" when the value there is no number literal.
+  std::string numberText(const std::string& pointer) const;
   // A located error at `pointer`, with the source line and caret.
   Error errorAt(const std::string& pointer, const std::string& message,
                 ExitCode code = ExitCode::InvalidInput) const;

@@ -223,6 +223,9 @@ std::int64_t Reader::integer(const YAML::Node& node, const std::string& what) co
   std::string s = scalar(node, what);
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range && end == s.data() + s.size()) {
+    fail(node, what + ": integer out of int64 range: " + s);
+  }
   if (ec != std::errc() || end != s.data() + s.size()) {
     fail(node, what + ": expected an integer, got \"" + s + "\"");
   }

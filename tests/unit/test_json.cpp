@@ -379,7 +379,7 @@ TEST_CASE("errorAt prefixes the pointer and attaches the snippet", "[json]") {
 
 TEST_CASE("Value typed accessors", "[json]") {
   Document doc = parseText(R"({"i": -3, "d": 2.5, "b": true, "s": "hi", "n": null, "big": 1e30,
-    "huge": 12345678901234567890, "f3": 3.0, "shape": [1, "x"]})");
+    "huge": 12345678901234567890, "f3": 3.0, "shape": [1, "x"], "low": -99999999999999999999})");
   Value root(doc);
   CHECK(root.isObject());
   CHECK(root.pointer().empty());
@@ -404,9 +404,11 @@ TEST_CASE("Value typed accessors", "[json]") {
   CHECK(errorOf([&] { root.member("shape").at(1).asInt64(); }) ==
         "f.json:2:59: at /shape/1: expected an integer, got string \"x\"");
   CHECK(errorOf([&] { root.member("big").asInt64(); }) ==
-        "f.json:1:61: at /big: integer out of int64 range: 1e+30");
+        "f.json:1:61: at /big: integer out of int64 range: 1e30");
   CHECK(errorOf([&] { root.member("huge").asInt64(); }) ==
-        "f.json:2:13: at /huge: integer out of int64 range: 1.2345678901234567e+19");
+        "f.json:2:13: at /huge: integer out of int64 range: 12345678901234567890");
+  CHECK(errorOf([&] { root.member("low").asInt64(); }) ==
+        "f.json:2:72: at /low: integer out of int64 range: -99999999999999999999");
   CHECK(errorOf([&] { root.member("d").asInt64(); }) ==
         "f.json:1:16: at /d: expected an integer, got number 2.5");
   CHECK(errorOf([&] { root.member("f3").asInt64(); }) ==

@@ -356,6 +356,11 @@ TEST_CASE("target YAML errors are located at the offending value", "[yaml]") {
                           "least 1, got 0\n"
                           "  count: 0\n"
                           "         ^\n"},
+      {"count_too_large.yaml",
+       "bad/targets/count_too_large.yaml:3:10: error: devices.count: integer out of int64 range: "
+       "99999999999999999999\n"
+       "  count: 99999999999999999999\n"
+       "         ^\n"},
       {"count_not_integer.yaml",
        "bad/targets/count_not_integer.yaml:3:10: error: devices.count: expected an integer, got "
        "\"eight\"\n"

@@ -213,7 +213,7 @@ $ cd $TESTDATA && tapestry expand bad/graphs/operations_not_array.json -o $OLDPW
 !                 ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/overflowing_dim.json -o $OLDPWD/out.json
-! bad/graphs/overflowing_dim.json:5:44: error: at /tensors/x/shape/1: integer out of int64 range: 9.223372036854776e+18
+! bad/graphs/overflowing_dim.json:5:44: error: at /tensors/x/shape/1: integer out of int64 range: 9223372036854775808
 !     "x": {"dtype": "float32", "shape": [4, 9223372036854775808]}
 !                                            ^
 [exit 1]
