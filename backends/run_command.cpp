@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/executor.hpp"
+#include "backends/machine_probe.hpp"
 #include "backends/memory_guard.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
@@ -51,6 +52,7 @@ plan::LoadedPlan loadRunnable(const std::string& path,
   plan::LoadedPlan loaded;
   loaded.graph = graph::expand(graph::decodeGraph(root), library);
   loaded.graph.file = displayName(path);
+  installGpuProbe(); // as the CLI does, for callers that are not the CLI
   loaded.target = cost::localTarget(cost::probeMachine());
   loaded.choice = plan::singleDeviceChoice(loaded.graph);
   loaded.plan = plan::buildPlan(loaded.graph, loaded.target.deviceCount(), loaded.choice);

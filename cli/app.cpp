@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "backends/machine_probe.hpp"
 #include "cli/version.hpp"
 #include "core/diag/error.hpp"
 #include "core/search/island.hpp"
@@ -65,6 +66,8 @@ void printVersion(const GlobalOptions& global, std::ostream& out) {
 } // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // `--target local` (any command) sees this machine's GPUs through the backend's probe.
+  backend::installGpuProbe();
   Streams io{out, err};
   GlobalOptions global;
   Action action;

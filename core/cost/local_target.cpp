@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <thread>
+#include <utility>
 
 #include <sched.h>
 #include <unistd.h>
@@ -9,10 +10,6 @@
 #include "core/cost/embedded_targets.hpp"
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
-
-#if defined(TAPESTRY_HAVE_CUDA)
-#include "backends/cuda/cuda_probe.hpp"
-#endif
 
 namespace tapestry::cost {
 
@@ -65,25 +62,33 @@ std::int64_t physicalMemory() {
 
 } // namespace
 
-const MachineInfo& probeMachine() {
-  static const MachineInfo info = [] {
-    MachineInfo m;
-#if defined(TAPESTRY_HAVE_CUDA)
-    cuda::Probe probe = cuda::probe();
-    if (probe.available) {
-      for (const cuda::DeviceInfo& d : probe.devices) {
-        m.gpus.push_back(MachineInfo::Gpu{d.name, static_cast<std::int64_t>(d.memoryBytes)});
-      }
-    } else {
-      m.gpuNote = probe.reason;
-    }
-#else
+namespace {
+
+GpuProbe& installedGpuProbe() {
+  static GpuProbe probe;
+  return probe;
+}
+
+} // namespace
+
+void setGpuProbe(GpuProbe probe) {
+  installedGpuProbe() = std::move(probe);
+}
+
+MachineInfo describeMachine() {
+  MachineInfo m;
+  if (const GpuProbe& probe = installedGpuProbe()) {
+    probe(m);
+  } else {
     m.gpuNote = "built without CUDA";
-#endif
-    m.cpuCores = usableCpuCores();
-    m.ramBytes = physicalMemory();
-    return m;
-  }();
+  }
+  m.cpuCores = usableCpuCores();
+  m.ramBytes = physicalMemory();
+  return m;
+}
+
+const MachineInfo& probeMachine() {
+  static const MachineInfo info = describeMachine();
   return info;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -119,7 +120,16 @@ struct MachineInfo {
   int cpuCores = 1;
   std::int64_t ramBytes = 0; // 0 when unknown
 };
-// Probes once per process (CUDA when built with it, then CPU cores and RAM).
+// How `local` learns of this machine's GPUs: fills `gpus`, or `gpuNote` with why
+// there are none. core/cost knows no GPU API; the CUDA backend installs its
+// probe (backend::installGpuProbe, which the CLI calls at start). Install it
+// before the first probeMachine(); without one, `local` has no GPUs ("built
+// without CUDA").
+using GpuProbe = std::function<void(MachineInfo&)>;
+void setGpuProbe(GpuProbe probe);
+// Asks this machine now: the GPU probe, then CPU cores and RAM.
+MachineInfo describeMachine();
+// describeMachine() once per process, cached.
 const MachineInfo& probeMachine();
 // The `local` target for a machine: one device per GPU, with the figures of the
 // matching built-in (H100 -> h100x8, H200 -> h200x8, A100 -> a100x8, any other GPU

@@ -653,6 +653,24 @@ TEST_CASE("loading by name or path", "[load]") {
   CHECK(errorOf([&] { loadTarget(bad); }).starts_with(bad + ":3:10: error: devices.count"));
 }
 
+TEST_CASE("local: GPUs come from the installed probe", "[local]") {
+  setGpuProbe([](MachineInfo& m) { m.gpus.push_back({"NVIDIA H100 80GB HBM3", 80LL << 30}); });
+  MachineInfo probed = describeMachine();
+  REQUIRE(probed.gpus.size() == 1);
+  CHECK(probed.gpus[0].name == "NVIDIA H100 80GB HBM3");
+  CHECK(probed.gpuNote.empty());
+  CHECK(probed.cpuCores >= 1);
+  CHECK(localTarget(probed).devices.kind == DeviceKind::Gpu);
+
+  setGpuProbe([](MachineInfo& m) { m.gpuNote = "no CUDA GPU found (test)"; });
+  CHECK(describeMachine().gpus.empty());
+  CHECK(describeMachine().gpuNote == "no CUDA GPU found (test)");
+
+  setGpuProbe(nullptr); // core/cost alone: no GPU API
+  CHECK(describeMachine().gpus.empty());
+  CHECK(describeMachine().gpuNote == "built without CUDA");
+}
+
 TEST_CASE("local: this machine as it is", "[local]") {
   const MachineInfo& machine = probeMachine();
   CHECK(machine.cpuCores >= 1);
