@@ -99,7 +99,10 @@ def section(name, k, family, source):
         d = f", default {code(yaml_value(spec['default']))}" if "default" in spec else ", required"
         out.append(f"| param `{p}` | {spec['type']}{d} |")
     for clause in k.get("where") or []:
-        out.append(f"| where | {cell(code(clause))} |")
+        if isinstance(clause, dict):
+            out.append(f"| where | {cell(code(clause['check']))}: {cell(clause['message'])} |")
+        else:
+            out.append(f"| where | {cell(code(clause))} |")
     for name, value in (k.get("let") or {}).items():
         shown = code(value) if len(str(value)) <= 120 else "(long; see the template)"
         out.append(f"| let `${name}` | {cell(shown)} |")

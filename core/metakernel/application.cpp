@@ -458,7 +458,8 @@ void Applier::checkWhere(bool afterLet) {
     }
     if (!v.asBool()) {
       std::string values = mentionedValues(w.field.text, a_.bindings);
-      failAt(w.field, "where clause \"" + w.field.text + "\" does not hold" +
+      failAt(w.field, (w.message.empty() ? "where clause \"" + w.field.text + "\" does not hold"
+                                         : w.message) +
                           (values.empty() ? "" : " (" + values + ")"));
     }
   }

@@ -80,7 +80,11 @@ Json toJson(const Metakernel& k) {
   out["cost"] = cost;
   Json where = Json::array();
   for (const WhereSpec& w : k.where) {
-    where.push_back(w.field.text);
+    if (w.message.empty()) {
+      where.push_back(w.field.text);
+    } else {
+      where.push_back(Json{{"check", w.field.text}, {"message", w.message}});
+    }
   }
   out["where"] = where;
   Json examples = Json::array();

@@ -526,7 +526,21 @@ Metakernel parseKernel(const Reader& r, const Entry& e) {
   if (const Entry* w = yaml::findEntry(fields, "where")) {
     for (const YAML::Node& clause : r.sequence(w->value, "where", true)) {
       WhereSpec spec;
-      spec.expression = parseExprField(r, clause, "where clause", spec.field);
+      if (clause.IsMap()) {
+        // {check: EXPR, message: TEXT}: the message is what a failure says.
+        std::vector<Entry> parts = r.entries(clause, "where clause", false);
+        r.expectKeys(parts, {"check", "message"}, "where clause");
+        const Entry* check = yaml::findEntry(parts, "check");
+        const Entry* message = yaml::findEntry(parts, "message");
+        if (check == nullptr || message == nullptr) {
+          r.fail(clause, "where clause: a map needs both \"check\" (the expression) and "
+                         "\"message\" (what a failure says)");
+        }
+        spec.message = r.scalar(message->value, "where clause message");
+        spec.expression = parseExprField(r, check->value, "where clause", spec.field);
+      } else {
+        spec.expression = parseExprField(r, clause, "where clause", spec.field);
+      }
       spec.afterLet = std::any_of(k.let.begin(), k.let.end(), [&](const LetSpec& let) {
         return mentionsVariable(spec.field.text, let.name);
       });

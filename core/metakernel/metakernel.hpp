@@ -106,6 +106,7 @@ struct WhereSpec {
   expr::Expr expression;
   FieldInfo field;
   bool afterLet = false; // mentions a `let` variable, so it is checked after them
+  std::string message;   // the {check, message} form: what a failure says ("" for a bare clause)
 };
 
 struct TensorType {

@@ -468,6 +468,48 @@ TEST_CASE("Library: duplicates, override, lookup", "[metakernel]") {
   }
 }
 
+TEST_CASE("A where clause may carry the message its failure gives", "[metakernel]") {
+  const std::string head = "k:\n"
+                           "  inputs:\n"
+                           "    input: {shape: \"[$a, $b]\"}\n"
+                           "  index: \"[$a, $b]\"\n"
+                           "  outputs:\n"
+                           "    result: {dtype: float32}\n"
+                           "  where:\n";
+  Metakernel k = loadOne(head + "    - \"$a > 1\"\n"
+                                "    - check: \"$a == $b\"\n"
+                                "      message: \"the input must be square\"\n");
+  REQUIRE(k.where.size() == 2);
+  CHECK(k.where[0].message.empty());
+  CHECK(k.where[1].message == "the input must be square");
+  CHECK(k.where[1].field.text == "$a == $b");
+
+  Operation wide;
+  wide.inputs["input"] = {tensor({2, 3})};
+  CHECK(applyError(k, wide) == "k: the input must be square ($a = 2, $b = 3)");
+  Operation one;
+  one.inputs["input"] = {tensor({1, 1})};
+  CHECK(applyError(k, one) == "k: where clause \"$a > 1\" does not hold ($a = 1)");
+
+  // The JSON form (kernels show --format json) keeps the two shapes apart.
+  const Json where = toJson(k)["where"];
+  CHECK(where[0] == "$a > 1");
+  CHECK(where[1] == Json{{"check", "$a == $b"}, {"message", "the input must be square"}});
+
+  CHECK(loadError(head + "    - {check: \"$a == $b\"}\n") ==
+        "k.yaml:8:7: error: where clause: a map needs both \"check\" (the expression) and "
+        "\"message\" (what a failure says)\n"
+        "    - {check: \"$a == $b\"}\n"
+        "      ^\n");
+  CHECK(loadError(head + "    - {check: \"$a == $b\", mesage: square}\n")
+            .starts_with("k.yaml:8:27: error: unknown key \"mesage\" in where clause (expected "
+                         "one of: check, message)"));
+  CHECK(
+      loadError(head + "    - {check: \"$a ==\", message: square}\n")
+          .starts_with(
+              "k.yaml:8:21: error: in where clause \"$a ==\": expected an expression at column 6"));
+}
+
 TEST_CASE("The embedded standard library loads", "[metakernel]") {
   CHECK(!embeddedStandardLibrary().empty());
   MetakernelLibrary lib = MetakernelLibrary::standard();

@@ -35,12 +35,12 @@ metakernels/normalization.yaml:LINE:COL: note: in kernel softmax, where clause "
        ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_perm.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
-bad/graphs/bad_perm.json:8:5: error: at /operations/0: t (transpose): where clause "len($perm) == len($shape)" does not hold ($perm = [1, 0, 2], $shape = [4, 8])
+bad/graphs/bad_perm.json:8:5: error: at /operations/0: t (transpose): perm must have one entry per dim of the input ($perm = [1, 0, 2], $shape = [4, 8])
     {"name": "t", "kernel": "transpose", "params": {"perm": [1, 0, 2]}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
     ^
 metakernels/shape.yaml:LINE:COL: note: in kernel transpose, where clause "len($perm) == len($shape)"
-    - "len($perm) == len($shape)"
-       ^
+    - check: "len($perm) == len($shape)"
+              ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_reshape.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/bad_reshape.json:8:5: error: at /operations/0: r (reshape): where clause "prod($out) == prod($in)" does not hold ($out = [5, 6], $in = [4, 8])
