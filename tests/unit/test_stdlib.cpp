@@ -334,10 +334,12 @@ TEST_CASE("stdlib: sum, mean, max", "[stdlib]") {
     CHECK(v.reductionDims == dims({0}));
 
     CHECK_THAT(errorOf(k, {{"input", {T({4, 6})}}}, {{"axis", 2}}),
-               Contains("where clause \"-len($shape) <= $axis and $axis < len($shape)\" does not "
-                        "hold ($shape = [4, 6], $axis = 2)"));
-    CHECK_THAT(errorOf(k, {{"input", {T({4, 6})}}}, {{"axis", -3}}), Contains("does not hold"));
-    CHECK_THAT(errorOf(k, {{"input", {T({})}}}), Contains("len($shape) >= 1"));
+               Contains("axis must be a dim of the input (from -rank to rank - 1) ($shape = "
+                        "[4, 6], $axis = 2)"));
+    CHECK_THAT(errorOf(k, {{"input", {T({4, 6})}}}, {{"axis", -3}}),
+               Contains("axis must be a dim of the input"));
+    CHECK_THAT(errorOf(k, {{"input", {T({})}}}),
+               Contains("the input must have at least one dim ($shape = [])"));
     CHECK_THAT(errorOf(k, {{"input", {T({4})}}}, {{"axis", "x"}}),
                Contains("param axis: expected int, got string"));
     CHECK_THAT(errorOf(k, {{"input", {T({4})}}}, {{"keepdims", 1}}),
@@ -372,7 +374,7 @@ TEST_CASE("stdlib: softmax", "[stdlib]") {
   CHECK(inIpf(v, "input").apply(v.index) == ZRange::fromShape(ZPoint{10}));
 
   CHECK_THAT(errorOf("softmax", {{"input", {T({4, 10})}}}, {{"axis", 2}}),
-             Contains("does not hold"));
+             Contains("axis must be a dim of the input"));
   CHECK_THAT(errorOf("softmax", {{"input", {T({4}, "int32")}}}), Contains("expected one of"));
 }
 
@@ -531,8 +533,7 @@ TEST_CASE("stdlib: concat", "[stdlib]") {
   SECTION("errors") {
     // Non-axis dims disagree: the clause and the shapes are named.
     std::string e = errorOf("concat", {{"tensors", {T({4, 3, 7}), T({4, 5, 6})}}}, {{"axis", 1}});
-    CHECK_THAT(e, Contains("concat: where clause \"all_equal([$t[:$ax] + $t[$ax+1:] for $t in "
-                           "$shapes])\" does not hold"));
+    CHECK_THAT(e, Contains("concat: the tensors must agree in every dim but the axis"));
     CHECK_THAT(e, Contains("$ax = 1"));
     CHECK_THAT(e, Contains("$shapes = [[4, 3, 7], [4, 5, 6]]"));
     CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({4, 3})}}}, {{"axis", 1}}),
@@ -540,16 +541,15 @@ TEST_CASE("stdlib: concat", "[stdlib]") {
     CHECK(errorOf("concat", {{"tensors", {T({2, 3}), T({4, 3})}}}, {{"axis", 0}}).empty());
     // Ranks disagree.
     CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3, 1})}}}, {{"axis", 0}}),
-               Contains("where clause \"all_equal([len($t) for $t in $shapes])\" does not hold "
-                        "($shapes = [[2, 3], [2, 3, 1]])"));
+               Contains("all tensors must have the same rank ($shapes = [[2, 3], [2, 3, 1]])"));
     // Axis out of range, scalars.
     CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}, {{"axis", 2}}),
-               Contains("-len($shapes[0]) <= $axis and $axis < len($shapes[0])\" does not hold "
-                        "($shapes = [[2, 3], [2, 3]], $axis = 2)"));
+               Contains("axis must be a dim of the tensors (from -rank to rank - 1) ($shapes = "
+                        "[[2, 3], [2, 3]], $axis = 2)"));
     CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}, {{"axis", -3}}),
-               Contains("does not hold"));
+               Contains("axis must be a dim of the tensors"));
     CHECK_THAT(errorOf("concat", {{"tensors", {T({}), T({})}}}, {{"axis", 0}}),
-               Contains("$axis < len($shapes[0])\" does not hold"));
+               Contains("axis must be a dim of the tensors"));
     CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3}, "float64")}}}, {{"axis", -1}}),
                Contains("float64"));
     CHECK_THAT(errorOf("concat", {{"tensors", {T({2, 3}), T({2, 3})}}}), Contains("param axis"));
@@ -579,11 +579,12 @@ TEST_CASE("stdlib: split", "[stdlib]") {
   CHECK(rb->ipfs[2] == ipf({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {0, -5, 0}, {1, 1, 1}));
 
   CHECK_THAT(errorOf("split", {{"input", {T({10, 4})}}}, {{"axis", 0}, {"sections", {3, 6}}}),
-             Contains("sum($sections) == $shape[$ax]"));
+             Contains("sections must add up to the extent of the axis ($sections = [3, 6], "
+                      "$shape = [10, 4], $ax = 0)"));
   CHECK_THAT(errorOf("split", {{"input", {T({10, 4})}}}, {{"axis", 0}, {"sections", {0, 10}}}),
-             Contains("min($sections) >= 1"));
+             Contains("sections must be a non-empty list of sizes of at least 1"));
   CHECK_THAT(errorOf("split", {{"input", {T({10, 4})}}}, {{"axis", 2}, {"sections", {4}}}),
-             Contains("does not hold"));
+             Contains("axis must be a dim of the input"));
 }
 
 TEST_CASE("stdlib: reshape", "[stdlib]") {
@@ -616,13 +617,13 @@ TEST_CASE("stdlib: reshape", "[stdlib]") {
   }
   SECTION("bad shapes") {
     CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {4, 2}}}),
-               Contains("prod($out) == prod($in)"));
+               Contains("shape must hold as many elements as the input"));
     CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {-1, -1}}}),
-               Contains("does not hold"));
+               Contains("shape may have at most one -1"));
     CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {-2, -3}}}),
-               Contains("min($shape) >= -1"));
+               Contains("shape entries must be sizes, or -1 for the one inferred size"));
     CHECK_THAT(errorOf("reshape", {{"input", {T({2, 3})}}}, {{"shape", {-1, 4}}}),
-               Contains("prod($out) == prod($in)"));
+               Contains("shape must hold as many elements as the input"));
   }
 }
 
@@ -681,13 +682,13 @@ TEST_CASE("stdlib: conv2d", "[stdlib]") {
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 9})}}, {"weight", {T({4, 2, 3, 3})}}}),
                Contains("$C is 3 from input but 2 from weight"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 2, 2})}}, {"weight", {T({4, 3, 3, 3})}}}),
-               Contains("$OH >= 1 and $OW >= 1"));
+               Contains("the dilated filter must fit in the padded input"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}},
                        {{"stride", {0, 1}}}),
-               Contains("min($stride) >= 1"));
+               Contains("stride and dilation must be at least 1"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}},
                        {{"padding", {1}}}),
-               Contains("len($padding) == 2"));
+               Contains("stride, padding and dilation must each have 2 entries"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}}),
                Contains("expects rank 4"));
   }

@@ -27,12 +27,12 @@ $ cd $TESTDATA && tapestry expand bad/graphs/bad_param_type.json -o $OLDPWD/out.
 !                                                               ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_param_value.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
-bad/graphs/bad_param_value.json:8:5: error: at /operations/0: probs (softmax): where clause "-len($shape) <= $axis and $axis < len($shape)" does not hold ($shape = [4, 8], $axis = 2)
+bad/graphs/bad_param_value.json:8:5: error: at /operations/0: probs (softmax): axis must be a dim of the input (from -rank to rank - 1) ($shape = [4, 8], $axis = 2)
     {"name": "probs", "kernel": "softmax", "params": {"axis": 2}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
     ^
 metakernels/normalization.yaml:LINE:COL: note: in kernel softmax, where clause "-len($shape) <= $axis and $axis < len($shape)"
-    - "-len($shape) <= $axis and $axis < len($shape)"
-       ^
+    - check: "-len($shape) <= $axis and $axis < len($shape)"
+              ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_perm.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/bad_perm.json:8:5: error: at /operations/0: t (transpose): perm must have one entry per dim of the input ($perm = [1, 0, 2], $shape = [4, 8])
@@ -43,12 +43,12 @@ metakernels/shape.yaml:LINE:COL: note: in kernel transpose, where clause "len($p
               ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_reshape.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
-bad/graphs/bad_reshape.json:8:5: error: at /operations/0: r (reshape): where clause "prod($out) == prod($in)" does not hold ($out = [5, 6], $in = [4, 8])
+bad/graphs/bad_reshape.json:8:5: error: at /operations/0: r (reshape): shape must hold as many elements as the input ($out = [5, 6], $in = [4, 8])
     {"name": "r", "kernel": "reshape", "params": {"shape": [5, -1]}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
     ^
 metakernels/shape.yaml:LINE:COL: note: in kernel reshape, where clause "prod($out) == prod($in)"
-    - "prod($out) == prod($in)"
-       ^
+    - check: "prod($out) == prod($in)"
+              ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_tensor_name.json -o $OLDPWD/out.json
 ! bad/graphs/bad_tensor_name.json:5:21: error: at /tensors/input tokens: invalid tensor name "input tokens": names match [A-Za-z_][A-Za-z0-9_.]*
