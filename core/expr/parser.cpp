@@ -5,6 +5,7 @@
 // "expected ',' or ']'" from the parser's expected-token set rather than ANTLR's
 // "mismatched input" prose.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -195,12 +196,57 @@ void checkUtf8(std::string_view text) {
   throw ExprError(column, std::string("invalid UTF-8 byte ") + hex);
 }
 
+// The parser and the tree walks recurse once per bracket level and per
+// operator in a chain (unary minus, not, a + b + ...): bound both before ANTLR
+// sees the text, so no input can exhaust the stack (a 4000-deep chain did,
+// under AddressSanitizer). Every operator character counts, so "---1" is 3.
+constexpr int kMaxNesting = 256;
+constexpr int kMaxOperators = 1000;
+
+void checkSize(std::string_view text) {
+  int depth = 0;
+  int operators = 0;
+  int column = 1;
+  for (std::size_t i = 0; i < text.size(); ++column) {
+    const char c = text[i];
+    if (c == '(' || c == '[') {
+      if (++depth > kMaxNesting) {
+        throw ExprError(column, "nested deeper than " + std::to_string(kMaxNesting) + " levels");
+      }
+    } else if (c == ')' || c == ']') {
+      depth = std::max(depth - 1, 0);
+    } else if (std::string_view("+-*/%<>=!").find(c) != std::string_view::npos) {
+      ++operators;
+    } else if (std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_') {
+      const bool variable = i > 0 && text[i - 1] == '$';
+      std::size_t end = i;
+      while (end < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[end])) != 0 || text[end] == '_')) {
+        ++end;
+      }
+      const std::string_view word = text.substr(i, end - i);
+      if (!variable && (word == "not" || word == "and" || word == "or") &&
+          ++operators > kMaxOperators) {
+        throw ExprError(column, "more than " + std::to_string(kMaxOperators) + " operators");
+      }
+      column += static_cast<int>(end - i) - 1;
+      i = end;
+      continue;
+    }
+    if (operators > kMaxOperators) {
+      throw ExprError(column, "more than " + std::to_string(kMaxOperators) + " operators");
+    }
+    i += static_cast<unsigned char>(c) < 0x80 ? 1 : utf8SequenceLength(text, i);
+  }
+}
+
 // Runs the lexer and parser over `text`, calls `entry` for the parse tree and
 // `convert` on it while the parser (which owns the tree) is alive.
 template <class Tree>
 void runParser(std::string_view text, Tree* (TapestryParser::*entry)(),
                const std::function<void(Tree*)>& convert) {
   checkUtf8(text);
+  checkSize(text);
   antlr4::ANTLRInputStream input{std::string(text)};
   TapestryLexer lexer(&input);
   LexerErrors lexerErrors;

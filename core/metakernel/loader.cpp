@@ -127,6 +127,19 @@ const expr::IpfTemplate& defaultIpf() {
   return ipf;
 }
 
+// The field's text as quoted in a message: whole up to 100 bytes, else its
+// first 80 and "..." (the snippet below the message shows the place itself).
+std::string quotedField(const std::string& text) {
+  if (text.size() <= 100) {
+    return "\"" + text + "\"";
+  }
+  std::size_t cut = 80;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+    --cut; // never inside a UTF-8 sequence
+  }
+  return "\"" + text.substr(0, cut) + "...\"";
+}
+
 // Parses the string of `node` with `parser`; an ExprError becomes a file location
 // at the column inside the string.
 template <class Parser>
@@ -136,13 +149,13 @@ auto parseField(const Reader& r, const YAML::Node& node, const std::string& role
   try {
     return parser(field.text);
   } catch (const expr::ExprError& e) {
-    std::string message = "in " + role + " \"" + field.text + "\": " + e.message() + " at column " +
-                          std::to_string(e.column());
+    std::string message = "in " + role + " " + quotedField(field.text) + ": " + e.message() +
+                          " at column " + std::to_string(e.column());
     throw Error(
         Diagnostic{Severity::Error, field.at(e.column()), message, field.snippetAt(e.column()), {}},
         ExitCode::InvalidInput);
   } catch (Error& e) {
-    e.prefix("in " + role + " \"" + field.text + "\": ");
+    e.prefix("in " + role + " " + quotedField(field.text) + ": ");
     e.locate(field.location, field.snippetAt(1));
     throw;
   }

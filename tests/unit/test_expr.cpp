@@ -74,6 +74,40 @@ void checkError(const Failure& f, int column, const std::string& message) {
 
 } // namespace
 
+TEST_CASE("nesting and operator chains are bounded before parsing", "[expr][limits]") {
+  // Either would recurse once per level in the parser and the tree walks: a
+  // 4000-long chain of unary minus exhausted the stack under AddressSanitizer.
+  // len( is the first level.
+  const std::string deep255 = std::string(255, '[') + "1" + std::string(255, ']');
+  CHECK(show("len(" + deep255 + ")") == "1");
+  checkError(failure([&] { parseExpression("len([" + deep255 + "])"); }), 260,
+             "nested deeper than 256 levels");
+  checkError(failure([] { parseExpression(std::string(5000, '(') + "1"); }), 257,
+             "nested deeper than 256 levels");
+  std::string chain = "1";
+  for (int i = 0; i < 999; ++i) {
+    chain += "+1";
+  }
+  CHECK(show(chain) == "1000");
+  checkError(failure([&] { parseExpression(chain + "+1+1"); }), 2002, "more than 1000 operators");
+  checkError(failure([] { parseExpression(std::string(100000, '-') + "1"); }), 1001,
+             "more than 1000 operators");
+  std::string nots;
+  for (int i = 0; i < 1001; ++i) {
+    nots += "not ";
+  }
+  checkError(failure([&] { parseExpression(nots + "true"); }), 4001, "more than 1000 operators");
+  // $not and $or are variables, not operators.
+  std::string vars = "$not";
+  for (int i = 0; i < 1100; ++i) {
+    vars += ", $or";
+  }
+  CHECK_NOTHROW(parseExpression("[" + vars + "]"));
+  // Patterns and IPFs go through the same check.
+  checkError(failure([] { parsePattern(std::string(300, '[') + "$a"); }), 257,
+             "nested deeper than 256 levels");
+}
+
 TEST_CASE("values print readably", "[expr]") {
   CHECK(Value(3).toString() == "3");
   CHECK(Value(true).toString() == "true");

@@ -4,10 +4,17 @@
 ## Invalid UTF-8 in YAML is rejected where it is, also when an escape ("\x85") makes it (found by
 ## the fuzzers; yaml-cpp passes it through).
 ## A source line longer than 160 bytes shows as a window around the caret.
+## Expressions: more than 256 levels of brackets, or more than 1000 operators (the parser
+## recurses once per level and per chained operator); the message quotes the first 80 bytes.
 $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/alias_bomb.yaml
 ! bad/metakernels/alias_bomb.yaml:6:51: error: the document has more than 1000000 nodes once aliases are expanded
 !     p: {type: ints, default: [&a0 [x, x, x, x, x, x, x, x, x, x], &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]...
 !                                                   ^
+[exit 1]
+$ cd $TESTDATA && tapestry kernels list -k bad/metakernels/deep_expression.yaml
+! bad/metakernels/deep_expression.yaml:10:267: error: in where clause "len([[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[...": nested deeper than 256 levels at column 260
+! ...[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[...
+!                                                                          ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/deep_value.yaml
 ! bad/metakernels/deep_value.yaml:5:286: error: value is nested deeper than 256 levels
