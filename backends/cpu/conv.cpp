@@ -102,15 +102,7 @@ template <class T> void conv2dTyped(const KernelCall& call) {
 }
 
 void conv2dKernel(const KernelCall& call) {
-  const DType dtype = call.outputs[0][0].dtype;
-  dispatch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      unsupportedDType(call, dtype);
-    } else {
-      conv2dTyped<T>(call);
-    }
-  });
+  dispatchFloat(call, [&](auto tag) { conv2dTyped<typename decltype(tag)::type>(call); });
 }
 
 } // namespace

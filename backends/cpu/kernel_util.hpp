@@ -200,6 +200,21 @@ void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const double* A, 
 // Error (exit 1): "backend cpu: kernel gelu does not support int32 (operation g)".
 [[noreturn]] void unsupportedDType(const KernelCall& call, DType dtype);
 
+// For kernels of floating-point types only: calls f(tag) with the storage type
+// of the call's output dtype (as dispatch does), or fails with
+// unsupportedDType for an integer dtype.
+template <class F> void dispatchFloat(const KernelCall& call, F&& f) {
+  const DType dtype = call.outputs[0][0].dtype;
+  dispatch(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      unsupportedDType(call, dtype);
+    } else {
+      f(tag);
+    }
+  });
+}
+
 // The IPF of tensor t of input/output port p.
 inline const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
   return call.op.application.inputs[p].ipfs[t];

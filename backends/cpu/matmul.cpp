@@ -273,15 +273,7 @@ void matmulKernel(const KernelCall& call) {
 }
 
 void linearKernel(const KernelCall& call) {
-  const DType dtype = call.outputs[0][0].dtype;
-  dispatch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      unsupportedDType(call, dtype);
-    } else {
-      linearTyped<T>(call);
-    }
-  });
+  dispatchFloat(call, [&](auto tag) { linearTyped<typename decltype(tag)::type>(call); });
 }
 
 } // namespace

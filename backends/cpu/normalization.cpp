@@ -96,27 +96,11 @@ template <class T> void layernormTyped(const KernelCall& call) {
 }
 
 void softmaxKernel(const KernelCall& call) {
-  const DType dtype = call.outputs[0][0].dtype;
-  dispatch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      unsupportedDType(call, dtype);
-    } else {
-      softmaxTyped<T>(call);
-    }
-  });
+  dispatchFloat(call, [&](auto tag) { softmaxTyped<typename decltype(tag)::type>(call); });
 }
 
 void layernormKernel(const KernelCall& call) {
-  const DType dtype = call.outputs[0][0].dtype;
-  dispatch(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      unsupportedDType(call, dtype);
-    } else {
-      layernormTyped<T>(call);
-    }
-  });
+  dispatchFloat(call, [&](auto tag) { layernormTyped<typename decltype(tag)::type>(call); });
 }
 
 } // namespace

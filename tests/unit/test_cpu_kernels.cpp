@@ -1095,6 +1095,50 @@ TEST_CASE("runKernel errors: unknown kernel, views that do not cover", "[cpu][er
                     Contains("is not inside the index space"));
 }
 
+TEST_CASE("float-only kernels refuse integer tensors", "[cpu][errors]") {
+  // The standard library's constraints never let an integer reach these
+  // kernels; a backend called directly (or through a user kernel of the same
+  // name) still says which kernel and dtype, not undefined behaviour.
+  const std::vector<graph::ExpandedGraph> graphs = {
+      oneOp("softmax", {{"x", "float32", {2, 3}}}, R"({"input": "x"})"),
+      oneOp("layernorm", {{"x", "float32", {2, 3}}, {"g", "float32", {3}}, {"b", "float32", {3}}},
+            R"({"input": "x", "gamma": "g", "beta": "b"})"),
+      oneOp("linear", {{"x", "float32", {2, 3}}, {"w", "float32", {3, 4}}, {"b", "float32", {4}}},
+            R"({"X": "x", "W": "w", "bias": "b"})"),
+      oneOp("conv2d", {{"x", "float32", {1, 1, 3, 3}}, {"w", "float32", {1, 1, 2, 2}}},
+            R"({"input": "x", "weight": "w"})"),
+  };
+  for (const graph::ExpandedGraph& g : graphs) {
+    graph::Operation op = g.operations[0];
+    INFO(op.kernel);
+    std::vector<Buffer> buffers;
+    auto retype = [&](std::vector<metakernel::PortResult>& ports) {
+      std::vector<PortViews> views;
+      for (metakernel::PortResult& port : ports) {
+        PortViews pv;
+        for (metakernel::TensorType& t : port.tensors) {
+          t.dtype = "int32";
+          buffers.push_back(Buffer::host(DType::Int32, t.shape));
+          pv.push_back(buffers.back().view());
+        }
+        views.push_back(std::move(pv));
+      }
+      return views;
+    };
+    buffers.reserve(8);
+    std::vector<PortViews> ins = retype(op.application.inputs);
+    std::vector<PortViews> outs = retype(op.application.outputs);
+    try {
+      cpu().runKernel(op, op.application.index, ins, outs);
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.exitCode() == ExitCode::InvalidInput);
+      CHECK(e.message() ==
+            "backend cpu: kernel " + op.kernel + " does not support int32 (operation op)");
+    }
+  }
+}
+
 TEST_CASE("shard selections clip to the tensor (conv2d padding, concat elements)", "[cpu]") {
   graph::ExpandedGraph g =
       oneOp("conv2d", {{"x", "float32", {1, 1, 4, 4}}, {"w", "float32", {1, 1, 3, 3}}},
