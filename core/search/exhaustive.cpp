@@ -4,10 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <mutex>
-#include <thread>
 
 #include "core/diag/error.hpp"
+#include "core/search/parallel.hpp"
 
 namespace tapestry::search {
 
@@ -108,52 +107,21 @@ SearchResult runExhaustive(const Evaluator& evaluator, int threads, std::uint64_
 
   const std::uint64_t chunks = (total + kChunk - 1) / kChunk;
   std::vector<std::vector<Evaluated>> fronts(chunks);
-  std::atomic<std::uint64_t> nextChunk{0};
   std::atomic<std::int64_t> invalid{0};
-  std::exception_ptr failure;
-  std::mutex failureMutex;
-  auto work = [&] {
-    for (;;) {
-      const std::uint64_t c = nextChunk.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) {
-        return;
+  parallelFor(chunks, threads, [&](std::uint64_t c) {
+    ParetoArchive local;
+    const std::uint64_t end = std::min(total, (c + 1) * kChunk);
+    for (std::uint64_t n = c * kChunk; n < end; ++n) {
+      plan::PlanChoice choice = decode(n);
+      auto objectives = evaluator.evaluate(choice);
+      if (!objectives) {
+        invalid.fetch_add(1, std::memory_order_relaxed);
+        continue;
       }
-      try {
-        ParetoArchive local;
-        const std::uint64_t end = std::min(total, (c + 1) * kChunk);
-        for (std::uint64_t n = c * kChunk; n < end; ++n) {
-          plan::PlanChoice choice = decode(n);
-          auto objectives = evaluator.evaluate(choice);
-          if (!objectives) {
-            invalid.fetch_add(1, std::memory_order_relaxed);
-            continue;
-          }
-          local.insert(Evaluated{std::move(choice), *objectives});
-        }
-        fronts[c] = local.members();
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failureMutex);
-        if (!failure) {
-          failure = std::current_exception();
-        }
-        nextChunk.store(chunks);
-        return;
-      }
+      local.insert(Evaluated{std::move(choice), *objectives});
     }
-  };
-  const std::size_t workers = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::max(threads, 1)), 1, std::max<std::uint64_t>(chunks, 1));
-  std::vector<std::thread> pool;
-  for (std::size_t w = 1; w < workers; ++w) {
-    pool.emplace_back(work);
-  }
-  work();
-  for (std::thread& t : pool) {
-    t.join();
-  }
-  if (failure) {
-    std::rethrow_exception(failure);
-  }
+    fronts[c] = local.members();
+  });
 
   // Merging the chunk fronts in chunk order keeps, among plans with equal
   // objectives, the first in enumeration order: the same for any thread count.

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <mutex>
-#include <thread>
 
 #include "core/diag/error.hpp"
 #include "core/search/island.hpp"
 #include "core/search/mutate.hpp"
+#include "core/search/parallel.hpp"
 
 namespace tapestry::search {
 
@@ -44,49 +44,8 @@ std::optional<cost::Objectives> Evaluator::evaluate(const plan::PlanChoice& choi
 std::vector<std::optional<cost::Objectives>>
 evaluateAll(const Evaluator& evaluator, const std::vector<plan::PlanChoice>& choices, int threads) {
   std::vector<std::optional<cost::Objectives>> results(choices.size());
-  const std::size_t workers =
-      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), choices.size());
-  if (workers <= 1) {
-    for (std::size_t i = 0; i < choices.size(); ++i) {
-      results[i] = evaluator.evaluate(choices[i]);
-    }
-    return results;
-  }
-  // Work stealing by an atomic counter; each result goes to its own slot, and
-  // the first exception (a bug) is rethrown once every worker has stopped.
-  std::atomic<std::size_t> nextIndex{0};
-  std::exception_ptr failure;
-  std::mutex failureMutex;
-  auto work = [&] {
-    for (;;) {
-      const std::size_t i = nextIndex.fetch_add(1, std::memory_order_relaxed);
-      if (i >= choices.size()) {
-        return;
-      }
-      try {
-        results[i] = evaluator.evaluate(choices[i]);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failureMutex);
-        if (!failure) {
-          failure = std::current_exception();
-        }
-        nextIndex.store(choices.size());
-        return;
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(workers - 1);
-  for (std::size_t w = 1; w < workers; ++w) {
-    pool.emplace_back(work);
-  }
-  work();
-  for (std::thread& t : pool) {
-    t.join();
-  }
-  if (failure) {
-    std::rethrow_exception(failure);
-  }
+  parallelFor(choices.size(), threads,
+              [&](std::uint64_t i) { results[i] = evaluator.evaluate(choices[i]); });
   return results;
 }
 

@@ -29,6 +29,7 @@
 #include "core/search/hypervolume.hpp"
 #include "core/search/mutate.hpp"
 #include "core/search/optimize_command.hpp"
+#include "core/search/parallel.hpp"
 #include "core/search/search.hpp"
 #include "core/search/select.hpp"
 #include "core/search/space.hpp"
@@ -539,4 +540,29 @@ TEST_CASE("optimize command progress line and text summary", "[search][command]"
   CHECK_THAT(err.str(), Catch::StartsWith("\roptimize: iteration 1/3, best "));
   CHECK_THAT(err.str(), Catch::Contains("\r\033[Ktiny on cpu-2 (2 devices): "));
   CHECK_THAT(err.str(), Catch::Contains("  selected (fastest)  "));
+}
+
+TEST_CASE("parallelFor runs every task once and rethrows the first failure", "[search][threads]") {
+  for (int threads : {1, 2, 4, 64}) {
+    INFO(threads);
+    std::vector<std::atomic<int>> runs(100);
+    parallelFor(runs.size(), threads, [&](std::uint64_t i) { runs[i].fetch_add(1); });
+    CHECK(std::all_of(runs.begin(), runs.end(), [](const std::atomic<int>& r) { return r == 1; }));
+    parallelFor(0, threads, [](std::uint64_t) { FAIL("no task to run"); });
+
+    std::atomic<int> started{0};
+    try {
+      parallelFor(1000, threads, [&](std::uint64_t i) {
+        started.fetch_add(1);
+        if (i == 3) {
+          throw Error("task 3 failed");
+        }
+      });
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.message() == "task 3 failed");
+    }
+    // Tasks after the failure are not started (but for those already taken).
+    CHECK(started < 1000);
+  }
 }
