@@ -23,6 +23,22 @@ Json baselinesToJson(const std::vector<BaselineResult>& baselines) {
   return out;
 }
 
+Json searchToJson(const SearchResult& result, const FrontInfo& info) {
+  Json search = Json::object();
+  search["method"] = info.exhaustive ? "exhaustive" : "stochastic";
+  search["seed"] = info.seed;
+  search["iterations"] = result.iterations;
+  search["evaluations"] = result.evaluations;
+  search["invalid"] = result.invalid;
+  search["threads"] = info.threads;
+  search["seconds"] = result.seconds;
+  if (info.ranks > 1) {
+    search["ranks"] = info.ranks;
+    search["exchange_every"] = info.exchangeEvery;
+  }
+  return search;
+}
+
 Json frontToJson(const graph::ExpandedGraph& g, const cost::Target& target,
                  const SearchResult& result, const FrontInfo& info) {
   Json out = Json::object();
@@ -41,15 +57,7 @@ Json frontToJson(const graph::ExpandedGraph& g, const cost::Target& target,
   out["baselines"] = baselinesToJson(result.baselines);
   out["selected"] = info.selected;
   out["select"] = selectPolicyName(info.policy);
-  Json search = Json::object();
-  search["method"] = info.exhaustive ? "exhaustive" : "stochastic";
-  search["seed"] = info.seed;
-  search["iterations"] = result.iterations;
-  search["evaluations"] = result.evaluations;
-  search["invalid"] = result.invalid;
-  search["threads"] = info.threads;
-  search["seconds"] = result.seconds;
-  out["search"] = std::move(search);
+  out["search"] = searchToJson(result, info);
   return out;
 }
 

@@ -230,12 +230,12 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   info.exhaustive = config.exhaustive;
   info.seed = config.seed;
   info.threads = config.threads;
+  if (distributed) {
+    info.ranks = config.islands->size();
+    info.exchangeEvery = config.exchangeEvery;
+  }
   if (!config.frontPath.empty()) {
     Json front = frontToJson(graph, target, result, info);
-    if (distributed) {
-      front["search"]["ranks"] = config.islands->size();
-      front["search"]["exchange_every"] = config.exchangeEvery;
-    }
     writeFileAtomically(config.frontPath, graph::formatJson(front) + "\n", out);
   }
 
@@ -253,19 +253,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     sel["objectives"] = plan::objectivesToJson(chosen.objectives);
     summary["selected"] = std::move(sel);
     summary["baselines"] = baselinesToJson(result.baselines);
-    Json search = Json::object();
-    search["method"] = config.exhaustive ? "exhaustive" : "stochastic";
-    search["seed"] = config.seed;
-    search["iterations"] = result.iterations;
-    search["evaluations"] = result.evaluations;
-    search["invalid"] = result.invalid;
-    search["threads"] = config.threads;
-    search["seconds"] = result.seconds;
-    if (distributed) {
-      search["ranks"] = config.islands->size();
-      search["exchange_every"] = config.exchangeEvery;
-    }
-    summary["search"] = std::move(search);
+    summary["search"] = searchToJson(result, info);
     summary["output"] = config.outputPath;
     if (!config.frontPath.empty()) {
       summary["front"] = config.frontPath;
