@@ -8,7 +8,7 @@
 //
 //   bench_island_quality [GRAPH] [--target NAME] [--seeds 1,2,3] [--iterations N]
 //                        [--ranks K] [--settings E:H[,E:H...]]
-//                        [--trace] [--probe] [--archive N]
+//                        [--trace] [--probe] [--archive N] [--cost]
 //
 // A setting E:H is an exchange interval (generations) and a home share
 // (IslandOptions). Search quality only: wall times here are K threads of one
@@ -16,8 +16,13 @@
 // prints the one-process hypervolume at generations 30, 100, 300, 1000, 2000,
 // 3000 and 10000; --probe evaluates every one-move neighbour of the one-process
 // front (is it a local optimum?); --archive N adds a one-process search whose
-// archive keeps N plans (thinned to 64 for the measure).
+// archive keeps N plans (thinned to 64 for the measure); --cost times the
+// evaluation of every one-process front plan and 3 mutations of each against
+// its shard count (what the islands' load balance assumes) and prints the
+// least-squares line and the correlation.
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <iomanip>
@@ -34,6 +39,7 @@
 #include "core/metakernel/library.hpp"
 #include "core/search/hypervolume.hpp"
 #include "core/search/island.hpp"
+#include "core/search/mutate.hpp"
 #include "core/search/search.hpp"
 
 using namespace tapestry;
@@ -122,6 +128,62 @@ void probeNeighbours(const search::Evaluator& evaluator,
       << best << "\n";
 }
 
+// Shards of a plan: the shard tasks its evaluation simulates.
+std::int64_t shardCount(const plan::PlanChoice& c) {
+  std::int64_t shards = 0;
+  for (const plan::OpChoice& op : c.ops) {
+    shards += static_cast<std::int64_t>(op.devices.size());
+  }
+  return shards;
+}
+
+void measureEvaluationCost(const search::Evaluator& evaluator,
+                           const std::vector<search::Evaluated>& plans, std::ostream& out) {
+  const search::SearchSpace space(evaluator.graph(), evaluator.deviceCount());
+  std::vector<double> x;
+  std::vector<double> y;
+  search::Rng rng(12345);
+  for (const search::Evaluated& e : plans) {
+    for (int variant = 0; variant < 4; ++variant) {
+      plan::PlanChoice c = e.choice;
+      if (variant > 0) {
+        search::mutate(space, c, rng);
+      }
+      constexpr int kRepeats = 20;
+      const auto t0 = std::chrono::steady_clock::now();
+      bool valid = true;
+      for (int r = 0; r < kRepeats; ++r) {
+        valid = evaluator.evaluate(c).has_value();
+      }
+      const double us =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e6 /
+          kRepeats;
+      if (valid) {
+        x.push_back(static_cast<double>(shardCount(c)));
+        y.push_back(us);
+      }
+    }
+  }
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    mx += x[i] / n;
+    my += y[i] / n;
+  }
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  const double slope = sxy / sxx;
+  out << "evaluation cost over " << x.size() << " plans: " << *std::min_element(x.begin(), x.end())
+      << " to " << *std::max_element(x.begin(), x.end()) << " shards, "
+      << *std::min_element(y.begin(), y.end()) << " to " << *std::max_element(y.begin(), y.end())
+      << " us; us = " << my - slope * mx << " + " << slope << " x shards, correlation "
+      << sxy / std::sqrt(sxx * syy) << "\n";
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -132,6 +194,7 @@ int main(int argc, char** argv) {
   std::int64_t iterations = 300;
   int ranks = 4;
   bool probe = false;
+  bool evaluationCost = false;
   bool traceSingle = false;
   std::size_t largerArchive = 0;
   std::vector<Setting> settings;
@@ -159,6 +222,8 @@ int main(int argc, char** argv) {
       traceSingle = true;
     } else if (a == "--probe") {
       probe = true;
+    } else if (a == "--cost") {
+      evaluationCost = true;
     } else if (a == "--ranks") {
       ranks = std::atoi(value().c_str());
     } else if (a == "--settings") {
@@ -191,6 +256,7 @@ int main(int argc, char** argv) {
               << " devices), " << iterations << " iterations, " << ranks << " islands\n"
               << std::fixed << std::setprecision(2);
     std::vector<std::vector<double>> ratios(settings.size());
+    std::vector<search::Evaluated> costPlans;
     for (std::uint64_t seed : seeds) {
       search::SearchOptions options;
       options.seed = seed;
@@ -209,6 +275,9 @@ int main(int argc, char** argv) {
       }
       const search::SearchResult single = search::runSearch(evaluator, traced);
       const search::Point2 ref = referencePoint(single);
+      if (evaluationCost) {
+        costPlans.insert(costPlans.end(), single.front.begin(), single.front.end());
+      }
       const double base = search::hypervolume2d(search::timeMemoryPoints(single.front), ref);
       std::cout << "seed " << seed << ": 1 process " << base << " (" << single.front.size()
                 << " plans, " << single.seconds << " s)";
@@ -250,6 +319,9 @@ int main(int argc, char** argv) {
                 << *std::min_element(r.begin(), r.end()) << ", below 1: "
                 << std::count_if(r.begin(), r.end(), [](double x) { return x < 1.0; }) << " of "
                 << r.size() << "\n";
+    }
+    if (evaluationCost) {
+      measureEvaluationCost(evaluator, costPlans, std::cout);
     }
   } catch (const Error& e) {
     std::cerr << "bench_island_quality: " << e.what() << "\n";

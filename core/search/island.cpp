@@ -164,6 +164,61 @@ std::size_t islandBatch(std::size_t batch, int rank, int size) {
   return std::max<std::size_t>(1, batch / k + (r < batch % k ? 1 : 0));
 }
 
+std::vector<std::size_t> balancedBatches(std::size_t batch, const std::vector<std::int64_t>& shards,
+                                         const std::vector<std::int64_t>& evaluated) {
+  const std::size_t k = shards.size();
+  std::vector<std::size_t> out(k);
+  for (std::size_t r = 0; r < k; ++r) {
+    out[r] = islandBatch(batch, static_cast<int>(r), static_cast<int>(k));
+  }
+  if (k < 2 || evaluated.size() != k || batch <= k) {
+    return out;
+  }
+  // Cost per plan, in shards; unknown ones take the mean of the known.
+  std::vector<double> cost(k, 0);
+  double known = 0;
+  std::size_t knownCount = 0;
+  for (std::size_t r = 0; r < k; ++r) {
+    if (evaluated[r] > 0 && shards[r] > 0) {
+      cost[r] = static_cast<double>(shards[r]) / static_cast<double>(evaluated[r]);
+      known += cost[r];
+      ++knownCount;
+    }
+  }
+  if (knownCount == 0) {
+    return out;
+  }
+  for (double& c : cost) {
+    c = c > 0 ? c : known / static_cast<double>(knownCount);
+  }
+  // Shares proportional to speed, each at least `least`; the rest by largest
+  // remainder.
+  const std::size_t least = std::max<std::size_t>(1, batch / k / 4);
+  double speed = 0;
+  for (double c : cost) {
+    speed += 1 / c;
+  }
+  const double spare = static_cast<double>(batch - least * k);
+  std::vector<double> exact(k);
+  std::size_t given = 0;
+  for (std::size_t r = 0; r < k; ++r) {
+    exact[r] = spare * (1 / cost[r]) / speed;
+    out[r] = least + static_cast<std::size_t>(exact[r]);
+    exact[r] -= std::floor(exact[r]);
+    given += out[r];
+  }
+  std::vector<std::size_t> order(k);
+  for (std::size_t r = 0; r < k; ++r) {
+    order[r] = r;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return exact[a] > exact[b]; });
+  for (std::size_t i = 0; given < batch; ++i, ++given) {
+    ++out[order[i % k]];
+  }
+  return out;
+}
+
 bool exchangesAfter(std::int64_t done, std::int64_t every, std::int64_t total) {
   if (done <= 0 || every <= 0 || done % every != 0) {
     return false;
@@ -173,7 +228,7 @@ bool exchangesAfter(std::int64_t done, std::int64_t every, std::int64_t total) {
 
 namespace {
 
-constexpr std::size_t kHeaderWords = 9;
+constexpr std::size_t kHeaderWords = 10;
 constexpr std::size_t kObjectiveWords = 4;
 
 std::size_t planWords(const SearchSpace& space) {
@@ -204,6 +259,7 @@ std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMe
   words.push_back(static_cast<std::int64_t>(perPlan));
   words.push_back(static_cast<std::int64_t>(space.opCount()));
   words.push_back(static_cast<std::int64_t>(message.evaluated.size()));
+  words.push_back(message.recentShards);
   for (const Evaluated& e : message.plans) {
     words.push_back(std::bit_cast<std::int64_t>(e.objectives.timeS));
     words.push_back(e.objectives.peakMemoryBytes);
@@ -251,6 +307,7 @@ IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64
     badEncoding("encoded for another graph or device count");
   }
   const std::int64_t hashes = words[8];
+  m.recentShards = words[9];
   if (count < 0 || hashes < 0 ||
       words.size() != kHeaderWords + static_cast<std::size_t>(count) * perPlan +
                           static_cast<std::size_t>(hashes)) {
@@ -342,13 +399,16 @@ SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& op
   const bool alone = size == 1;
   const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
   const std::uint64_t seed = islandSeed(options.seed, rank);
-  const std::size_t batch = islandBatch(std::max<std::size_t>(options.batch, 1), rank, size);
+  const std::size_t wholeBatch = std::max<std::size_t>(options.batch, 1);
+  // This island's share, rebalanced at every exchange (balancedBatches).
+  std::size_t batch = islandBatch(wholeBatch, rank, size);
   const std::int64_t every = std::max<std::int64_t>(islands.exchangeEvery, 1);
 
   SearchResult result;
   ParetoArchive archive(options.archiveCap);
   std::unordered_set<std::uint64_t> seen;
   std::vector<std::uint64_t> fresh; // evaluated since the last exchange
+  std::int64_t freshShards = 0;     // their shard tasks
 
   result.baselines = evaluateBaselines(evaluator, space, &archive);
   for (const BaselineResult& b : result.baselines) {
@@ -393,6 +453,8 @@ SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& op
     m.seconds = since(start);
     m.evaluated = std::move(fresh);
     fresh.clear();
+    m.recentShards = freshShards;
+    freshShards = 0;
     m.plans = archive.members();
     return m;
   };
@@ -493,6 +555,11 @@ SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& op
     } else {
       std::vector<std::optional<cost::Objectives>> scores =
           evaluateAll(evaluator, candidates, options.threads);
+      for (const plan::PlanChoice& c : candidates) {
+        for (const plan::OpChoice& op : c.ops) {
+          freshShards += static_cast<std::int64_t>(op.devices.size());
+        }
+      }
       for (std::size_t i = 0; i < candidates.size(); ++i) {
         ++result.evaluations;
         if (!scores[i]) {
@@ -530,6 +597,15 @@ SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& op
         break;
       }
       result.exhausted = false; // try again with the merged archive
+      // Islands whose plans cost more to evaluate take fewer of the next
+      // generations' candidates, so that none waits long at the next exchange.
+      std::vector<std::int64_t> shards;
+      std::vector<std::int64_t> evaluated;
+      for (const IslandMessage& m : all) {
+        shards.push_back(m.recentShards);
+        evaluated.push_back(static_cast<std::int64_t>(m.evaluated.size()));
+      }
+      batch = balancedBatches(wholeBatch, shards, evaluated)[static_cast<std::size_t>(rank)];
     }
   }
   result.iterations = generation;

@@ -197,6 +197,7 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
   m.leastPeakMemory = 1 << 20;
   m.seconds = 0.1 + 0.2; // not a short decimal: the bits must survive
   m.evaluated = {0, 1, std::numeric_limits<std::uint64_t>::max(), 0x8000000000000000ULL};
+  m.recentShards = 987654321;
   Rng rng(5);
   for (const BaselineResult& b : baselines) {
     plan::PlanChoice c = b.baseline.choice;
@@ -211,7 +212,7 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
   for (std::size_t i = 0; i < space.opCount(); ++i) {
     perPlan += space.op(i).extents.size() + 1;
   }
-  CHECK(words.size() == 9 + m.plans.size() * perPlan + m.evaluated.size());
+  CHECK(words.size() == 10 + m.plans.size() * perPlan + m.evaluated.size());
 
   const IslandMessage back = decodeMessage(space, words);
   CHECK(back.wantsStop);
@@ -223,12 +224,13 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
   CHECK(back.seconds == m.seconds);
   CHECK(sameFront(back.plans, m.plans));
   CHECK(back.evaluated == m.evaluated);
+  CHECK(back.recentShards == 987654321);
 
   SECTION("words that are no encoding are a bug, not a crash") {
     std::vector<std::int64_t> cut(words.begin(), words.end() - 1);
     CHECK_THROWS_AS(decodeMessage(space, cut), InternalError);
     std::vector<std::int64_t> bad = words;
-    bad[9 + 4] = 1000; // the first op's first split part: beyond any extent
+    bad[10 + 4] = 1000; // the first op's first split part: beyond any extent
     CHECK_THROWS_AS(decodeMessage(space, bad), InternalError);
     CHECK_THROWS_AS(decodeMessage(space, std::vector<std::int64_t>{1, 2}), InternalError);
     // Another graph's space.
@@ -241,10 +243,39 @@ TEST_CASE("an empty message encodes to its header", "[island][encoding]") {
   const graph::ExpandedGraph& g = graphNamed("tiny");
   const SearchSpace space(g, 4);
   const std::vector<std::int64_t> words = encodeMessage(space, IslandMessage{});
-  CHECK(words.size() == 9);
+  CHECK(words.size() == 10);
   const IslandMessage back = decodeMessage(space, words);
   CHECK(back.plans.empty());
   CHECK_FALSE(back.wantsStop);
+}
+
+TEST_CASE("batch shares follow what the islands' plans cost to evaluate", "[island][balance]") {
+  using Sizes = std::vector<std::size_t>;
+  // Equal costs: the equal shares of islandBatch.
+  CHECK(balancedBatches(64, {100, 100}, {10, 10}) == Sizes{32, 32});
+  CHECK(balancedBatches(64, {30, 30, 30}, {3, 3, 3}) == Sizes{22, 21, 21});
+  // Island 1's plans cost twice as much: it takes fewer (the floor is a quarter
+  // of the equal share, 8; the 48 left split 2:1, 32 + 16).
+  CHECK(balancedBatches(64, {100, 200}, {10, 10}) == Sizes{40, 24});
+  // Shares never fall below the floor, and always add up to the batch.
+  const Sizes skewed = balancedBatches(64, {1, 1000000, 1, 1}, {10, 10, 10, 10});
+  CHECK(skewed[1] == 4);
+  CHECK(skewed[0] + skewed[1] + skewed[2] + skewed[3] == 64);
+  // An island that evaluated nothing counts as the mean of the others.
+  CHECK(balancedBatches(64, {100, 0, 100}, {10, 0, 10}) == Sizes{22, 21, 21});
+  // Nothing known, one island, or fewer candidates than islands: equal shares.
+  CHECK(balancedBatches(64, {0, 0}, {0, 0}) == Sizes{32, 32});
+  CHECK(balancedBatches(64, {5}, {1}) == Sizes{64});
+  CHECK(balancedBatches(3, {1, 100, 1, 1}, {1, 1, 1, 1}) == Sizes{1, 1, 1, 1});
+  for (std::size_t batch : {4, 5, 17, 64, 1000}) {
+    const Sizes s = balancedBatches(batch, {7, 300, 41, 9}, {3, 5, 2, 11});
+    std::size_t total = 0;
+    for (std::size_t n : s) {
+      CHECK(n >= 1);
+      total += n;
+    }
+    CHECK(total == batch);
+  }
 }
 
 // ---------------------------------------------------------------- merging
