@@ -308,7 +308,7 @@ IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64
   }
   const std::int64_t hashes = words[8];
   m.recentShards = words[9];
-  if (count < 0 || hashes < 0 ||
+  if (count < 0 || hashes < 0 || m.recentShards < 0 ||
       words.size() != kHeaderWords + static_cast<std::size_t>(count) * perPlan +
                           static_cast<std::size_t>(hashes)) {
     badEncoding("length does not match its plan count");

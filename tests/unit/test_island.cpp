@@ -232,6 +232,9 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
     std::vector<std::int64_t> bad = words;
     bad[10 + 4] = 1000; // the first op's first split part: beyond any extent
     CHECK_THROWS_AS(decodeMessage(space, bad), InternalError);
+    std::vector<std::int64_t> negative = words;
+    negative[9] = -1; // shard tasks since the last exchange
+    CHECK_THROWS_AS(decodeMessage(space, negative), InternalError);
     CHECK_THROWS_AS(decodeMessage(space, std::vector<std::int64_t>{1, 2}), InternalError);
     // Another graph's space.
     const SearchSpace other(graphNamed("mlp"), t.deviceCount());
