@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/machine_probe.hpp"
+#include "cli/optimize_mpi.hpp"
 #include "cli/version.hpp"
 #include "core/diag/error.hpp"
 #include "core/search/island.hpp"
@@ -128,7 +129,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       // rank 0 says so, once (docs/distributed.md).
       if (const auto launch = search::launchFromEnvironment();
           launch && launch->size > 1 && launch->rank != 0) {
-        return static_cast<int>(ExitCode::Usage);
+        return quietRankExit(static_cast<int>(ExitCode::Usage));
       }
       throw UsageError(e.what());
     }

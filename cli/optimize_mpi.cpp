@@ -1,8 +1,10 @@
 #include "cli/optimize_mpi.hpp"
 
+#include <chrono>
 #include <ostream>
 #include <streambuf>
 #include <string>
+#include <thread>
 
 #include "core/diag/error.hpp"
 
@@ -11,6 +13,11 @@
 #endif
 
 namespace tapestry::cli {
+
+int quietRankExit(int code) {
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  return code;
+}
 
 #if TAPESTRY_HAVE_MPI
 
@@ -40,13 +47,13 @@ int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& l
   try {
     return search::optimizeCommand(config, root ? io.out : silent, io.err);
   } catch (const search::PeerFailed& e) {
-    return e.exitCode(); // that rank reports it
+    return quietRankExit(e.exitCode()); // that rank reports it
   } catch (const Error& e) {
     // Every rank usually fails alike (the same flags and files): only the
     // lowest one says so.
     const int code = static_cast<int>(e.exitCode());
     if (transport.fail(code) != transport.rank()) {
-      return code;
+      return quietRankExit(code);
     }
     throw;
   } catch (...) {
@@ -59,7 +66,7 @@ int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& l
 
 int optimizeOnIslands(search::OptimizeConfig, const search::LaunchInfo& launch, Streams&) {
   if (launch.rank != 0) {
-    return static_cast<int>(ExitCode::Usage); // rank 0 says why
+    return quietRankExit(static_cast<int>(ExitCode::Usage)); // rank 0 says why
   }
   throw UsageError("this tapestry was built without MPI, so it cannot run as " +
                    std::to_string(launch.size) +

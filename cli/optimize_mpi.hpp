@@ -16,4 +16,10 @@ namespace tapestry::cli {
 // them waiting. Without MPI in the build: a usage error (exit 2), from rank 0.
 int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch, Streams& io);
 
+// For a rank that fails without printing because another rank reports the
+// error: waits a moment, then returns `code`. mpirun stops the whole job as soon
+// as one rank exits with an error, so a silent rank that exited at once could
+// take the reporting rank down before its message is out.
+int quietRankExit(int code);
+
 } // namespace tapestry::cli
