@@ -562,7 +562,10 @@ TEST_CASE("parallelFor runs every task once and rethrows the first failure", "[s
     } catch (const Error& e) {
       CHECK(e.message() == "task 3 failed");
     }
-    // Tasks after the failure are not started (but for those already taken).
-    CHECK(started < 1000);
+    // In one thread, nothing after the failing task starts. (With more, how
+    // many others start before the failure stops them depends on timing.)
+    if (threads == 1) {
+      CHECK(started == 4);
+    }
   }
 }
