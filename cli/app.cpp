@@ -52,6 +52,14 @@ int report(const Error& e, const GlobalOptions& global, Streams& io) {
   return static_cast<int>(e.exitCode());
 }
 
+int reportUsage(const UsageError& e, const GlobalOptions& global, Streams& io) {
+  io.err << "tapestry: error: " << e.message() << "\n";
+  if (global.format == OutputFormat::Json) {
+    printJsonError(io.out, e);
+  }
+  return static_cast<int>(ExitCode::Usage);
+}
+
 void printVersion(const GlobalOptions& global, std::ostream& out) {
   if (global.format == OutputFormat::Json) {
     nlohmann::ordered_json doc;
@@ -142,12 +150,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
                        "run, bench); run 'tapestry --help' for usage");
     }
     return action(global, io);
+  } catch (...) {
+    return reportCurrentError(global, io);
+  }
+}
+
+int reportCurrentError(const GlobalOptions& global, Streams& io) {
+  try {
+    throw;
   } catch (const UsageError& e) {
-    err << "tapestry: error: " << e.message() << "\n";
-    if (global.format == OutputFormat::Json) {
-      printJsonError(out, e);
-    }
-    return static_cast<int>(ExitCode::Usage);
+    return reportUsage(e, global, io);
   } catch (const Error& e) {
     return report(e, global, io);
   } catch (const std::bad_alloc&) {
@@ -156,6 +168,16 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     return report(InternalError(std::string("unexpected exception: ") + e.what()), global, io);
   } catch (...) {
     return report(InternalError("unexpected non-standard exception"), global, io);
+  }
+}
+
+int currentExitCode() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return static_cast<int>(e.exitCode());
+  } catch (...) {
+    return static_cast<int>(ExitCode::Internal);
   }
 }
 

@@ -35,6 +35,13 @@ using Action = std::function<int(const GlobalOptions&, Streams&)>;
 // Runs tapestry with `args` (args[0] is the program name). Never throws.
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// Inside a catch block: prints the exception being handled as SPEC §2 reports
+// errors (stderr; also a JSON document on stdout with --format json) and
+// returns its exit code.
+int reportCurrentError(const GlobalOptions& global, Streams& io);
+// Inside a catch block: the exit code the exception being handled ends with.
+int currentExitCode();
+
 // Subcommand registration, one per file cli/cmd_*.cpp. Each adds its CLI11
 // subcommand to `app`, with options bound to state it owns, and stores in
 // `action` what to do when that subcommand is selected.

@@ -108,7 +108,7 @@ void registerOptimize(CLI::App& app, Action& action) {
       }
       config.exchangeEvery = args->exchangeEvery;
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
-        return optimizeOnIslands(config, *launch, io); // mpirun -n K, K > 1
+        return optimizeOnIslands(config, *launch, global, io); // mpirun -n K, K > 1
       }
       return search::optimizeCommand(config, io.out, io.err);
     };

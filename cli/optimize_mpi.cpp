@@ -33,7 +33,7 @@ protected:
 } // namespace
 
 int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch,
-                      Streams& io) {
+                      const GlobalOptions& global, Streams& io) {
   (void)launch; // MPI itself says who is who
   search::MpiSession session;
   search::MpiTransport transport;
@@ -47,24 +47,28 @@ int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& l
   try {
     return search::optimizeCommand(config, root ? io.out : silent, io.err);
   } catch (const search::PeerFailed& e) {
-    return quietRankExit(e.exitCode()); // that rank reports it
-  } catch (const Error& e) {
-    // Every rank usually fails alike (the same flags and files): only the
-    // lowest one says so.
-    const int code = static_cast<int>(e.exitCode());
-    if (transport.fail(code) != transport.rank()) {
-      return quietRankExit(code);
-    }
-    throw;
+    transport.awaitReport(); // until that rank has reported it
+    return e.exitCode();
   } catch (...) {
-    transport.fail(static_cast<int>(ExitCode::Internal));
-    throw;
+    // Every rank usually fails alike (the same flags and files): only the
+    // lowest one says so, and the others leave once it has.
+    const int code = currentExitCode();
+    if (transport.fail(code) != transport.rank()) {
+      transport.awaitReport();
+      return code;
+    }
+    const int reported = reportCurrentError(global, io);
+    io.out.flush();
+    io.err.flush();
+    transport.awaitReport();
+    return reported;
   }
 }
 
 #else
 
-int optimizeOnIslands(search::OptimizeConfig, const search::LaunchInfo& launch, Streams&) {
+int optimizeOnIslands(search::OptimizeConfig, const search::LaunchInfo& launch,
+                      const GlobalOptions&, Streams&) {
   if (launch.rank != 0) {
     return quietRankExit(static_cast<int>(ExitCode::Usage)); // rank 0 says why
   }

@@ -13,13 +13,16 @@ namespace tapestry::cli {
 // initialized for the call and finalized after it. Rank 0 writes the files and
 // prints; the others print nothing unless they are the lowest rank that failed.
 // An error on any rank ends every rank with its exit code instead of leaving
-// them waiting. Without MPI in the build: a usage error (exit 2), from rank 0.
-int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch, Streams& io);
+// them waiting, and the lowest failing rank reports it (as `global` says)
+// before any rank returns: mpirun stops the whole job as soon as one rank exits
+// with an error. Without MPI in the build: a usage error (exit 2), from rank 0.
+int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch,
+                      const GlobalOptions& global, Streams& io);
 
-// For a rank that fails without printing because another rank reports the
-// error: waits a moment, then returns `code`. mpirun stops the whole job as soon
-// as one rank exits with an error, so a silent rank that exited at once could
-// take the reporting rank down before its message is out.
+// For a rank that fails before MPI starts (or in a build without it) while
+// rank 0 reports the same error: waits a moment, then returns `code`. With no
+// MPI there is no collective to wait on rank 0 with, and a silent rank that
+// exited at once could have mpirun take rank 0 down before its message is out.
 int quietRankExit(int code);
 
 } // namespace tapestry::cli

@@ -40,6 +40,7 @@ IslandTransport::exchange(const std::vector<std::int64_t>& message) {
     }
     if (all[r][0] == kFailed) {
       close(); // every rank sees the failure in this collective: no more come
+      failedTogether_ = true;
       throw PeerFailed(static_cast<int>(r), all[r].size() > 1
                                                 ? static_cast<int>(all[r][1])
                                                 : static_cast<int>(ExitCode::Internal));
@@ -56,6 +57,7 @@ int IslandTransport::fail(int exitCode) {
     return rank();
   }
   close();
+  failedTogether_ = true;
   const std::vector<std::vector<std::int64_t>> all = allgather({kFailed, exitCode});
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (!all[r].empty() && all[r][0] == kFailed) {
@@ -63,6 +65,13 @@ int IslandTransport::fail(int exitCode) {
     }
   }
   return rank();
+}
+
+void IslandTransport::awaitReport() {
+  if (failedTogether_) {
+    failedTogether_ = false;
+    allgather({});
+  }
 }
 
 // One round of an allgather among threads: each rank leaves its message in

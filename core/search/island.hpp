@@ -74,9 +74,15 @@ public:
   std::vector<std::vector<std::int64_t>> exchange(const std::vector<std::int64_t>& message);
   // From a rank that failed with `exitCode`: tells the others (their exchange
   // throws PeerFailed) and returns the lowest failing rank, the one that
-  // reports the error. Does nothing and returns rank() once close()d: the
-  // others have left by then.
+  // reports the error (then every rank calls awaitReport). Does nothing and
+  // returns rank() once close()d: the others have left by then.
   int fail(int exitCode);
+  // The failure protocol's last step, so that no rank exits (and has the
+  // launcher stop the job) before the reporting rank has printed: once a
+  // collective carried a failure, every rank calls this once, the reporting
+  // rank after printing, and it returns when all have. Does nothing when no
+  // collective carried one (the others have left, or were never told).
+  void awaitReport();
   // After the last collective of a search.
   void close() { closed_ = true; }
   bool closed() const { return closed_; }
@@ -88,6 +94,7 @@ protected:
 
 private:
   bool closed_ = false;
+  bool failedTogether_ = false; // a collective carried a failure; awaitReport owes one more
 };
 
 // K islands in one process, one thread each (tests, and measuring the island

@@ -7,8 +7,9 @@ empty); the front says it came from K ranks; two runs with the same seed, rank
 count and budget give byte-identical plans and identical fronts (but for the
 search's wall time); another seed gives another search.
 
-With --errors: an input error, a usage error and a malformed flag on every rank
-end the job with the error's exit code, the message printed once.
+With --errors: an input error, a usage error and a malformed flag on every rank,
+and an input error on rank 1 only, end the job with the error's exit code, the
+message printed once (by the lowest failing rank).
 """
 import argparse
 import json
@@ -139,6 +140,19 @@ def run_errors(args, tmp):
     check(rc == 2, f"malformed flag: exit code {rc}, expected 2")
     check(err.count("error: --iterations: expected a positive whole number, got 'x'") == 1,
           "malformed flag: the error printed once")
+    # Only rank 1 fails (rank 0's graph loads and it searches on): rank 1
+    # reports, once, in JSON too, and rank 0 does not leave before it has.
+    good = optimize_args(args, 1, ["--format", "json"])
+    bad = ["optimize", "missing.json", "-o", "plan.json", "--format", "json"]
+    rc, out, err = mpirun(args, [(1, wdir, good), (k - 1, wdir, bad)], tmp)
+    check(rc == 1, f"one rank's missing graph: exit code {rc}, expected 1")
+    check(err.count("missing.json: error: cannot open file") == 1,
+          "one rank's missing graph: the error printed once")
+    try:
+        doc = json.loads(out)  # exactly one document: rank 1's
+        check(doc["status"] == "error" and doc["exit_code"] == 1, f"JSON error document {doc}")
+    except json.JSONDecodeError as e:
+        check(False, f"one rank's missing graph: stdout is not one JSON document ({e})")
     check(os.listdir(wdir) == [], f"failed runs left {os.listdir(wdir)}")
 
 

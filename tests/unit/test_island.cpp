@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -351,11 +352,41 @@ TEST_CASE("a failing rank stops the others at their next exchange", "[island][tr
   CHECK(reporter == std::vector<int>{2, 2, 2, 2}); // the lowest failing rank reports
 }
 
+TEST_CASE("after a failure no rank leaves before the reporting rank has reported",
+          "[island][transport]") {
+  // The launcher stops the whole job when the first rank exits with an error,
+  // so the silent ranks must not return before the reporter has printed.
+  std::atomic<bool> reported{false};
+  std::vector<int> sawReport(3, -1);
+  onEveryRank(3, [&](int rank, IslandTransport& t) {
+    try {
+      t.exchange({1});
+      if (rank == 1) {
+        throw Error("bad input on this rank");
+      }
+      t.exchange({2});
+    } catch (const PeerFailed&) {
+      t.awaitReport();
+      sawReport[static_cast<std::size_t>(rank)] = reported.load() ? 1 : 0;
+      return;
+    } catch (const Error& e) {
+      REQUIRE(t.fail(static_cast<int>(e.exitCode())) == rank);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50)); // a slow report
+      reported = true;
+      t.awaitReport();
+      sawReport[static_cast<std::size_t>(rank)] = 1;
+      t.awaitReport(); // owed once only: a second call does not wait
+    }
+  });
+  CHECK(sawReport == std::vector<int>{1, 1, 1});
+}
+
 TEST_CASE("fail after the last collective does not wait", "[island][transport]") {
   onEveryRank(2, [&](int rank, IslandTransport& t) {
     t.exchange({rank});
     t.close();
     CHECK(t.fail(1) == rank);
+    t.awaitReport(); // the others have left: nothing to wait for
   });
 }
 
