@@ -128,15 +128,6 @@ void probeNeighbours(const search::Evaluator& evaluator,
       << best << "\n";
 }
 
-// Shards of a plan: the shard tasks its evaluation simulates.
-std::int64_t shardCount(const plan::PlanChoice& c) {
-  std::int64_t shards = 0;
-  for (const plan::OpChoice& op : c.ops) {
-    shards += static_cast<std::int64_t>(op.devices.size());
-  }
-  return shards;
-}
-
 void measureEvaluationCost(const search::Evaluator& evaluator,
                            const std::vector<search::Evaluated>& plans, std::ostream& out) {
   const search::SearchSpace space(evaluator.graph(), evaluator.deviceCount());
@@ -159,7 +150,7 @@ void measureEvaluationCost(const search::Evaluator& evaluator,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e6 /
           kRepeats;
       if (valid) {
-        x.push_back(static_cast<double>(shardCount(c)));
+        x.push_back(static_cast<double>(c.shardCount()));
         y.push_back(us);
       }
     }

@@ -209,6 +209,14 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device) {
   return c;
 }
 
+std::int64_t PlanChoice::shardCount() const {
+  std::int64_t n = 0;
+  for (const OpChoice& op : ops) {
+    n += static_cast<std::int64_t>(op.devices.size());
+  }
+  return n;
+}
+
 std::size_t ShardPlan::shardCount() const {
   std::size_t n = 0;
   for (const OpPlan& op : ops) {
@@ -293,14 +301,12 @@ std::optional<std::string> checkChoice(const graph::ExpandedGraph& g, int device
   if (auto reason = checkShape(g, deviceCount, choice)) {
     return reason;
   }
-  std::int64_t shards = 0;
   for (std::size_t i = 0; i < g.operations.size(); ++i) {
     if (auto reason = checkOpChoice(g, deviceCount, i, choice.ops[i])) {
       return reason;
     }
-    shards += static_cast<std::int64_t>(choice.ops[i].devices.size());
   }
-  if (shards > kMaxShardsPerPlan) {
+  if (const std::int64_t shards = choice.shardCount(); shards > kMaxShardsPerPlan) {
     return "the plan has " + std::to_string(shards) + " shards, more than the " +
            std::to_string(kMaxShardsPerPlan) + " a plan may have";
   }

@@ -70,6 +70,9 @@ struct OpChoice {
 struct PlanChoice {
   std::vector<OpChoice> ops;
   bool operator==(const PlanChoice&) const = default;
+  // Shards over all operations (each op's devices.size()): the shard tasks a
+  // plan built from it runs, which is what its simulation costs.
+  std::int64_t shardCount() const;
 };
 
 // Every operation on one device, unsplit (the "single" baseline).

@@ -565,9 +565,7 @@ SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& op
       std::vector<std::optional<cost::Objectives>> scores =
           evaluateAll(evaluator, candidates, options.threads);
       for (const plan::PlanChoice& c : candidates) {
-        for (const plan::OpChoice& op : c.ops) {
-          freshShards += static_cast<std::int64_t>(op.devices.size());
-        }
+        freshShards += c.shardCount();
       }
       for (std::size_t i = 0; i < candidates.size(); ++i) {
         ++result.evaluations;

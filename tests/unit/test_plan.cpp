@@ -110,6 +110,8 @@ TEST_CASE("shards are the row-major tiles of the split, selections the IPF proje
   CHECK(p.reductions.empty());
   CHECK(p.shardCount() == 4);
   CHECK(p.choice() == choose({{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}}));
+  CHECK(p.choice().shardCount() == 4);
+  CHECK(choose({{{2, 1, 1}, {0, 1}}, {{1, 1}, {1}}}).shardCount() == 3);
 
   // Graph inputs come from the host, one transfer per (tensor, device), in the
   // order first read; the aligned relu reads its tiles in place.
