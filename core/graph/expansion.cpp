@@ -22,20 +22,6 @@ std::string nameText(std::string_view text) {
   return json::brief(Json(std::string(text)));
 }
 
-// At most 40 bytes of a value's text for a message, never cutting a UTF-8
-// sequence (as json::brief does).
-std::string briefText(std::string text) {
-  constexpr std::size_t kMaxShown = 40;
-  if (text.size() <= kMaxShown) {
-    return text;
-  }
-  std::size_t cut = kMaxShown - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-    --cut;
-  }
-  return text.substr(0, cut) + "...";
-}
-
 std::string typeText(const TensorType& t) {
   return formatInts(t.shape) + " " + t.dtype;
 }
@@ -556,7 +542,7 @@ private:
       if (computed_.oneLine() != stored_.oneLine()) {
         std::size_t prefix = name.size() + 5; // {"NAME": ...}
         auto valueText = [prefix](const std::string& text) {
-          return briefText(text.substr(prefix, text.size() - prefix - 1));
+          return json::briefText(text.substr(prefix, text.size() - prefix - 1));
         };
         stored.fail("the stored " + std::string(name) + " " + valueText(stored_.oneLine()) +
                     " disagrees with the expansion, which gives " + valueText(computed_.oneLine()) +

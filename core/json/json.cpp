@@ -712,10 +712,7 @@ private:
     if (result.ec == std::errc::result_out_of_range) {
       if (decimalMagnitude(integerStart, integerEnd, mantissaEnd, exponent) > 0) {
         std::string literal(text_.substr(start, pos_ - start));
-        if (literal.size() > kMaxShown) {
-          literal = literal.substr(0, kMaxShown - 3) + "...";
-        }
-        fail(start, "number out of range: " + literal);
+        fail(start, "number out of range: " + briefText(std::move(literal)));
       }
       value = text_[start] == '-' ? -0.0 : 0.0; // underflow rounds to zero
     } else if (result.ec != std::errc() || result.ptr != last) {
@@ -1022,7 +1019,10 @@ Error Value::error(const std::string& message, ExitCode code) const {
 }
 
 std::string brief(const Json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return briefText(value.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+std::string briefText(std::string text) {
   if (text.size() <= kMaxShown) {
     return text;
   }

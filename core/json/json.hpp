@@ -119,6 +119,9 @@ private:
 
 // Short rendering of a value for messages: strings quoted, long values elided.
 std::string brief(const Json& value);
+// `text` as brief shows a long value: at most 40 bytes, the end elided with
+// "...", never cutting a UTF-8 sequence.
+std::string briefText(std::string text);
 
 } // namespace json
 } // namespace tapestry

@@ -528,4 +528,9 @@ TEST_CASE("brief renders short quoted values and elides long ones", "[json]") {
   }
   std::string cut = brief(Json(accents));
   CHECK(cut == "\"" + accents.substr(0, 36) + "...");
+  // briefText is the same cut on raw text (no quotes added).
+  CHECK(briefText("abc") == "abc");
+  CHECK(briefText(std::string(40, 'y')) == std::string(40, 'y'));
+  CHECK(briefText(std::string(41, 'y')) == std::string(37, 'y') + "...");
+  CHECK(briefText(accents) == accents.substr(0, 36) + "...");
 }
