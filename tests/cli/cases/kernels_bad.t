@@ -37,9 +37,9 @@ $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/missing_index.yaml
 ! ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels list -k bad/metakernels
-! bad/metakernels/alias_bomb.yaml:6:51: error: the document has more than 1000000 nodes once aliases are expanded
-!     p: {type: ints, default: [&a0 [x, x, x, x, x, x, x, x, x, x], &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]...
-!                                                   ^
+! bad/metakernels/alias_bomb.yaml:6:54: error: the document has more than 100000 nodes once aliases are expanded
+!     p: {type: ints, default: [&a0 [x, x, x, x, x, x, x, x, x, x], &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0], &...
+!                                                      ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels list -k metakernels/user_ops.yaml -k metakernels/user_ops.yaml
 ! metakernels/user_ops.yaml:2:1: error: kernel "scale" is already defined at metakernels/user_ops.yaml:2:1 (use --override-kernels to replace it)
