@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -124,23 +125,6 @@ GVC_t* context() {
   }
   return gvc;
 }
-
-// Layout state of a graph, freed before the graph is closed.
-class Layout {
-public:
-  Layout(GVC_t* gvc, Agraph_t* g, const std::string& engine) : gvc_(gvc), g_(g) {
-    if (gvLayout(gvc, g, engine.c_str()) != 0) {
-      throw InternalError("Graphviz layout \"" + engine + "\" failed");
-    }
-  }
-  ~Layout() { gvFreeLayout(gvc_, g_); }
-  Layout(const Layout&) = delete;
-  Layout& operator=(const Layout&) = delete;
-
-private:
-  GVC_t* gvc_;
-  Agraph_t* g_;
-};
 
 struct RenderBuffer {
   char* data = nullptr;
@@ -354,23 +338,27 @@ std::string writeDot(const Drawing& drawing) {
 namespace {
 
 // Lays out and renders in this process; throws InternalError on failure.
+// Runs in the child process only (attemptInChild), which exits right after:
+// the laid-out graph is never freed. dot 2.4x's cleanup frees a rank array a
+// second time after it made room for the label of an edge within one rank (a
+// realloc in flat_edges that a cluster's copy of the pointer does not see), so
+// gvFreeLayout would turn a finished picture into a crash.
 std::string layoutAndRender(const Drawing& drawing, ImageFormat format) {
   MessageScope messages;
   GVC_t* gvc = context();
-  GraphPtr g = build(drawing);
+  Agraph_t* g = build(drawing).release();
   messages.check("build the graph");
-  std::string text;
-  {
-    Layout layout(gvc, g.get(), drawing.layout);
-    messages.check("lay out the graph");
-    RenderBuffer buffer;
-    if (gvRenderData(gvc, g.get(), formatName(format), &buffer.data, &buffer.length) != 0 ||
-        buffer.data == nullptr) {
-      throw InternalError(std::string("Graphviz could not render ") + formatName(format) +
-                          " (is its plugin installed?)");
-    }
-    text.assign(buffer.data, buffer.length);
+  if (gvLayout(gvc, g, drawing.layout.c_str()) != 0) {
+    throw InternalError("Graphviz layout \"" + drawing.layout + "\" failed");
   }
+  messages.check("lay out the graph");
+  RenderBuffer buffer;
+  if (gvRenderData(gvc, g, formatName(format), &buffer.data, &buffer.length) != 0 ||
+      buffer.data == nullptr) {
+    throw InternalError(std::string("Graphviz could not render ") + formatName(format) +
+                        " (is its plugin installed?)");
+  }
+  std::string text(buffer.data, buffer.length);
   messages.check("render");
   return text;
 }
@@ -439,6 +427,11 @@ Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
     throw InternalError("render: cannot fork for Graphviz");
   }
   if (pid == 0) {
+    // A crash must end the child as a signal the parent sees, whatever handlers
+    // the parent installed (a test framework's, for one).
+    for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) {
+      std::signal(sig, SIG_DFL);
+    }
     ::dup2(fileno(err.file), 2);
     int code = 0;
     try {
@@ -489,7 +482,42 @@ Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
   return attempt;
 }
 
+// The innermost cluster of every node in `sub` and below ("" outside any).
+void mapClusters(const Subgraph& sub, const std::string& enclosing,
+                 std::unordered_map<std::string, std::string>& clusterOf) {
+  const std::string& here = sub.cluster ? sub.id : enclosing;
+  for (const std::string& id : sub.nodes) {
+    clusterOf[id] = here;
+  }
+  for (const Subgraph& child : sub.children) {
+    mapClusters(child, here, clusterOf);
+  }
+}
+
 } // namespace
+
+Drawing withOuterLabels(const Drawing& drawing) {
+  std::unordered_map<std::string, std::string> clusterOf;
+  for (const Subgraph& sub : drawing.subgraphs) {
+    mapClusters(sub, "", clusterOf);
+  }
+  auto cluster = [&](const std::string& id) {
+    auto it = clusterOf.find(id);
+    return it == clusterOf.end() ? std::string() : it->second;
+  };
+  Drawing result = drawing;
+  for (Edge& edge : result.edges) {
+    if (cluster(edge.tail) == cluster(edge.head)) {
+      continue;
+    }
+    for (Attr& attr : edge.attrs) {
+      if (attr.name == "label") {
+        attr.name = "xlabel";
+      }
+    }
+  }
+  return result;
+}
 
 Rendered renderImage(const Drawing& drawing, ImageFormat format) {
   Rendered result;
@@ -502,15 +530,25 @@ Rendered renderImage(const Drawing& drawing, ImageFormat format) {
     result.bytes = std::move(first.bytes);
     return result;
   }
-  // dot's cluster ranking fails on some plans ("trouble in init_rank"); the
-  // newer global ranking does not, at the price of less tidy edge labels. Edge
-  // routing around clusters fails on others; straight edges need none.
-  const std::vector<std::pair<Attrs, const char*>> retries = {
-      {{{"newrank", "true"}}, "ranked all clusters together instead"},
-      {{{"newrank", "true"}, {"splines", "line"}}, "drew straight edges instead"}};
+  // With clusters ranked one by one, an edge between two clusters can end up
+  // within one rank, and dot 2.4x then ranks a node of its own for its label;
+  // on some drawings the ranking ("trouble in init_rank") or the edge routing
+  // ("triangulation failed") fails after that. A label placed after the layout
+  // (xlabel) needs no node. Failing that, the newer global ranking avoids
+  // dot's cluster ranking, at the price of less tidy clusters and labels, and
+  // straight edges need no routing.
+  struct Retry {
+    bool outerLabels;
+    Attrs attrs;
+    const char* what;
+  };
+  const std::vector<Retry> retries = {
+      {true, {}, "placed the labels of edges between clusters beside them instead"},
+      {false, {{"newrank", "true"}}, "ranked all clusters together instead"},
+      {false, {{"newrank", "true"}, {"splines", "line"}}, "drew straight edges instead"}};
   std::string problem = first.problem;
-  for (const auto& [attrs, what] : retries) {
-    Drawing retry = drawing;
+  for (const auto& [outerLabels, attrs, what] : retries) {
+    Drawing retry = outerLabels ? withOuterLabels(drawing) : drawing;
     retry.graphAttrs.insert(retry.graphAttrs.end(), attrs.begin(), attrs.end());
     Attempt attempt = attemptInChild(retry, format);
     if (attempt.ok) {

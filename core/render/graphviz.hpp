@@ -24,17 +24,23 @@ std::optional<ImageFormat> formatFromPath(std::string_view path);
 // The drawing as DOT text, before layout (what `-o x.dot` and stdout get).
 std::string writeDot(const Drawing& drawing);
 
+// The drawing with the labels of edges between two clusters (or a cluster and
+// the outside) turned into external labels (xlabel), which dot places after the
+// layout instead of ranking a node for them: a retry for layouts that crash.
+Drawing withOuterLabels(const Drawing& drawing);
+
 struct Rendered {
   std::string bytes;
-  // Set when Graphviz failed on the drawing as made and the picture was drawn
-  // with straight edges instead: what went wrong, for a note on stderr.
+  // Set when Graphviz failed on the drawing as made and a retry drew it: what
+  // went wrong and what the retry changed, for a note on stderr.
   std::optional<std::string> note;
 };
 
 // Lays the drawing out with its engine and renders it (ImageFormat::Dot is
 // writeDot). Layout runs in a forked child process, so that a Graphviz crash
 // (2.4x aborts on some cluster layouts) cannot take tapestry down; a failed
-// layout is retried with straight edges. When that fails too: InternalError.
+// layout is retried with outer labels, global ranking, then straight edges.
+// When that fails too: InternalError.
 Rendered renderImage(const Drawing& drawing, ImageFormat format);
 
 } // namespace tapestry::render

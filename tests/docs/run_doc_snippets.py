@@ -158,12 +158,6 @@ def run(command, binary_dir, src, workdir, timeout):
         return [f"[timed out after {timeout}s]"], None
     out = proc.stdout.decode("utf-8", "replace").splitlines()
     err = proc.stderr.decode("utf-8", "replace").splitlines()
-    if "ASAN_OPTIONS" in os.environ:
-        # Under AddressSanitizer, Graphviz 2.42's double free on some clustered
-        # layouts is caught in render's layout child, which then falls back to a
-        # simpler layout with a note (core/render/graphviz.cpp); release builds
-        # never see it. The note is the sanitizer's, not the page's.
-        err = [line for line in err if "note: Graphviz crashed (a memory error" not in line]
     out += err
     while out and not out[-1].strip():
         out.pop()  # trailing blank lines are invisible on the page

@@ -285,6 +285,84 @@ TEST_CASE("gvc renders svg, png and pdf in memory", "[render]") {
              Contains("</svg>"));
 }
 
+// Clusters c0..c(n-1) of `perCluster` nodes "n<c>_<i>" each, and labelled edges
+// "n<c>_<i>->n<c>_<i>" (found by a random search for drawings dot 2.43 mishandles).
+Drawing clusteredDrawing(int clusters, int perCluster, const std::vector<std::string>& edges) {
+  Drawing d;
+  d.name = "clustered";
+  for (int c = 0; c < clusters; ++c) {
+    Subgraph sub;
+    sub.id = "c" + std::to_string(c);
+    sub.attrs = {{"label", sub.id}};
+    for (int i = 0; i < perCluster; ++i) {
+      std::string id = "n" + std::to_string(c) + "_" + std::to_string(i);
+      d.addNode(id);
+      sub.nodes.push_back(id);
+    }
+    d.subgraphs.push_back(std::move(sub));
+  }
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    std::size_t arrow = edges[k].find("->");
+    d.addEdge(edges[k].substr(0, arrow), edges[k].substr(arrow + 2),
+              {{"label", "e" + std::to_string(k)}});
+  }
+  return d;
+}
+
+TEST_CASE("outer labels: only edges between clusters lose their ranked label", "[render]") {
+  Drawing d;
+  for (const char* id : {"a", "b", "c", "out"}) {
+    d.addNode(id);
+  }
+  Subgraph node0{"node0", true, {}, {}, {}};
+  node0.children.push_back(Subgraph{"dev0", true, {}, {"a", "b"}, {}});
+  node0.children.push_back(Subgraph{"dev1", true, {}, {"c"}, {}});
+  d.subgraphs.push_back(std::move(node0));
+  d.addEdge("a", "b", {{"label", "same device"}, {"color", "red"}});
+  d.addEdge("b", "c", {{"label", "other device"}});
+  d.addEdge("out", "a", {{"label", "from outside"}});
+  d.addEdge("c", "out", {{"color", "blue"}});
+
+  Drawing outer = withOuterLabels(d);
+  REQUIRE(outer.edges.size() == 4);
+  CHECK(outer.edges[0].attrs[0].name == "label");
+  CHECK(outer.edges[0].attrs[1].name == "color");
+  CHECK(outer.edges[1].attrs[0].name == "xlabel");
+  CHECK(outer.edges[1].attrs[0].value == "other device");
+  CHECK(outer.edges[2].attrs[0].name == "xlabel");
+  CHECK(outer.edges[3].attrs[0].name == "color");
+  CHECK(outer.subgraphs.size() == 1);
+  CHECK(outer.nodes.size() == 4);
+}
+
+TEST_CASE("dot 2.43's cluster bugs: a finished layout is kept, a failed one retried", "[render]") {
+  // dot frees a rank array twice while freeing this layout (after making room
+  // for a label of an edge within one rank); the layout itself is sound and is
+  // never freed, so the picture comes from the first attempt.
+  Drawing freedTwice = clusteredDrawing(2, 2, {"n1_0->n1_1", "n1_0->n0_1", "n0_0->n1_1"});
+  Rendered first = renderImage(freedTwice, ImageFormat::Svg);
+  CHECK_FALSE(first.note.has_value());
+  CHECK_THAT(first.bytes, Contains("cluster_c1"));
+
+  // dot's cluster ranking fails on this one ("trouble in init_rank") because of
+  // the nodes it ranks for labels of edges between clusters; with those labels
+  // outside the layout, the clusters keep their boxes.
+  Drawing initRank = clusteredDrawing(
+      6, 4, {"n5_1->n4_3", "n0_2->n4_3", "n5_1->n5_3", "n4_0->n5_0", "n5_0->n0_1",
+             "n3_2->n2_3", "n4_0->n0_3", "n5_1->n3_2", "n2_1->n4_3", "n3_0->n5_3",
+             "n3_1->n3_2", "n1_0->n0_1", "n3_1->n0_2", "n4_1->n0_2", "n2_1->n2_3",
+             "n5_0->n5_2", "n3_1->n4_2", "n4_2->n2_3", "n5_0->n5_2", "n0_1->n4_2"});
+  Rendered retried = renderImage(initRank, ImageFormat::Svg);
+  REQUIRE(retried.note.has_value());
+  CHECK_THAT(*retried.note, Contains("trouble in init_rank"));
+  CHECK_THAT(*retried.note,
+             Contains("; placed the labels of edges between clusters beside them instead"));
+  for (int c = 0; c < 6; ++c) {
+    CHECK_THAT(retried.bytes, Contains("<title>cluster_c" + std::to_string(c) + "</title>"));
+  }
+  CHECK_THAT(retried.bytes, Contains(">e19</text>"));
+}
+
 TEST_CASE("render command: usage errors, atomic output, views by tag", "[render]") {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / "tapestry_test_render";
