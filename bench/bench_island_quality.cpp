@@ -8,7 +8,7 @@
 //
 //   bench_island_quality [GRAPH] [--target NAME] [--seeds 1,2,3] [--iterations N]
 //                        [--ranks K] [--settings E:H[,E:H...]]
-//                        [--trace] [--probe] [--archive N] [--cost]
+//                        [--trace] [--probe] [--archive N] [--cost] [--island-budget M]
 //
 // A setting E:H is an exchange interval (generations) and a home share
 // (IslandOptions). Search quality only: wall times here are K threads of one
@@ -19,7 +19,9 @@
 // archive keeps N plans (thinned to 64 for the measure); --cost times the
 // evaluation of every one-process front plan and 3 mutations of each against
 // its shard count (what the islands' load balance assumes) and prints the
-// least-squares line and the correlation.
+// least-squares line and the correlation. --island-budget M gives the islands M
+// times the one process's iterations: with M = K, each island evaluates as many
+// plans as the one process, so on K free cores both take the same wall time.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -184,6 +186,7 @@ int main(int argc, char** argv) {
   std::vector<std::uint64_t> seeds = {1, 2, 3};
   std::int64_t iterations = 300;
   int ranks = 4;
+  std::int64_t islandBudget = 1;
   bool probe = false;
   bool evaluationCost = false;
   bool traceSingle = false;
@@ -215,6 +218,8 @@ int main(int argc, char** argv) {
       probe = true;
     } else if (a == "--cost") {
       evaluationCost = true;
+    } else if (a == "--island-budget") {
+      islandBudget = std::atoll(value().c_str());
     } else if (a == "--ranks") {
       ranks = std::atoi(value().c_str());
     } else if (a == "--settings") {
@@ -244,7 +249,8 @@ int main(int argc, char** argv) {
     cost::Target target = cost::loadTarget(targetName);
     search::Evaluator evaluator(g, target);
     std::cout << "graph " << g.name << " on " << target.name << " (" << target.deviceCount()
-              << " devices), " << iterations << " iterations, " << ranks << " islands\n"
+              << " devices), " << iterations << " iterations, " << ranks << " islands with "
+              << iterations * islandBudget << " iterations\n"
               << std::fixed << std::setprecision(2);
     std::vector<std::vector<double>> ratios(settings.size());
     std::vector<search::Evaluated> costPlans;
@@ -289,9 +295,11 @@ int main(int argc, char** argv) {
         std::cout << "; archive of " << largerArchive << " " << hv << " (" << std::setprecision(3)
                   << hv / base << std::setprecision(2) << ")";
       }
+      search::SearchOptions islandOptions = options;
+      islandOptions.generations = iterations * islandBudget;
       for (std::size_t s = 0; s < settings.size(); ++s) {
         const std::vector<search::SearchResult> islands =
-            search::runLocalIslands(evaluator, options, settings[s].options, ranks);
+            search::runLocalIslands(evaluator, islandOptions, settings[s].options, ranks);
         const double hv = search::hypervolume2d(search::timeMemoryPoints(islands[0].front), ref);
         ratios[s].push_back(hv / base);
         std::cout << "; " << settings[s].label << " " << hv << " (" << std::setprecision(3)
