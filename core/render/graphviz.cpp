@@ -409,9 +409,9 @@ struct Attempt {
 };
 
 // Graphviz 2.4x can lose edges, print "libpath/shortest.c: triangulation failed"
-// straight to stderr, or abort (double free) while routing edges around
-// clusters. The layout therefore runs in a child process: its stderr goes to a
-// file we inspect, and a crash costs the child only.
+// straight to stderr, or abort on some cluster layouts (a double free, see
+// layoutAndRender). The layout therefore runs in a child process: its stderr
+// goes to a file we inspect, and a crash costs the child only.
 Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
   context(); // load the plugin configuration once, in the parent
   TempFile out;
@@ -457,8 +457,8 @@ Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
   if (WIFSIGNALED(status)) {
     attempt.problem = "Graphviz crashed (signal " + std::to_string(WTERMSIG(status)) + ")";
   } else if (messages.find("AddressSanitizer") != std::string::npos) {
-    // A sanitized build catches Graphviz's double free instead of dying of it
-    // (or, without a sanitizer, of nothing at all): the same crash.
+    // A sanitized build reports a memory error in Graphviz and exits where a
+    // plain build would crash or go on unaware: treat it as a crash.
     attempt.problem = "Graphviz crashed (a memory error AddressSanitizer caught)";
     return attempt;
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
