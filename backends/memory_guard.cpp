@@ -1,5 +1,6 @@
 #include "backends/memory_guard.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -65,14 +66,23 @@ std::optional<std::int64_t> readCgroupLimit() {
 HostMemoryNeed hostMemoryNeed(const plan::LoadedPlan& loaded, bool devicesOnHost, bool check) {
   const graph::ExpandedGraph& g = loaded.graph;
   HostMemoryNeed need;
+  std::int64_t baseline = 0; // every tensor in its dtype
+  std::int64_t wide = 0;     // every tensor with floats widened to float64
   for (const graph::Tensor& t : g.tensors) {
     const std::int64_t bytes = tensorBytes(t.type);
     if (t.isGraphInput()) {
       need.inputs = add(need.inputs, bytes);
     }
-    if (check) {
-      need.reference = add(need.reference, bytes);
+    baseline = add(baseline, bytes);
+    metakernel::TensorType widened = t.type;
+    if (isFloat(parseDType(t.type.dtype))) {
+      widened.dtype = dtypeName(DType::Float64);
     }
+    wide = add(wide, tensorBytes(widened));
+  }
+  if (check) {
+    // The two unsharded evaluations run one after the other (backends/check.hpp).
+    need.reference = std::max(baseline, wide);
   }
   for (std::size_t t : g.outputs) {
     need.outputs = add(need.outputs, tensorBytes(g.tensors[t].type));

@@ -17,7 +17,7 @@ struct HostMemoryNeed {
   std::int64_t devices = 0;   // the plan's predicted peaks, summed over devices
                               // (CPU backend: plan devices share host memory)
   std::int64_t outputs = 0;   // the assembled graph outputs
-  std::int64_t reference = 0; // --check: every tensor of the unsharded graph
+  std::int64_t reference = 0; // --check: the unsharded evaluations (the float64 one the larger)
   std::int64_t total() const { return inputs + devices + outputs + reference; }
 };
 

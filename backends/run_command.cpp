@@ -9,6 +9,7 @@
 
 #include <sys/resource.h>
 
+#include "backends/check.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/executor.hpp"
 #include "backends/machine_probe.hpp"
@@ -35,7 +36,8 @@ namespace tapestry::backend {
 
 plan::LoadedPlan loadRunnable(const std::string& path,
                               const metakernel::MetakernelLibrary& library) {
-  const json::Document document = json::Document::parse(SourceFile::read(path));
+  const json::Document document =
+      json::Document::parse(SourceFile::read(path, "a plan or graph file"));
   const json::Value root(document);
   root.expectObject();
   const json::Value tag = root.member("tapestry");
@@ -77,125 +79,9 @@ void requireBackend(const std::string& name) {
 #endif
 }
 
-// ---------------------------------------------------------------- --check
-
-double checkTolerance(DType dtype, bool reordered) {
-  switch (dtype) {
-  case DType::Float16:
-  case DType::BFloat16:
-    return 2e-2;
-  case DType::Float32:
-  case DType::Float64:
-    return reordered ? 1e-4 : 1e-5;
-  case DType::Int32:
-  case DType::Int64:
-    break;
-  }
-  return 0;
-}
-
-namespace {
-
-template <class T> double asDouble(T x) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return halfToFloat(x);
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return bfloat16ToFloat(x);
-  } else {
-    return static_cast<double>(x);
-  }
-}
-
-} // namespace
-
-double maxRelativeError(const Buffer& actual, const Buffer& expected) {
-  if (actual.dtype() != expected.dtype() || actual.region() != expected.region()) {
-    throw InternalError("maxRelativeError: " + std::string(dtypeName(actual.dtype())) + " " +
-                        actual.region().toString() + " against " + dtypeName(expected.dtype()) +
-                        " " + expected.region().toString());
-  }
-  return dispatch(actual.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const std::span<T> a = actual.elements<T>();
-    const std::span<T> b = expected.elements<T>();
-    double diff = 0;
-    double scale = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const double x = asDouble(a[i]);
-      const double y = asDouble(b[i]);
-      if (std::isnan(x) || std::isnan(y)) {
-        return std::nan("");
-      }
-      if (std::isfinite(y)) {
-        scale = std::max(scale, std::abs(y));
-      }
-      if (x != y) {
-        diff = std::max(diff, std::abs(x - y)); // inf when only one is infinite
-      }
-    }
-    return scale > 0 ? diff / scale : diff;
-  });
-}
-
-std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
-                                        const TensorBuffers& actual,
-                                        const TensorBuffers& expected) {
-  std::vector<OutputCheck> checks;
-  for (std::size_t out : g.outputs) {
-    const graph::Tensor& tensor = g.tensors[out];
-    OutputCheck c;
-    c.tensor = tensor.name;
-    c.dtype = parseDType(tensor.type.dtype);
-    // Walk the tensors the output is computed from.
-    std::vector<char> seen(g.tensors.size(), 0);
-    std::vector<std::size_t> stack{out};
-    seen[out] = 1;
-    double tolerance = 0;
-    std::vector<DType> dtypes;
-    while (!stack.empty()) {
-      const std::size_t t = stack.back();
-      stack.pop_back();
-      dtypes.push_back(parseDType(g.tensors[t].type.dtype));
-      const std::optional<std::size_t> producer = g.tensors[t].producer;
-      if (!producer) {
-        continue;
-      }
-      const plan::OpPlan& op = p.ops[*producer];
-      c.reordered = c.reordered || (!op.shards.empty() && op.shards[0].partial);
-      for (const graph::PortTensors& port : g.operations[*producer].inputs) {
-        for (std::size_t in : port.tensors) {
-          if (seen[in] == 0) {
-            seen[in] = 1;
-            stack.push_back(in);
-          }
-        }
-      }
-    }
-    for (DType d : dtypes) {
-      tolerance = std::max(tolerance, checkTolerance(d, c.reordered));
-    }
-    c.tolerance = tolerance;
-    auto a = actual.find(tensor.name);
-    auto b = expected.find(tensor.name);
-    if (a == actual.end() || b == expected.end()) {
-      throw InternalError("compareOutputs: output " + tensor.name + " is missing");
-    }
-    c.maxError = maxRelativeError(a->second, b->second);
-    c.ok = !std::isnan(c.maxError) && c.maxError <= c.tolerance;
-    checks.push_back(std::move(c));
-  }
-  return checks;
-}
-
 // ---------------------------------------------------------------- helpers
 
 namespace {
-
-std::string sci(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2g", value);
-  return buffer;
-}
 
 std::vector<std::string> outputNames(const graph::ExpandedGraph& g) {
   std::vector<std::string> names;
@@ -219,20 +105,6 @@ std::int64_t maxRssBytes() {
     return 0;
   }
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024; // kilobytes on Linux
-}
-
-// Every graph output as a host buffer (the reference leaves them on its device).
-TensorBuffers outputsOnHost(Backend& backend, const graph::ExpandedGraph& g,
-                            const TensorBuffers& all) {
-  TensorBuffers out;
-  for (std::size_t t : g.outputs) {
-    const Buffer& buffer = all.at(g.tensors[t].name);
-    Buffer host = Buffer::host(buffer.dtype(), buffer.region());
-    backend.copyRegion(buffer.view(), host.view(), buffer.region());
-    out.emplace(g.tensors[t].name, std::move(host));
-  }
-  backend.synchronize();
-  return out;
 }
 
 std::size_t devicesUsed(const plan::ShardPlan& p) {
@@ -301,24 +173,11 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
 
   std::vector<OutputCheck> checks;
   if (config.check) {
-    // The reference is one shard per operation on one device, with every core
-    // inside its matrix products.
-    // Other backends are checked against the CPU backend.
+    // The baseline is one shard per operation on device 0 of the plan's
+    // backend, with every core inside the CPU's matrix products; the float64
+    // reference runs on the CPU (docs/check.md).
     CpuBackend::setBlasThreads(usableHardwareThreads());
-    CpuBackend cpu(1);
-    Backend& referenceBackend = config.backend == "cpu" ? backend : cpu;
-    const TensorBuffers reference = evaluateGraph(referenceBackend, g, inputs, 0);
-    checks =
-        compareOutputs(g, loaded.plan, run.outputs, outputsOnHost(referenceBackend, g, reference));
-    if (config.tf32) {
-      // SPEC §9: float32 computed with TF32 products compares at 1e-3.
-      for (OutputCheck& c : checks) {
-        if (c.tolerance < 1e-3 && c.tolerance > 0) {
-          c.tolerance = 1e-3;
-          c.ok = !std::isnan(c.maxError) && c.maxError <= c.tolerance;
-        }
-      }
-    }
+    checks = compareOutputs(g, run.outputs, unshardedReference(backend, g, inputs));
   }
   const bool ok =
       std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.ok; });
@@ -374,9 +233,11 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
         Json item = Json::object();
         item["tensor"] = c.tensor;
         item["dtype"] = dtypeName(c.dtype);
-        item["max_error"] = std::isnan(c.maxError) ? Json(nullptr) : Json(c.maxError);
-        item["tolerance"] = c.tolerance;
-        item["reordered"] = c.reordered;
+        item["precision"] = dtypeName(c.precision);
+        item["max_error"] = std::isnan(c.error) ? Json(nullptr) : Json(c.error);
+        item["unsharded_error"] =
+            std::isnan(c.baselineError) ? Json(nullptr) : Json(c.baselineError);
+        item["bound"] = c.bound;
         item["ok"] = c.ok;
         list.push_back(item);
       }
@@ -411,8 +272,7 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
         << cost::formatSize(predictedPeak) << "), inputs " << cost::formatSize(inputBytes)
         << ", outputs " << cost::formatSize(stats.outputBytes) << "\n";
     for (const OutputCheck& c : checks) {
-      err << "check " << c.tensor << " (" << dtypeName(c.dtype) << "): max error "
-          << sci(c.maxError) << (c.ok ? " <= " : " > ") << sci(c.tolerance) << " "
+      err << "check " << c.tensor << " (" << dtypeName(c.dtype) << "): " << describeCheck(c) << " "
           << (c.ok ? "ok" : "MISMATCH") << "\n";
     }
     if (!config.outputsDir.empty()) {
@@ -424,8 +284,7 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
     if (!c.ok) {
       err << Error(SourceLocation{file, 0, 0, ""},
                    "run --check: output " + c.tensor +
-                       " differs from the unsharded graph: max error " + sci(c.maxError) +
-                       " exceeds the tolerance " + sci(c.tolerance),
+                       " differs from the unsharded graph: " + describeCheck(c),
                    ExitCode::CheckFailed)
                  .what();
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/check.hpp"
 #include "core/graph/graph.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
@@ -24,7 +25,7 @@ struct ExecutionOptions {
   std::vector<std::string> kernelPaths; // -k files and directories, in order
   std::string backend = "cpu";          // cpu | cuda
   std::uint64_t seed = 0;               // inputs are drawn from it (run: without --inputs)
-  bool tf32 = false; // cuda: float32 products may use TF32 (--check tolerance 1e-3)
+  bool tf32 = false; // cuda: float32 products may use TF32 (the baseline of --check too)
   int threads = 0;   // cap on worker threads; 0: one per device, at most the cores
   bool json = false; // --format json: a summary document on `out`
   bool quiet = false;
@@ -63,34 +64,5 @@ plan::LoadedPlan loadRunnable(const std::string& path,
 // Throws BackendUnavailable (exit 4) unless `name` can run here: "cpu" always;
 // "cuda" needs the CUDA backend built and a usable GPU.
 void requireBackend(const std::string& name);
-
-// ---------------------------------------------------------------- --check
-
-// SPEC §9's tolerance for max|a-b| / max|b|: bfloat16/float16 2e-2, tf32 1e-3,
-// float32/float64 1e-4 when a split reduction changed the summation order and
-// 1e-5 otherwise; integers compare exactly (0).
-double checkTolerance(DType dtype, bool reordered);
-
-// max|a-b| / max|b| over the elements (max|a-b| when max|b| is 0); equal
-// values (infinities included) differ by 0; NaN in either gives NaN, which
-// never passes. Both buffers are host buffers of one dtype and region.
-double maxRelativeError(const Buffer& actual, const Buffer& expected);
-
-struct OutputCheck {
-  std::string tensor;
-  DType dtype = DType::Float32;
-  bool reordered = false; // a split reduction upstream changed the summation order
-  double maxError = 0;
-  double tolerance = 0;
-  bool ok = false;
-};
-
-// Compares every graph output of the plan's result with the reference. The
-// tolerance of an output is that of the least precise float dtype among the
-// tensors its value is computed from (a bfloat16 intermediate makes a float32
-// output a bfloat16 comparison), and counts as reordered when an operation
-// upstream has a split reduction dim in `p`.
-std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
-                                        const TensorBuffers& actual, const TensorBuffers& expected);
 
 } // namespace tapestry::backend

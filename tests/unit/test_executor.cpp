@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -20,6 +21,7 @@
 
 #include <unistd.h>
 
+#include "backends/check.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #ifdef TAPESTRY_HAVE_CUDA
 #include "backends/cuda/cuda_probe.hpp"
@@ -105,10 +107,9 @@ Outcome runAndCheck(const graph::ExpandedGraph& g, int devices, const PlanChoice
   options.blasThreads = 1;
   out.run = execute(g, p, backend, inputs, options, &out.simulation);
   CpuBackend::setBlasThreads(1);
-  const TensorBuffers reference = evaluateGraph(backend, g, inputs);
-  out.checks = compareOutputs(g, p, out.run.outputs, reference);
+  out.checks = compareOutputs(g, out.run.outputs, unshardedReference(backend, g, inputs));
   for (const OutputCheck& c : out.checks) {
-    INFO("output " << c.tensor << ": max error " << c.maxError << ", tolerance " << c.tolerance);
+    INFO("output " << c.tensor << ": " << describeCheck(c));
     CHECK(c.ok);
   }
   REQUIRE(out.run.stats.devices.size() == static_cast<std::size_t>(devices));
@@ -355,8 +356,6 @@ TEST_CASE("every testdata graph runs under many plans and equals the unsharded g
     // Graphs with matmul, conv2d, sum, max or mean get split reduction dims.
     if (name != "tiny.json" && name != "mlp.json") {
       CHECK(split.run.stats.reductionSteps > 0);
-      CHECK(std::any_of(split.checks.begin(), split.checks.end(),
-                        [](const OutputCheck& c) { return c.reordered; }));
     }
     runAndCheck(g, 2, randomChoice(g, 2, rng), 0, plan::InputsOn::Free);
     runAndCheck(g, 4, randomChoice(g, 4, rng), 3);
@@ -375,9 +374,9 @@ TEST_CASE("the stored testdata plans run and check", "[executor][testdata]") {
     const TensorBuffers inputs = drawInputs(loaded.graph, 3);
     CpuBackend backend(loaded.plan.deviceCount);
     const Execution run = execute(loaded, backend, inputs);
-    const TensorBuffers reference = evaluateGraph(backend, loaded.graph, inputs);
-    for (const OutputCheck& c : compareOutputs(loaded.graph, loaded.plan, run.outputs, reference)) {
-      INFO(c.tensor << ": " << c.maxError);
+    const CheckReference reference = unshardedReference(backend, loaded.graph, inputs);
+    for (const OutputCheck& c : compareOutputs(loaded.graph, run.outputs, reference)) {
+      INFO(c.tensor << ": " << describeCheck(c));
       CHECK(c.ok);
     }
     for (std::size_t d = 0; d < run.stats.devices.size(); ++d) {
@@ -398,8 +397,8 @@ TEST_CASE("fewer threads than devices: a worker serves several devices", "[execu
   CpuBackend backend(4);
   const TensorBuffers inputs = drawInputs(g, 1);
   const Execution run = execute(g, p, backend, inputs, ExecuteOptions{3, 1});
-  const TensorBuffers reference = evaluateGraph(backend, g, inputs);
-  for (const OutputCheck& c : compareOutputs(g, p, run.outputs, reference)) {
+  for (const OutputCheck& c :
+       compareOutputs(g, run.outputs, unshardedReference(backend, g, inputs))) {
     CHECK(c.ok);
   }
 }
@@ -439,16 +438,22 @@ TEST_CASE("executor errors: missing inputs, wrong shapes, a failing kernel", "[e
 
 // ---------------------------------------------------------------- --check
 
-TEST_CASE("check tolerances follow SPEC §9", "[executor][check]") {
-  CHECK(checkTolerance(DType::Float32, false) == 1e-5);
-  CHECK(checkTolerance(DType::Float32, true) == 1e-4);
-  CHECK(checkTolerance(DType::Float64, false) == 1e-5);
-  CHECK(checkTolerance(DType::BFloat16, false) == 2e-2);
-  CHECK(checkTolerance(DType::Float16, true) == 2e-2);
-  CHECK(checkTolerance(DType::Int32, true) == 0);
+TEST_CASE("check bounds: a multiple of the unsharded error, or a floor", "[executor][check]") {
+  CHECK(unitRoundoff(DType::Float32) == std::ldexp(1.0, -24));
+  CHECK(unitRoundoff(DType::Float64) == std::ldexp(1.0, -53));
+  CHECK(unitRoundoff(DType::Float16) == std::ldexp(1.0, -11));
+  CHECK(unitRoundoff(DType::BFloat16) == std::ldexp(1.0, -8));
+  CHECK(unitRoundoff(DType::Int64) == 0);
+  const double floor32 = kFloorUnits * std::ldexp(1.0, -24);
+  CHECK(checkBound(DType::Float32, 0) == floor32);
+  CHECK(checkBound(DType::Float32, 1e-9) == floor32);
+  CHECK(checkBound(DType::Float32, 1e-4) == kBaselineMultiple * 1e-4);
+  CHECK(checkBound(DType::Float32, std::nan("")) == floor32);
+  CHECK(checkBound(DType::BFloat16, 0) == kFloorUnits * std::ldexp(1.0, -8));
+  CHECK(checkBound(DType::Int32, 0.5) == 0);
 }
 
-TEST_CASE("max relative error: scale, zeros, infinities and NaN", "[executor][check]") {
+TEST_CASE("max relative error: scale, zeros, infinities, NaN, mixed dtypes", "[executor][check]") {
   CHECK(maxRelativeError(floats({3}, {1, 2, 4}), floats({3}, {1, 2, 4})) == 0);
   CHECK(maxRelativeError(floats({3}, {1, 2.5f, 4}), floats({3}, {1, 2, 4})) == Approx(0.125));
   // All-zero reference: the absolute error.
@@ -462,38 +467,204 @@ TEST_CASE("max relative error: scale, zeros, infinities and NaN", "[executor][ch
   half.elements<BFloat16>()[0] = floatToBFloat16(1.0f);
   half.elements<BFloat16>()[1] = floatToBFloat16(2.0f);
   CHECK(maxRelativeError(half, half) == 0);
-  CHECK_THROWS_AS(maxRelativeError(half, floats({2}, {1, 2})), InternalError);
+  // Against a float64 reference, in float64.
+  Buffer wide = Buffer::host(DType::Float64, std::vector<std::int64_t>{2});
+  wide.elements<double>()[0] = 1.0;
+  wide.elements<double>()[1] = 2.0 + 1e-9;
+  CHECK(maxRelativeError(half, wide) == Approx(0.5e-9));
+  CHECK(maxRelativeError(floats({2}, {1, 2}), wide) == Approx(0.5e-9));
+  CHECK_THROWS_AS(maxRelativeError(half, floats({3}, {1, 2, 3})), InternalError);
 }
 
-TEST_CASE("compareOutputs: reordered sums, 16-bit chains, mismatches", "[executor][check]") {
-  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
-  const plan::ShardPlan whole = plan::buildPlan(g, 2, plan::singleDeviceChoice(g));
-  const plan::ShardPlan ksplit =
-      plan::buildPlan(g, 2, PlanChoice{{{{1, 1, 3}, {0, 1, 0}}, {{1, 1}, {0}}, {{1, 1}, {1}}}});
-  const TensorBuffers expected{{"y", floats({2, 2}, {1, 2, 3, 4})}};
-  const TensorBuffers close{{"y", floats({2, 2}, {1, 2, 3, 4.0002f})}};
-  const std::vector<OutputCheck> a = compareOutputs(g, whole, close, expected);
-  REQUIRE(a.size() == 1);
-  CHECK_FALSE(a[0].reordered);
-  CHECK(a[0].tolerance == 1e-5);
-  CHECK_FALSE(a[0].ok);
-  const std::vector<OutputCheck> b = compareOutputs(g, ksplit, close, expected);
-  CHECK(b[0].reordered);
-  CHECK(b[0].tolerance == 1e-4);
-  CHECK(b[0].ok);
-  const TensorBuffers nan{{"y", floats({2, 2}, {1, 2, 3, std::nanf("")})}};
-  CHECK_FALSE(compareOutputs(g, ksplit, nan, expected)[0].ok);
+TEST_CASE("the reference is the graph in float64, the baseline in its own dtypes",
+          "[executor][check]") {
+  // y = x·w = 1 + 1e-8: float32 rounds it to 1, float64 keeps every digit.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "mm",
+    "tensors": {"x": {"dtype": "float32", "shape": [1, 2]}, "w": {"dtype": "float32", "shape": [2, 1]}},
+    "operations": [{"name": "p", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  const graph::ExpandedGraph wide = widenToFloat64(g);
+  CHECK(wide.tensors[0].type.dtype == "float64");
+  CHECK(g.tensors[0].type.dtype == "float32");
+  const TensorBuffers inputs{{"x", floats({1, 2}, {1.0f, 1e-8f})},
+                             {"w", floats({2, 1}, {1.0f, 1.0f})}};
+  CpuBackend backend(1);
+  const CheckReference r = unshardedReference(backend, g, inputs);
+  REQUIRE(r.reference.at("y").dtype() == DType::Float64);
+  REQUIRE(r.baseline.at("y").dtype() == DType::Float32);
+  const double exact = 1.0 + static_cast<double>(1e-8f);
+  CHECK(r.reference.at("y").elements<double>()[0] == exact);
+  CHECK(r.baseline.at("y").elements<float>()[0] == 1.0f);
+  const std::vector<OutputCheck> checks = compareOutputs(g, r.baseline, r);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].error == checks[0].baselineError);
+  CHECK(checks[0].baselineError == Approx((exact - 1.0) / exact));
+  CHECK(checks[0].bound == kFloorUnits * std::ldexp(1.0, -24));
+  CHECK(checks[0].ok);
+}
 
-  // A float32 output computed through a bfloat16 tensor is compared as bfloat16.
-  const graph::ExpandedGraph c = expandText(R"({"tapestry": "graph/v1", "name": "c",
+TEST_CASE("compareOutputs: bounds follow the unsharded error; 16-bit chains; NaN; integers",
+          "[executor][check]") {
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  const TensorBuffers exact{{"y", floats({2, 2}, {1, 2, 3, 4})}};
+  Buffer wide = Buffer::host(DType::Float64, std::vector<std::int64_t>{2, 2});
+  std::vector<double> w{1, 2, 3, 4};
+  std::copy(w.begin(), w.end(), wide.elements<double>().begin());
+  // A baseline that is off by 1e-5 (relative to max 4) allows 16x that.
+  CheckReference r{{{"y", wide}}, {{"y", floats({2, 2}, {1, 2, 3, 4.00004f})}}};
+  const TensorBuffers close{{"y", floats({2, 2}, {1, 2, 3.0006f, 4})}};
+  const TensorBuffers far{{"y", floats({2, 2}, {1, 2, 3.0007f, 4})}};
+  std::vector<OutputCheck> c = compareOutputs(g, close, r);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].baselineError == Approx(1e-5).epsilon(1e-2));
+  CHECK(c[0].bound == Approx(kBaselineMultiple * 1e-5).epsilon(1e-2));
+  CHECK(c[0].error == Approx(1.5e-4).epsilon(1e-2));
+  CHECK(c[0].ok);
+  CHECK_FALSE(compareOutputs(g, far, r)[0].ok);
+  // An exact baseline leaves the floor: 8 units of float32's rounding.
+  r.baseline = exact;
+  c = compareOutputs(g, close, r);
+  CHECK(c[0].bound == kFloorUnits * std::ldexp(1.0, -24));
+  CHECK_FALSE(c[0].ok);
+  CHECK(compareOutputs(g, exact, r)[0].ok);
+  CHECK_THAT(describeCheck(c[0]), Contains("max error 0.00015, unsharded 0, bound 4.8e-07"));
+  const TensorBuffers nan{{"y", floats({2, 2}, {1, 2, 3, std::nanf("")})}};
+  CHECK_FALSE(compareOutputs(g, nan, r)[0].ok);
+  r.baseline = nan; // a NaN baseline error allows no more than the floor
+  CHECK(compareOutputs(g, exact, r)[0].bound == kFloorUnits * std::ldexp(1.0, -24));
+
+  // A float32 output computed through a bfloat16 tensor has bfloat16's floor.
+  const graph::ExpandedGraph down = expandText(R"({"tapestry": "graph/v1", "name": "c",
     "tensors": {"x": {"dtype": "float32", "shape": [4]}},
     "operations": [
       {"name": "down", "kernel": "cast", "params": {"dtype": "bfloat16"}, "inputs": {"input": "x"}, "outputs": {"result": "b"}},
       {"name": "up", "kernel": "cast", "params": {"dtype": "float32"}, "inputs": {"input": "b"}, "outputs": {"result": "y"}}],
     "outputs": ["y"]})");
   const TensorBuffers four{{"y", floats({4}, {1, 2, 3, 4})}};
-  CHECK(compareOutputs(c, plan::buildPlan(c, 1, plan::singleDeviceChoice(c)), four, four)[0]
-            .tolerance == 2e-2);
+  const CheckReference same{four, four};
+  const std::vector<OutputCheck> bf = compareOutputs(down, four, same);
+  CHECK(bf[0].precision == DType::BFloat16);
+  CHECK(bf[0].bound == kFloorUnits * std::ldexp(1.0, -8));
+
+  // Integer outputs equal the unsharded ones exactly.
+  const graph::ExpandedGraph ints = expandText(R"({"tapestry": "graph/v1", "name": "i",
+    "tensors": {"a": {"dtype": "int32", "shape": [3]}},
+    "operations": [{"name": "n", "kernel": "neg", "inputs": {"input": "a"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  auto int3 = [](std::vector<std::int32_t> v) {
+    Buffer b = Buffer::host(DType::Int32, std::vector<std::int64_t>{3});
+    std::copy(v.begin(), v.end(), b.elements<std::int32_t>().begin());
+    return b;
+  };
+  const CheckReference ir{{{"y", int3({1, 2, 3})}}, {{"y", int3({1, 2, 3})}}};
+  CHECK(compareOutputs(ints, {{"y", int3({1, 2, 3})}}, ir)[0].ok);
+  const OutputCheck off = compareOutputs(ints, {{"y", int3({1, 2, 4})}}, ir)[0];
+  CHECK_FALSE(off.ok);
+  CHECK(off.bound == 0);
+}
+
+// A CPU backend with one deliberate bug, to show the check catches real ones.
+// OffByOne: every shard of operation `op` but its first reads its input port
+// 0 one step too far along the leading dim (row r gets row r + 1; the last row
+// is repeated). DropCombine: the first partial of a split reduction is never
+// added (a missing reduction step).
+class FaultyBackend final : public Backend {
+public:
+  enum class Fault { OffByOne, DropCombine };
+  FaultyBackend(int devices, Fault fault, std::string op = "")
+      : cpu_(devices), fault_(fault), op_(std::move(op)) {}
+  std::string name() const override { return "cpu"; }
+  int deviceCount() const override { return cpu_.deviceCount(); }
+  Buffer allocate(DType dtype, const ZRange& region, int device) override {
+    return cpu_.allocate(dtype, region, device);
+  }
+  void copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) override {
+    cpu_.copyRegion(src, dst, region);
+  }
+  void combine(Combine kind, const TensorView& dst, const TensorView& src,
+               const ZRange& region) override {
+    if (fault_ == Fault::DropCombine && !dropped_.exchange(true)) {
+      return;
+    }
+    cpu_.combine(kind, dst, src, region);
+  }
+  void fillIdentity(Combine kind, const TensorView& dst) override { cpu_.fillIdentity(kind, dst); }
+  bool hasKernel(std::string_view kernel) const override { return cpu_.hasKernel(kernel); }
+  std::vector<std::string> kernelNames() const override { return cpu_.kernelNames(); }
+  void synchronize() override {}
+  int shifted() const { return shifted_; }
+
+protected:
+  void launch(const KernelCall& call) override {
+    const TensorView& in = call.inputs[0][0];
+    if (fault_ != Fault::OffByOne || call.op.name != op_ ||
+        call.index.start() == call.op.application.index.start() || in.rank() == 0 ||
+        in.region.extent(0) < 2) {
+      cpu_.runKernel(call.op, call.index, call.inputs, call.outputs, call.device);
+      return;
+    }
+    ++shifted_;
+    Buffer copy = Buffer::host(in.dtype, in.region);
+    cpu_.copyRegion(in, copy.view(), in.region);
+    const std::int64_t row = copy.byteSize() / in.region.extent(0);
+    std::memmove(copy.data(), copy.data() + row, static_cast<std::size_t>(copy.byteSize() - row));
+    std::vector<PortViews> inputs(call.inputs.begin(), call.inputs.end());
+    inputs[0][0] = copy.view();
+    cpu_.runKernel(call.op, call.index, inputs, call.outputs, call.device);
+  }
+
+private:
+  CpuBackend cpu_;
+  Fault fault_;
+  std::string op_;
+  std::atomic<bool> dropped_{false};
+  std::atomic<int> shifted_{0};
+};
+
+TEST_CASE("a deliberately broken plan fails the check", "[executor][check][broken]") {
+  for (const std::string name : {"mlp.json", "transformer_block.json", "convnet.json"}) {
+    INFO("graph " << name);
+    const graph::ExpandedGraph g = testGraph(name);
+    const TensorBuffers inputs = drawInputs(g, 5);
+    CpuBackend cpu(1);
+    const CheckReference reference = unshardedReference(cpu, g, inputs);
+    auto failing = [&](const Execution& run) {
+      for (const OutputCheck& c : compareOutputs(g, run.outputs, reference)) {
+        INFO("output " << c.tensor << ": " << describeCheck(c));
+        if (!c.ok) {
+          CHECK(c.error > 10 * c.bound); // not a near miss
+          return true;
+        }
+      }
+      return false;
+    };
+
+    // An off-by-one region in the second shard of the first operation.
+    const plan::ShardPlan dp = plan::buildPlan(g, 2, dataParallel(g, 2, 2));
+    FaultyBackend shifted(2, FaultyBackend::Fault::OffByOne, g.operations[0].name);
+    const Execution a = execute(g, dp, shifted, inputs);
+    REQUIRE(shifted.shifted() > 0);
+    CHECK(failing(a));
+
+    // A missing reduction step (the mlp's linear layers keep k whole).
+    const plan::ShardPlan rs = plan::buildPlan(g, 3, reductionSplit(g, 3));
+    if (name != "mlp.json") {
+      FaultyBackend dropping(3, FaultyBackend::Fault::DropCombine);
+      const Execution b = execute(g, rs, dropping, inputs);
+      REQUIRE(b.stats.reductionSteps > 0);
+      CHECK(failing(b));
+    }
+
+    // The same plans on the real backend pass.
+    CpuBackend good(3);
+    for (const plan::ShardPlan* p : {&dp, &rs}) {
+      for (const OutputCheck& c :
+           compareOutputs(g, execute(g, *p, good, inputs).outputs, reference)) {
+        INFO("output " << c.tensor << ": " << describeCheck(c));
+        CHECK(c.ok);
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------- commands
@@ -531,7 +702,10 @@ TEST_CASE("run: plan files, graphs, --check, outputs, JSON, NaN inputs", "[execu
   const Json doc = Json::parse(out.str());
   CHECK(doc["status"] == "ok");
   CHECK(doc["check"]["ok"] == true);
-  CHECK(doc["check"]["outputs"][0]["reordered"] == true);
+  CHECK(doc["check"]["outputs"][0]["precision"] == "float32");
+  CHECK(doc["check"]["outputs"][0]["max_error"].is_number());
+  CHECK(doc["check"]["outputs"][0]["unsharded_error"].is_number());
+  CHECK(doc["check"]["outputs"][0]["bound"].get<double>() >= kFloorUnits * std::ldexp(1.0, -24));
   CHECK(doc["shards"] == 10);
   CHECK(doc["memory"]["peak_bytes_per_device"].size() == 3);
   CHECK(doc["memory"]["predicted_peak_bytes_per_device"].size() == 3);
