@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -250,6 +251,10 @@ NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
 }
 
 NpyArray readNpy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    fail(path, "is a directory, expected a .npy file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     fail(path, std::string("cannot open file: ") + std::strerror(errno));

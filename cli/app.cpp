@@ -3,6 +3,8 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <optional>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "cli/optimize_mpi.hpp"
 #include "cli/version.hpp"
 #include "core/diag/error.hpp"
+#include "core/diag/suggest.hpp"
 #include "core/search/island.hpp"
 
 namespace tapestry::cli {
@@ -70,6 +73,66 @@ void printVersion(const GlobalOptions& global, std::ostream& out) {
   } else {
     out << "tapestry " << versionString() << "\n";
   }
+}
+
+// The option named `token` ("--format", "-k", "--format=json") of `level` or
+// an enclosing command; null when there is none.
+const CLI::Option* findOption(const CLI::App* level, const std::string& token) {
+  const std::string name = token.substr(0, token.find('='));
+  for (; level != nullptr; level = level->get_parent()) {
+    if (const CLI::Option* opt = level->get_option_no_throw(name)) {
+      return opt;
+    }
+  }
+  return nullptr;
+}
+
+// For a command line whose command (or a command's subcommand, as in
+// `kernels lsit`) is not one: `unknown command "optimise" (did you mean
+// "optimize"?); expected one of: ...`. Options and their values are skipped.
+std::optional<std::string> unknownCommand(const CLI::App& app,
+                                          const std::vector<std::string>& args) {
+  const CLI::App* level = &app;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& token = args[i];
+    if (token == "--") {
+      return std::nullopt;
+    }
+    if (token.size() > 1 && token[0] == '-') {
+      const CLI::Option* opt = findOption(level, token);
+      if (opt != nullptr && opt->get_items_expected_min() > 0 &&
+          token.find('=') == std::string::npos) {
+        ++i; // its value
+      }
+      continue;
+    }
+    const std::vector<const CLI::App*> commands =
+        level->get_subcommands([](const CLI::App*) { return true; });
+    if (commands.empty()) {
+      return std::nullopt; // a positional argument of a command
+    }
+    std::vector<std::string_view> names;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* c : commands) {
+      names.push_back(c->get_name());
+      if (c->get_name() == token) {
+        next = c;
+      }
+    }
+    if (next == nullptr) {
+      std::string list;
+      for (std::string_view n : names) {
+        list += (list.empty() ? "" : ", ") + std::string(n);
+      }
+      const std::optional<std::string_view> close = closestName(token, names);
+      const std::string what = level == &app ? "command" : level->get_name() + " command";
+      return "unknown " + what + " \"" + token + "\"" +
+             (close ? " (did you mean \"" + std::string(*close) + "\"?)" : "") +
+             "; expected one of: " + list;
+    }
+    level = next;
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -138,6 +201,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       if (const auto launch = search::launchFromEnvironment();
           launch && launch->size > 1 && launch->rank != 0) {
         return quietRankExit(static_cast<int>(ExitCode::Usage));
+      }
+      if (const std::optional<std::string> unknown = unknownCommand(app, args)) {
+        throw UsageError(*unknown);
       }
       throw UsageError(e.what());
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -24,11 +25,15 @@ SourceFile::SourceFile(std::string name, std::string text)
   }
 }
 
-SourceFile SourceFile::read(const std::string& path) {
+SourceFile SourceFile::read(const std::string& path, const std::string& expected) {
   if (path == "-") {
     std::ostringstream buffer;
     buffer << std::cin.rdbuf();
     return SourceFile(displayName(path), buffer.str());
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(SourceLocation{path, 0, 0, {}}, "is a directory, expected " + expected);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {

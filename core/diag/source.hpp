@@ -15,8 +15,9 @@ public:
   SourceFile(std::string name, std::string text);
 
   // Reads a file, or standard input for "-" (named "<stdin>"). Throws Error when
-  // the file cannot be read.
-  static SourceFile read(const std::string& path);
+  // the file cannot be read; for a directory "is a directory, expected
+  // <expected>" (e.g. "a graph file").
+  static SourceFile read(const std::string& path, const std::string& expected = "a file");
 
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <utility>
 
+#include "core/diag/suggest.hpp"
 #include "core/graph/json_layout.hpp"
 #include "core/zspace/zpoint.hpp"
 
@@ -26,52 +28,11 @@ std::string typeText(const TensorType& t) {
   return formatInts(t.shape) + " " + t.dtype;
 }
 
-// Edit distance counting a swap of neighbours as one edit (optimal string
-// alignment), for "did you mean" hints; only on error paths.
-std::size_t editDistance(std::string_view a, std::string_view b) {
-  std::size_t width = b.size() + 1;
-  std::vector<std::size_t> d((a.size() + 1) * width);
-  auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * width + j]; };
-  for (std::size_t i = 0; i <= a.size(); ++i) {
-    at(i, 0) = i;
-  }
-  for (std::size_t j = 0; j <= b.size(); ++j) {
-    at(0, j) = j;
-  }
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      at(i, j) = std::min({at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
-      }
-    }
-  }
-  return at(a.size(), b.size());
-}
-
-// " (did you mean \"x\"?)" for the first closest candidate within a small
-// distance, else "".
+// " (did you mean \"x\"?)" for the closest candidate (core/diag/suggest.hpp),
+// else "".
 std::string suggestion(std::string_view name, const std::vector<std::string_view>& candidates) {
-  if (name.size() > 64) {
-    return ""; // the distance is quadratic in the length
-  }
-  // One edit for short names, two from six characters on; none for one character.
-  std::size_t limit =
-      name.size() <= 1 ? 0 : std::min<std::size_t>(2, std::max<std::size_t>(1, name.size() / 3));
-  std::size_t best = limit + 1;
-  std::string_view found;
-  for (std::string_view c : candidates) {
-    if (c.size() > name.size() + limit || name.size() > c.size() + limit) {
-      continue;
-    }
-    std::size_t d = editDistance(name, c);
-    if (d < best) {
-      best = d;
-      found = c;
-    }
-  }
-  return best <= limit ? " (did you mean " + nameText(found) + "?)" : "";
+  const std::optional<std::string_view> found = closestName(name, candidates);
+  return found ? " (did you mean " + nameText(*found) + "?)" : "";
 }
 
 template <class Specs> std::string portList(const Specs& specs) {

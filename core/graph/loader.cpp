@@ -211,8 +211,8 @@ Graph decodeGraph(const json::Value& root) {
 }
 
 Graph loadGraph(const std::string& path) {
-  auto document =
-      std::make_shared<const json::Document>(json::Document::parse(SourceFile::read(path)));
+  auto document = std::make_shared<const json::Document>(
+      json::Document::parse(SourceFile::read(path, "a graph file")));
   Graph graph = decodeGraph(json::Value(*document));
   graph.document = std::move(document);
   return graph;

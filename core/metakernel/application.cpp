@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "core/metakernel/library.hpp"
 #include "core/zspace/checked.hpp"
 #include "core/zspace/zspace_json.hpp"
 
@@ -134,6 +135,9 @@ Diagnostic noteAt(const FieldInfo& f, int exprColumn, const std::string& kernel)
   note.severity = Severity::Note;
   note.location = f.at(exprColumn);
   note.message = "in kernel " + kernel + ", " + f.role + " \"" + f.text + "\"";
+  if (isStandardLibraryFile(note.location.file)) {
+    note.message += " (built in; 'tapestry kernels show " + kernel + "' prints it)";
+  }
   if (note.location.line > 0) {
     note.snippet = f.snippetAt(exprColumn);
   }

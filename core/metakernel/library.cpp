@@ -31,7 +31,11 @@ void MetakernelLibrary::addFile(const SourceFile& file, bool allowOverride) {
                          file.snippetAt(k.location.line, k.location.column),
                          {}},
               ExitCode::InvalidInput);
-      e.addNote(noteAt(*it->second, "the first definition of \"" + k.name + "\" is here"));
+      const bool builtIn = isStandardLibraryFile(it->second->location.file);
+      e.addNote(noteAt(
+          *it->second,
+          "the first definition of \"" + k.name + "\" is here" +
+              (builtIn ? " (built in; 'tapestry kernels show " + k.name + "' prints it)" : "")));
       throw e;
     }
     std::string name = k.name;
@@ -59,14 +63,17 @@ void MetakernelLibrary::addPath(const std::string& path, bool allowOverride) {
     }
     return;
   }
-  addFile(SourceFile::read(path), allowOverride);
+  addFile(SourceFile::read(path, "a metakernel YAML file"), allowOverride);
 }
 
 MetakernelLibrary MetakernelLibrary::standard() {
   static const MetakernelLibrary library = [] {
     MetakernelLibrary lib;
     for (const EmbeddedFile& f : embeddedStandardLibrary()) {
-      lib.addFile(SourceFile(std::string(f.path), std::string(f.text)), false);
+      const std::string_view base = f.path.substr(f.path.rfind('/') + 1);
+      lib.addFile(
+          SourceFile(std::string(kStandardLibraryPrefix) + std::string(base), std::string(f.text)),
+          false);
     }
     return lib;
   }();

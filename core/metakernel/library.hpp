@@ -22,6 +22,13 @@ struct EmbeddedFile {
 // Generated at build time (cmake/Embed.cmake), sorted by path.
 std::span<const EmbeddedFile> embeddedStandardLibrary();
 
+// Diagnostics name standard-library files "<stdlib>/matmul.yaml": built in, not
+// a path the user has (`tapestry kernels show matmul` prints the template).
+inline constexpr std::string_view kStandardLibraryPrefix = "<stdlib>/";
+inline bool isStandardLibraryFile(std::string_view file) {
+  return file.substr(0, kStandardLibraryPrefix.size()) == kStandardLibraryPrefix;
+}
+
 struct LibraryOptions {
   bool standardLibrary = true;  // start from the embedded files
   bool overrideKernels = false; // later definitions replace earlier ones

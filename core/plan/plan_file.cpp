@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,10 +105,33 @@ Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cos
   return out;
 }
 
+Json embeddedKernelsToJson(const graph::ExpandedGraph& g,
+                           const metakernel::MetakernelLibrary& library) {
+  Json out = Json::object();
+  for (const graph::Operation& op : g.operations) {
+    const metakernel::Metakernel* k = library.find(op.kernel);
+    if (k == nullptr || metakernel::isStandardLibraryFile(k->location.file) ||
+        out.contains(op.kernel)) {
+      continue;
+    }
+    Json entry = Json::object();
+    append(entry, "file", k->location.file);
+    append(entry, "source", k->sourceText);
+    append(out, op.kernel, std::move(entry));
+  }
+  return out;
+}
+
 Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                const cost::Simulation& s) {
+                const cost::Simulation& s, const metakernel::MetakernelLibrary* library) {
   Json out = Json::object();
   append(out, "tapestry", "plan/v1");
+  if (library != nullptr) {
+    Json kernels = embeddedKernelsToJson(g, *library);
+    if (!kernels.empty()) {
+      append(out, "kernels", std::move(kernels));
+    }
+  }
   append(out, "graph", graph::toJson(g));
   append(out, "target", cost::toJson(t));
   Json options = Json::object();
@@ -124,8 +148,8 @@ Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const Shar
 }
 
 std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                      const cost::Simulation& s) {
-  return graph::formatJson(planToJson(g, t, p, s));
+                      const cost::Simulation& s, const metakernel::MetakernelLibrary* library) {
+  return graph::formatJson(planToJson(g, t, p, s, library));
 }
 
 // ---------------------------------------------------------------- loading
@@ -262,6 +286,30 @@ PlanChoice decodeChoice(const graph::ExpandedGraph& g, const json::Value& operat
   return choice;
 }
 
+// `library` plus the templates a plan embeds ("kernels": {NAME: {"file",
+// "source"}}), which replace same-named ones: they are what the plan was made
+// with. Each source is parsed as a file named PLAN#/kernels/NAME, so errors in
+// it point into the embedded text, and must define NAME.
+metakernel::MetakernelLibrary withEmbeddedKernels(const json::Value& kernels,
+                                                  const metakernel::MetakernelLibrary& library) {
+  kernels.expectObject();
+  metakernel::MetakernelLibrary out = library;
+  for (const auto& [name, entry] : kernels.members()) {
+    entry.expectObject();
+    entry.expectKeys({"file", "source"});
+    (void)entry.member("file").asString();
+    const json::Value source = entry.member("source");
+    const SourceFile file(kernels.location().file + "#/kernels/" + name, source.asString());
+    const std::vector<metakernel::Metakernel> defined = metakernel::loadMetakernels(file);
+    if (std::none_of(defined.begin(), defined.end(),
+                     [&](const metakernel::Metakernel& k) { return k.name == name; })) {
+      source.fail("the embedded source does not define kernel " + json::brief(Json(name)));
+    }
+    out.addFile(file, true);
+  }
+  return out;
+}
+
 } // namespace
 
 LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library) {
@@ -270,10 +318,12 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   if (tag.asString() != "plan/v1") {
     tag.fail("unknown format " + json::brief(tag.json()) + " (expected \"plan/v1\")");
   }
-  root.expectKeys({"tapestry", "graph", "target", "options", "operations", "reductions",
+  root.expectKeys({"tapestry", "kernels", "graph", "target", "options", "operations", "reductions",
                    "transfers", "schedule", "objectives"});
   graph::Graph decoded = graph::decodeGraph(root.member("graph"));
-  graph::ExpandedGraph g = graph::expand(decoded, library);
+  const std::optional<json::Value> kernels = root.find("kernels");
+  graph::ExpandedGraph g = kernels ? graph::expand(decoded, withEmbeddedKernels(*kernels, library))
+                                   : graph::expand(decoded, library);
   g.file = root.location().file;
   cost::Target target = cost::targetFromJson(root.member("target"));
 
@@ -317,7 +367,7 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
 }
 
 LoadedPlan loadPlan(const std::string& path, const metakernel::MetakernelLibrary& library) {
-  const json::Document document = json::Document::parse(SourceFile::read(path));
+  const json::Document document = json::Document::parse(SourceFile::read(path, "a plan file"));
   LoadedPlan loaded = decodePlan(json::Value(document), library);
   loaded.graph.file = displayName(path);
   return loaded;

@@ -6,7 +6,9 @@
 // stale file is an error located at the offending value (exit 1).
 //
 // Layout (key order fixed, output byte-for-byte deterministic):
-//   {"tapestry": "plan/v1", "graph": {expanded/v1}, "target": {cost::toJson},
+//   {"tapestry": "plan/v1",
+//    "kernels": {NAME: {"file": PATH, "source": YAML}}   (only with -k templates)
+//    "graph": {expanded/v1}, "target": {cost::toJson},
 //    "options": {"inputs_on": "host"|"free"},
 //    "operations": {...}, "reductions": [...], "transfers": [...]   (plan.hpp)
 //    "schedule": [{"kind": "shard", "op", "shard", "device", "start", "end"} |
@@ -34,12 +36,16 @@ Json objectivesToJson(const cost::Objectives& objectives);
 // The schedule array described above.
 Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cost::Simulation& s);
 
-// The whole plan/v1 document; `s` must be simulate(g, t, p).
+// The whole plan/v1 document; `s` must be simulate(g, t, p). With `library`
+// (the one `g` was expanded with), the templates of g's kernels that are not
+// in the standard library (-k files) are embedded as "kernels", so the plan
+// runs, benches and renders without -k.
 Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                const cost::Simulation& s);
+                const cost::Simulation& s, const metakernel::MetakernelLibrary* library = nullptr);
 // graph::formatJson(planToJson(...)): what `optimize -o` writes.
 std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                      const cost::Simulation& s);
+                      const cost::Simulation& s,
+                      const metakernel::MetakernelLibrary* library = nullptr);
 
 struct LoadedPlan {
   graph::ExpandedGraph graph;

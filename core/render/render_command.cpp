@@ -70,7 +70,8 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
     format = *byExtension;
   }
 
-  json::Document document = json::Document::parse(SourceFile::read(config.inputPath));
+  json::Document document =
+      json::Document::parse(SourceFile::read(config.inputPath, "a graph, plan or front file"));
   json::Value root(document);
   std::string tag;
   FileKind kind = sniff(root, tag);

@@ -223,7 +223,8 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   plan::ShardPlan plan =
       plan::buildPlan(evaluator.context(), target.deviceCount(), chosen.choice, planOptions);
   cost::Simulation simulation = cost::simulate(graph, target, plan);
-  writeFileAtomically(config.outputPath, plan::writePlan(graph, target, plan, simulation), out);
+  writeFileAtomically(config.outputPath, plan::writePlan(graph, target, plan, simulation, &library),
+                      out);
   FrontInfo info;
   info.selected = selected;
   info.policy = *policy;

@@ -215,6 +215,20 @@ def main():
                     "--select", "knee", "-q", "-o", plan, "--front", front):
                 validate(plan, load(plan), "plan", "optimize --exhaustive tiny plan")
                 validate(front, load(front), "front", "optimize --exhaustive tiny front")
+            # A plan made with -k embeds its user templates ("kernels").
+            scaled = os.path.join(work, "scaled.json")
+            with open(scaled, "w") as f:
+                json.dump({"tapestry": "graph/v1", "name": "scaled",
+                           "tensors": {"x": {"dtype": "float32", "shape": [4, 8]}},
+                           "operations": [{"name": "s", "kernel": "scale",
+                                           "inputs": {"input": "x"},
+                                           "outputs": {"result": "y"}}]}, f)
+            if tool("optimize", scaled, "-k", "testdata/metakernels/user_ops.yaml", "--target",
+                    "cpu-2", "--iterations", "3", "-q", "-o", plan):
+                doc = load(plan)
+                if "scale" not in doc.get("kernels", {}):
+                    failures.append("optimize -k: the plan does not embed kernel scale")
+                validate(plan, doc, "plan", "optimize -k plan with embedded kernels")
 
     for f in failures:
         print("FAIL " + f)

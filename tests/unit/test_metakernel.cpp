@@ -515,7 +515,8 @@ TEST_CASE("The embedded standard library loads", "[metakernel]") {
   MetakernelLibrary lib = MetakernelLibrary::standard();
   CHECK(lib.size() > 0);
   for (const Metakernel* k : lib.kernels()) {
-    CHECK(k->location.file.starts_with("metakernels/"));
+    CHECK(k->location.file.starts_with("<stdlib>/"));
+    CHECK(isStandardLibraryFile(k->location.file));
     CHECK(!k->sourceText.empty());
   }
 }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
@@ -662,6 +663,78 @@ TEST_CASE("stored plans load and are written back byte for byte", "[plan][file]"
     CHECK(writePlan(loaded.graph, loaded.target, loaded.plan, loaded.simulation) == readFile(path));
     CHECK(generate(s) == readFile(path));
   }
+}
+
+TEST_CASE("plans made with -k embed their user templates and load without them",
+          "[plan][file][kernels]") {
+  metakernel::MetakernelLibrary withUser = lib();
+  withUser.addFile(SourceFile("my/ops.yaml", R"(# user kernels
+twice:
+  doc: result = 2 * input.
+  inputs:
+    input: {shape: "[$s...]", dtype: "$dtype"}
+  index: "[$s...]"
+  outputs:
+    result: {dtype: "$dtype"}
+  cost: {flops: 1}
+unused:
+  inputs:
+    input: {shape: "[$n]", dtype: "$dtype"}
+  index: "[$n]"
+  outputs:
+    result: {dtype: "$dtype"}
+)"));
+  const std::string graphText = R"({"tapestry": "graph/v1", "name": "t",
+    "tensors": {"x": {"dtype": "float32", "shape": [4, 8]}},
+    "operations": [{"name": "a", "kernel": "twice", "inputs": {"input": "x"}, "outputs": {"result": "y"}},
+                   {"name": "b", "kernel": "relu", "inputs": {"input": "y"}, "outputs": {"result": "z"}}]})";
+  json::Document graphDoc = json::Document::parse(SourceFile("g.json", graphText));
+  const graph::ExpandedGraph g = graph::expand(graph::decodeGraph(json::Value(graphDoc)), withUser);
+  const cost::Target t = tinyTarget(2);
+  const ShardPlan p = buildPlan(g, 2, singleDeviceChoice(g));
+  const cost::Simulation s = cost::simulate(g, t, p);
+  const std::string text = writePlan(g, t, p, s, &withUser);
+  const Json j = Json::parse(text);
+  REQUIRE(j.contains("kernels"));
+  CHECK(j["kernels"].size() == 1); // the user kernel the graph uses, not the stdlib's relu
+  CHECK(j["kernels"]["twice"]["file"] == "my/ops.yaml");
+  CHECK_THAT(j["kernels"]["twice"]["source"].get<std::string>(),
+             Contains("twice:") && !Contains("unused"));
+  // Without a library the writer embeds nothing (plans of stdlib kernels are unchanged).
+  CHECK_FALSE(Json::parse(writePlan(g, t, p, s)).contains("kernels"));
+
+  // The standard library alone loads it, and writes it back byte for byte.
+  json::Document doc = json::Document::parse(SourceFile("p.json", text));
+  const LoadedPlan loaded = decodePlan(json::Value(doc), lib());
+  CHECK(loaded.graph.operations[0].kernel == "twice");
+  CHECK(writePlan(loaded.graph, loaded.target, loaded.plan, loaded.simulation, &withUser) == text);
+
+  auto failure = [&](const std::function<void(Json&)>& edit) {
+    Json edited = j;
+    edit(edited);
+    json::Document d = json::Document::parse(SourceFile("p.json", edited.dump(2)));
+    try {
+      decodePlan(json::Value(d), lib());
+    } catch (const Error& e) {
+      CHECK(e.exitCode() == ExitCode::InvalidInput);
+      return e.diagnostic().format();
+    }
+    FAIL("expected an Error");
+    return std::string();
+  };
+  // An embedded template that does not parse points into the plan's text.
+  CHECK_THAT(
+      failure([](Json& d) { d["kernels"]["twice"]["source"] = "twice:\n  index: \"[$s...\"\n"; }),
+      Contains("p.json#/kernels/twice:2:") && Contains("error:"));
+  CHECK_THAT(failure([](Json& d) {
+               d["kernels"]["twice"]["source"] =
+                   "thrice:\n  inputs:\n    input: {shape: \"[$n]\", dtype: \"$d\"}\n"
+                   "  index: \"[$n]\"\n  outputs:\n    result: {dtype: \"$d\"}\n";
+             }),
+             Contains("the embedded source does not define kernel \"twice\""));
+  CHECK_THAT(failure([](Json& d) { d["kernels"]["twice"].erase("file"); }),
+             Contains("missing required key \"file\""));
+  CHECK_THAT(failure([](Json& d) { d["kernels"] = Json::array(); }), Contains("kernels"));
 }
 
 TEST_CASE("tampered plan files are located errors", "[plan][file]") {

@@ -26,27 +26,27 @@ $ cd $TESTDATA && tapestry expand bad/graphs/bad_param_type.json -o $OLDPWD/out.
 !     {"name": "probs", "kernel": "softmax", "params": {"axis": "last"}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
 !                                                               ^
 [exit 1]
-$ cd $TESTDATA && tapestry expand bad/graphs/bad_param_value.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+$ cd $TESTDATA && tapestry expand bad/graphs/bad_param_value.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/bad_param_value.json:8:5: error: at /operations/0: probs (softmax): axis must be a dim of the input (from -rank to rank - 1) ($shape = [4, 8], $axis = 2)
     {"name": "probs", "kernel": "softmax", "params": {"axis": 2}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
     ^
-metakernels/normalization.yaml:LINE:COL: note: in kernel softmax, where clause "-len($shape) <= $axis and $axis < len($shape)"
+<stdlib>/normalization.yaml:LINE:COL: note: in kernel softmax, where clause "-len($shape) <= $axis and $axis < len($shape)" (built in; 'tapestry kernels show softmax' prints it)
     - check: "-len($shape) <= $axis and $axis < len($shape)"
               ^
 [exit 1]
-$ cd $TESTDATA && tapestry expand bad/graphs/bad_perm.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+$ cd $TESTDATA && tapestry expand bad/graphs/bad_perm.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/bad_perm.json:8:5: error: at /operations/0: t (transpose): perm must have one entry per dim of the input ($perm = [1, 0, 2], $shape = [4, 8])
     {"name": "t", "kernel": "transpose", "params": {"perm": [1, 0, 2]}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
     ^
-metakernels/shape.yaml:LINE:COL: note: in kernel transpose, where clause "len($perm) == len($shape)"
+<stdlib>/shape.yaml:LINE:COL: note: in kernel transpose, where clause "len($perm) == len($shape)" (built in; 'tapestry kernels show transpose' prints it)
     - check: "len($perm) == len($shape)"
               ^
 [exit 1]
-$ cd $TESTDATA && tapestry expand bad/graphs/bad_reshape.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+$ cd $TESTDATA && tapestry expand bad/graphs/bad_reshape.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/bad_reshape.json:8:5: error: at /operations/0: r (reshape): shape must hold as many elements as the input ($out = [5, 6], $in = [4, 8])
     {"name": "r", "kernel": "reshape", "params": {"shape": [5, -1]}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
     ^
-metakernels/shape.yaml:LINE:COL: note: in kernel reshape, where clause "prod($out) == prod($in)"
+<stdlib>/shape.yaml:LINE:COL: note: in kernel reshape, where clause "prod($out) == prod($in)" (built in; 'tapestry kernels show reshape' prints it)
     - check: "prod($out) == prod($in)"
               ^
 [exit 1]
@@ -55,11 +55,11 @@ $ cd $TESTDATA && tapestry expand bad/graphs/bad_tensor_name.json -o $OLDPWD/out
 !     "input tokens": {"dtype": "int64", "shape": [8, 128]}
 !                     ^
 [exit 1]
-$ cd $TESTDATA && tapestry expand bad/graphs/broadcast_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+$ cd $TESTDATA && tapestry expand bad/graphs/broadcast_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/broadcast_mismatch.json:9:5: error: at /operations/0: sum (add): in index expression "broadcast($a, $b)": cannot broadcast [4, 8] with [3] at column 1
     {"name": "sum", "kernel": "add", "inputs": {"A": "x", "B": "b"}, "outputs": {"result": "y"}}
     ^
-metakernels/elementwise.yaml:LINE:COL: note: in kernel add, index expression "broadcast($a, $b)"
+<stdlib>/elementwise.yaml:LINE:COL: note: in kernel add, index expression "broadcast($a, $b)" (built in; 'tapestry kernels show add' prints it)
   index: "broadcast($a, $b)"
           ^
 [exit 1]
@@ -94,11 +94,11 @@ $ cd $TESTDATA && tapestry expand bad/graphs/dim_not_integer.json -o $OLDPWD/out
 !     "x": {"dtype": "float32", "shape": [4, 8.5]}
 !                                            ^
 [exit 1]
-$ cd $TESTDATA && tapestry expand bad/graphs/dtype_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+$ cd $TESTDATA && tapestry expand bad/graphs/dtype_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/dtype_mismatch.json:9:5: error: at /operations/0: sum (add): A has dtype float32 and B has dtype float16: $dtype is float32 from A but float16 from B
     {"name": "sum", "kernel": "add", "inputs": {"A": "x", "B": "b"}, "outputs": {"result": "y"}}
     ^
-metakernels/elementwise.yaml:LINE:COL: note: in kernel add, dtype expression "$dtype"
+<stdlib>/elementwise.yaml:LINE:COL: note: in kernel add, dtype expression "$dtype" (built in; 'tapestry kernels show add' prints it)
     B: {shape: "[$b...]", dtype: "$dtype", ipf: "[broadcast_rows(@, $b)...] :> [1...]"}
                                   ^
 [exit 1]
@@ -237,11 +237,11 @@ $ cd $TESTDATA && tapestry expand bad/graphs/self_cycle.json -o $OLDPWD/out.json
 !     {"name": "loop", "kernel": "add", "inputs": {"A": "x", "B": "y"}, "outputs": {"result": "y"}}
 !     ^
 [exit 1]
-$ cd $TESTDATA && tapestry expand bad/graphs/shape_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(metakernels/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+$ cd $TESTDATA && tapestry expand bad/graphs/shape_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/shape_mismatch.json:9:5: error: at /operations/0: fc (matmul): X is [4, 8] and W is [9, 2]: $k is 8 from X but 9 from W
     {"name": "fc", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}
     ^
-metakernels/matmul.yaml:LINE:COL: note: in kernel matmul, shape pattern "[$batch..., $k, $n]"
+<stdlib>/matmul.yaml:LINE:COL: note: in kernel matmul, shape pattern "[$batch..., $k, $n]" (built in; 'tapestry kernels show matmul' prints it)
     W: {shape: "[$batch..., $k, $n]", dtype: "$dtype", ipf: "[@[:-3]..., @[-1], @[-2]] :> [1...]"}
                 ^
 [exit 1]

@@ -47,11 +47,11 @@ $ cd $TESTDATA && tapestry kernels list -k metakernels/user_ops.yaml -k metakern
 ! ^
 ! metakernels/user_ops.yaml:2:1: note: the first definition of "scale" is here
 [exit 1]
-$ cd $TESTDATA && tapestry kernels list -k bad/metakernels/redefine_matmul.yaml 2>&1 | sed -E 's#(^|at )metakernels/matmul.yaml:[0-9]+:1#\1metakernels/matmul.yaml:LINE:1#'
-bad/metakernels/redefine_matmul.yaml:2:1: error: kernel "matmul" is already defined at metakernels/matmul.yaml:LINE:1 (use --override-kernels to replace it)
+$ cd $TESTDATA && tapestry kernels list -k bad/metakernels/redefine_matmul.yaml 2>&1 | sed -E 's#(^|at )<stdlib>/matmul.yaml:[0-9]+:1#\1<stdlib>/matmul.yaml:LINE:1#'
+bad/metakernels/redefine_matmul.yaml:2:1: error: kernel "matmul" is already defined at <stdlib>/matmul.yaml:LINE:1 (use --override-kernels to replace it)
 matmul:
 ^
-metakernels/matmul.yaml:LINE:1: note: the first definition of "matmul" is here
+<stdlib>/matmul.yaml:LINE:1: note: the first definition of "matmul" is here (built in; 'tapestry kernels show matmul' prints it)
 [exit 1]
 $ cd $TESTDATA && tapestry kernels show matmul -k bad/metakernels/redefine_matmul.yaml --override-kernels
 matmul:
