@@ -11,7 +11,9 @@ Every ```console block of README.md, docs/*.md and docs/**/*.md is a test:
     [exit 1]
     ```
 
-- A line starting with `$ ` is a command, run with `bash -o pipefail -c`; a
+- A line starting with `$ ` is a command, run with `bash -c` (as a reader's
+  shell runs it: a pipeline's status is its last command's unless the snippet
+  says `set -o pipefail`); a
   command line ending in a backslash continues on the next line.
 - The lines after it, up to the next command or the end of the block, are what
   it must print: its standard output, then its standard error (trailing blank
@@ -152,7 +154,7 @@ def run(command, binary_dir, src, workdir, timeout):
     env["LC_ALL"] = "C"
     env.pop("COLUMNS", None)
     try:
-        proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=workdir, env=env,
+        proc = subprocess.run(["bash", "-c", command], cwd=workdir, env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return [f"[timed out after {timeout}s]"], None
