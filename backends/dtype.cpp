@@ -1,8 +1,10 @@
 #include "backends/dtype.hpp"
 
+#include <array>
 #include <string>
 
 #include "core/diag/error.hpp"
+#include "core/expr/dtype.hpp"
 
 namespace tapestry::backend {
 
@@ -43,18 +45,17 @@ DType parseDType(std::string_view name) {
 }
 
 std::size_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::Float64:
-  case DType::Int64:
-    return 8;
-  case DType::Float32:
-  case DType::Int32:
-    return 4;
-  case DType::Float16:
-  case DType::BFloat16:
-    return 2;
-  }
-  return 4;
+  // From the one dtype table (core/expr/dtype.hpp), indexed by the enum.
+  static const std::array<std::size_t, 6> sizes = [] {
+    std::array<std::size_t, 6> out{};
+    for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                    DType::Int32, DType::Int64}) {
+      out[static_cast<std::size_t>(d)] =
+          static_cast<std::size_t>(expr::findDType(dtypeName(d))->bytes);
+    }
+    return out;
+  }();
+  return sizes[static_cast<std::size_t>(dtype)];
 }
 
 bool isFloat(DType dtype) {

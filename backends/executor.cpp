@@ -1,4 +1,5 @@
 #include "backends/executor.hpp"
+#include "backends/reference.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -288,17 +289,7 @@ void Executor::bindInputs(const TensorBuffers& inputs) {
     if (!tensor.isGraphInput()) {
       continue;
     }
-    auto it = inputs.find(tensor.name);
-    if (it == inputs.end()) {
-      throw Error("missing input tensor " + tensor.name);
-    }
-    const ZRange bounds = ZRange::fromShape(ZPoint(tensor.type.shape));
-    if (it->second.region() != bounds || dtypeName(it->second.dtype()) != tensor.type.dtype) {
-      throw Error("input tensor " + tensor.name + " is " + dtypeName(it->second.dtype()) + " " +
-                  it->second.region().toString() + " but the graph declares " +
-                  metakernel::toString(tensor.type));
-    }
-    hostInputs_[t] = &it->second;
+    hostInputs_[t] = &graphInput(tensor, inputs);
   }
 }
 

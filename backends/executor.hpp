@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/graph/graph.hpp"
 #include "core/plan/plan.hpp"
-#include "core/plan/plan_file.hpp"
 
 namespace tapestry::backend {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "core/plan/plan_file.hpp"
+#include "core/cost/plan_file.hpp"
 
 namespace tapestry::backend {
 

@@ -304,7 +304,11 @@ std::string encodeNpy(const TensorView& view) {
 }
 
 void writeNpy(const std::string& path, const TensorView& view) {
-  writeFileAtomically(path, encodeNpy(view), std::cout);
+  if (path == "-") {
+    throw InternalError("writeNpy: .npy data goes to files, not to standard output");
+  }
+  std::ostringstream noStdout; // "-" is refused above
+  writeFileAtomically(path, encodeNpy(view), noStdout);
 }
 
 } // namespace tapestry::backend

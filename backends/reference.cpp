@@ -33,6 +33,20 @@ OperationViews wholeTensorViews(Backend& backend, const graph::ExpandedGraph& g,
   return views;
 }
 
+const Buffer& graphInput(const graph::Tensor& tensor, const TensorBuffers& inputs) {
+  auto it = inputs.find(tensor.name);
+  if (it == inputs.end()) {
+    throw Error("missing input tensor " + tensor.name);
+  }
+  const ZRange bounds = ZRange::fromShape(ZPoint(tensor.type.shape));
+  if (it->second.region() != bounds || dtypeName(it->second.dtype()) != tensor.type.dtype) {
+    throw Error("input tensor " + tensor.name + " is " + dtypeName(it->second.dtype()) + " " +
+                it->second.region().toString() + " but the graph declares " +
+                metakernel::toString(tensor.type));
+  }
+  return it->second;
+}
+
 TensorBuffers evaluateGraph(Backend& backend, const graph::ExpandedGraph& g,
                             const TensorBuffers& inputs, int device) {
   TensorBuffers tensors;
@@ -40,18 +54,9 @@ TensorBuffers evaluateGraph(Backend& backend, const graph::ExpandedGraph& g,
     if (!t.isGraphInput()) {
       continue;
     }
-    auto it = inputs.find(t.name);
-    if (it == inputs.end()) {
-      throw Error("missing input tensor " + t.name);
-    }
-    const ZRange bounds = ZRange::fromShape(ZPoint(t.type.shape));
-    if (it->second.region() != bounds || dtypeName(it->second.dtype()) != t.type.dtype) {
-      throw Error("input tensor " + t.name + " is " + dtypeName(it->second.dtype()) + " " +
-                  it->second.region().toString() + " but the graph declares " +
-                  metakernel::toString(t.type));
-    }
-    Buffer buffer = backend.allocate(it->second.dtype(), bounds, device);
-    backend.copyRegion(it->second.view(), buffer.view(), bounds);
+    const Buffer& input = graphInput(t, inputs);
+    Buffer buffer = backend.allocate(input.dtype(), input.region(), device);
+    backend.copyRegion(input.view(), buffer.view(), input.region());
     tensors.emplace(t.name, std::move(buffer));
   }
   for (std::size_t opIndex : g.order) {

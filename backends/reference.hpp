@@ -26,6 +26,11 @@ struct OperationViews {
 OperationViews wholeTensorViews(Backend& backend, const graph::ExpandedGraph& g,
                                 const graph::Operation& op, TensorBuffers& tensors, int device);
 
+// The buffer of graph input `tensor` in `inputs` (by name), which must hold
+// the whole tensor in its declared dtype: Error (exit 1) "missing input tensor
+// x", or "input tensor x is float64 zr[0:2] but the graph declares [4] float32".
+const Buffer& graphInput(const graph::Tensor& tensor, const TensorBuffers& inputs);
+
 // Evaluates the whole graph in topological order on `device`. `inputs` holds
 // every graph input (Error "missing input tensor x" otherwise; host or device
 // buffers, copied onto the device); the result holds every tensor's buffer,

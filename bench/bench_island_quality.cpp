@@ -86,7 +86,7 @@ search::Point2 referencePoint(const search::SearchResult& single) {
 // Is the front a local optimum? Evaluates every plan that differs from a front
 // plan in one operation's split or placement (the whole one-move
 // neighbourhood) and prints each that would raise the hypervolume.
-void probeNeighbours(const search::Evaluator& evaluator,
+void probeNeighbours(const search::ChoiceScorer& evaluator,
                      const std::vector<search::Evaluated>& front, search::Point2 ref,
                      std::ostream& out) {
   const search::SearchSpace space(evaluator.graph(), evaluator.deviceCount());
@@ -130,7 +130,7 @@ void probeNeighbours(const search::Evaluator& evaluator,
       << best << "\n";
 }
 
-void measureEvaluationCost(const search::Evaluator& evaluator,
+void measureEvaluationCost(const search::ChoiceScorer& evaluator,
                            const std::vector<search::Evaluated>& plans, std::ostream& out) {
   const search::SearchSpace space(evaluator.graph(), evaluator.deviceCount());
   std::vector<double> x;
@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
     metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load({});
     graph::ExpandedGraph g = graph::loadAndExpand(graphPath, library);
     cost::Target target = cost::loadTarget(targetName);
-    search::Evaluator evaluator(g, target);
+    search::ChoiceScorer evaluator(g, target);
     std::cout << "graph " << g.name << " on " << target.name << " (" << target.deviceCount()
               << " devices), " << iterations << " iterations, " << ranks << " islands with "
               << iterations * islandBudget << " iterations\n"

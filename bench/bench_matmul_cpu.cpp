@@ -19,9 +19,9 @@
 #include <cblas.h>
 #include <sys/resource.h>
 
+#include "backends/check.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/executor.hpp"
-#include "backends/run_command.hpp"
 #include "backends/tensor_io.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/diag/error.hpp"
@@ -24,7 +25,6 @@
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
-#include "core/plan/plan_file.hpp"
 
 using namespace tapestry;
 

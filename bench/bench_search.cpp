@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load({});
     graph::ExpandedGraph g = graph::loadAndExpand(graphPath, library);
     cost::Target target = cost::loadTarget(targetName);
-    search::Evaluator evaluator(g, target);
+    search::ChoiceScorer evaluator(g, target);
     search::SearchSpace space(g, target.deviceCount());
     std::cout << "graph " << g.name << ": " << g.operations.size() << " operations; target "
               << target.name << ": " << target.deviceCount() << " devices\n";

@@ -5,14 +5,14 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
-#include "backends/run_command.hpp"
 #include "cli/app.hpp"
 #include "cli/execution_flags.hpp"
+#include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
 
 void registerBench(CLI::App& app, Action& action) {
-  auto config = std::make_shared<backend::BenchConfig>();
+  auto config = std::make_shared<driver::BenchConfig>();
   CLI::App* sub = app.add_subcommand(
       "bench", "Time a plan against its predicted time and the unsharded single-device baseline");
   sub->fallthrough();
@@ -26,7 +26,7 @@ void registerBench(CLI::App& app, Action& action) {
       applyGlobalOptions(global, *config);
       // The progress line is for people watching a terminal, never for logs.
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
-      return backend::benchCommand(*config, io.out, io.err);
+      return driver::benchCommand(*config, io.out, io.err);
     };
   });
 }

@@ -4,56 +4,47 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
-#include "core/metakernel/kernels_command.hpp"
+#include "core/driver/kernels_command.hpp"
 
 namespace tapestry::cli {
 
 namespace {
-struct KernelsArgs {
-  std::vector<std::string> kernelPaths;
-  std::string name;
-  bool overrideKernels = false;
-};
-
-Action kernelsAction(std::shared_ptr<KernelsArgs> args, metakernel::KernelsConfig::Action what) {
-  return [args, what](const GlobalOptions& global, Streams& io) -> int {
-    metakernel::KernelsConfig config;
-    config.action = what;
-    config.name = args->name;
-    config.kernelPaths = args->kernelPaths;
-    config.overrideKernels = args->overrideKernels;
-    config.json = global.format == OutputFormat::Json;
-    config.quiet = global.quiet;
-    return metakernel::runKernelsCommand(config, io.out, io.err);
+Action kernelsAction(std::shared_ptr<driver::KernelsConfig> config,
+                     driver::KernelsConfig::Action what) {
+  return [config, what](const GlobalOptions& global, Streams& io) -> int {
+    config->action = what;
+    config->json = global.format == OutputFormat::Json;
+    config->quiet = global.quiet;
+    return driver::runKernelsCommand(*config, io.out, io.err);
   };
 }
 } // namespace
 
 void registerKernels(CLI::App& app, Action& action) {
-  auto args = std::make_shared<KernelsArgs>();
+  auto config = std::make_shared<driver::KernelsConfig>();
   CLI::App* sub =
       app.add_subcommand("kernels", "List, print or validate metakernels (the standard library "
                                     "and any -k files)");
   sub->fallthrough();
   sub->require_subcommand(1);
-  sub->add_option("-k,--kernels", args->kernelPaths,
+  sub->add_option("-k,--kernels", config->kernelPaths,
                   "Extra metakernel YAML file or directory (repeatable)");
-  sub->add_flag("--override-kernels", args->overrideKernels,
+  sub->add_flag("--override-kernels", config->overrideKernels,
                 "Let -k files redefine standard-library kernels");
 
-  using What = metakernel::KernelsConfig::Action;
+  using What = driver::KernelsConfig::Action;
   CLI::App* list = sub->add_subcommand("list", "List kernels with their ports, params and doc");
   list->fallthrough();
-  list->callback([&action, args] { action = kernelsAction(args, What::List); });
+  list->callback([&action, config] { action = kernelsAction(config, What::List); });
 
   CLI::App* show = sub->add_subcommand("show", "Print one kernel's template");
   show->fallthrough();
-  show->add_option("NAME", args->name, "Kernel name")->required();
-  show->callback([&action, args] { action = kernelsAction(args, What::Show); });
+  show->add_option("NAME", config->name, "Kernel name")->required();
+  show->callback([&action, config] { action = kernelsAction(config, What::Show); });
 
   CLI::App* check = sub->add_subcommand("check", "Validate every kernel (exit 3 on failure)");
   check->fallthrough();
-  check->callback([&action, args] { action = kernelsAction(args, What::Check); });
+  check->callback([&action, config] { action = kernelsAction(config, What::Check); });
 }
 
 } // namespace tapestry::cli

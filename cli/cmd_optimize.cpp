@@ -11,41 +11,32 @@
 #include "cli/optimize_mpi.hpp"
 #include "cli/validators.hpp"
 #include "core/diag/interrupt.hpp"
-#include "core/search/optimize_command.hpp"
+#include "core/driver/optimize_command.hpp"
 
 namespace tapestry::cli {
 
 namespace {
-struct OptimizeArgs {
-  std::string graph;
-  std::vector<std::string> kernelPaths;
-  std::string target = "local";
-  std::uint64_t seed = 0;
+// The flags whose config field is optional (unset unless given).
+struct OptionalFlags {
   double budgetSeconds = 0;
   std::int64_t iterations = 0;
-  int threads = 1;
-  bool exhaustive = false;
-  std::string select = "fastest";
   std::string memoryCap;
-  std::string inputsOn = "host";
-  std::string output = "-";
-  std::string front;
-  std::int64_t exchangeEvery = search::kDefaultExchangeEvery;
 };
 } // namespace
 
 void registerOptimize(CLI::App& app, Action& action) {
-  auto args = std::make_shared<OptimizeArgs>();
+  auto config = std::make_shared<driver::OptimizeConfig>();
+  auto args = std::make_shared<OptionalFlags>();
   CLI::App* sub = app.add_subcommand(
       "optimize", "Search shardings and device placements; keep the Pareto front over (time, "
                   "peak memory per device, bytes moved)");
   sub->fallthrough();
-  sub->add_option("GRAPH", args->graph, "Graph file (user or expanded), or - for stdin")
+  sub->add_option("GRAPH", config->graphPath, "Graph file (user or expanded), or - for stdin")
       ->required();
-  sub->add_option("-k,--kernels", args->kernelPaths,
+  sub->add_option("-k,--kernels", config->kernelPaths,
                   "Extra metakernel YAML file or directory (repeatable)");
-  sub->add_option("--target", args->target, "Built-in target name or target YAML file");
-  sub->add_option("--seed", args->seed, "Random seed (the search is deterministic per seed)");
+  sub->add_option("--target", config->target, "Built-in target name or target YAML file");
+  sub->add_option("--seed", config->seed, "Random seed (the search is deterministic per seed)");
   auto* budget = sub->add_option("--budget-seconds", args->budgetSeconds, "Time budget")
                      ->check(positiveNumber());
   auto* iterations =
@@ -53,64 +44,54 @@ void registerOptimize(CLI::App& app, Action& action) {
                       "Search iterations (generations of 64 candidate plans; default 300)")
           ->check(positiveInteger());
   budget->excludes(iterations);
-  sub->add_option("--threads", args->threads, "Search worker threads")->check(CLI::Range(1, 1024));
-  sub->add_flag("--exhaustive", args->exhaustive,
+  sub->add_option("--threads", config->threads, "Search worker threads")
+      ->check(CLI::Range(1, 1024));
+  sub->add_flag("--exhaustive", config->exhaustive,
                 "Enumerate every plan of a small graph (the true front)");
-  sub->add_option("--select", args->select, "Plan written to -o: fastest, smallest, knee, or time")
+  sub->add_option("--select", config->select,
+                  "Plan written to -o: fastest, smallest, knee, or time")
       ->check(CLI::IsMember({"fastest", "smallest", "knee", "time"}));
   sub->add_option(
       "--memory-cap", args->memoryCap,
       "Select only among plans whose peak memory per device is at most this, e.g. 40GiB");
-  sub->add_option("--inputs-on", args->inputsOn, "Where graph inputs start: host or free")
+  sub->add_option("--inputs-on", config->inputsOn, "Where graph inputs start: host or free")
       ->check(CLI::IsMember({"host", "free"}));
-  sub->add_option("-o,--output", args->output, "Selected plan (plan/v1 JSON), - for stdout");
-  sub->add_option("--front", args->front, "Also write the front (front/v1 JSON) here");
-  sub->add_option("--exchange-every", args->exchangeEvery,
+  sub->add_option("-o,--output", config->outputPath, "Selected plan (plan/v1 JSON), - for stdout");
+  sub->add_option("--front", config->frontPath, "Also write the front (front/v1 JSON) here");
+  sub->add_option("--exchange-every", config->exchangeEvery,
                   "Under mpirun -n K: K islands search with their own seeds and swap their "
                   "fronts every N iterations (docs/distributed.md); ignored in one process")
       ->check(positiveInteger());
   auto* memoryCap = sub->get_option("--memory-cap");
-  sub->callback([&action, args, budget, iterations, memoryCap] {
-    action = [args, budget, iterations, memoryCap](const GlobalOptions& global,
-                                                   Streams& io) -> int {
-      search::OptimizeConfig config;
-      config.graphPath = args->graph;
-      config.kernelPaths = args->kernelPaths;
-      config.target = args->target;
-      config.seed = args->seed;
+  sub->callback([&action, config, args, budget, iterations, memoryCap] {
+    action = [config, args, budget, iterations, memoryCap](const GlobalOptions& global,
+                                                           Streams& io) -> int {
       if (budget->count() > 0) {
-        config.budgetSeconds = args->budgetSeconds;
+        config->budgetSeconds = args->budgetSeconds;
       }
       if (iterations->count() > 0) {
-        config.iterations = args->iterations;
+        config->iterations = args->iterations;
       }
-      config.threads = args->threads;
-      config.exhaustive = args->exhaustive;
-      config.select = args->select;
       if (memoryCap->count() > 0) {
-        config.memoryCap = args->memoryCap;
+        config->memoryCap = args->memoryCap;
       }
-      config.inputsOn = args->inputsOn;
-      config.outputPath = args->output;
-      config.frontPath = args->front;
-      config.json = global.format == OutputFormat::Json;
-      config.quiet = global.quiet;
-      config.verbose = global.verbose;
+      config->json = global.format == OutputFormat::Json;
+      config->quiet = global.quiet;
+      config->verbose = global.verbose;
       // The progress line is for people watching a terminal, never for logs.
-      config.progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
       // A first SIGINT/SIGTERM stops the stochastic search at the next generation
       // boundary; the best front so far is written and the exit code is 130.
       // (The exhaustive search is not deferred: an interrupt ends it at once.)
       std::optional<interrupt::Deferral> deferral;
-      if (!config.exhaustive) {
+      if (!config->exhaustive) {
         deferral.emplace();
-        config.stop = &interrupt::requested();
+        config->stop = &interrupt::requested();
       }
-      config.exchangeEvery = args->exchangeEvery;
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
-        return optimizeOnIslands(config, *launch, global, io); // mpirun -n K, K > 1
+        return optimizeOnIslands(*config, *launch, global, io); // mpirun -n K, K > 1
       }
-      return search::optimizeCommand(config, io.out, io.err);
+      return driver::optimizeCommand(*config, io.out, io.err);
     };
   });
 }

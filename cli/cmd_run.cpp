@@ -4,14 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
-#include "backends/run_command.hpp"
 #include "cli/app.hpp"
 #include "cli/execution_flags.hpp"
+#include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
 
 void registerRun(CLI::App& app, Action& action) {
-  auto config = std::make_shared<backend::RunConfig>();
+  auto config = std::make_shared<driver::RunConfig>();
   CLI::App* sub = app.add_subcommand(
       "run", "Execute a plan shard by shard on a backend; --check compares with the unsharded "
              "graph");
@@ -24,7 +24,7 @@ void registerRun(CLI::App& app, Action& action) {
   sub->callback([&action, config] {
     action = [config](const GlobalOptions& global, Streams& io) -> int {
       applyGlobalOptions(global, *config);
-      return backend::runCommand(*config, io.out, io.err);
+      return driver::runCommand(*config, io.out, io.err);
     };
   });
 }

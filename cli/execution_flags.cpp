@@ -2,7 +2,7 @@
 
 namespace tapestry::cli {
 
-void addExecutionFlags(CLI::App* sub, backend::ExecutionOptions& options, const char* seedHelp) {
+void addExecutionFlags(CLI::App* sub, driver::ExecutionOptions& options, const char* seedHelp) {
   sub->add_option("PLAN", options.planPath,
                   "Plan (plan/v1), or a graph run on one device (graph/v1, expanded/v1); - for "
                   "stdin")
@@ -19,7 +19,7 @@ void addExecutionFlags(CLI::App* sub, backend::ExecutionOptions& options, const 
                 "Let float32 matrix products use TF32 tensor cores (cuda backend only)");
 }
 
-void applyGlobalOptions(const GlobalOptions& global, backend::ExecutionOptions& options) {
+void applyGlobalOptions(const GlobalOptions& global, driver::ExecutionOptions& options) {
   options.json = global.format == OutputFormat::Json;
   options.quiet = global.quiet;
   options.verbose = global.verbose;

@@ -4,16 +4,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include "backends/run_command.hpp"
 #include "cli/app.hpp"
+#include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
 
 // Adds the shared flags to `sub`, writing into `options` (which must outlive
 // the parse). `seedHelp` says what the seed is for in this command.
-void addExecutionFlags(CLI::App* sub, backend::ExecutionOptions& options, const char* seedHelp);
+void addExecutionFlags(CLI::App* sub, driver::ExecutionOptions& options, const char* seedHelp);
 
 // Copies the global output flags (--format, --quiet, --verbose) into `options`.
-void applyGlobalOptions(const GlobalOptions& global, backend::ExecutionOptions& options);
+void applyGlobalOptions(const GlobalOptions& global, driver::ExecutionOptions& options);
 
 } // namespace tapestry::cli

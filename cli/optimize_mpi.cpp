@@ -32,7 +32,7 @@ protected:
 
 } // namespace
 
-int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch,
+int optimizeOnIslands(driver::OptimizeConfig config, const search::LaunchInfo& launch,
                       const GlobalOptions& global, Streams& io) {
   (void)launch; // MPI itself says who is who
   search::MpiSession session;
@@ -45,7 +45,7 @@ int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& l
     config.progress = false;
   }
   try {
-    return search::optimizeCommand(config, root ? io.out : silent, io.err);
+    return driver::optimizeCommand(config, root ? io.out : silent, io.err);
   } catch (const search::PeerFailed& e) {
     transport.awaitReport(); // until that rank has reported it
     return e.exitCode();
@@ -67,7 +67,7 @@ int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& l
 
 #else
 
-int optimizeOnIslands(search::OptimizeConfig, const search::LaunchInfo& launch,
+int optimizeOnIslands(driver::OptimizeConfig, const search::LaunchInfo& launch,
                       const GlobalOptions&, Streams&) {
   if (launch.rank != 0) {
     return quietRankExit(static_cast<int>(ExitCode::Usage)); // rank 0 says why

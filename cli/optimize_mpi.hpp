@@ -4,8 +4,8 @@
 #pragma once
 
 #include "cli/app.hpp"
+#include "core/driver/optimize_command.hpp"
 #include "core/search/island.hpp"
-#include "core/search/optimize_command.hpp"
 
 namespace tapestry::cli {
 
@@ -16,7 +16,7 @@ namespace tapestry::cli {
 // them waiting, and the lowest failing rank reports it (as `global` says)
 // before any rank returns: mpirun stops the whole job as soon as one rank exits
 // with an error. Without MPI in the build: a usage error (exit 2), from rank 0.
-int optimizeOnIslands(search::OptimizeConfig config, const search::LaunchInfo& launch,
+int optimizeOnIslands(driver::OptimizeConfig config, const search::LaunchInfo& launch,
                       const GlobalOptions& global, Streams& io);
 
 // For a rank that fails before MPI starts (or in a build without it) while

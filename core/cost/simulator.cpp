@@ -34,7 +34,7 @@ std::uint64_t eventKey(double time, bool alloc) {
 
 } // namespace
 
-struct Evaluator::Scratch {
+struct ChoiceSimulator::Scratch {
   std::vector<double> rate;    // per op
   std::vector<double> devFree; // per device
   std::vector<double> linkFree;
@@ -52,8 +52,8 @@ private:
   void memory(const PlanTasks& p, const Target& t);
 };
 
-void Evaluator::Scratch::transfer(const PlanTasks& p, const Target& t, std::size_t i,
-                                  double sourceReady) {
+void ChoiceSimulator::Scratch::transfer(const PlanTasks& p, const Target& t, std::size_t i,
+                                        double sourceReady) {
   const PlanTasks::TransferTask& tr = p.transfers[i];
   const std::size_t places = static_cast<std::size_t>(p.deviceCount) + 1;
   double& free = linkFree[static_cast<std::size_t>(tr.from + 1) * places +
@@ -71,7 +71,7 @@ void Evaluator::Scratch::transfer(const PlanTasks& p, const Target& t, std::size
   }
 }
 
-void Evaluator::Scratch::run(const PlanTasks& p, const Target& t) {
+void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   const int devices = t.deviceCount();
   if (p.deviceCount > devices) {
     // A plan's device ids are below its own count; only the ones used matter.
@@ -183,7 +183,7 @@ void Evaluator::Scratch::run(const PlanTasks& p, const Target& t) {
 
 // Peak live bytes per device: events bucketed by device (a counting sort), each
 // bucket sorted by time with frees first.
-void Evaluator::Scratch::memory(const PlanTasks& p, const Target& t) {
+void ChoiceSimulator::Scratch::memory(const PlanTasks& p, const Target& t) {
   const std::size_t nDev = devFree.size();
   starts.assign(nDev + 1, 0);
   for (const PlanTasks::Buffer& b : p.buffers) {
@@ -229,7 +229,7 @@ void Evaluator::Scratch::memory(const PlanTasks& p, const Target& t) {
 }
 
 Simulation simulate(const plan::PlanTasks& tasks, const Target& t) {
-  Evaluator::Scratch scratch;
+  ChoiceSimulator::Scratch scratch;
   scratch.run(tasks, t);
   Simulation s;
   s.objectives = scratch.objectives;
@@ -264,33 +264,35 @@ bool dominates(const Objectives& a, const Objectives& b) {
   return noWorse && better;
 }
 
-// ---------------------------------------------------------------- Evaluator
+// ---------------------------------------------------------------- ChoiceSimulator
 
-Evaluator::Evaluator(const graph::ExpandedGraph& g, const Target& t, plan::PlanOptions options)
-    : Evaluator(plan::PlanContext(g), t, options) {}
+ChoiceSimulator::ChoiceSimulator(const graph::ExpandedGraph& g, const Target& t,
+                                 plan::PlanOptions options)
+    : ChoiceSimulator(plan::PlanContext(g), t, options) {}
 
-Evaluator::Evaluator(plan::PlanContext context, const Target& t, plan::PlanOptions options)
+ChoiceSimulator::ChoiceSimulator(plan::PlanContext context, const Target& t,
+                                 plan::PlanOptions options)
     : target_(&t), builder_(std::move(context), t.deviceCount(), options),
       scratch_(std::make_unique<Scratch>()) {}
 
-Evaluator::~Evaluator() = default;
-Evaluator::Evaluator(Evaluator&&) noexcept = default;
-Evaluator& Evaluator::operator=(Evaluator&&) noexcept = default;
+ChoiceSimulator::~ChoiceSimulator() = default;
+ChoiceSimulator::ChoiceSimulator(ChoiceSimulator&&) noexcept = default;
+ChoiceSimulator& ChoiceSimulator::operator=(ChoiceSimulator&&) noexcept = default;
 
-Objectives Evaluator::evaluate(const plan::PlanChoice& choice) {
+Objectives ChoiceSimulator::evaluate(const plan::PlanChoice& choice) {
   scratch_->run(builder_.tasks(choice), *target_);
   return scratch_->objectives;
 }
 
-plan::ShardPlan Evaluator::plan(const plan::PlanChoice& choice) {
+plan::ShardPlan ChoiceSimulator::plan(const plan::PlanChoice& choice) {
   return builder_.plan(choice);
 }
 
-const Target& Evaluator::target() const {
+const Target& ChoiceSimulator::target() const {
   return *target_;
 }
 
-plan::PlanBuilder& Evaluator::builder() {
+plan::PlanBuilder& ChoiceSimulator::builder() {
   return builder_;
 }
 

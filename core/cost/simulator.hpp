@@ -73,14 +73,14 @@ Objectives evaluate(const graph::ExpandedGraph& g, const Target& t, const plan::
 // reusing all scratch memory between calls (a plan::PlanBuilder and the
 // simulator's queues), so that a warm evaluate() allocates nothing. Not
 // thread-safe: one per thread. The graph and target must outlive it.
-class Evaluator {
+class ChoiceSimulator {
 public:
-  Evaluator(const graph::ExpandedGraph& g, const Target& t, plan::PlanOptions options = {});
+  ChoiceSimulator(const graph::ExpandedGraph& g, const Target& t, plan::PlanOptions options = {});
   // A context shared between threads' evaluators.
-  Evaluator(plan::PlanContext context, const Target& t, plan::PlanOptions options = {});
-  ~Evaluator();
-  Evaluator(Evaluator&&) noexcept;
-  Evaluator& operator=(Evaluator&&) noexcept;
+  ChoiceSimulator(plan::PlanContext context, const Target& t, plan::PlanOptions options = {});
+  ~ChoiceSimulator();
+  ChoiceSimulator(ChoiceSimulator&&) noexcept;
+  ChoiceSimulator& operator=(ChoiceSimulator&&) noexcept;
 
   // Throws like plan::buildPlan for an invalid choice (plan::InvalidChoice names
   // the op). Equal to simulate(g, t, buildPlan(g, t.deviceCount(), choice,

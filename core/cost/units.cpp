@@ -1,5 +1,6 @@
 #include "core/cost/units.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -302,6 +303,69 @@ std::string formatRate(double flopsPerSecond) {
 std::string formatTime(double seconds) {
   static constexpr Scale scales[] = {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}};
   return seconds == 0 ? "0s" : scaled(seconds, scales);
+}
+
+// ---------------------------------------------------------------- labels
+
+std::string formatNumber(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  return buffer;
+}
+
+namespace {
+
+// value / scale with three significant digits and a unit.
+std::string scaledLabel(double value, double scale, const char* unit) {
+  return formatNumber(value / scale) + " " + unit;
+}
+
+} // namespace
+
+std::string formatBytes(double bytes) {
+  static constexpr std::array<const char*, 6> units = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = bytes;
+  double scale = 1;
+  std::size_t u = 0;
+  // 999.5 and up would print as "1e+03 KiB"; move to the next unit instead.
+  while (std::fabs(value) / scale >= 999.5 && u + 1 < units.size()) {
+    scale *= 1024;
+    ++u;
+  }
+  if (u == 0) {
+    return formatNumber(bytes) + " B";
+  }
+  return scaledLabel(value, scale, units[u]);
+}
+
+std::string formatFlops(double flops) {
+  static constexpr std::array<const char*, 7> units = {"FLOP",  "kFLOP", "MFLOP", "GFLOP",
+                                                       "TFLOP", "PFLOP", "EFLOP"};
+  double value = flops;
+  double scale = 1;
+  std::size_t u = 0;
+  while (std::fabs(value) / scale >= 999.5 && u + 1 < units.size()) {
+    scale *= 1000;
+    ++u;
+  }
+  return scaledLabel(value, scale, units[u]);
+}
+
+std::string formatSeconds(double seconds) {
+  double magnitude = std::fabs(seconds);
+  if (magnitude == 0) {
+    return "0 s";
+  }
+  if (magnitude >= 0.9995) {
+    return scaledLabel(seconds, 1, "s");
+  }
+  if (magnitude >= 0.9995e-3) {
+    return scaledLabel(seconds, 1e-3, "ms");
+  }
+  if (magnitude >= 0.9995e-6) {
+    return scaledLabel(seconds, 1e-6, "\xC2\xB5s"); // µs
+  }
+  return scaledLabel(seconds, 1e-9, "ns");
 }
 
 } // namespace tapestry::cost

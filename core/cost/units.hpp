@@ -34,4 +34,12 @@ std::string formatBandwidth(double bytesPerSecond);
 std::string formatRate(double flopsPerSecond);
 std::string formatTime(double seconds);
 
+// Labels for pictures and tables, three significant digits and a space before
+// the unit: "196 KiB", "1.5 MiB", "12 B" (binary prefixes); "51.4 MFLOP";
+// "1.23 ms", "456 µs", "2.5 s"; and a bare number "0.5", "12.3", "1e+09".
+std::string formatBytes(double bytes);
+std::string formatFlops(double flops);
+std::string formatSeconds(double seconds);
+std::string formatNumber(double value);
+
 } // namespace tapestry::cost

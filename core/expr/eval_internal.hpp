@@ -20,10 +20,10 @@ namespace tapestry::expr {
 std::optional<std::vector<std::int64_t>> commonRefinement(const std::vector<std::int64_t>& a,
                                                           const std::vector<std::int64_t>& b);
 
-class Evaluator {
+class ExprEvaluator {
 public:
   // `source` is the string the nodes' columns index into.
-  Evaluator(std::string_view source, const EvalContext& ctx) : source_(source), ctx_(ctx) {}
+  ExprEvaluator(std::string_view source, const EvalContext& ctx) : source_(source), ctx_(ctx) {}
 
   Value eval(const ExprNode& n) const;
 

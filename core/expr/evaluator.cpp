@@ -120,7 +120,8 @@ Affine toAffine(const Value& v, std::size_t rank) {
 
 } // namespace
 
-Value Evaluator::arith(BinaryOp op, const Value& a, const Value& b, const ExprNode& node) const {
+Value ExprEvaluator::arith(BinaryOp op, const Value& a, const Value& b,
+                           const ExprNode& node) const {
   int col = node.opColumn;
   if (a.isInt() && b.isInt()) {
     std::int64_t x = a.asInt();
@@ -185,7 +186,7 @@ Value Evaluator::arith(BinaryOp op, const Value& a, const Value& b, const ExprNo
                   std::string("cannot ") + verb(op) + " " + a.typeName() + " and " + b.typeName());
 }
 
-std::string Evaluator::textOf(const ExprNode& n) const {
+std::string ExprEvaluator::textOf(const ExprNode& n) const {
   std::size_t start = static_cast<std::size_t>(std::max(n.column - 1, 0));
   if (start >= source_.size()) {
     return {};
@@ -193,7 +194,7 @@ std::string Evaluator::textOf(const ExprNode& n) const {
   return std::string(source_.substr(start, static_cast<std::size_t>(n.length)));
 }
 
-Value Evaluator::eval(const ExprNode& n) const {
+Value ExprEvaluator::eval(const ExprNode& n) const {
   switch (n.kind) {
   case ExprKind::Int:
     return n.intValue;
@@ -242,7 +243,7 @@ Value Evaluator::eval(const ExprNode& n) const {
   throw InternalError("expr evaluator: unknown node kind");
 }
 
-const Value* Evaluator::lookup(const std::string& name) const {
+const Value* ExprEvaluator::lookup(const std::string& name) const {
   for (auto it = locals_.rbegin(); it != locals_.rend(); ++it) {
     if (it->first == name) {
       return &it->second;
@@ -253,7 +254,7 @@ const Value* Evaluator::lookup(const std::string& name) const {
 }
 
 // [body for $x in source]: body evaluated with $x bound to each element in turn.
-Value Evaluator::comprehension(const ExprNode& n) const {
+Value ExprEvaluator::comprehension(const ExprNode& n) const {
   List source = listOf(n.children[1], "the source of a comprehension ('in')");
   // Pops the variable however the body ends (an error unwinds through here).
   struct Scope {
@@ -271,7 +272,7 @@ Value Evaluator::comprehension(const ExprNode& n) const {
   return out;
 }
 
-bool Evaluator::boolean(const ExprNode& n, const char* what) const {
+bool ExprEvaluator::boolean(const ExprNode& n, const char* what) const {
   Value v = eval(n);
   if (!v.isBool()) {
     throw ExprError(n.column, std::string(what) + " needs a bool, got " + typed(v));
@@ -279,7 +280,7 @@ bool Evaluator::boolean(const ExprNode& n, const char* what) const {
   return v.asBool();
 }
 
-std::int64_t Evaluator::integer(const ExprNode& n, const std::string& what) const {
+std::int64_t ExprEvaluator::integer(const ExprNode& n, const std::string& what) const {
   Value v = eval(n);
   if (!v.isInt()) {
     throw ExprError(n.column, what + " must be an int, got " + typed(v));
@@ -287,7 +288,7 @@ std::int64_t Evaluator::integer(const ExprNode& n, const std::string& what) cons
   return v.asInt();
 }
 
-std::vector<std::int64_t> Evaluator::ints(const ExprNode& n, const std::string& what) const {
+std::vector<std::int64_t> ExprEvaluator::ints(const ExprNode& n, const std::string& what) const {
   Value v = eval(n);
   if (v.isList()) {
     std::vector<std::int64_t> out;
@@ -305,7 +306,7 @@ std::vector<std::int64_t> Evaluator::ints(const ExprNode& n, const std::string& 
   throw ExprError(n.column, what + " must be a list of ints, got " + typed(v));
 }
 
-List Evaluator::listOf(const ExprNode& n, const std::string& what) const {
+List ExprEvaluator::listOf(const ExprNode& n, const std::string& what) const {
   Value v = eval(n);
   if (!v.isList()) {
     throw ExprError(n.column, what + " must be a list, got " + typed(v));
@@ -313,7 +314,7 @@ List Evaluator::listOf(const ExprNode& n, const std::string& what) const {
   return v.asList();
 }
 
-Value Evaluator::indexPoint(const ExprNode& n) const {
+Value ExprEvaluator::indexPoint(const ExprNode& n) const {
   if (!ctx_.indexRank) {
     throw ExprError(n.column, "@ is only allowed in IPF rows");
   }
@@ -329,7 +330,7 @@ Value Evaluator::indexPoint(const ExprNode& n) const {
   return out;
 }
 
-Value Evaluator::list(const ExprNode& n) const {
+Value ExprEvaluator::list(const ExprNode& n) const {
   List out;
   out.reserve(n.children.size());
   std::optional<std::size_t> fillAt;
@@ -367,7 +368,7 @@ Value Evaluator::list(const ExprNode& n) const {
   return out;
 }
 
-Value Evaluator::binary(const ExprNode& n) const {
+Value ExprEvaluator::binary(const ExprNode& n) const {
   Value a = eval(n.children[0]);
   Value b = eval(n.children[1]);
   switch (n.op) {
@@ -409,7 +410,7 @@ Value element(const List& l, std::int64_t i, const ExprNode& at) {
 
 } // namespace
 
-Value Evaluator::select(const ExprNode& n) const {
+Value ExprEvaluator::select(const ExprNode& n) const {
   const ExprNode& baseNode = n.children[0];
   const ExprNode& indexNode = n.children[1];
   Value base = eval(baseNode);
@@ -436,7 +437,7 @@ Value Evaluator::select(const ExprNode& n) const {
                   "an index must be an int or a list of ints, got " + typed(index));
 }
 
-Value Evaluator::slice(const ExprNode& n) const {
+Value ExprEvaluator::slice(const ExprNode& n) const {
   Value base = eval(n.children[0]);
   if (!base.isList()) {
     throw ExprError(n.opColumn, "cannot slice " + typed(base) + ": only lists can be sliced");
@@ -512,7 +513,7 @@ std::optional<std::vector<std::int64_t>> commonRefinement(const std::vector<std:
   return out;
 }
 
-Value Evaluator::call(const ExprNode& n) const {
+Value ExprEvaluator::call(const ExprNode& n) const {
   const auto& args = n.children;
   std::string fn = n.name + "()";
   switch (n.function) {
@@ -684,7 +685,7 @@ Value Evaluator::call(const ExprNode& n) const {
 }
 
 Value evaluate(const Expr& e, const EvalContext& ctx) {
-  return Evaluator(e.source(), ctx).eval(e.root());
+  return ExprEvaluator(e.source(), ctx).eval(e.root());
 }
 
 } // namespace tapestry::expr

@@ -20,6 +20,7 @@
 #include "TapestryParser.h"
 #include "core/diag/utf8.hpp"
 #include "core/expr/ast.hpp"
+#include "core/expr/dtype.hpp"
 #include "core/expr/expr.hpp"
 
 namespace tapestry::expr {
@@ -265,14 +266,6 @@ void runParser(std::string_view text, Tree* (TapestryParser::*entry)(),
   convert(tree);
 }
 
-const std::set<std::string, std::less<>>& dtypeNames() {
-  static const std::set<std::string, std::less<>> names = {
-      "bool",    "int8",      "int16",      "int32",         "int64",      "uint8",
-      "uint16",  "uint32",    "uint64",     "float16",       "bfloat16",   "float32",
-      "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"};
-  return names;
-}
-
 struct FunctionInfo {
   Function function;
   int minArgs;
@@ -472,7 +465,7 @@ private:
       if (fn != functions().end()) {
         throw ExprError(n.column, "'" + id + "' is a function: call it as " + id + "(...)");
       }
-      if (dtypeNames().count(id) == 0) {
+      if (findDType(id) == nullptr) {
         throw ExprError(n.column, "unknown name '" + id +
                                       "' (variables start with '$'; a bare name is a dtype "
                                       "such as float32)");

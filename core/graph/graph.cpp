@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/expr/dtype.hpp"
 #include "core/zspace/checked.hpp"
 
 namespace tapestry::graph {
@@ -20,17 +21,8 @@ bool isValidName(std::string_view name) {
                      [&](char c) { return isAlpha(c) || (c >= '0' && c <= '9') || c == '.'; });
 }
 
-const std::vector<std::string>& dtypeNames() {
-  static const std::vector<std::string> names = {
-      "float32", "float64",   "float16",    "bfloat16",      "int32",      "int64",
-      "int16",   "int8",      "uint8",      "uint16",        "uint32",     "uint64",
-      "bool",    "complex64", "complex128", "float8_e4m3fn", "float8_e5m2"};
-  return names;
-}
-
 bool isKnownDType(std::string_view name) {
-  const std::vector<std::string>& names = dtypeNames();
-  return std::find(names.begin(), names.end(), name) != names.end();
+  return expr::findDType(name) != nullptr;
 }
 
 const char* formatTag(Format format) {

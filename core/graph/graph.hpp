@@ -27,9 +27,9 @@ inline constexpr std::size_t kMaxRank = 16;
 
 // Tensor, operation and graph names match [A-Za-z_][A-Za-z0-9_.]*.
 bool isValidName(std::string_view name);
-// The dtype names tapestry knows (the same set the expression language knows).
+// A dtype of the one table (core/expr/dtype.hpp), which the expression
+// language reads too.
 bool isKnownDType(std::string_view name);
-const std::vector<std::string>& dtypeNames();
 
 enum class Format { Graph, Expanded }; // "graph/v1", "expanded/v1"
 const char* formatTag(Format format);  // "graph/v1", "expanded/v1"

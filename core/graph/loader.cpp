@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/diag/source.hpp"
+#include "core/expr/dtype.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/zspace/zpoint.hpp"
 
@@ -35,8 +36,8 @@ std::string decodeDType(const json::Value& v) {
   const std::string& dtype = v.asString();
   if (!isKnownDType(dtype)) {
     std::string known;
-    for (const std::string& name : dtypeNames()) {
-      known += (known.empty() ? "" : ", ") + name;
+    for (const expr::DTypeInfo& d : expr::dtypes()) {
+      known += (known.empty() ? "" : ", ") + std::string(d.name);
     }
     v.fail("unknown dtype " + json::brief(v.json()) + " (expected one of: " + known + ")");
   }

@@ -1,7 +1,7 @@
 // The expanded/v1 document. writeExpanded() lays the text out directly from the
 // expanded graph (JsonLayout); toJson() builds the same document as a Json
 // value for callers that embed it (a plan holds its graph). A unit test keeps
-// formatJson(toJson(g)) == writeExpanded(g).
+// json::format(toJson(g), kExpandedWidth) == writeExpanded(g).
 #include "core/graph/writer.hpp"
 
 #include <utility>
@@ -55,7 +55,7 @@ Json operationJson(const ExpandedGraph& graph, const Operation& op) {
   return out;
 }
 
-// An array of tensor names: one atom, as formatJson lays out arrays of scalars.
+// An array of tensor names: one atom, as json::format lays out arrays of scalars.
 void namesAtom(detail::JsonLayout& out, const ExpandedGraph& graph,
                const std::vector<std::size_t>& tensors) {
   out.atomWith([&](std::string& text) {
@@ -113,12 +113,6 @@ Json toJson(const ExpandedGraph& graph) {
   }
   append(doc, "outputs", std::move(outputs));
   return doc;
-}
-
-std::string formatJson(const Json& value, std::size_t width) {
-  detail::JsonLayout layout;
-  layout.json(value);
-  return layout.print(width);
 }
 
 namespace {

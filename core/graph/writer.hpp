@@ -19,11 +19,8 @@ Json toJson(const ExpandedGraph& graph);
 // The line width of expanded/v1 files.
 inline constexpr std::size_t kExpandedWidth = 120;
 
-// Tapestry's JSON layout: 2-space indent; arrays of scalars, and any container
-// whose one-line form fits in `width` columns, on one line; a trailing newline.
-std::string formatJson(const Json& value, std::size_t width = kExpandedWidth);
-
-// The expanded/v1 text: formatJson(toJson(graph)), written without building the
+// The expanded/v1 text: json::format(toJson(graph), kExpandedWidth), written
+// without building the
 // Json (several times faster on large graphs).
 std::string writeExpanded(const ExpandedGraph& graph);
 

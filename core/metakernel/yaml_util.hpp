@@ -1,5 +1,8 @@
-// Located YAML reading for the metakernel loader (internal): every accessor fails
-// with "FILE:LINE:COL: error: ..." plus the YAML line and a caret.
+// Located YAML reading, shared by every YAML file the tool reads: metakernel
+// templates (loader.cpp) and targets (core/cost/target_io.cpp). Every accessor
+// fails with "FILE:LINE:COL: error: ..." plus the YAML line and a caret. It
+// lives here, the lowest layer that reads YAML (fields keep a FieldInfo, the
+// metakernel's record of where a string came from).
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/diag/error.hpp"
+#include "core/expr/dtype.hpp"
 #include "core/metakernel/metakernel.hpp"
 #include "core/zspace/zspace_json.hpp"
 
@@ -183,15 +184,8 @@ const graph::ExpandedGraph& PlanContext::graph() const {
 // ---------------------------------------------------------------- basics
 
 std::int64_t dtypeSize(std::string_view dtype) {
-  static const std::pair<std::string_view, std::int64_t> sizes[] = {
-      {"float32", 4},       {"float64", 8},    {"float16", 2}, {"bfloat16", 2},  {"int32", 4},
-      {"int64", 8},         {"int16", 2},      {"int8", 1},    {"uint8", 1},     {"uint16", 2},
-      {"uint32", 4},        {"uint64", 8},     {"bool", 1},    {"complex64", 8}, {"complex128", 16},
-      {"float8_e4m3fn", 1}, {"float8_e5m2", 1}};
-  for (const auto& [name, size] : sizes) {
-    if (name == dtype) {
-      return size;
-    }
+  if (const expr::DTypeInfo* d = expr::findDType(dtype)) {
+    return d->bytes;
   }
   throw InternalError("dtypeSize: unknown dtype \"" + std::string(dtype) + "\"");
 }

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/cost/units.hpp"
+
 namespace tapestry::render {
 
 // One attribute. `html` marks an HTML-like label (written <...> in DOT); any other
@@ -69,14 +71,12 @@ std::string htmlEscape(std::string_view text);
 // \l) in labels and tooltips, so a backslash is doubled.
 std::string escapeString(std::string_view text);
 
-// "196 KiB", "1.5 MiB", "12 B": binary prefixes, three significant digits.
-std::string formatBytes(double bytes);
-// "51.4 MFLOP".
-std::string formatFlops(double flops);
-// "1.23 ms", "456 µs", "2.5 s".
-std::string formatSeconds(double seconds);
-// Shortest text with three significant digits: "0.5", "12.3", "1e+09".
-std::string formatNumber(double value);
+// Labels for sizes, FLOPs, times and numbers ("196 KiB", "51.4 MFLOP",
+// "456 µs"): core/cost/units.hpp keeps every unit formatter.
+using cost::formatBytes;
+using cost::formatFlops;
+using cost::formatNumber;
+using cost::formatSeconds;
 
 // A fixed qualitative palette (light fills that keep black text readable, as
 // ColorBrewer's Set3 and Pastel1); colour i of the sequence, cycling.

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/plan_file.hpp"
 #include "core/graph/graph.hpp"
 #include "core/json/json.hpp"
-#include "core/plan/plan_file.hpp"
 #include "core/render/drawing.hpp"
 #include "core/render/graphviz.hpp"
 #include "core/zspace/index_projection.hpp"

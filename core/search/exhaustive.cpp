@@ -48,7 +48,7 @@ std::optional<std::uint64_t> spaceSize(const SearchSpace& space, std::uint64_t l
   return total;
 }
 
-SearchResult runExhaustive(const Evaluator& evaluator, int threads, std::uint64_t limit) {
+SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint64_t limit) {
   const Clock::time_point start = Clock::now();
   const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
   const auto devices = static_cast<std::uint64_t>(space.deviceCount());

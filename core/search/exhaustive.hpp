@@ -18,7 +18,7 @@ std::optional<std::uint64_t> spaceSize(const SearchSpace& space, std::uint64_t l
 //   "--exhaustive: mlp has more than 1000000 plans for 8 devices (6 operations, up
 //    to 8 splits x 8 placements each); drop --exhaustive to search it stochastically"
 // The result does not depend on `threads`.
-SearchResult runExhaustive(const Evaluator& evaluator, int threads,
+SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads,
                            std::uint64_t limit = kExhaustiveLimit);
 
 } // namespace tapestry::search

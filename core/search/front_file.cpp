@@ -1,6 +1,6 @@
 #include "core/search/front_file.hpp"
 
-#include "core/plan/plan_file.hpp"
+#include "core/cost/plan_file.hpp"
 
 namespace tapestry::search {
 

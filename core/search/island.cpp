@@ -397,7 +397,7 @@ constexpr std::size_t kMaxSeen = std::size_t{1} << 22;
 
 } // namespace
 
-SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& options,
+SearchResult runIslandSearch(const ChoiceScorer& evaluator, const SearchOptions& options,
                              const IslandOptions& islands, IslandTransport& transport) {
   // runSearch (search.cpp) is one island: a single island is the plain search. With K > 1 islands
   // what differs is the seed and batch share, the home stretch of parents, the exchanges, and that
@@ -660,7 +660,8 @@ SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& op
   return result;
 }
 
-std::vector<SearchResult> runLocalIslands(const Evaluator& evaluator, const SearchOptions& options,
+std::vector<SearchResult> runLocalIslands(const ChoiceScorer& evaluator,
+                                          const SearchOptions& options,
                                           const IslandOptions& islandOptions, int size) {
   LocalIslands islands(size);
   std::vector<SearchResult> results(static_cast<std::size_t>(std::max(size, 1)));

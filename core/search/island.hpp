@@ -182,12 +182,13 @@ std::size_t mergeFront(ParetoArchive& archive, const std::vector<Evaluated>& pla
 // generations). Every rank returns the same
 // merged front; evaluations and invalid are summed over the islands, seconds
 // is the slowest island's. One island (size 1) is exactly runSearch.
-SearchResult runIslandSearch(const Evaluator& evaluator, const SearchOptions& options,
+SearchResult runIslandSearch(const ChoiceScorer& evaluator, const SearchOptions& options,
                              const IslandOptions& islands, IslandTransport& transport);
 
 // Runs `size` islands in this process (one thread each, sharing `evaluator`)
 // and returns every island's result, by rank. Rethrows the first failure.
-std::vector<SearchResult> runLocalIslands(const Evaluator& evaluator, const SearchOptions& options,
+std::vector<SearchResult> runLocalIslands(const ChoiceScorer& evaluator,
+                                          const SearchOptions& options,
                                           const IslandOptions& islands, int size);
 
 } // namespace tapestry::search

@@ -10,14 +10,14 @@
 
 namespace tapestry::search {
 
-Evaluator::Evaluator(const graph::ExpandedGraph& g, const cost::Target& target,
-                     plan::PlanOptions options)
+ChoiceScorer::ChoiceScorer(const graph::ExpandedGraph& g, const cost::Target& target,
+                           plan::PlanOptions options)
     : graph_(&g), target_(&target), options_(options), context_(g) {}
 
-Evaluator::~Evaluator() = default;
+ChoiceScorer::~ChoiceScorer() = default;
 
-std::optional<cost::Objectives> Evaluator::evaluate(const plan::PlanChoice& choice) const {
-  std::unique_ptr<cost::Evaluator> worker;
+std::optional<cost::Objectives> ChoiceScorer::evaluate(const plan::PlanChoice& choice) const {
+  std::unique_ptr<cost::ChoiceSimulator> worker;
   {
     std::lock_guard<std::mutex> lock(poolMutex_);
     if (!pool_.empty()) {
@@ -26,7 +26,7 @@ std::optional<cost::Objectives> Evaluator::evaluate(const plan::PlanChoice& choi
     }
   }
   if (!worker) {
-    worker = std::make_unique<cost::Evaluator>(context_, *target_, options_);
+    worker = std::make_unique<cost::ChoiceSimulator>(context_, *target_, options_);
   }
   std::optional<cost::Objectives> result;
   try {
@@ -42,15 +42,16 @@ std::optional<cost::Objectives> Evaluator::evaluate(const plan::PlanChoice& choi
 }
 
 std::vector<std::optional<cost::Objectives>>
-evaluateAll(const Evaluator& evaluator, const std::vector<plan::PlanChoice>& choices, int threads) {
+evaluateAll(const ChoiceScorer& evaluator, const std::vector<plan::PlanChoice>& choices,
+            int threads) {
   std::vector<std::optional<cost::Objectives>> results(choices.size());
   parallelFor(choices.size(), threads,
               [&](std::uint64_t i) { results[i] = evaluator.evaluate(choices[i]); });
   return results;
 }
 
-std::vector<BaselineResult> evaluateBaselines(const Evaluator& evaluator, const SearchSpace& space,
-                                              ParetoArchive* archive) {
+std::vector<BaselineResult> evaluateBaselines(const ChoiceScorer& evaluator,
+                                              const SearchSpace& space, ParetoArchive* archive) {
   std::vector<BaselineResult> out;
   for (Baseline& b : makeBaselines(space, evaluator.context())) {
     BaselineResult r{std::move(b), std::nullopt};
@@ -63,7 +64,7 @@ std::vector<BaselineResult> evaluateBaselines(const Evaluator& evaluator, const 
   return out;
 }
 
-SearchResult runSearch(const Evaluator& evaluator, const SearchOptions& options) {
+SearchResult runSearch(const ChoiceScorer& evaluator, const SearchOptions& options) {
   // One island of the island model (island.cpp) is this search, draw for draw:
   // the generation loop lives there once.
   LocalIslands solo(1);

@@ -31,13 +31,13 @@ namespace tapestry::search {
 
 // Scores choices for one graph, target and options: the objectives of
 // simulate(buildPlan(choice)), through the cost model's allocation-free fast
-// path (cost::Evaluator). Thread-safe: each call borrows one of a pool of
+// path (cost::ChoiceSimulator). Thread-safe: each call borrows one of a pool of
 // cost::Evaluators (one per concurrent caller, kept warm between calls).
-class Evaluator {
+class ChoiceScorer {
 public:
-  Evaluator(const graph::ExpandedGraph& g, const cost::Target& target,
-            plan::PlanOptions options = {});
-  ~Evaluator();
+  ChoiceScorer(const graph::ExpandedGraph& g, const cost::Target& target,
+               plan::PlanOptions options = {});
+  ~ChoiceScorer();
 
   // nullopt when the choice is no valid plan (checkChoice or buildPlan reject
   // it); infeasible objectives when it does not fit in memory.
@@ -55,12 +55,13 @@ private:
   plan::PlanOptions options_;
   plan::PlanContext context_;
   mutable std::mutex poolMutex_;
-  mutable std::vector<std::unique_ptr<cost::Evaluator>> pool_; // idle evaluators
+  mutable std::vector<std::unique_ptr<cost::ChoiceSimulator>> pool_; // idle evaluators
 };
 
 // Evaluates `choices` on `threads` workers; results in input order.
 std::vector<std::optional<cost::Objectives>>
-evaluateAll(const Evaluator& evaluator, const std::vector<plan::PlanChoice>& choices, int threads);
+evaluateAll(const ChoiceScorer& evaluator, const std::vector<plan::PlanChoice>& choices,
+            int threads);
 
 // When neither iterations nor a time budget is given.
 inline constexpr std::int64_t kDefaultGenerations = 300;
@@ -108,9 +109,9 @@ struct SearchResult {
 };
 
 // Evaluates the baselines (also seeding an archive with them when given).
-std::vector<BaselineResult> evaluateBaselines(const Evaluator& evaluator, const SearchSpace& space,
-                                              ParetoArchive* archive);
+std::vector<BaselineResult> evaluateBaselines(const ChoiceScorer& evaluator,
+                                              const SearchSpace& space, ParetoArchive* archive);
 
-SearchResult runSearch(const Evaluator& evaluator, const SearchOptions& options);
+SearchResult runSearch(const ChoiceScorer& evaluator, const SearchOptions& options);
 
 } // namespace tapestry::search

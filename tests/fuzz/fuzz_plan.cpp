@@ -1,9 +1,9 @@
 // Fuzz target: the plan/v1 loader (core/plan), which re-validates the embedded
 // graph, the target and every shard selection.
+#include "core/cost/plan_file.hpp"
 #include "core/diag/source.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
-#include "core/plan/plan_file.hpp"
 #include "tests/fuzz/fuzz_inputs.hpp"
 
 using namespace tapestry;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cost/target.hpp"
+#include "core/diag/error.hpp"
 #include "core/diag/source.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/graph.hpp"
@@ -20,6 +21,34 @@
 #include "core/plan/plan.hpp"
 
 namespace tapestry::testing {
+
+// ---------------------------------------------------------------- errors
+
+// What a thrown Error said; message "<no error>" (code Ok) when nothing was.
+struct Failure {
+  std::string message;
+  std::string pointer;  // JSON pointer of a located decoding error
+  std::string location; // "FILE:LINE:COL" (or less) of a located error
+  std::string what;     // the formatted diagnostic
+  ExitCode code = ExitCode::Ok;
+  bool internal = false;
+};
+
+// Runs f and reports the Error it throws, if any (other exceptions propagate).
+template <class F> Failure failureOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    const bool internal = dynamic_cast<const InternalError*>(&e) != nullptr;
+    return {e.message(),
+            e.diagnostic().location.pointer,
+            e.diagnostic().location.toString(),
+            e.what(),
+            e.exitCode(),
+            internal};
+  }
+  return {"<no error>", "", "", "", ExitCode::Ok, false};
+}
 
 inline const metakernel::MetakernelLibrary& lib() {
   static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::standard();

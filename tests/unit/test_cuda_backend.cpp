@@ -22,11 +22,11 @@
 #include "backends/cuda/cuda_probe.hpp"
 #include "backends/executor.hpp"
 #include "backends/reference.hpp"
-#include "backends/run_command.hpp"
 #include "backends/tensor_io.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/diag/error.hpp"
+#include "core/driver/run_command.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
@@ -37,6 +37,7 @@
 using namespace tapestry;
 using namespace tapestry::testing;
 using namespace tapestry::backend;
+using namespace tapestry::driver;
 using plan::OpChoice;
 using plan::PlanChoice;
 

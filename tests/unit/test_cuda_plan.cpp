@@ -16,8 +16,8 @@
 #include "backends/cuda/cuda_ops.hpp"
 #include "backends/cuda/cuda_plan.hpp"
 #include "backends/cuda/cuda_probe.hpp"
-#include "backends/run_command.hpp"
 #include "core/diag/error.hpp"
+#include "core/driver/run_command.hpp"
 
 using namespace tapestry;
 using namespace tapestry::cuda;
@@ -264,26 +264,26 @@ TEST_CASE("buffers share contiguous blocks of rows without copying", "[cuda]") {
 }
 
 TEST_CASE("run and bench wire --backend cuda and --tf32", "[cuda]") {
-  backend::RunConfig run;
+  driver::RunConfig run;
   run.planPath = std::string(TAPESTRY_TESTDATA_DIR) + "/plans/mm_relu_2dev.json";
   run.quiet = true;
   run.tf32 = true;
   std::ostringstream out;
   std::ostringstream err;
-  CHECK_THROWS_AS(backend::runCommand(run, out, err), UsageError); // --tf32 needs cuda
+  CHECK_THROWS_AS(driver::runCommand(run, out, err), UsageError); // --tf32 needs cuda
   if (!probe().available) {
     run.backend = "cuda";
     try {
-      backend::runCommand(run, out, err);
+      driver::runCommand(run, out, err);
       FAIL("expected BackendUnavailable");
     } catch (const BackendUnavailable& e) {
       CHECK(e.exitCode() == ExitCode::BackendUnavailable);
       CHECK(e.message().rfind("no CUDA GPU found", 0) == 0);
     }
-    backend::BenchConfig bench;
+    driver::BenchConfig bench;
     bench.planPath = run.planPath;
     bench.backend = "cuda";
     bench.quiet = true;
-    CHECK_THROWS_AS(backend::benchCommand(bench, out, err), BackendUnavailable);
+    CHECK_THROWS_AS(driver::benchCommand(bench, out, err), BackendUnavailable);
   }
 }

@@ -30,21 +30,22 @@
 #include "backends/memory_guard.hpp"
 #include "backends/npy.hpp"
 #include "backends/reference.hpp"
-#include "backends/run_command.hpp"
 #include "backends/tensor_io.hpp"
+#include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
+#include "core/driver/run_command.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
-#include "core/plan/plan_file.hpp"
 #include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
 using namespace tapestry::testing;
 using namespace tapestry::backend;
+using namespace tapestry::driver;
 using Catch::Matchers::Contains;
 using plan::OpChoice;
 using plan::PlanChoice;

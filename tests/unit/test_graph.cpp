@@ -12,18 +12,23 @@
 
 #include <unistd.h>
 
-#include "core/graph/expand_command.hpp"
+#include "core/driver/expand_command.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/graph.hpp"
 #include "core/graph/loader.hpp"
 #include "core/graph/writer.hpp"
 #include "core/json/json.hpp"
+#include "core/json/layout.hpp"
 #include "core/metakernel/library.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
 using namespace tapestry::graph;
+using namespace tapestry::driver;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using tapestry::testing::Failure;
+using tapestry::testing::failureOf;
 
 namespace {
 
@@ -41,13 +46,9 @@ ExpandedGraph expandText(const std::string& text) {
 
 // The formatted diagnostic of expanding `text`, or "" when it succeeds.
 std::string errorOf(const std::string& text) {
-  try {
-    expandText(text);
-  } catch (const Error& e) {
-    CHECK(e.exitCode() == ExitCode::InvalidInput);
-    return e.what();
-  }
-  return "";
+  const Failure failure = failureOf([&] { expandText(text); });
+  CHECK(failure.code == (failure.what.empty() ? ExitCode::Ok : ExitCode::InvalidInput));
+  return failure.what;
 }
 
 // A graph with x [4, 8] float32 and the given operations (JSON array items).
@@ -250,22 +251,22 @@ TEST_CASE("list ports: concat inputs and split outputs", "[graph]") {
 TEST_CASE("formatJson: scalar arrays inline, containers inline when they fit", "[graph]") {
   Json j = Json::parse(R"({"a": [1, 2, 3], "b": {"c": "d"}, "e": [], "f": {},
                            "long": [[1, 2], [3, 4]], "s": "q\"uote\u00e9"})");
-  CHECK(formatJson(j, 200) ==
+  CHECK(json::format(j, 200) ==
         "{\"a\": [1, 2, 3], \"b\": {\"c\": \"d\"}, \"e\": [], \"f\": {}, \"long\": "
         "[[1, 2], [3, 4]], \"s\": \"q\\\"uote\xC3\xA9\"}\n");
-  CHECK(formatJson(j, 20) == "{\n"
-                             "  \"a\": [1, 2, 3],\n"
-                             "  \"b\": {\"c\": \"d\"},\n"
-                             "  \"e\": [],\n"
-                             "  \"f\": {},\n"
-                             "  \"long\": [\n"
-                             "    [1, 2],\n"
-                             "    [3, 4]\n"
-                             "  ],\n"
-                             "  \"s\": \"q\\\"uote\xC3\xA9\"\n"
-                             "}\n");
+  CHECK(json::format(j, 20) == "{\n"
+                               "  \"a\": [1, 2, 3],\n"
+                               "  \"b\": {\"c\": \"d\"},\n"
+                               "  \"e\": [],\n"
+                               "  \"f\": {},\n"
+                               "  \"long\": [\n"
+                               "    [1, 2],\n"
+                               "    [3, 4]\n"
+                               "  ],\n"
+                               "  \"s\": \"q\\\"uote\xC3\xA9\"\n"
+                               "}\n");
   // A long array of scalars stays on one line whatever the width.
-  CHECK(formatJson(Json::parse("[1, 2, 3, 4, 5, 6, 7, 8, 9]"), 4) ==
+  CHECK(json::format(Json::parse("[1, 2, 3, 4, 5, 6, 7, 8, 9]"), 4) ==
         "[1, 2, 3, 4, 5, 6, 7, 8, 9]\n");
 }
 
@@ -341,15 +342,15 @@ TEST_CASE("the expand command writes atomically and only on success", "[graph]")
   fs::remove_all(dir);
 }
 
-TEST_CASE("writeExpanded lays out exactly what formatJson(toJson(g)) does", "[graph]") {
+TEST_CASE("writeExpanded lays out exactly what json::format(toJson(g)) does", "[graph]") {
   for (const char* name : {"mlp", "transformer_block", "convnet", "concat_split_embedding"}) {
     INFO(name);
     ExpandedGraph g =
         loadAndExpand(std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name + ".json", lib());
-    CHECK(writeExpanded(g) == formatJson(toJson(g)));
+    CHECK(writeExpanded(g) == json::format(toJson(g), kExpandedWidth));
     for (std::size_t width : {0, 40, 80, 200, 100000}) {
       // Any width: the same document, reparsed.
-      CHECK(Json::parse(formatJson(toJson(g), width)) == toJson(g));
+      CHECK(Json::parse(json::format(toJson(g), width)) == toJson(g));
     }
   }
 }
@@ -359,12 +360,12 @@ TEST_CASE("small graphs are laid out whole, possibly on one line", "[graph]") {
       expandText(R"({"tapestry": "graph/v1", "name": "e", "tensors": {}, "operations": []})");
   CHECK(writeExpanded(empty) == "{\"tapestry\": \"expanded/v1\", \"name\": \"e\", \"tensors\": {}, "
                                 "\"operations\": [], \"outputs\": []}\n");
-  CHECK(writeExpanded(empty) == formatJson(toJson(empty)));
+  CHECK(writeExpanded(empty) == json::format(toJson(empty), kExpandedWidth));
   ExpandedGraph inputs = expandText(graphWith(""));
-  CHECK(writeExpanded(inputs) == formatJson(toJson(inputs)));
+  CHECK(writeExpanded(inputs) == json::format(toJson(inputs), kExpandedWidth));
   ExpandedGraph one =
       expandText(graphWith(R"({"name": "a", "kernel": "relu", "inputs": {"input": "x"}})"));
-  CHECK(writeExpanded(one) == formatJson(toJson(one)));
+  CHECK(writeExpanded(one) == json::format(toJson(one), kExpandedWidth));
 }
 
 TEST_CASE("formatJson writes scalars as nlohmann's dump does", "[graph]") {
@@ -376,13 +377,13 @@ TEST_CASE("formatJson writes scalars as nlohmann's dump does", "[graph]") {
                              std::numeric_limits<std::uint64_t>::max(), 1e-05, 0.5, -2.25e300,
                              "plain", "q\"b\\s/\x7f", control, "caf\xC3\xA9 \xE2\x82\xAC"});
   for (const Json& v : values) {
-    CHECK(formatJson(v) == v.dump() + "\n");
+    CHECK(json::format(v, kExpandedWidth) == v.dump() + "\n");
   }
   std::string joined;
   for (const Json& v : values) {
     joined += (joined.empty() ? "[" : ", ") + v.dump();
   }
-  CHECK(formatJson(values, 1) == joined + "]\n"); // arrays of scalars stay on one line
+  CHECK(json::format(values, 1) == joined + "]\n"); // arrays of scalars stay on one line
   Json object = {{control, 1}};
-  CHECK(formatJson(object, 100000) == "{" + Json(control).dump() + ": 1}\n");
+  CHECK(json::format(object, 100000) == "{" + Json(control).dump() + ": 1}\n");
 }

@@ -23,13 +23,13 @@
 
 #include "core/cost/target.hpp"
 #include "core/diag/error.hpp"
+#include "core/driver/optimize_command.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/search/archive.hpp"
 #include "core/search/island.hpp"
 #include "core/search/mutate.hpp"
-#include "core/search/optimize_command.hpp"
 #include "core/search/search.hpp"
 #include "core/search/space.hpp"
 
@@ -184,7 +184,7 @@ TEST_CASE("launch info comes from the launcher's environment", "[island]") {
 TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
   const graph::ExpandedGraph& g = graphNamed("transformer_block");
   const cost::Target t = cost::loadTarget("2x-h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   const SearchSpace space(g, t.deviceCount());
   ParetoArchive archive(0);
   std::vector<BaselineResult> baselines = evaluateBaselines(evaluator, space, &archive);
@@ -395,7 +395,7 @@ TEST_CASE("fail after the last collective does not wait", "[island][transport]")
 TEST_CASE("one island is exactly the plain search", "[island][search]") {
   const graph::ExpandedGraph& g = graphNamed("mlp");
   const cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchOptions options;
   options.seed = 3;
   options.generations = 25;
@@ -412,7 +412,7 @@ TEST_CASE("one island is exactly the plain search", "[island][search]") {
 TEST_CASE("K islands are deterministic and agree on one front", "[island][search]") {
   const graph::ExpandedGraph& g = graphNamed("transformer_block");
   const cost::Target t = cost::loadTarget("2x-h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchOptions options;
   options.seed = 9;
   options.generations = 24;
@@ -445,7 +445,7 @@ TEST_CASE("K islands are deterministic and agree on one front", "[island][search
 TEST_CASE("islands that never exchange are K plain searches, merged", "[island][search]") {
   const graph::ExpandedGraph& g = graphNamed("mlp");
   const cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchOptions options;
   options.seed = 1;
   options.generations = 10;
@@ -478,7 +478,7 @@ TEST_CASE("islands that never exchange are K plain searches, merged", "[island][
 TEST_CASE("a stop flag stops every island at the same exchange", "[island][search]") {
   const graph::ExpandedGraph& g = graphNamed("tiny");
   cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   std::atomic<bool> stop{false};
   SearchOptions options;
   options.generations = 100000;
@@ -499,7 +499,7 @@ TEST_CASE("a stop flag stops every island at the same exchange", "[island][searc
 TEST_CASE("a time budget ends every island at the same generation", "[island][search]") {
   const graph::ExpandedGraph& g = graphNamed("mlp");
   const cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchOptions options;
   options.budgetSeconds = 0.2;
   const std::vector<SearchResult> r = runLocalIslands(evaluator, options, every(2), 4);
@@ -515,7 +515,7 @@ TEST_CASE("a time budget ends every island at the same generation", "[island][se
 TEST_CASE("an island that fails stops the others", "[island][search]") {
   const graph::ExpandedGraph& g = graphNamed("mlp");
   const cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchOptions options;
   options.generations = 50;
   int calls = 0;
@@ -544,7 +544,7 @@ TEST_CASE("optimize on islands: rank 0 alone writes and prints", "[island][comma
   std::vector<std::string> outs(3), errs(3);
   std::vector<int> codes(3, -1);
   onEveryRank(3, [&](int rank, IslandTransport& t) {
-    search::OptimizeConfig config;
+    driver::OptimizeConfig config;
     config.graphPath = kTestdata + "/graphs/mlp.json";
     config.target = "h100x8";
     config.seed = 2;
@@ -582,7 +582,7 @@ TEST_CASE("optimize on islands: rank 0 alone writes and prints", "[island][comma
 TEST_CASE("optimize on islands: --exhaustive is one process only", "[island][command]") {
   std::vector<int> codes(2, -1);
   onEveryRank(2, [&](int rank, IslandTransport& t) {
-    search::OptimizeConfig config;
+    driver::OptimizeConfig config;
     config.graphPath = kTestdata + "/graphs/tiny.json";
     config.exhaustive = true;
     config.islands = &t;

@@ -5,9 +5,12 @@
 #include <string>
 
 #include "core/json/json.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
 using namespace tapestry::json;
+using tapestry::testing::Failure;
+using tapestry::testing::failureOf;
 
 namespace {
 
@@ -36,14 +39,11 @@ std::string parseErrorText(std::string text) {
 }
 
 template <typename F> std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const InternalError&) {
-    return "internal error";
-  } catch (const Error& e) {
-    return e.diagnostic().location.toString() + ": " + e.message();
+  const Failure failure = failureOf(f);
+  if (failure.code == ExitCode::Ok) {
+    return "no error";
   }
-  return "no error";
+  return failure.internal ? "internal error" : failure.location + ": " + failure.message;
 }
 
 } // namespace

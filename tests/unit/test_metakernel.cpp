@@ -4,13 +4,14 @@
 #include <sstream>
 #include <string>
 
+#include "core/driver/kernels_command.hpp"
 #include "core/metakernel/application.hpp"
-#include "core/metakernel/kernels_command.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/metakernel/metakernel.hpp"
 
 using namespace tapestry;
 using namespace tapestry::metakernel;
+using namespace tapestry::driver;
 
 namespace {
 

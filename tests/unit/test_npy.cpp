@@ -19,10 +19,13 @@
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
 using namespace tapestry::backend;
 using Catch::Matchers::Contains;
+using tapestry::testing::Failure;
+using tapestry::testing::failureOf;
 
 namespace {
 
@@ -53,13 +56,9 @@ template <class T> std::string bytesOf(const std::vector<T>& values) {
 
 // The formatted error of decoding `bytes` as "x.npy", or "" when it decodes.
 std::string errorOf(const std::string& bytes) {
-  try {
-    decodeNpy(bytes, "x.npy");
-  } catch (const Error& e) {
-    CHECK(e.exitCode() == ExitCode::InvalidInput);
-    return e.what();
-  }
-  return "";
+  const Failure failure = failureOf([&] { decodeNpy(bytes, "x.npy"); });
+  CHECK(failure.code == (failure.what.empty() ? ExitCode::Ok : ExitCode::InvalidInput));
+  return failure.what;
 }
 
 struct TempDir {

@@ -15,15 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
+#include "core/expr/dtype.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/graph.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
-#include "core/plan/plan_file.hpp"
 #include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
@@ -85,10 +86,12 @@ TEST_CASE("dtype sizes", "[plan]") {
   CHECK(dtypeSize("int64") == 8);
   CHECK(dtypeSize("bool") == 1);
   CHECK(dtypeSize("complex128") == 16);
-  // Every dtype a graph may use has a size.
-  for (const std::string& name : graph::dtypeNames()) {
-    CHECK(dtypeSize(name) > 0);
+  // Every dtype a graph may use has its size from the one table.
+  for (const expr::DTypeInfo& d : expr::dtypes()) {
+    CHECK(graph::isKnownDType(d.name));
+    CHECK(dtypeSize(d.name) == d.bytes);
   }
+  CHECK_FALSE(graph::isKnownDType("float13"));
   CHECK_THROWS_AS(dtypeSize("float13"), InternalError);
 }
 

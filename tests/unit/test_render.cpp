@@ -12,6 +12,7 @@
 
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
+#include "core/driver/render_command.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
@@ -19,12 +20,12 @@
 #include "core/plan/plan.hpp"
 #include "core/render/graphviz.hpp"
 #include "core/render/render.hpp"
-#include "core/render/render_command.hpp"
 #include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
 using namespace tapestry::testing;
 using namespace tapestry::render;
+using namespace tapestry::driver;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
@@ -96,12 +97,7 @@ const char* kFront = R"({"tapestry": "front/v1", "graph": "g", "target": "cpu-2"
              "threads": 1, "seconds": 0.01}})";
 
 std::string errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return failureOf(f).what;
 }
 
 } // namespace

@@ -17,18 +17,18 @@
 
 #include <unistd.h>
 
+#include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/diag/error.hpp"
+#include "core/driver/optimize_command.hpp"
 #include "core/graph/loader.hpp"
 #include "core/metakernel/library.hpp"
-#include "core/plan/plan_file.hpp"
 #include "core/search/archive.hpp"
 #include "core/search/exhaustive.hpp"
 #include "core/search/front_file.hpp"
 #include "core/search/hypervolume.hpp"
 #include "core/search/mutate.hpp"
-#include "core/search/optimize_command.hpp"
 #include "core/search/parallel.hpp"
 #include "core/search/search.hpp"
 #include "core/search/select.hpp"
@@ -36,6 +36,7 @@
 
 using namespace tapestry;
 using namespace tapestry::search;
+using namespace tapestry::driver;
 
 namespace {
 
@@ -304,7 +305,7 @@ TEST_CASE("selection policies", "[search][select]") {
 TEST_CASE("the search is deterministic per seed, whatever the thread count", "[search]") {
   const graph::ExpandedGraph& g = graphNamed("mlp");
   const cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchOptions options;
   options.seed = 11;
   options.generations = 12;
@@ -331,7 +332,7 @@ TEST_CASE("the search is deterministic per seed, whatever the thread count", "[s
 TEST_CASE("a stop flag ends the search at a generation boundary", "[search]") {
   const graph::ExpandedGraph& g = graphNamed("tiny");
   const cost::Target t = h100x4();
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   std::atomic<bool> stop{false};
   SearchOptions options;
   options.generations = 1000;
@@ -373,7 +374,7 @@ TEST_CASE("every plan the search emits passes the plan loader", "[search][accept
     const cost::Target t = std::string(c.graph) == "tiny" ? h100x4() : cost::loadTarget("h100x8");
     for (plan::InputsOn where : {plan::InputsOn::Host, plan::InputsOn::Free}) {
       const plan::PlanOptions options{where};
-      Evaluator evaluator(g, t, options);
+      ChoiceScorer evaluator(g, t, options);
       for (int seed = 0; seed < c.seeds; ++seed) {
         SearchOptions search;
         search.seed = static_cast<std::uint64_t>(seed);
@@ -402,7 +403,7 @@ TEST_CASE("the search beats every baseline on the MLP and the transformer block"
   const cost::Target t = cost::loadTarget("h100x8");
   for (const char* name : {"mlp", "transformer_block"}) {
     const graph::ExpandedGraph& g = graphNamed(name);
-    Evaluator evaluator(g, t);
+    ChoiceScorer evaluator(g, t);
     SearchOptions options; // the default budget, as `tapestry optimize`
     options.threads = 2;
     SearchResult r = runSearch(evaluator, options);
@@ -425,7 +426,7 @@ TEST_CASE("the search beats every baseline on the MLP and the transformer block"
 TEST_CASE("exhaustive search refuses large spaces", "[search][exhaustive]") {
   const graph::ExpandedGraph& g = graphNamed("transformer_block");
   const cost::Target t = cost::loadTarget("h100x8");
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   try {
     runExhaustive(evaluator, 1);
     FAIL("expected an error");
@@ -441,7 +442,7 @@ TEST_CASE("the search reaches 99% of the exhaustive front's hypervolume", "[sear
   const graph::ExpandedGraph& g = graphNamed("tiny");
   REQUIRE(g.operations.size() <= 4);
   const cost::Target t = h100x4();
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchResult truth = runExhaustive(evaluator, 2);
   CHECK(truth.evaluations == 16 * 32 * 16 * 16 + 3);
   REQUIRE(truth.front.size() > 1);
@@ -477,7 +478,7 @@ TEST_CASE("the exhaustive front does not depend on the thread count", "[search][
   const graph::ExpandedGraph& g = graphNamed("tiny");
   cost::Target t = h100x4();
   t.devices.count = 2;
-  Evaluator evaluator(g, t);
+  ChoiceScorer evaluator(g, t);
   SearchResult a = runExhaustive(evaluator, 1);
   SearchResult b = runExhaustive(evaluator, 3);
   REQUIRE(a.front.size() == b.front.size());

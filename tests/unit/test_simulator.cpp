@@ -266,7 +266,7 @@ PlanChoice randomChoice(const graph::ExpandedGraph& g, std::mt19937& rng, int de
 
 } // namespace
 
-// The search's fast path (PlanBuilder::tasks, Evaluator) must agree exactly with
+// The search's fast path (PlanBuilder::tasks, ChoiceSimulator) must agree exactly with
 // the full plan (buildPlan, summarize, simulate).
 TEST_CASE("the evaluator agrees with buildPlan + simulate", "[simulator]") {
   const Target t = loadTarget("h100x8");
@@ -277,7 +277,7 @@ TEST_CASE("the evaluator agrees with buildPlan + simulate", "[simulator]") {
     const graph::ExpandedGraph g = graph::loadAndExpand(
         std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name + ".json", lib());
     for (const plan::InputsOn where : {plan::InputsOn::Host, plan::InputsOn::Free}) {
-      Evaluator evaluator(g, t, plan::PlanOptions{where});
+      ChoiceSimulator evaluator(g, t, plan::PlanOptions{where});
       for (int round = 0; round < 25; ++round) {
         const PlanChoice c = randomChoice(g, rng, t.deviceCount());
         plan::ShardPlan p;
@@ -328,7 +328,7 @@ TEST_CASE("plan and simulate throughput", "[.bench]") {
       }
     }
   }
-  Evaluator evaluator(g, t);
+  ChoiceSimulator evaluator(g, t);
   for (const auto& [name, choice] : {std::pair{"data parallel", dp}, std::pair{"mixed", mixed}}) {
     plan::ShardPlan p;
     try {
@@ -352,7 +352,8 @@ TEST_CASE("plan and simulate throughput", "[.bench]") {
       }
       std::printf("%s (%zu shards, %zu transfers, %zu reductions): %s: %.0f plans/s, time %.3g s\n",
                   name, p.shardCount(), p.transfers.size(), p.reductions.size(),
-                  full ? "buildPlan + simulate" : "Evaluator::evaluate", n / elapsed, checksum / n);
+                  full ? "buildPlan + simulate" : "ChoiceSimulator::evaluate", n / elapsed,
+                  checksum / n);
     }
   }
 }

@@ -10,23 +10,24 @@
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
 #include "core/json/json.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
 using namespace tapestry::cost;
+using tapestry::testing::Failure;
+using tapestry::testing::failureOf;
 
 namespace {
 
 const std::string kTestdata = TAPESTRY_TESTDATA_DIR;
 
 template <class F> std::string errorOf(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.exitCode() == ExitCode::InvalidInput);
-    return e.what();
+  const Failure failure = failureOf(f);
+  if (failure.code == ExitCode::Ok) {
+    FAIL("expected an error");
   }
-  FAIL("expected an error");
-  return {};
+  CHECK(failure.code == ExitCode::InvalidInput);
+  return failure.what;
 }
 
 std::string sizeError(const std::string& text) {

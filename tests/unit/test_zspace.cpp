@@ -20,33 +20,17 @@
 #include "core/zspace/zrange.hpp"
 #include "core/zspace/zspace.hpp"
 #include "core/zspace/zspace_json.hpp"
+#include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
+
+using tapestry::testing::Failure;
+using tapestry::testing::failureOf;
 
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
-
-// What a thrown Error said; "<no error>" when nothing was thrown.
-struct Failure {
-  std::string message;
-  std::string pointer; // JSON pointer of a located decoding error
-  std::string what;    // the formatted diagnostic
-  ExitCode code = ExitCode::Ok;
-  bool internal = false;
-};
-
-template <class F> Failure failureOf(F&& f) {
-  try {
-    f();
-  } catch (const InternalError& e) {
-    return {e.message(), e.diagnostic().location.pointer, e.what(), e.exitCode(), true};
-  } catch (const Error& e) {
-    return {e.message(), e.diagnostic().location.pointer, e.what(), e.exitCode(), false};
-  }
-  return {"<no error>", "", "", ExitCode::Ok, false};
-}
 
 template <class F> std::string errorOf(F&& f) {
   Failure failure = failureOf(f);

@@ -11,12 +11,12 @@
 
 #include "backends/backend.hpp"
 #include "backends/check.hpp"
+#include "core/cost/plan_file.hpp"
 #include "core/graph/graph.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
-#include "core/plan/plan_file.hpp"
 
-namespace tapestry::backend {
+namespace tapestry::driver {
 
 // What `run` and `bench` share: the plan, its kernels and backend, the inputs'
 // seed and the output mode.
@@ -65,4 +65,4 @@ plan::LoadedPlan loadRunnable(const std::string& path,
 // "cuda" needs the CUDA backend built and a usable GPU.
 void requireBackend(const std::string& name);
 
-} // namespace tapestry::backend
+} // namespace tapestry::driver

@@ -16,14 +16,14 @@
 
 #include "core/render/render.hpp"
 
-namespace tapestry::render {
+namespace tapestry::driver {
 
 struct RenderConfig {
   std::string inputPath;                // "-" reads standard input
   std::vector<std::string> kernelPaths; // -k files and directories, for graph files
   std::string outputPath = "-";         // "-": DOT text on `out`
-  std::optional<View> view;             // nullopt: by the file's tag
-  ViewOptions options;
+  std::optional<render::View> view;     // nullopt: by the file's tag
+  render::ViewOptions options;
   bool json = false;    // --format json: a summary document on `out` when -o is a file
   bool quiet = false;   // no text summary
   bool verbose = false; // a summary on `err` even when the drawing goes to `out`
@@ -34,4 +34,4 @@ struct RenderConfig {
 // Nothing is written unless the whole picture was made (atomic output file).
 int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& err);
 
-} // namespace tapestry::render
+} // namespace tapestry::driver

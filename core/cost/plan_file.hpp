@@ -42,7 +42,7 @@ Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cos
 // runs, benches and renders without -k.
 Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
                 const cost::Simulation& s, const metakernel::MetakernelLibrary* library = nullptr);
-// graph::formatJson(planToJson(...)): what `optimize -o` writes.
+// json::format(planToJson(...), graph::kExpandedWidth): what `optimize -o` writes.
 std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
                       const cost::Simulation& s,
                       const metakernel::MetakernelLibrary* library = nullptr);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace tapestry::metakernel {
+namespace tapestry::driver {
 
 struct KernelsConfig {
   enum class Action { List, Show, Check };
@@ -22,4 +22,4 @@ struct KernelsConfig {
 // and an unknown kernel for `show` are thrown as Error (exit 1).
 int runKernelsCommand(const KernelsConfig& config, std::ostream& out, std::ostream& err);
 
-} // namespace tapestry::metakernel
+} // namespace tapestry::driver

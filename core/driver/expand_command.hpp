@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace tapestry::graph {
+namespace tapestry::driver {
 
 struct ExpandConfig {
   std::string graphPath;                // "-" reads standard input
@@ -22,4 +22,4 @@ struct ExpandConfig {
 // the output file is written atomically, and only once expansion succeeded.
 int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& err);
 
-} // namespace tapestry::graph
+} // namespace tapestry::driver

@@ -1,4 +1,4 @@
-#include "core/metakernel/kernels_command.hpp"
+#include "core/driver/kernels_command.hpp"
 
 #include <ostream>
 #include <sstream>
@@ -6,7 +6,9 @@
 #include "core/metakernel/application.hpp"
 #include "core/metakernel/library.hpp"
 
-namespace tapestry::metakernel {
+namespace tapestry::driver {
+
+using namespace tapestry::metakernel;
 
 namespace {
 
@@ -223,4 +225,4 @@ int runKernelsCommand(const KernelsConfig& config, std::ostream& out, std::ostre
   return 0;
 }
 
-} // namespace tapestry::metakernel
+} // namespace tapestry::driver

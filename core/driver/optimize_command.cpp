@@ -1,4 +1,4 @@
-#include "core/search/optimize_command.hpp"
+#include "core/driver/optimize_command.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
@@ -17,15 +18,17 @@
 #include "core/diag/error.hpp"
 #include "core/graph/loader.hpp"
 #include "core/graph/writer.hpp"
+#include "core/json/layout.hpp"
 #include "core/metakernel/library.hpp"
-#include "core/plan/plan_file.hpp"
 #include "core/search/exhaustive.hpp"
 #include "core/search/front_file.hpp"
 #include "core/search/island.hpp"
 #include "core/search/search.hpp"
 #include "core/search/select.hpp"
 
-namespace tapestry::search {
+namespace tapestry::driver {
+
+using namespace tapestry::search;
 
 namespace {
 
@@ -178,7 +181,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   graph::ExpandedGraph graph = graph::loadAndExpand(config.graphPath, library);
   cost::Target target = cost::loadTarget(config.target);
 
-  Evaluator evaluator(graph, target, planOptions);
+  ChoiceScorer evaluator(graph, target, planOptions);
   SearchResult result;
   ProgressLine progress(err);
   if (config.exhaustive) {
@@ -237,7 +240,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   }
   if (!config.frontPath.empty()) {
     Json front = frontToJson(graph, target, result, info);
-    writeFileAtomically(config.frontPath, graph::formatJson(front) + "\n", out);
+    writeFileAtomically(config.frontPath, json::format(front, graph::kExpandedWidth) + "\n", out);
   }
 
   const bool planOnStdout = config.outputPath == "-";
@@ -308,4 +311,4 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   return 0;
 }
 
-} // namespace tapestry::search
+} // namespace tapestry::driver

@@ -1,5 +1,5 @@
 // The plan/v1 writer and the validating loader.
-#include "core/plan/plan_file.hpp"
+#include "core/cost/plan_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/graph/writer.hpp"
+#include "core/json/layout.hpp"
 #include "core/zspace/zspace_json.hpp"
 
 namespace tapestry::plan {
@@ -149,7 +150,7 @@ Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const Shar
 
 std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
                       const cost::Simulation& s, const metakernel::MetakernelLibrary* library) {
-  return graph::formatJson(planToJson(g, t, p, s, library));
+  return json::format(planToJson(g, t, p, s, library), graph::kExpandedWidth);
 }
 
 // ---------------------------------------------------------------- loading

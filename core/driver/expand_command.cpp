@@ -1,4 +1,4 @@
-#include "core/graph/expand_command.hpp"
+#include "core/driver/expand_command.hpp"
 
 #include <cstdio>
 #include <ostream>
@@ -8,7 +8,9 @@
 #include "core/graph/writer.hpp"
 #include "core/metakernel/library.hpp"
 
-namespace tapestry::graph {
+namespace tapestry::driver {
+
+using namespace tapestry::graph;
 
 namespace {
 
@@ -60,4 +62,4 @@ int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& e
   return 0;
 }
 
-} // namespace tapestry::graph
+} // namespace tapestry::driver

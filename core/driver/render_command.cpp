@@ -1,4 +1,4 @@
-#include "core/render/render_command.hpp"
+#include "core/driver/render_command.hpp"
 
 #include <ostream>
 
@@ -8,7 +8,9 @@
 #include "core/graph/loader.hpp"
 #include "core/metakernel/library.hpp"
 
-namespace tapestry::render {
+namespace tapestry::driver {
+
+using namespace tapestry::render;
 
 namespace {
 
@@ -140,4 +142,4 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   return 0;
 }
 
-} // namespace tapestry::render
+} // namespace tapestry::driver

@@ -1,4 +1,4 @@
-#include "backends/run_command.hpp"
+#include "core/driver/run_command.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +30,9 @@
 #include "backends/cuda/cuda_probe.hpp"
 #endif
 
-namespace tapestry::backend {
+namespace tapestry::driver {
+
+using namespace tapestry::backend;
 
 // ---------------------------------------------------------------- loading
 
@@ -505,4 +507,4 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
   return 0;
 }
 
-} // namespace tapestry::backend
+} // namespace tapestry::driver

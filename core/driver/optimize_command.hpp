@@ -11,7 +11,7 @@
 
 #include "core/search/island.hpp"
 
-namespace tapestry::search {
+namespace tapestry::driver {
 
 struct OptimizeConfig {
   std::string graphPath;                // "-" reads standard input
@@ -35,8 +35,8 @@ struct OptimizeConfig {
   // Under `mpirun -n K` (K > 1): this process's island of a distributed search
   // (island.hpp, docs/distributed.md). Only rank 0 writes files and prints; the
   // others return once the islands have merged their fronts. nullptr: one process.
-  IslandTransport* islands = nullptr;
-  std::int64_t exchangeEvery = kDefaultExchangeEvery; // generations between exchanges
+  search::IslandTransport* islands = nullptr;
+  std::int64_t exchangeEvery = search::kDefaultExchangeEvery; // generations between exchanges
 };
 
 // Returns 0, or 130 (ExitCode::Interrupted) when `stop` ended the search early:
@@ -45,4 +45,4 @@ struct OptimizeConfig {
 // plan first, then the front.
 int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err);
 
-} // namespace tapestry::search
+} // namespace tapestry::driver
