@@ -406,13 +406,57 @@ std::string objectivesText(const Objectives& o) {
          formatBytes(o.bytes);
 }
 
-} // namespace
+// The plot area in points, with the time axis along x and memory along y.
+constexpr double kPlotWidth = 560;
+constexpr double kPlotHeight = 380;
+constexpr double kMarkerRadius = 4.5;
 
-Drawing frontView(const json::Value& root, const ViewOptions& options) {
-  (void)options;
-  FrontFile f = decodeFront(root);
+struct Axes {
+  Axis x; // predicted time
+  Axis y; // peak memory per device
+};
 
-  Drawing d;
+struct Mark {
+  const char* shape;
+  const char* glyph;
+};
+const std::array<Mark, 4> kBaselineMarks = {
+    Mark{"diamond", "\xE2\x97\x86"}, Mark{"square", "\xE2\x96\xA0"},
+    Mark{"triangle", "\xE2\x96\xB2"}, Mark{"invtriangle", "\xE2\x96\xBC"}};
+const Mark& baselineMark(std::size_t i) {
+  return kBaselineMarks[i % kBaselineMarks.size()];
+}
+
+// Colour bins of the third objective (bytes moved), on a log scale when it
+// spans widely.
+struct BytesBins {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = 0;
+  bool log = false;
+
+  explicit BytesBins(const FrontFile& f) {
+    for (const FrontPlan& p : f.plans) {
+      lo = std::min(lo, p.objectives.bytes);
+      hi = std::max(hi, p.objectives.bytes);
+    }
+    log = lo > 0 && hi / lo > 20;
+  }
+  bool spread() const { return hi > lo; }
+  std::size_t bin(double bytes) const {
+    if (!spread()) {
+      return 2;
+    }
+    double fr = log ? (std::log(bytes) - std::log(lo)) / (std::log(hi) - std::log(lo))
+                    : (bytes - lo) / (hi - lo);
+    return std::min<std::size_t>(4, static_cast<std::size_t>(fr * 5));
+  }
+  double edge(double fr) const {
+    return log ? std::exp(std::log(lo) + fr * (std::log(hi) - std::log(lo))) : lo + fr * (hi - lo);
+  }
+};
+
+// The title, graph attributes and node and edge defaults.
+void setUpDrawing(Drawing& d, const FrontFile& f) {
   d.name = f.graph.empty() ? "front" : f.graph;
   d.layout = "nop";
   std::string where = f.target.empty() ? "" : " on " + f.target;
@@ -432,8 +476,10 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
                   {"pad", "0.3"}};
   d.nodeDefaults = {{"fontname", kFont}, {"fontsize", "10"}};
   d.edgeDefaults = {{"arrowhead", "none"}};
+}
 
-  // Every value that must fit on the axes.
+// Axes that fit every plan and baseline.
+Axes axesFor(const FrontFile& f) {
   std::vector<double> times;
   std::vector<double> memories;
   for (const FrontPlan& p : f.plans) {
@@ -450,21 +496,20 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
     times = {0, 1};
     memories = {0, 1};
   }
-  const double width = 560;
-  const double height = 380;
-  Axis xAxis = makeAxis(times, width);
-  Axis yAxis = makeAxis(memories, height);
+  return Axes{makeAxis(times, kPlotWidth), makeAxis(memories, kPlotHeight)};
+}
 
-  Plot plot(d);
-  plot.setBounds(Box{0, 0, width, height});
-  // Frame and grid (edges are drawn first, under the markers).
-  for (double t : ticks(xAxis, false)) {
-    double x = xAxis.at(t);
+// Frame, grid, ticks and axis titles (edges are drawn first, under the markers).
+void drawFrame(Plot& plot, const Axes& axes) {
+  const double width = kPlotWidth;
+  const double height = kPlotHeight;
+  for (double t : ticks(axes.x, false)) {
+    double x = axes.x.at(t);
     plot.line(x, 0, x, height, {{"color", "#e3e3e3"}});
     plot.text("xt" + std::to_string(static_cast<int>(x)), x, -12, formatSeconds(t), 9);
   }
-  for (double m : ticks(yAxis, true)) {
-    double y = yAxis.at(m);
+  for (double m : ticks(axes.y, true)) {
+    double y = axes.y.at(m);
     plot.line(0, y, width, y, {{"color", "#e3e3e3"}});
     std::string label = formatBytes(m);
     plot.text("yt" + std::to_string(static_cast<int>(y)), -6 - textWidth(label, 9) / 2, y, label,
@@ -475,32 +520,13 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
   plot.line(width, 0, width, height, {{"color", "#bbbbbb"}});
   plot.line(0, height, width, height, {{"color", "#bbbbbb"}});
   plot.text("xtitle", width / 2, -32,
-            std::string("predicted time") + (xAxis.log ? " (log scale)" : ""), 11);
-  std::string yTitle = std::string("peak memory per device") + (yAxis.log ? " (log scale)" : "");
+            std::string("predicted time") + (axes.x.log ? " (log scale)" : ""), 11);
+  std::string yTitle = std::string("peak memory per device") + (axes.y.log ? " (log scale)" : "");
   plot.text("ytitle", textWidth(yTitle, 11) / 2 - 40, height + 16, yTitle, 11);
+}
 
-  // Colour bins of the third objective, on a log scale when it spans widely.
-  double bMin = std::numeric_limits<double>::infinity();
-  double bMax = 0;
-  for (const FrontPlan& p : f.plans) {
-    bMin = std::min(bMin, p.objectives.bytes);
-    bMax = std::max(bMax, p.objectives.bytes);
-  }
-  bool bytesLog = bMin > 0 && bMax / bMin > 20;
-  auto bin = [&](double bytes) -> std::size_t {
-    if (!(bMax > bMin)) {
-      return 2;
-    }
-    double fr = bytesLog ? (std::log(bytes) - std::log(bMin)) / (std::log(bMax) - std::log(bMin))
-                         : (bytes - bMin) / (bMax - bMin);
-    return std::min<std::size_t>(4, static_cast<std::size_t>(fr * 5));
-  };
-  auto binEdge = [&](double fr) {
-    return bytesLog ? std::exp(std::log(bMin) + fr * (std::log(bMax) - std::log(bMin)))
-                    : bMin + fr * (bMax - bMin);
-  };
-
-  // The time-memory staircase of plans not dominated in those two alone.
+// The time-memory staircase of plans not dominated in those two alone.
+void drawStaircase(Plot& plot, const FrontFile& f, const Axes& axes) {
   std::vector<std::size_t> byTime(f.plans.size());
   for (std::size_t i = 0; i < byTime.size(); ++i) {
     byTime[i] = i;
@@ -520,57 +546,56 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
     const Objectives& a = f.plans[stairs[k]].objectives;
     const Objectives& b = f.plans[stairs[k + 1]].objectives;
     Attrs style{{"color", "#888888"}, {"style", "dashed"}};
-    plot.line(xAxis.at(a.time), yAxis.at(a.memory), xAxis.at(b.time), yAxis.at(a.memory), style);
-    plot.line(xAxis.at(b.time), yAxis.at(a.memory), xAxis.at(b.time), yAxis.at(b.memory), style);
+    plot.line(axes.x.at(a.time), axes.y.at(a.memory), axes.x.at(b.time), axes.y.at(a.memory),
+              style);
+    plot.line(axes.x.at(b.time), axes.y.at(a.memory), axes.x.at(b.time), axes.y.at(b.memory),
+              style);
   }
+}
 
-  // Markers: reserve every marker's box first so labels avoid all of them.
-  const double r = 4.5;
+// Every marker's box, reserved before any label is placed so labels avoid all.
+void reserveMarkers(Plot& plot, const FrontFile& f, const Axes& axes) {
+  const double r = kMarkerRadius;
   for (const FrontPlan& p : f.plans) {
-    double x = xAxis.at(p.objectives.time);
-    double y = yAxis.at(p.objectives.memory);
+    double x = axes.x.at(p.objectives.time);
+    double y = axes.y.at(p.objectives.memory);
     plot.reserve(Box{x - r, y - r, x + r, y + r});
   }
-  struct Mark {
-    const char* shape;
-    const char* glyph;
-  };
-  const std::array<Mark, 4> baselineMarks = {
-      Mark{"diamond", "\xE2\x97\x86"}, Mark{"square", "\xE2\x96\xA0"},
-      Mark{"triangle", "\xE2\x96\xB2"}, Mark{"invtriangle", "\xE2\x96\xBC"}};
   if (f.selected) {
     const Objectives& o = f.plans[*f.selected].objectives;
-    double x = xAxis.at(o.time);
-    double y = yAxis.at(o.memory);
+    double x = axes.x.at(o.time);
+    double y = axes.y.at(o.memory);
     plot.reserve(Box{x - 11, y - 11, x + 11, y + 11}); // the ring
   }
-  std::vector<std::size_t> baselineMark(f.baselines.size());
-  for (std::size_t i = 0; i < f.baselines.size(); ++i) {
-    baselineMark[i] = i % baselineMarks.size();
-    if (f.baselines[i].objectives) {
-      double x = xAxis.at(f.baselines[i].objectives->time);
-      double y = yAxis.at(f.baselines[i].objectives->memory);
+  for (const Baseline& b : f.baselines) {
+    if (b.objectives) {
+      double x = axes.x.at(b.objectives->time);
+      double y = axes.y.at(b.objectives->memory);
       plot.reserve(Box{x - 6, y - 6, x + 6, y + 6});
     }
   }
+}
 
+// The front plans' dots, the baselines' marks and the selected plan's ring.
+void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBins& bins) {
   for (std::size_t i = 0; i < f.plans.size(); ++i) {
     const FrontPlan& p = f.plans[i];
     bool selected = f.selected == i;
-    double x = xAxis.at(p.objectives.time);
-    double y = yAxis.at(p.objectives.memory);
+    double x = axes.x.at(p.objectives.time);
+    double y = axes.y.at(p.objectives.memory);
     std::string tip = "plan #" + std::to_string(i) + (selected ? " (selected)" : "") + ": " +
                       objectivesText(p.objectives) + p.summary;
-    d.addNode("plan" + std::to_string(i), {{"label", ""},
-                                           {"shape", "circle"},
-                                           {"fixedsize", "true"},
-                                           {"width", "0.125"},
-                                           {"style", "filled"},
-                                           {"fillcolor", kBytesColors[bin(p.objectives.bytes)]},
-                                           {"color", "#333333"},
-                                           {"penwidth", "0.8"},
-                                           {"tooltip", escapeString(tip)},
-                                           {"pos", Plot::pos(x, y)}});
+    d.addNode("plan" + std::to_string(i),
+              {{"label", ""},
+               {"shape", "circle"},
+               {"fixedsize", "true"},
+               {"width", "0.125"},
+               {"style", "filled"},
+               {"fillcolor", kBytesColors[bins.bin(p.objectives.bytes)]},
+               {"color", "#333333"},
+               {"penwidth", "0.8"},
+               {"tooltip", escapeString(tip)},
+               {"pos", Plot::pos(x, y)}});
     ++d.contentNodes;
   }
   for (std::size_t i = 0; i < f.baselines.size(); ++i) {
@@ -578,11 +603,11 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
     if (!b.objectives) {
       continue;
     }
-    double x = xAxis.at(b.objectives->time);
-    double y = yAxis.at(b.objectives->memory);
+    double x = axes.x.at(b.objectives->time);
+    double y = axes.y.at(b.objectives->memory);
     d.addNode("baseline:" + b.name,
               {{"label", ""},
-               {"shape", baselineMarks[baselineMark[i]].shape},
+               {"shape", baselineMark(i).shape},
                {"fixedsize", "true"},
                {"width", "0.16"},
                {"height", "0.16"},
@@ -594,7 +619,6 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
                {"pos", Plot::pos(x, y)}});
     ++d.contentNodes;
   }
-
   // The selected plan's ring goes on top of everything (a baseline may sit there).
   if (f.selected) {
     const Objectives& o = f.plans[*f.selected].objectives;
@@ -607,23 +631,25 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
                {"color", kSelected},
                {"penwidth", "2.2"},
                {"tooltip", escapeString("selected plan #" + std::to_string(*f.selected))},
-               {"pos", Plot::pos(xAxis.at(o.time), yAxis.at(o.memory))}});
+               {"pos", Plot::pos(axes.x.at(o.time), axes.y.at(o.memory))}});
   }
+}
 
-  // Labels: the selected plan and the baselines always, front plans where free.
+// Labels: the selected plan and the baselines always, front plans where free.
+void addLabels(Plot& plot, const FrontFile& f, const Axes& axes) {
   if (f.selected) {
     const Objectives& o = f.plans[*f.selected].objectives;
     std::string label = "selected #" + std::to_string(*f.selected);
     if (!f.select.empty()) {
       label += " (" + f.select + ")";
     }
-    plot.labelBeside("label:selected", xAxis.at(o.time), yAxis.at(o.memory), 11, label, 10, false,
+    plot.labelBeside("label:selected", axes.x.at(o.time), axes.y.at(o.memory), 11, label, 10, false,
                      {{"fontcolor", kSelected}});
   }
   for (const Baseline& b : f.baselines) {
     if (b.objectives) {
-      plot.labelBeside("label:" + b.name, xAxis.at(b.objectives->time),
-                       yAxis.at(b.objectives->memory), 6, b.name, 10, false);
+      plot.labelBeside("label:" + b.name, axes.x.at(b.objectives->time),
+                       axes.y.at(b.objectives->memory), 6, b.name, 10, false);
     }
   }
   for (std::size_t i = 0; i < f.plans.size(); ++i) {
@@ -631,11 +657,13 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
       continue;
     }
     const Objectives& o = f.plans[i].objectives;
-    plot.labelBeside("label:" + std::to_string(i), xAxis.at(o.time), yAxis.at(o.memory), r,
-                     "#" + std::to_string(i), 8, true, {{"fontcolor", "#555555"}});
+    plot.labelBeside("label:" + std::to_string(i), axes.x.at(o.time), axes.y.at(o.memory),
+                     kMarkerRadius, "#" + std::to_string(i), 8, true, {{"fontcolor", "#555555"}});
   }
+}
 
-  // Legend, right of the plot.
+// The legend, right of the plot.
+void addLegend(Drawing& d, const FrontFile& f, const BytesBins& bins) {
   std::vector<LegendRow> rows;
   rows.push_back({"BORDER=\"0\"", font("\xE2\x97\x8F", 14, "#2c7fb8"),
                   "front plan #i (hover for its splits)"});
@@ -647,19 +675,20 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
     const Baseline& b = f.baselines[i];
     std::string text = "baseline " + b.name;
     text += b.objectives ? "" : ": not a valid plan here";
-    rows.push_back({"BORDER=\"0\"", font(baselineMarks[baselineMark[i]].glyph, 12), text});
+    rows.push_back({"BORDER=\"0\"", font(baselineMark(i).glyph, 12), text});
   }
   rows.push_back({"BORDER=\"0\"", font("- - -", 10, "#888888"),
                   "best time for its memory\n(time-memory front)"});
-  if (bMax > bMin) {
+  if (bins.spread()) {
     for (std::size_t k = 0; k < kBytesColors.size(); ++k) {
       rows.push_back({"BGCOLOR=\"" + std::string(kBytesColors[k]) + "\"", "",
-                      "moves " + formatBytes(binEdge(static_cast<double>(k) / 5)) +
-                          " \xE2\x80\x93 " + formatBytes(binEdge(static_cast<double>(k + 1) / 5))});
+                      "moves " + formatBytes(bins.edge(static_cast<double>(k) / 5)) +
+                          " \xE2\x80\x93 " +
+                          formatBytes(bins.edge(static_cast<double>(k + 1) / 5))});
     }
   } else if (!f.plans.empty()) {
     rows.push_back(
-        {"BGCOLOR=\"" + std::string(kBytesColors[2]) + "\"", "", "moves " + formatBytes(bMax)});
+        {"BGCOLOR=\"" + std::string(kBytesColors[2]) + "\"", "", "moves " + formatBytes(bins.hi)});
   }
   std::string html = "<TABLE BORDER=\"1\" COLOR=\"#bbbbbb\" CELLBORDER=\"0\" CELLSPACING=\"2\" "
                      "CELLPADDING=\"2\"><TR><TD COLSPAN=\"2\">" +
@@ -683,8 +712,27 @@ Drawing frontView(const json::Value& root, const ViewOptions& options) {
   d.addNode("legend", {{"shape", "plaintext"},
                        {"margin", "0"},
                        {"label", html, true},
-                       {"pos", Plot::pos(width + 24 + legendWidth / 2,
-                                         height - 8 * static_cast<double>(lines))}});
+                       {"pos", Plot::pos(kPlotWidth + 24 + legendWidth / 2,
+                                         kPlotHeight - 8 * static_cast<double>(lines))}});
+}
+
+} // namespace
+
+Drawing frontView(const json::Value& root, const ViewOptions& options) {
+  (void)options;
+  const FrontFile f = decodeFront(root);
+  Drawing d;
+  setUpDrawing(d, f);
+  const Axes axes = axesFor(f);
+  Plot plot(d);
+  plot.setBounds(Box{0, 0, kPlotWidth, kPlotHeight});
+  drawFrame(plot, axes);
+  const BytesBins bins(f);
+  drawStaircase(plot, f, axes);
+  reserveMarkers(plot, f, axes);
+  addMarkers(d, f, axes, bins);
+  addLabels(plot, f, axes);
+  addLegend(d, f, bins);
   return d;
 }
 
