@@ -130,34 +130,41 @@ private:
   bool shown_ = false;
 };
 
-} // namespace
+// The flags, checked before anything is read: a usage error never waits for a
+// search.
+struct CheckedFlags {
+  SelectPolicy policy = SelectPolicy::Fastest;
+  std::optional<std::int64_t> memoryCap;
+  plan::PlanOptions planOptions;
+  bool distributed = false; // under mpirun with more than one island
+};
 
-int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err) {
-  // Flags first: a usage error never waits for a search.
+CheckedFlags checkFlags(const OptimizeConfig& config) {
+  CheckedFlags flags;
   const std::optional<SelectPolicy> policy = parseSelectPolicy(config.select);
   if (!policy) {
     throw UsageError("--select: expected fastest, smallest, knee or time, got \"" + config.select +
                      "\"");
   }
-  std::optional<std::int64_t> memoryCap;
+  flags.policy = *policy;
   if (config.memoryCap) {
     try {
-      memoryCap = cost::parseSize(*config.memoryCap);
+      flags.memoryCap = cost::parseSize(*config.memoryCap);
     } catch (const Error& e) {
       throw UsageError("--memory-cap: " + e.message());
     }
-    if (*memoryCap <= 0) {
+    if (*flags.memoryCap <= 0) {
       throw UsageError("--memory-cap: must be greater than 0, got \"" + *config.memoryCap + "\"");
     }
   }
-  if (*policy == SelectPolicy::Time && !memoryCap) {
+  if (flags.policy == SelectPolicy::Time && !flags.memoryCap) {
     throw UsageError("--select time needs --memory-cap (the fastest plan under that cap)");
   }
   if (config.threads < 1) {
     throw UsageError("--threads: expected at least 1, got " + std::to_string(config.threads));
   }
-  const bool distributed = config.islands && config.islands->size() > 1;
-  if (distributed && config.exhaustive) {
+  flags.distributed = config.islands && config.islands->size() > 1;
+  if (flags.distributed && config.exhaustive) {
     throw UsageError("--exhaustive runs in one process; run it without mpirun");
   }
   if (config.exchangeEvery < 1) {
@@ -168,22 +175,22 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     throw UsageError("--exhaustive evaluates every plan; it takes no --iterations or "
                      "--budget-seconds");
   }
-  plan::PlanOptions planOptions;
   if (config.inputsOn == "free") {
-    planOptions.inputsOn = plan::InputsOn::Free;
+    flags.planOptions.inputsOn = plan::InputsOn::Free;
   } else if (config.inputsOn != "host") {
     throw UsageError("--inputs-on: expected host or free, got \"" + config.inputsOn + "\"");
   }
   checkWritable(config.outputPath);
   checkWritable(config.frontPath);
+  return flags;
+}
 
-  metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
-  graph::ExpandedGraph graph = graph::loadAndExpand(config.graphPath, library);
-  cost::Target target = cost::loadTarget(config.target);
-
-  ChoiceScorer evaluator(graph, target, planOptions);
-  SearchResult result;
+// The exhaustive enumeration, the stochastic search, or this process's island
+// of the distributed one; with a progress line when asked.
+SearchResult searchPlans(const ChoiceScorer& evaluator, const OptimizeConfig& config,
+                         const CheckedFlags& flags, std::ostream& err) {
   ProgressLine progress(err);
+  SearchResult result;
   if (config.exhaustive) {
     result = runExhaustive(evaluator, config.threads);
   } else {
@@ -199,107 +206,146 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     if (config.progress) {
       options.onGeneration = [&](const SearchProgress& p) { progress.update(p, generations); };
     }
-    result = distributed ? runIslandSearch(evaluator, options, IslandOptions{config.exchangeEvery},
-                                           *config.islands)
-                         : runSearch(evaluator, options);
+    result = flags.distributed
+                 ? runIslandSearch(evaluator, options, IslandOptions{config.exchangeEvery},
+                                   *config.islands)
+                 : runSearch(evaluator, options);
   }
   progress.clear();
-  if (distributed && config.islands->rank() != 0) {
+  return result;
+}
+
+// The error for a search that found no plan that fits, with the least memory
+// any plan needed.
+[[noreturn]] void throwNothingFits(const graph::ExpandedGraph& graph, const cost::Target& target,
+                                   const SearchResult& result) {
+  std::int64_t least = result.leastPeakMemory;
+  for (const BaselineResult& b : result.baselines) {
+    if (b.objectives && (least == 0 || b.objectives->peakMemoryBytes < least)) {
+      least = b.objectives->peakMemoryBytes;
+    }
+  }
+  throw Error("no plan of " + graph.name + " fits in the memory of " + target.name +
+              "'s devices (" + cost::formatSize(target.devices.memory) + " each)" +
+              (least > 0 ? "; the smallest plan found needs " + cost::formatSize(least) : ""));
+}
+
+// What the summaries report: the graph, target, result and selection.
+struct Outcome {
+  const graph::ExpandedGraph& graph;
+  const cost::Target& target;
+  const SearchResult& result;
+  const FrontInfo& info;
+  const Evaluated& chosen;
+};
+
+// The --format json summary (when the plan goes to a file).
+void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostream& out) {
+  Json summary = Json::object();
+  summary["status"] = o.result.stopped ? "interrupted" : "ok";
+  summary["graph"] = o.graph.name;
+  summary["target"] = o.target.name;
+  summary["devices"] = o.target.deviceCount();
+  summary["front_size"] = o.result.front.size();
+  Json sel = Json::object();
+  sel["index"] = o.info.selected;
+  sel["policy"] = selectPolicyName(o.info.policy);
+  sel["objectives"] = plan::objectivesToJson(o.chosen.objectives);
+  summary["selected"] = std::move(sel);
+  summary["baselines"] = baselinesToJson(o.result.baselines);
+  summary["search"] = searchToJson(o.result, o.info);
+  summary["output"] = config.outputPath;
+  if (!config.frontPath.empty()) {
+    summary["front"] = config.frontPath;
+  }
+  out << summary.dump(2) << "\n";
+}
+
+// The text summary: the front's size, the selected plan and the baselines.
+void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostream& to) {
+  const SearchResult& result = o.result;
+  to << o.graph.name << " on " << o.target.name << " (" << o.target.deviceCount()
+     << " devices): " << result.front.size() << " plan" << (result.front.size() == 1 ? "" : "s")
+     << " on the front";
+  if (config.exhaustive) {
+    to << " (exhaustive, " << result.evaluations << " plans)";
+  } else {
+    to << " after " << result.iterations << " iterations (" << result.evaluations << " plans"
+       << (o.info.ranks > 1 ? ", " + std::to_string(o.info.ranks) + " islands" : "")
+       << (result.stopped ? ", interrupted" : "") << ")";
+  }
+  to << "\n";
+  to << "  " << padded(std::string("selected (") + selectPolicyName(o.info.policy) + ")", 20)
+     << objectivesText(o.chosen.objectives) << "\n";
+  for (const BaselineResult& b : result.baselines) {
+    to << "  " << padded(b.baseline.name, 20)
+       << (b.objectives ? objectivesText(*b.objectives) : std::string("not a valid plan"))
+       << (b.objectives && !b.objectives->feasible ? " (over memory)" : "") << "\n";
+  }
+  if (config.verbose) {
+    for (std::size_t i = 0; i < result.front.size(); ++i) {
+      to << "  front " << padded(std::to_string(i), 14)
+         << objectivesText(result.front[i].objectives) << "\n";
+    }
+    to << "  searched in " << cost::formatTime(result.seconds) << ", "
+       << rateText(static_cast<double>(result.evaluations) / std::max(result.seconds, 1e-9))
+       << " plans/s\n";
+  }
+  if (config.outputPath != "-") {
+    to << "  -> " << config.outputPath;
+    if (!config.frontPath.empty()) {
+      to << ", front -> " << config.frontPath;
+    }
+    to << "\n";
+  }
+}
+
+} // namespace
+
+int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err) {
+  const CheckedFlags flags = checkFlags(config);
+  metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
+  graph::ExpandedGraph graph = graph::loadAndExpand(config.graphPath, library);
+  cost::Target target = cost::loadTarget(config.target);
+
+  ChoiceScorer evaluator(graph, target, flags.planOptions);
+  const SearchResult result = searchPlans(evaluator, config, flags, err);
+  if (flags.distributed && config.islands->rank() != 0) {
     return 0; // every island holds the merged front; rank 0 writes and reports it
   }
-
   if (result.front.empty()) {
-    std::int64_t least = result.leastPeakMemory;
-    for (const BaselineResult& b : result.baselines) {
-      if (b.objectives && (least == 0 || b.objectives->peakMemoryBytes < least)) {
-        least = b.objectives->peakMemoryBytes;
-      }
-    }
-    throw Error("no plan of " + graph.name + " fits in the memory of " + target.name +
-                "'s devices (" + cost::formatSize(target.devices.memory) + " each)" +
-                (least > 0 ? "; the smallest plan found needs " + cost::formatSize(least) : ""));
+    throwNothingFits(graph, target, result);
   }
-  const std::size_t selected = selectPlan(result.front, *policy, memoryCap);
-
-  // The selected plan, rebuilt in full with its schedule.
-  const Evaluated& chosen = result.front[selected];
-  plan::ShardPlan plan =
-      plan::buildPlan(evaluator.context(), target.deviceCount(), chosen.choice, planOptions);
-  cost::Simulation simulation = cost::simulate(graph, target, plan);
-  writeFileAtomically(config.outputPath, plan::writePlan(graph, target, plan, simulation, &library),
-                      out);
   FrontInfo info;
-  info.selected = selected;
-  info.policy = *policy;
+  info.selected = selectPlan(result.front, flags.policy, flags.memoryCap);
+  info.policy = flags.policy;
   info.exhaustive = config.exhaustive;
   info.seed = config.seed;
   info.threads = config.threads;
-  if (distributed) {
+  if (flags.distributed) {
     info.ranks = config.islands->size();
     info.exchangeEvery = config.exchangeEvery;
   }
+
+  // The selected plan, rebuilt in full with its schedule, then the front.
+  const Evaluated& chosen = result.front[info.selected];
+  plan::ShardPlan plan =
+      plan::buildPlan(evaluator.context(), target.deviceCount(), chosen.choice, flags.planOptions);
+  cost::Simulation simulation = cost::simulate(graph, target, plan);
+  writeFileAtomically(config.outputPath, plan::writePlan(graph, target, plan, simulation, &library),
+                      out);
   if (!config.frontPath.empty()) {
     Json front = frontToJson(graph, target, result, info);
     writeFileAtomically(config.frontPath, json::format(front, graph::kExpandedWidth) + "\n", out);
   }
 
+  const Outcome outcome{graph, target, result, info, chosen};
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
-    Json summary = Json::object();
-    summary["status"] = result.stopped ? "interrupted" : "ok";
-    summary["graph"] = graph.name;
-    summary["target"] = target.name;
-    summary["devices"] = target.deviceCount();
-    summary["front_size"] = result.front.size();
-    Json sel = Json::object();
-    sel["index"] = selected;
-    sel["policy"] = selectPolicyName(*policy);
-    sel["objectives"] = plan::objectivesToJson(chosen.objectives);
-    summary["selected"] = std::move(sel);
-    summary["baselines"] = baselinesToJson(result.baselines);
-    summary["search"] = searchToJson(result, info);
-    summary["output"] = config.outputPath;
-    if (!config.frontPath.empty()) {
-      summary["front"] = config.frontPath;
-    }
-    out << summary.dump(2) << "\n";
+    printJsonSummary(config, outcome, out);
   } else if (!config.quiet && !config.json) {
     // With the plan on stdout the summary goes to stderr, as for any log.
-    std::ostream& to = planOnStdout ? err : out;
-    to << graph.name << " on " << target.name << " (" << target.deviceCount()
-       << " devices): " << result.front.size() << " plan" << (result.front.size() == 1 ? "" : "s")
-       << " on the front";
-    if (config.exhaustive) {
-      to << " (exhaustive, " << result.evaluations << " plans)";
-    } else {
-      to << " after " << result.iterations << " iterations (" << result.evaluations << " plans"
-         << (distributed ? ", " + std::to_string(config.islands->size()) + " islands" : "")
-         << (result.stopped ? ", interrupted" : "") << ")";
-    }
-    to << "\n";
-    to << "  " << padded(std::string("selected (") + selectPolicyName(*policy) + ")", 20)
-       << objectivesText(chosen.objectives) << "\n";
-    for (const BaselineResult& b : result.baselines) {
-      to << "  " << padded(b.baseline.name, 20)
-         << (b.objectives ? objectivesText(*b.objectives) : std::string("not a valid plan"))
-         << (b.objectives && !b.objectives->feasible ? " (over memory)" : "") << "\n";
-    }
-    if (config.verbose) {
-      for (std::size_t i = 0; i < result.front.size(); ++i) {
-        to << "  front " << padded(std::to_string(i), 14)
-           << objectivesText(result.front[i].objectives) << "\n";
-      }
-      to << "  searched in " << cost::formatTime(result.seconds) << ", "
-         << rateText(static_cast<double>(result.evaluations) / std::max(result.seconds, 1e-9))
-         << " plans/s\n";
-    }
-    if (!planOnStdout) {
-      to << "  -> " << config.outputPath;
-      if (!config.frontPath.empty()) {
-        to << ", front -> " << config.frontPath;
-      }
-      to << "\n";
-    }
+    printTextSummary(config, outcome, planOnStdout ? err : out);
   }
   if (result.stopped) {
     // SIGINT/SIGTERM (or another stop request): what was found is written, and

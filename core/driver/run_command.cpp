@@ -151,6 +151,128 @@ double median(std::vector<double> values) {
 
 // ---------------------------------------------------------------- run
 
+namespace {
+
+// What a run's report needs.
+struct RunReport {
+  const RunConfig& config;
+  const plan::LoadedPlan& loaded;
+  const Execution& run;
+  const std::vector<OutputCheck>& checks;
+  std::string backend;     // its name
+  std::int64_t inputBytes; // of the graph inputs
+  bool ok;                 // every check passed (true without --check)
+};
+
+Json checkToJson(const std::vector<OutputCheck>& checks, bool ok) {
+  Json list = Json::array();
+  for (const OutputCheck& c : checks) {
+    Json item = Json::object();
+    item["tensor"] = c.tensor;
+    item["dtype"] = dtypeName(c.dtype);
+    item["precision"] = dtypeName(c.precision);
+    item["max_error"] = std::isnan(c.error) ? Json(nullptr) : Json(c.error);
+    item["unsharded_error"] = std::isnan(c.baselineError) ? Json(nullptr) : Json(c.baselineError);
+    item["bound"] = c.bound;
+    item["ok"] = c.ok;
+    list.push_back(item);
+  }
+  Json check = Json::object();
+  check["ok"] = ok;
+  check["outputs"] = list;
+  return check;
+}
+
+// The --format json summary on `out`.
+void printRunJson(const RunReport& r, std::ostream& out) {
+  const graph::ExpandedGraph& g = r.loaded.graph;
+  const ExecutionStats& stats = r.run.stats;
+  Json doc = Json::object();
+  doc["status"] = r.ok ? "ok" : "failed";
+  doc["plan"] = displayName(r.config.planPath);
+  doc["graph"] = g.name;
+  doc["backend"] = r.backend;
+  doc["devices"] = r.loaded.plan.deviceCount;
+  doc["devices_used"] = devicesUsed(r.loaded.plan);
+  doc["workers"] = stats.workers;
+  doc["blas_threads"] = stats.blasThreads;
+  doc["shards"] = stats.shards;
+  doc["transfers"] = stats.transfers;
+  doc["reduction_steps"] = stats.reductionSteps;
+  doc["wall_time_s"] = stats.wallSeconds;
+  doc["predicted_time_s"] = r.loaded.simulation.objectives.timeS;
+  Json memory = Json::object();
+  Json measuredPeaks = Json::array();
+  for (const DeviceMemory& d : stats.devices) {
+    measuredPeaks.push_back(d.peakBytes);
+  }
+  memory["peak_bytes_per_device"] = measuredPeaks;
+  memory["predicted_peak_bytes_per_device"] = r.loaded.simulation.peakPerDevice;
+  memory["input_bytes"] = r.inputBytes;
+  memory["output_bytes"] = stats.outputBytes;
+  memory["transfer_bytes"] = stats.transferBytes;
+  memory["assembled_bytes"] = stats.assembledBytes;
+  memory["max_rss_bytes"] = maxRssBytes();
+  doc["memory"] = memory;
+  Json outputs = Json::array();
+  for (const std::string& name : outputNames(g)) {
+    const Buffer& buffer = r.run.outputs.at(name);
+    Json o = Json::object();
+    o["tensor"] = name;
+    o["dtype"] = dtypeName(buffer.dtype());
+    o["shape"] = buffer.region().shape().vector();
+    if (!r.config.outputsDir.empty()) {
+      o["file"] = r.config.outputsDir + "/" + name + ".npy";
+    }
+    outputs.push_back(o);
+  }
+  doc["outputs"] = outputs;
+  if (r.config.check) {
+    doc["check"] = checkToJson(r.checks, r.ok);
+  }
+  out << doc.dump(2) << "\n";
+}
+
+// The text report on `err`: what ran, memory against the prediction, checks.
+void printRunText(const RunReport& r, std::ostream& err) {
+  const graph::ExpandedGraph& g = r.loaded.graph;
+  const ExecutionStats& stats = r.run.stats;
+  const std::vector<std::int64_t>& predicted = r.loaded.simulation.peakPerDevice;
+  err << "ran " << displayName(r.config.planPath) << " (graph " << g.name
+      << "): " << plural(stats.shards, "shard", "shards") << ", "
+      << plural(stats.transfers, "transfer", "transfers") << ", "
+      << plural(stats.reductionSteps, "reduction step", "reduction steps") << " on "
+      << plural(devicesUsed(r.loaded.plan), "device", "devices") << " ("
+      << plural(static_cast<std::size_t>(stats.workers), "worker thread", "worker threads") << ", "
+      << r.backend << "): " << cost::formatTime(stats.wallSeconds) << " (predicted "
+      << cost::formatTime(r.loaded.simulation.objectives.timeS) << ")\n";
+  std::int64_t peak = 0;
+  std::int64_t predictedPeak = 0;
+  for (std::size_t d = 0; d < stats.devices.size(); ++d) {
+    peak = std::max(peak, stats.devices[d].peakBytes);
+    if (d < predicted.size()) {
+      predictedPeak = std::max(predictedPeak, predicted[d]);
+    }
+    if (r.config.verbose && stats.devices[d].allocatedBytes > 0) {
+      err << "  device " << d << ": peak " << cost::formatSize(stats.devices[d].peakBytes)
+          << " (predicted " << cost::formatSize(d < predicted.size() ? predicted[d] : 0) << ")\n";
+    }
+  }
+  err << "memory: peak per device " << cost::formatSize(peak) << " (predicted "
+      << cost::formatSize(predictedPeak) << "), inputs " << cost::formatSize(r.inputBytes)
+      << ", outputs " << cost::formatSize(stats.outputBytes) << "\n";
+  for (const OutputCheck& c : r.checks) {
+    err << "check " << c.tensor << " (" << dtypeName(c.dtype) << "): " << describeCheck(c) << " "
+        << (c.ok ? "ok" : "MISMATCH") << "\n";
+  }
+  if (!r.config.outputsDir.empty()) {
+    err << "wrote " << plural(g.outputs.size(), "output", "outputs") << " to "
+        << r.config.outputsDir << "\n";
+  }
+}
+
+} // namespace
+
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   requireBackend(config.backend);
   const metakernel::MetakernelLibrary library =
@@ -184,104 +306,13 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   const bool ok =
       std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.ok; });
 
-  const ExecutionStats& stats = run.stats;
-  const std::vector<std::int64_t>& predicted = loaded.simulation.peakPerDevice;
-  const std::int64_t inputBytes = totalBytes(inputs);
-  const std::string file = displayName(config.planPath);
+  const RunReport report{config, loaded, run, checks, backend.name(), totalBytes(inputs), ok};
   if (config.json) {
-    Json doc = Json::object();
-    doc["status"] = ok ? "ok" : "failed";
-    doc["plan"] = file;
-    doc["graph"] = g.name;
-    doc["backend"] = backend.name();
-    doc["devices"] = loaded.plan.deviceCount;
-    doc["devices_used"] = devicesUsed(loaded.plan);
-    doc["workers"] = stats.workers;
-    doc["blas_threads"] = stats.blasThreads;
-    doc["shards"] = stats.shards;
-    doc["transfers"] = stats.transfers;
-    doc["reduction_steps"] = stats.reductionSteps;
-    doc["wall_time_s"] = stats.wallSeconds;
-    doc["predicted_time_s"] = loaded.simulation.objectives.timeS;
-    Json memory = Json::object();
-    Json measuredPeaks = Json::array();
-    for (const DeviceMemory& d : stats.devices) {
-      measuredPeaks.push_back(d.peakBytes);
-    }
-    memory["peak_bytes_per_device"] = measuredPeaks;
-    memory["predicted_peak_bytes_per_device"] = predicted;
-    memory["input_bytes"] = inputBytes;
-    memory["output_bytes"] = stats.outputBytes;
-    memory["transfer_bytes"] = stats.transferBytes;
-    memory["assembled_bytes"] = stats.assembledBytes;
-    memory["max_rss_bytes"] = maxRssBytes();
-    doc["memory"] = memory;
-    Json outputs = Json::array();
-    for (const std::string& name : outputNames(g)) {
-      const Buffer& buffer = run.outputs.at(name);
-      Json o = Json::object();
-      o["tensor"] = name;
-      o["dtype"] = dtypeName(buffer.dtype());
-      o["shape"] = buffer.region().shape().vector();
-      if (!config.outputsDir.empty()) {
-        o["file"] = config.outputsDir + "/" + name + ".npy";
-      }
-      outputs.push_back(o);
-    }
-    doc["outputs"] = outputs;
-    if (config.check) {
-      Json list = Json::array();
-      for (const OutputCheck& c : checks) {
-        Json item = Json::object();
-        item["tensor"] = c.tensor;
-        item["dtype"] = dtypeName(c.dtype);
-        item["precision"] = dtypeName(c.precision);
-        item["max_error"] = std::isnan(c.error) ? Json(nullptr) : Json(c.error);
-        item["unsharded_error"] =
-            std::isnan(c.baselineError) ? Json(nullptr) : Json(c.baselineError);
-        item["bound"] = c.bound;
-        item["ok"] = c.ok;
-        list.push_back(item);
-      }
-      Json check = Json::object();
-      check["ok"] = ok;
-      check["outputs"] = list;
-      doc["check"] = check;
-    }
-    out << doc.dump(2) << "\n";
+    printRunJson(report, out);
   } else if (!config.quiet) {
-    err << "ran " << file << " (graph " << g.name
-        << "): " << plural(stats.shards, "shard", "shards") << ", "
-        << plural(stats.transfers, "transfer", "transfers") << ", "
-        << plural(stats.reductionSteps, "reduction step", "reduction steps") << " on "
-        << plural(devicesUsed(loaded.plan), "device", "devices") << " ("
-        << plural(static_cast<std::size_t>(stats.workers), "worker thread", "worker threads")
-        << ", " << backend.name() << "): " << cost::formatTime(stats.wallSeconds) << " (predicted "
-        << cost::formatTime(loaded.simulation.objectives.timeS) << ")\n";
-    std::int64_t peak = 0;
-    std::int64_t predictedPeak = 0;
-    for (std::size_t d = 0; d < stats.devices.size(); ++d) {
-      peak = std::max(peak, stats.devices[d].peakBytes);
-      if (d < predicted.size()) {
-        predictedPeak = std::max(predictedPeak, predicted[d]);
-      }
-      if (config.verbose && stats.devices[d].allocatedBytes > 0) {
-        err << "  device " << d << ": peak " << cost::formatSize(stats.devices[d].peakBytes)
-            << " (predicted " << cost::formatSize(d < predicted.size() ? predicted[d] : 0) << ")\n";
-      }
-    }
-    err << "memory: peak per device " << cost::formatSize(peak) << " (predicted "
-        << cost::formatSize(predictedPeak) << "), inputs " << cost::formatSize(inputBytes)
-        << ", outputs " << cost::formatSize(stats.outputBytes) << "\n";
-    for (const OutputCheck& c : checks) {
-      err << "check " << c.tensor << " (" << dtypeName(c.dtype) << "): " << describeCheck(c) << " "
-          << (c.ok ? "ok" : "MISMATCH") << "\n";
-    }
-    if (!config.outputsDir.empty()) {
-      err << "wrote " << plural(g.outputs.size(), "output", "outputs") << " to "
-          << config.outputsDir << "\n";
-    }
+    printRunText(report, err);
   }
+  const std::string file = displayName(config.planPath);
   for (const OutputCheck& c : checks) {
     if (!c.ok) {
       err << Error(SourceLocation{file, 0, 0, ""},
