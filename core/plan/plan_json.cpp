@@ -1,0 +1,124 @@
+// The JSON of a plan's operations, reductions and transfers (plan/v1's
+// sections; core/cost/plan_file.cpp writes and checks the whole file).
+#include "core/plan/plan.hpp"
+
+#include <string>
+#include <utility>
+
+#include "core/zspace/zspace_json.hpp"
+
+namespace tapestry::plan {
+
+// ---------------------------------------------------------------- JSON
+
+namespace {
+
+using ObjectStorage = Json::object_t::Container;
+
+// Appends without ordered_json's per-insert key search; keys are unique here.
+void append(Json& object, std::string key, Json value) {
+  static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>())
+      .emplace_back(std::move(key), std::move(value));
+}
+
+Json selectionsJson(const graph::ExpandedGraph& g, const std::vector<graph::PortTensors>& ports,
+                    const std::vector<std::vector<Selection>>& selections) {
+  Json out = Json::object();
+  for (std::size_t p = 0; p < ports.size(); ++p) {
+    Json list = Json::array();
+    for (const Selection& s : selections[p]) {
+      Json item = Json::object();
+      append(item, "tensor", g.tensors[s.tensor].name);
+      append(item, "range", toJson(s.range));
+      list.push_back(std::move(item));
+    }
+    append(out, ports[p].port, std::move(list));
+  }
+  return out;
+}
+
+Json placeJson(int place) {
+  return place == kHost ? Json("host") : Json(place);
+}
+
+} // namespace
+
+Json operationsToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
+  Json out = Json::object();
+  for (const OpPlan& opPlan : p.ops) {
+    const graph::Operation& op = g.operations[opPlan.op];
+    Json entry = Json::object();
+    append(entry, "split", opPlan.choice.split);
+    append(entry, "devices", opPlan.choice.devices);
+    Json shards = Json::array();
+    for (const Shard& s : opPlan.shards) {
+      Json shard = Json::object();
+      append(shard, "index", toJson(s.index));
+      append(shard, "device", s.device);
+      Json selections = Json::object();
+      append(selections, "inputs", selectionsJson(g, op.inputs, s.inputs));
+      append(selections, "outputs", selectionsJson(g, op.outputs, s.outputs));
+      append(shard, "selections", std::move(selections));
+      shards.push_back(std::move(shard));
+    }
+    append(entry, "shards", std::move(shards));
+    append(out, op.name, std::move(entry));
+  }
+  return out;
+}
+
+Json reductionsToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
+  Json out = Json::array();
+  for (const Reduction& r : p.reductions) {
+    Json item = Json::object();
+    append(item, "op", g.operations[r.op].name);
+    append(item, "tensor", g.tensors[r.tensor].name);
+    append(item, "region", toJson(r.region));
+    append(item, "bytes", r.bytes);
+    append(item, "combine", r.combine);
+    append(item, "device", r.device);
+    append(item, "shards", r.shards);
+    Json steps = Json::array();
+    for (const Reduction::Step& s : r.steps) {
+      Json step = Json::object();
+      append(step, "from", r.shards[s.from]);
+      append(step, "into", r.shards[s.into]);
+      if (s.transfer) {
+        append(step, "transfer", *s.transfer);
+      }
+      steps.push_back(std::move(step));
+    }
+    append(item, "steps", std::move(steps));
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+Json transfersToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
+  Json out = Json::array();
+  for (const Transfer& t : p.transfers) {
+    Json item = Json::object();
+    append(item, "tensor", g.tensors[t.tensor].name);
+    append(item, "region", toJson(t.region));
+    append(item, "bytes", t.bytes);
+    append(item, "from", placeJson(t.from));
+    append(item, "to", t.to);
+    if (t.afterShard) {
+      Json after = Json::object();
+      append(after, "op", g.operations[t.afterShard->first].name);
+      append(after, "shard", t.afterShard->second);
+      append(item, "after", std::move(after));
+    } else if (t.afterReduction) {
+      Json after = Json::object();
+      append(after, "reduction", *t.afterReduction);
+      append(item, "after", std::move(after));
+    }
+    if (t.reduction) {
+      append(item, "reduction", *t.reduction);
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+} // namespace tapestry::plan
