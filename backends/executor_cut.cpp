@@ -1,0 +1,156 @@
+// Cutting a shard into kernel calls where its input selections span several
+// regions on its device (see cutShard).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "backends/executor_internal.hpp"
+#include "core/diag/error.hpp"
+
+namespace tapestry::backend::detail {
+
+// Index dims along which a shard can be cut into pieces that run as separate
+// kernel calls writing disjoint parts of its output tiles: not a reduction dim,
+// and every IPF row that mentions the dim mentions nothing else.
+std::vector<char> separableDims(const graph::Operation& op) {
+  const metakernel::Application& app = op.application;
+  std::vector<char> ok(app.index.rank(), 1);
+  for (std::size_t d : app.reductionDims) {
+    ok[d] = 0;
+  }
+  auto scan = [&](const std::vector<metakernel::PortResult>& ports) {
+    for (const metakernel::PortResult& port : ports) {
+      for (const IndexProjection& ipf : port.ipfs) {
+        const ZMatrix& m = ipf.map().projection();
+        for (std::size_t r = 0; r < m.rows(); ++r) {
+          std::size_t terms = 0;
+          for (std::size_t c = 0; c < m.cols(); ++c) {
+            terms += m(r, c) != 0 ? 1 : 0;
+          }
+          for (std::size_t c = 0; c < m.cols() && terms > 1; ++c) {
+            if (m(r, c) != 0) {
+              ok[c] = 0;
+            }
+          }
+        }
+      }
+    }
+  };
+  scan(app.inputs);
+  scan(app.outputs);
+  return ok;
+}
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { // b > 0
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+// The regions (slots) among `reads` holding parts of `range` of `tensor`, and
+// the first that holds all of it (kNone when none does).
+u32 findParts(const std::vector<Slot>& slots, const std::vector<u32>& reads, std::size_t tensor,
+              const ZRange& range, std::vector<u32>* parts) {
+  u32 covering = kNone;
+  for (u32 s : reads) {
+    const Slot& slot = slots[s];
+    if (slot.tensor != tensor || !slot.region.intersects(range)) {
+      continue;
+    }
+    if (parts != nullptr) {
+      parts->push_back(s);
+    }
+    if (covering == kNone && slot.region.contains(range)) {
+      covering = s;
+    }
+  }
+  return covering;
+}
+
+// Cuts a shard's index range so that, where an input selection spans several
+// regions on the device, each piece reads it from one region: every region
+// boundary inside the selection is mapped back through its IPF row when that
+// row is a single unit term c·i_j + o (c > 0) on a separable dim j. Pieces are
+// the grid of the cuts (just the range when nothing needs cutting).
+std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shard,
+                             const std::vector<Slot>& slots, const std::vector<u32>& reads,
+                             const std::vector<char>& separable) {
+  const ZRange& index = shard.index;
+  const std::size_t rank = index.rank();
+  std::vector<std::vector<std::int64_t>> cuts(rank);
+  bool any = false;
+  for (std::size_t port = 0; port < op.inputs.size(); ++port) {
+    for (std::size_t e = 0; e < shard.inputs[port].size(); ++e) {
+      const plan::Selection& sel = shard.inputs[port][e];
+      std::vector<u32> parts;
+      if (sel.range.isEmpty() || findParts(slots, reads, sel.tensor, sel.range, &parts) != kNone) {
+        continue;
+      }
+      const IndexProjection& ipf = op.application.inputs[port].ipfs[e];
+      const ZMatrix& m = ipf.map().projection();
+      for (u32 s : parts) {
+        const ZRange& region = slots[s].region;
+        for (std::size_t d = 0; d < sel.range.rank(); ++d) {
+          std::size_t col = 0;
+          std::size_t terms = 0;
+          for (std::size_t c = 0; c < m.cols(); ++c) {
+            if (m(d, c) != 0) {
+              col = c;
+              ++terms;
+            }
+          }
+          if (terms != 1 || m(d, col) <= 0 || ipf.shape()[d] != 1 || separable[col] == 0) {
+            continue;
+          }
+          for (std::int64_t b : {region.start()[d], region.end()[d]}) {
+            if (b <= sel.range.start()[d] || b >= sel.range.end()[d]) {
+              continue;
+            }
+            // Points with c·i + o < b read below the boundary.
+            const std::int64_t cut = ceilDiv(b - ipf.map().offset()[d], m(d, col));
+            if (cut > index.start()[col] && cut < index.end()[col]) {
+              cuts[col].push_back(cut);
+              any = true;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!any) {
+    return {index};
+  }
+  std::vector<std::vector<std::int64_t>> bounds(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    bounds[d] = cuts[d];
+    bounds[d].push_back(index.start()[d]);
+    bounds[d].push_back(index.end()[d]);
+    std::sort(bounds[d].begin(), bounds[d].end());
+    bounds[d].erase(std::unique(bounds[d].begin(), bounds[d].end()), bounds[d].end());
+  }
+  std::vector<ZRange> pieces;
+  std::vector<std::size_t> at(rank, 0);
+  while (true) {
+    std::vector<std::int64_t> lo(rank);
+    std::vector<std::int64_t> hi(rank);
+    for (std::size_t d = 0; d < rank; ++d) {
+      lo[d] = bounds[d][at[d]];
+      hi[d] = bounds[d][at[d] + 1];
+    }
+    pieces.emplace_back(ZPoint(std::move(lo)), ZPoint(std::move(hi)));
+    std::size_t d = rank;
+    while (d > 0) {
+      --d;
+      if (++at[d] + 1 < bounds[d].size()) {
+        break;
+      }
+      at[d] = 0;
+      if (d == 0) {
+        return pieces;
+      }
+    }
+    if (rank == 0) {
+      return pieces;
+    }
+  }
+}
+
+} // namespace tapestry::backend::detail

@@ -1,0 +1,130 @@
+// Internal to the executor (executor.cpp runs the tasks, executor_tasks.cpp
+// turns a plan into slots and tasks, executor_cut.cpp cuts shards into
+// kernel calls): the records they share and the Executor itself.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/executor.hpp"
+
+namespace tapestry::backend::detail {
+
+using u32 = std::uint32_t;
+constexpr u32 kNone = std::numeric_limits<u32>::max();
+
+// One region a device holds during the run: a shard's output tile (or partial),
+// a transfer's arrival, or a resident graph input. Numbered as plan::PlanTasks
+// numbers its buffers: tiles shard by shard, then transfers, then residents.
+struct Slot {
+  std::size_t tensor = 0;
+  DType dtype = DType::Float32;
+  ZRange region;
+  int device = 0;
+  bool keep = false; // a graph output: gathered at the end, never released
+  int uses = 0;      // tasks that read it after it is made
+};
+
+struct Task {
+  enum class Kind : std::uint8_t { Resident, Transfer, Shard, Step };
+  Kind kind = Kind::Shard;
+  std::size_t a = 0;        // Resident: resident; Transfer: transfer; Shard: op; Step: reduction
+  std::size_t b = 0;        // Shard: shard; Step: step
+  int device = 0;           // where it runs and its result lives
+  std::vector<u32> deps;    // earlier tasks it must wait for
+  std::vector<u32> reads;   // slots it reads (each use is released after the task)
+  std::vector<u32> creates; // slots it allocates and fills
+};
+
+struct DeviceCounters {
+  std::atomic<std::int64_t> live{0};
+  std::atomic<std::int64_t> peak{0};
+  std::atomic<std::int64_t> allocated{0};
+};
+
+// Index dims along which a shard can be cut into separate kernel calls (see
+// executor_cut.cpp).
+std::vector<char> separableDims(const graph::Operation& op);
+// The regions (slots) among `reads` holding parts of `range` of `tensor`, and
+// the first that holds all of it (kNone when none does).
+u32 findParts(const std::vector<Slot>& slots, const std::vector<u32>& reads, std::size_t tensor,
+              const ZRange& range, std::vector<u32>* parts);
+// The pieces of a shard's index range that each read one region per input
+// selection (executor_cut.cpp).
+std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shard,
+                             const std::vector<Slot>& slots, const std::vector<u32>& reads,
+                             const std::vector<char>& separable);
+
+class Executor {
+public:
+  Executor(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
+           const TensorBuffers& inputs)
+      : g_(g), p_(p), backend_(backend) {
+    checkInvariant(p.ops.size() == g.operations.size(), "executor: the plan is for this graph");
+    bindInputs(inputs);
+    for (const graph::Operation& op : g.operations) {
+      separable_.push_back(separableDims(op));
+    }
+    makeSlots();
+    makeTasks();
+  }
+
+  Execution run(const ExecuteOptions& options, const cost::Simulation* schedule);
+
+private:
+  // ---- setup
+  void bindInputs(const TensorBuffers& inputs);
+  void makeSlots();
+  void makeTasks();
+  u32 elementOf(std::size_t op, std::size_t tensor) const;
+  u32 tile(std::size_t op, std::size_t shard, std::size_t tensor) const {
+    return tileBase_[op] + static_cast<u32>(shard) * outCount_[op] + elementOf(op, tensor);
+  }
+  u32 root(std::size_t reduction) const {
+    const plan::Reduction& r = p_.reductions[reduction];
+    return tile(r.op, r.shards[0], r.tensor);
+  }
+  u32 slotOf(const plan::Source& s) const;
+  void submit(Task task, std::vector<u32> writes);
+  void submitTransfer(std::size_t i);
+  bool matches(const cost::Simulation& sim) const;
+  std::vector<u32> order(const cost::Simulation* sim);
+
+  // ---- running
+  void runTask(const Task& task);
+  void runShard(const Task& task);
+  void release(const Task& task);
+  Buffer allocate(const Slot& slot);
+  void charge(int device, std::int64_t bytes);
+  void discharge(int device, std::int64_t bytes);
+  TensorBuffers gather();
+
+  const graph::ExpandedGraph& g_;
+  const plan::ShardPlan& p_;
+  Backend& backend_;
+  std::vector<const Buffer*> hostInputs_; // per tensor; null unless a graph input
+
+  std::vector<u32> tileBase_, outCount_; // per op
+  u32 transferBase_ = 0, residentBase_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<Buffer> buffers_; // parallel to slots_: set by the creator, reset by the last user
+
+  std::vector<Task> tasks_; // in submission order
+  std::vector<u32> lastWriter_;
+  std::vector<std::vector<u32>> readers_; // per slot: readers since its last write
+  std::vector<char> transferSubmitted_;
+
+  std::unique_ptr<std::atomic<int>[]> remaining_; // per slot: uses still to come
+  std::unique_ptr<DeviceCounters[]> memory_;      // per plan device
+  std::vector<std::vector<char>> separable_;      // per op: separableDims
+  std::atomic<std::size_t> assembled_{0};
+  std::atomic<std::size_t> split_{0}; // shards run as several kernel calls
+  std::atomic<std::size_t> kernelCalls_{0};
+  std::atomic<std::int64_t> assembledBytes_{0};
+};
+
+} // namespace tapestry::backend::detail
