@@ -71,6 +71,8 @@ double mib(std::int64_t bytes) {
 
 } // namespace
 
+// A benchmark's main is its whole procedure (flags, measurements, the report
+// table), read top to bottom; it is longer than 120 lines on purpose.
 int main(int argc, char** argv) {
   std::int64_t n = 2048;
   int repeat = 7;

@@ -49,6 +49,8 @@ struct Snapshot {
 
 } // namespace
 
+// A benchmark's main is its whole procedure (flags, measurements, the report
+// table), read top to bottom; it is longer than 120 lines on purpose.
 int main(int argc, char** argv) {
   std::string graphPath =
       std::string(TAPESTRY_SOURCE_DIR) + "/testdata/graphs/transformer_block.json";

@@ -513,6 +513,9 @@ std::optional<std::vector<std::int64_t>> commonRefinement(const std::vector<std:
   return out;
 }
 
+// One case per built-in function (len, sum, prod, min, max, broadcast, ...):
+// longer than 120 lines because the language's function table is here, each
+// case checking its own arguments where its error message is written.
 Value ExprEvaluator::call(const ExprNode& n) const {
   const auto& args = n.children;
   std::string fn = n.name + "()";

@@ -485,6 +485,85 @@ std::string joinLabels(const std::vector<std::string>& labels) {
   return escapeString(text);
 }
 
+// The node of one unit: an operation, or a block of them.
+void addUnitNode(Drawing& d, const ExpandedGraph& g, const Unit& unit) {
+  std::size_t first = unit.ops.front();
+  if (unit.isBlock()) {
+    d.addNode(unit.id, {{"label", blockLabel(g, unit), true},
+                        {"shape", unit.keys.size() > 1 ? "box3d" : "box"},
+                        {"style", unit.keys.size() > 1 ? "filled" : "rounded,filled"},
+                        {"fillcolor", paletteColor(first)},
+                        {"tooltip", opsTooltip(g, unit)}});
+  } else {
+    const Operation& op = g.operations[first];
+    Attrs attrs{{"label", opLabel(g, first, unit), true},
+                {"style", "rounded,filled"},
+                {"fillcolor", paletteColor(first)}};
+    std::string tip = op.name + " (" + op.kernel + ")";
+    if (op.doc) {
+      tip += ": " + *op.doc;
+    }
+    attrs.push_back({"tooltip", escapeString(tip)});
+    d.addNode(unit.id, std::move(attrs));
+  }
+  ++d.contentNodes;
+}
+
+// In-edges: tensor -> unit, one per port binding (merged for a block).
+void addInEdges(Drawing& d, const ExpandedGraph& g, const Grouping& layout, const Unit& unit) {
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> blockInputs;
+  for (std::size_t op : unit.ops) {
+    const Operation& operation = g.operations[op];
+    for (std::size_t p = 0; p < operation.inputs.size(); ++p) {
+      const graph::PortTensors& port = operation.inputs[p];
+      const metakernel::PortResult& result = operation.application.inputs[p];
+      for (std::size_t j = 0; j < port.tensors.size(); ++j) {
+        std::size_t t = port.tensors[j];
+        if (!layout.tensorVisible[t]) {
+          continue;
+        }
+        if (!unit.isBlock()) {
+          d.addEdge(tensorId(g.tensors[t]), unit.id,
+                    {{"label", escapeString(portLabel(port, j, result, g.tensors[t]))},
+                     {"tooltip", escapeString(portTooltip(operation, port, j, result))}});
+          continue;
+        }
+        auto it = std::find_if(blockInputs.begin(), blockInputs.end(),
+                               [&](const auto& entry) { return entry.first == t; });
+        if (it == blockInputs.end()) {
+          blockInputs.push_back({t, {}});
+          it = blockInputs.end() - 1;
+        }
+        it->second.push_back(operation.name + "." + port.port);
+      }
+    }
+  }
+  for (const auto& [t, labels] : blockInputs) {
+    d.addEdge(tensorId(g.tensors[t]), unit.id, {{"label", joinLabels(labels)}});
+  }
+}
+
+// What the graph view's legend explains.
+std::vector<LegendRow> graphLegend(const ViewOptions& options) {
+  std::vector<LegendRow> legend = {
+      {"BGCOLOR=\"#eeeeee\"", bold("x") + "<BR/>" + font("dtype [shape]", 9), "graph input"},
+      {"", bold("t") + "<BR/>" + font("dtype [shape]", 9), "tensor an operation produces"},
+      {"BORDER=\"3\"", bold("y"), "graph output (double border)"},
+      {"BGCOLOR=\"" + paletteColor(0) + "\"", bold("op") + " kernel<BR/>" + mono("zr[index space]"),
+       "operation: kernel, index space (dims i0, i1, ...),\nparams, FLOPs"},
+      {"", mono("X: [i0, :]"),
+       "edge: port, and the region of the tensor one index\npoint i touches (':' whole dim, "
+       "'a:b' fixed range,\n'e:+n' n elements from e)"},
+  };
+  if (options.collapse) {
+    legend.push_back({"BGCOLOR=\"" + paletteColor(1) + "\"",
+                      bold("block0 \xE2\x80\xA6 block3") + " " + "\xC3\x97" + "4",
+                      "name blocks (block3.*) as one node; identical\nconsecutive blocks merged; "
+                      "weights listed\nin the node that reads them"});
+  }
+  return legend;
+}
+
 } // namespace
 
 Drawing graphView(const ExpandedGraph& g, const ViewOptions& options) {
@@ -537,58 +616,8 @@ Drawing graphView(const ExpandedGraph& g, const ViewOptions& options) {
         }
       }
     }
-    std::size_t first = unit.ops.front();
-    if (unit.isBlock()) {
-      d.addNode(unit.id, {{"label", blockLabel(g, unit), true},
-                          {"shape", unit.keys.size() > 1 ? "box3d" : "box"},
-                          {"style", unit.keys.size() > 1 ? "filled" : "rounded,filled"},
-                          {"fillcolor", paletteColor(first)},
-                          {"tooltip", opsTooltip(g, unit)}});
-    } else {
-      const Operation& op = g.operations[first];
-      Attrs attrs{{"label", opLabel(g, first, unit), true},
-                  {"style", "rounded,filled"},
-                  {"fillcolor", paletteColor(first)}};
-      std::string tip = op.name + " (" + op.kernel + ")";
-      if (op.doc) {
-        tip += ": " + *op.doc;
-      }
-      attrs.push_back({"tooltip", escapeString(tip)});
-      d.addNode(unit.id, std::move(attrs));
-    }
-    ++d.contentNodes;
-
-    // In-edges: tensor -> unit, one per port binding (merged for a block).
-    std::vector<std::pair<std::size_t, std::vector<std::string>>> blockInputs;
-    for (std::size_t op : unit.ops) {
-      const Operation& operation = g.operations[op];
-      for (std::size_t p = 0; p < operation.inputs.size(); ++p) {
-        const graph::PortTensors& port = operation.inputs[p];
-        const metakernel::PortResult& result = operation.application.inputs[p];
-        for (std::size_t j = 0; j < port.tensors.size(); ++j) {
-          std::size_t t = port.tensors[j];
-          if (!layout.tensorVisible[t]) {
-            continue;
-          }
-          if (!unit.isBlock()) {
-            d.addEdge(tensorId(g.tensors[t]), unit.id,
-                      {{"label", escapeString(portLabel(port, j, result, g.tensors[t]))},
-                       {"tooltip", escapeString(portTooltip(operation, port, j, result))}});
-            continue;
-          }
-          auto it = std::find_if(blockInputs.begin(), blockInputs.end(),
-                                 [&](const auto& entry) { return entry.first == t; });
-          if (it == blockInputs.end()) {
-            blockInputs.push_back({t, {}});
-            it = blockInputs.end() - 1;
-          }
-          it->second.push_back(operation.name + "." + port.port);
-        }
-      }
-    }
-    for (const auto& [t, labels] : blockInputs) {
-      d.addEdge(tensorId(g.tensors[t]), unit.id, {{"label", joinLabels(labels)}});
-    }
+    addUnitNode(d, g, unit);
+    addInEdges(d, g, layout, unit);
 
     // Out-edges: unit -> produced tensor.
     for (std::size_t op : unit.ops) {
@@ -616,23 +645,7 @@ Drawing graphView(const ExpandedGraph& g, const ViewOptions& options) {
     emitTensor(t);
   }
 
-  std::vector<LegendRow> legend = {
-      {"BGCOLOR=\"#eeeeee\"", bold("x") + "<BR/>" + font("dtype [shape]", 9), "graph input"},
-      {"", bold("t") + "<BR/>" + font("dtype [shape]", 9), "tensor an operation produces"},
-      {"BORDER=\"3\"", bold("y"), "graph output (double border)"},
-      {"BGCOLOR=\"" + paletteColor(0) + "\"", bold("op") + " kernel<BR/>" + mono("zr[index space]"),
-       "operation: kernel, index space (dims i0, i1, ...),\nparams, FLOPs"},
-      {"", mono("X: [i0, :]"),
-       "edge: port, and the region of the tensor one index\npoint i touches (':' whole dim, "
-       "'a:b' fixed range,\n'e:+n' n elements from e)"},
-  };
-  if (options.collapse) {
-    legend.push_back({"BGCOLOR=\"" + paletteColor(1) + "\"",
-                      bold("block0 \xE2\x80\xA6 block3") + " " + "\xC3\x97" + "4",
-                      "name blocks (block3.*) as one node; identical\nconsecutive blocks merged; "
-                      "weights listed\nin the node that reads them"});
-  }
-  addLegend(d, legend);
+  addLegend(d, graphLegend(options));
   return d;
 }
 
