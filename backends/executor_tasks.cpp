@@ -24,17 +24,7 @@ void Executor::bindInputs(const TensorBuffers& inputs) {
 }
 
 u32 Executor::elementOf(std::size_t op, std::size_t tensor) const {
-  u32 k = 0;
-  for (const graph::PortTensors& port : g_.operations[op].outputs) {
-    for (std::size_t t : port.tensors) {
-      if (t == tensor) {
-        return k;
-      }
-      ++k;
-    }
-  }
-  throw InternalError("executor: operation " + g_.operations[op].name + " does not write tensor " +
-                      g_.tensors[tensor].name);
+  return plan::outputElementOf(g_, op, tensor);
 }
 
 void Executor::makeSlots() {

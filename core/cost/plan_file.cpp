@@ -21,11 +21,8 @@ namespace tapestry::plan {
 
 namespace {
 
-using ObjectStorage = Json::object_t::Container;
-
 void append(Json& object, std::string key, Json value) {
-  static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>())
-      .emplace_back(std::move(key), std::move(value));
+  json::appendMember(object, std::move(key), std::move(value));
 }
 
 Json placeJson(int place) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/graph/json_layout.hpp"
+#include "core/json/layout.hpp"
 #include "core/metakernel/application.hpp"
 
 namespace tapestry::graph {
@@ -15,11 +16,8 @@ namespace {
 
 // Appends members without ordered_json's per-insert key search (linear per key,
 // quadratic over a graph's tensors); callers guarantee unique keys.
-using ObjectStorage = Json::object_t::Container;
-
 void append(Json& object, std::string key, Json value) {
-  static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>())
-      .emplace_back(std::move(key), std::move(value));
+  json::appendMember(object, std::move(key), std::move(value));
 }
 
 Json portsJson(const ExpandedGraph& graph, const std::vector<PortTensors>& ports) {

@@ -276,6 +276,12 @@ void JsonLayout::print(std::size_t index, std::size_t indent, std::size_t column
   out += item.object ? '}' : ']';
 }
 
+void appendMember(Json& object, std::string key, Json value) {
+  using ObjectStorage = Json::object_t::Container;
+  static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>())
+      .emplace_back(std::move(key), std::move(value));
+}
+
 void appendInteger(std::int64_t value, std::string& out) {
   appendNumber(value, out);
 }

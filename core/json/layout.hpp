@@ -82,6 +82,11 @@ private:
 // with ensure_ascii off.
 void appendJsonString(std::string_view text, std::string& out);
 
+// Appends a member to a JSON object without ordered_json's per-insert key
+// search (the caller knows its keys are unique): what the writers of large
+// documents (expanded graphs, plans) use.
+void appendMember(Json& object, std::string key, Json value);
+
 // Appends an integer's decimal text.
 void appendInteger(std::int64_t value, std::string& out);
 

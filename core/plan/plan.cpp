@@ -146,6 +146,20 @@ std::int64_t dtypeSize(std::string_view dtype) {
   throw InternalError("dtypeSize: unknown dtype \"" + std::string(dtype) + "\"");
 }
 
+std::uint32_t outputElementOf(const graph::ExpandedGraph& g, std::size_t op, std::size_t tensor) {
+  std::uint32_t k = 0;
+  for (const graph::PortTensors& port : g.operations[op].outputs) {
+    for (std::size_t t : port.tensors) {
+      if (t == tensor) {
+        return k;
+      }
+      ++k;
+    }
+  }
+  throw InternalError("operation " + g.operations[op].name + " does not write tensor " +
+                      g.tensors[tensor].name);
+}
+
 const char* inputsOnName(InputsOn where) {
   return where == InputsOn::Host ? "host" : "free";
 }

@@ -82,6 +82,12 @@ enum class InputsOn { Host, Free }; // graph inputs start on the host, or everyw
 
 const char* inputsOnName(InputsOn where); // "host", "free"
 
+// The position of `tensor` among the output elements of `op` (ports in
+// template order, tensors in port order): how plans, their task summaries and
+// the executor number a shard's output tiles. InternalError when `op` does
+// not write it.
+std::uint32_t outputElementOf(const graph::ExpandedGraph& g, std::size_t op, std::size_t tensor);
+
 struct PlanOptions {
   InputsOn inputsOn = InputsOn::Host;
   bool operator==(const PlanOptions&) const = default;

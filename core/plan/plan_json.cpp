@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "core/json/layout.hpp"
 #include "core/zspace/zspace_json.hpp"
 
 namespace tapestry::plan {
@@ -13,12 +14,8 @@ namespace tapestry::plan {
 
 namespace {
 
-using ObjectStorage = Json::object_t::Container;
-
-// Appends without ordered_json's per-insert key search; keys are unique here.
 void append(Json& object, std::string key, Json value) {
-  static_cast<ObjectStorage&>(object.get_ref<Json::object_t&>())
-      .emplace_back(std::move(key), std::move(value));
+  json::appendMember(object, std::move(key), std::move(value));
 }
 
 Json selectionsJson(const graph::ExpandedGraph& g, const std::vector<graph::PortTensors>& ports,

@@ -76,18 +76,7 @@ private:
     }
   }
 
-  u32 slotOf(std::size_t op, std::size_t tensor) const {
-    u32 k = 0;
-    for (const graph::PortTensors& port : g_.operations[op].outputs) {
-      for (std::size_t t : port.tensors) {
-        if (t == tensor) {
-          return k;
-        }
-        ++k;
-      }
-    }
-    throw InternalError("summarize: a source names a tensor its op does not write");
-  }
+  u32 slotOf(std::size_t op, std::size_t tensor) const { return outputElementOf(g_, op, tensor); }
   u32 tile(std::size_t op, std::size_t shard, std::size_t tensor) const {
     return tileBase_[op] + static_cast<u32>(shard) * slots_[op] + slotOf(op, tensor);
   }
