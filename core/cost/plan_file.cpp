@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cost/front_file.hpp"
 #include "core/diag/error.hpp"
 #include "core/diag/source.hpp"
 #include "core/graph/expansion.hpp"
@@ -36,15 +37,6 @@ Json interval(Json entry, const cost::Interval& i) {
 }
 
 } // namespace
-
-Json objectivesToJson(const cost::Objectives& o) {
-  Json out = Json::object();
-  append(out, "time_s", o.timeS);
-  append(out, "peak_memory_bytes", o.peakMemoryBytes);
-  append(out, "transfer_bytes", o.transferBytes);
-  append(out, "feasible", o.feasible);
-  return out;
-}
 
 Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cost::Simulation& s) {
   struct Entry {
@@ -139,7 +131,7 @@ Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const Shar
   append(out, "reductions", reductionsToJson(g, p));
   append(out, "transfers", transfersToJson(g, p));
   append(out, "schedule", scheduleToJson(g, p, s));
-  Json objectives = objectivesToJson(s.objectives);
+  Json objectives = cost::objectivesToJson(s.objectives);
   append(objectives, "peak_memory_per_device", s.peakPerDevice);
   append(out, "objectives", std::move(objectives));
   return out;
@@ -356,7 +348,7 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   Comparer("reductions").compare(reductionsToJson(g, plan), root.member("reductions"), "");
   Comparer("transfers").compare(transfersToJson(g, plan), root.member("transfers"), "");
   Comparer("schedule").compare(scheduleToJson(g, plan, simulation), root.member("schedule"), "");
-  Json objectives = objectivesToJson(simulation.objectives);
+  Json objectives = cost::objectivesToJson(simulation.objectives);
   append(objectives, "peak_memory_per_device", simulation.peakPerDevice);
   Comparer("objectives").compare(objectives, root.member("objectives"), "");
 

@@ -30,9 +30,6 @@
 
 namespace tapestry::plan {
 
-// {"time_s", "peak_memory_bytes", "transfer_bytes", "feasible"} (also what the
-// front file lists per plan).
-Json objectivesToJson(const cost::Objectives& objectives);
 // The schedule array described above.
 Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cost::Simulation& s);
 

@@ -250,7 +250,7 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   Json sel = Json::object();
   sel["index"] = o.info.selected;
   sel["policy"] = selectPolicyName(o.info.policy);
-  sel["objectives"] = plan::objectivesToJson(o.chosen.objectives);
+  sel["objectives"] = cost::objectivesToJson(o.chosen.objectives);
   summary["selected"] = std::move(sel);
   summary["baselines"] = baselinesToJson(o.result.baselines);
   summary["search"] = searchToJson(o.result, o.info);

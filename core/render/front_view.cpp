@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/front_file.hpp"
 #include "core/render/render.hpp"
 #include "core/render/view_util.hpp"
 
@@ -30,6 +31,9 @@ using namespace detail;
 
 // ---------------------------------------------------------------- the file
 
+// A front/v1 file read through its codec (core/cost/front_file.hpp), as the
+// drawing uses it: objectives as numbers, the splits as a tooltip's lines, the
+// search as one line of facts.
 struct Objectives {
   double time = 0;
   double memory = 0;
@@ -57,110 +61,68 @@ struct FrontFile {
   std::string search; // "1923 evaluations, 30 iterations, seed 1"
 };
 
-double nonNegative(const json::Value& v) {
-  double x = v.asDouble();
-  if (!std::isfinite(x) || x < 0) {
-    v.fail("expected a finite number >= 0");
-  }
-  return x;
+Objectives drawn(const cost::Objectives& o) {
+  return Objectives{o.timeS, static_cast<double>(o.peakMemoryBytes),
+                    static_cast<double>(o.transferBytes)};
 }
 
-Objectives decodeObjectives(const json::Value& v) {
-  v.expectObject();
-  Objectives o;
-  o.time = nonNegative(v.member("time_s"));
-  o.memory = nonNegative(v.member("peak_memory_bytes"));
-  o.bytes = nonNegative(v.member("transfer_bytes"));
-  return o;
-}
-
-std::string choiceSummary(const json::Value& operations) {
+std::string choiceSummary(const std::vector<cost::FrontOperation>& operations) {
   std::string text;
-  for (const auto& [name, op] : operations.members()) {
-    std::string line = name;
-    if (std::optional<json::Value> split = op.find("split")) {
-      line += " split " + split->json().dump();
+  for (const cost::FrontOperation& op : operations) {
+    std::string line = op.name;
+    if (!op.split.is_null()) {
+      line += " split " + op.split.dump();
     }
-    if (std::optional<json::Value> devices = op.find("devices")) {
-      line += " on " + devices->json().dump();
+    if (!op.devices.is_null()) {
+      line += " on " + op.devices.dump();
     }
     text += "\n" + line;
   }
   return text;
 }
 
+std::string searchFacts(const Json& search) {
+  std::vector<std::string> parts;
+  if (search.contains("method") && search["method"] == "exhaustive") {
+    parts.push_back("exhaustive");
+  }
+  auto count = [&](const char* key) -> std::optional<std::int64_t> {
+    return search.contains(key) && search[key].is_number_integer()
+               ? std::optional(search[key].get<std::int64_t>())
+               : std::nullopt;
+  };
+  if (auto n = count("evaluations")) {
+    parts.push_back(std::to_string(*n) + " evaluations");
+  }
+  if (auto n = count("iterations")) {
+    parts.push_back(std::to_string(*n) + " iterations");
+  }
+  if (auto n = count("seed")) {
+    parts.push_back("seed " + std::to_string(*n));
+  }
+  std::string text;
+  for (const std::string& part : parts) {
+    text += (text.empty() ? "" : " \xC2\xB7 ") + part;
+  }
+  return text;
+}
+
 FrontFile decodeFront(const json::Value& root) {
-  root.expectObject();
+  const cost::FrontDocument doc = cost::decodeFront(root);
   FrontFile f;
-  if (std::optional<json::Value> graph = root.find("graph")) {
-    f.graph = graph->isString() ? graph->asString() : std::string();
+  f.graph = doc.graph;
+  f.target = doc.target;
+  f.devices = doc.devices;
+  for (const cost::FrontPlan& p : doc.plans) {
+    f.plans.push_back(FrontPlan{drawn(p.objectives), choiceSummary(p.operations)});
   }
-  if (std::optional<json::Value> target = root.find("target")) {
-    f.target = target->isString() ? target->asString() : std::string();
+  for (const cost::FrontBaseline& b : doc.baselines) {
+    f.baselines.push_back(
+        Baseline{b.name, b.objectives ? std::optional(drawn(*b.objectives)) : std::nullopt});
   }
-  if (std::optional<json::Value> devices = root.find("devices")) {
-    f.devices = devices->asInt64();
-  }
-  json::Value front = root.member("front");
-  front.expectArray();
-  for (const json::Value& entry : front.elements()) {
-    entry.expectObject();
-    FrontPlan plan;
-    plan.objectives = decodeObjectives(entry.member("objectives"));
-    if (std::optional<json::Value> operations = entry.find("operations")) {
-      operations->expectObject();
-      plan.summary = choiceSummary(*operations);
-    }
-    f.plans.push_back(std::move(plan));
-  }
-  if (std::optional<json::Value> baselines = root.find("baselines")) {
-    baselines->expectObject();
-    for (const auto& [name, value] : baselines->members()) {
-      Baseline b{name, std::nullopt};
-      if (!value.isNull()) {
-        b.objectives = decodeObjectives(value);
-      }
-      f.baselines.push_back(std::move(b));
-    }
-  }
-  if (std::optional<json::Value> selected = root.find("selected")) {
-    if (!selected->isNull()) {
-      std::int64_t index = selected->asInt64();
-      if (index < 0 || static_cast<std::size_t>(index) >= f.plans.size()) {
-        selected->fail("selected plan " + std::to_string(index) + " is not on the front (" +
-                       std::to_string(f.plans.size()) + " plans)");
-      }
-      f.selected = static_cast<std::size_t>(index);
-    }
-  }
-  if (std::optional<json::Value> select = root.find("select")) {
-    f.select = select->isString() ? select->asString() : std::string();
-  }
-  if (std::optional<json::Value> search = root.find("search")) {
-    if (search->isObject()) {
-      std::vector<std::string> parts;
-      if (std::optional<json::Value> method = search->find("method");
-          method && method->isString() && method->asString() == "exhaustive") {
-        parts.push_back("exhaustive");
-      }
-      auto count = [&](const char* key) -> std::optional<std::int64_t> {
-        std::optional<json::Value> v = search->find(key);
-        return v && v->isInteger() ? std::optional(v->asInt64()) : std::nullopt;
-      };
-      if (auto n = count("evaluations")) {
-        parts.push_back(std::to_string(*n) + " evaluations");
-      }
-      if (auto n = count("iterations")) {
-        parts.push_back(std::to_string(*n) + " iterations");
-      }
-      if (auto n = count("seed")) {
-        parts.push_back("seed " + std::to_string(*n));
-      }
-      for (const std::string& part : parts) {
-        f.search += (f.search.empty() ? "" : " \xC2\xB7 ") + part;
-      }
-    }
-  }
+  f.selected = doc.selected;
+  f.select = doc.select;
+  f.search = searchFacts(doc.search);
   return f;
 }
 

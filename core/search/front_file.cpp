@@ -4,13 +4,12 @@
 
 namespace tapestry::search {
 
-Json choiceToJson(const graph::ExpandedGraph& g, const plan::PlanChoice& choice) {
-  Json out = Json::object();
+std::vector<cost::FrontOperation> frontOperations(const graph::ExpandedGraph& g,
+                                                  const plan::PlanChoice& choice) {
+  std::vector<cost::FrontOperation> out;
   for (std::size_t i = 0; i < g.operations.size(); ++i) {
-    Json op = Json::object();
-    op["split"] = choice.ops[i].split;
-    op["devices"] = choice.ops[i].devices;
-    out[g.operations[i].name] = std::move(op);
+    out.push_back(cost::FrontOperation{g.operations[i].name, Json(choice.ops[i].split),
+                                       Json(choice.ops[i].devices)});
   }
   return out;
 }
@@ -18,7 +17,7 @@ Json choiceToJson(const graph::ExpandedGraph& g, const plan::PlanChoice& choice)
 Json baselinesToJson(const std::vector<BaselineResult>& baselines) {
   Json out = Json::object();
   for (const BaselineResult& b : baselines) {
-    out[b.baseline.name] = b.objectives ? plan::objectivesToJson(*b.objectives) : Json(nullptr);
+    out[b.baseline.name] = b.objectives ? cost::objectivesToJson(*b.objectives) : Json(nullptr);
   }
   return out;
 }
@@ -41,24 +40,20 @@ Json searchToJson(const SearchResult& result, const FrontInfo& info) {
 
 Json frontToJson(const graph::ExpandedGraph& g, const cost::Target& target,
                  const SearchResult& result, const FrontInfo& info) {
-  Json out = Json::object();
-  out["tapestry"] = "front/v1";
-  out["graph"] = g.name;
-  out["target"] = target.name;
-  out["devices"] = target.deviceCount();
-  Json front = Json::array();
+  cost::FrontDocument front;
+  front.graph = g.name;
+  front.target = target.name;
+  front.devices = target.deviceCount();
   for (const Evaluated& e : result.front) {
-    Json item = Json::object();
-    item["objectives"] = plan::objectivesToJson(e.objectives);
-    item["operations"] = choiceToJson(g, e.choice);
-    front.push_back(std::move(item));
+    front.plans.push_back(cost::FrontPlan{e.objectives, frontOperations(g, e.choice)});
   }
-  out["front"] = std::move(front);
-  out["baselines"] = baselinesToJson(result.baselines);
-  out["selected"] = info.selected;
-  out["select"] = selectPolicyName(info.policy);
-  out["search"] = searchToJson(result, info);
-  return out;
+  for (const BaselineResult& b : result.baselines) {
+    front.baselines.push_back(cost::FrontBaseline{b.baseline.name, b.objectives});
+  }
+  front.selected = info.selected;
+  front.select = selectPolicyName(info.policy);
+  front.search = searchToJson(result, info);
+  return cost::frontToJson(front);
 }
 
 } // namespace tapestry::search

@@ -1,26 +1,13 @@
-// The front/v1 file (SPEC §7, `optimize --front`): every plan of the front with
-// its objectives and per-operation split and devices, the baselines' objectives
-// for comparison, the index of the plan `--select` picked, and how the search ran.
-//
-//   {"tapestry": "front/v1", "graph": NAME, "target": NAME, "devices": D,
-//    "front": [{"objectives": {"time_s", "peak_memory_bytes", "transfer_bytes",
-//                              "feasible"},
-//               "operations": {OP: {"split": [...], "devices": [...]}}}, ...],
-//    "baselines": {"single": {objectives}, "data_parallel": {...},
-//                  "tensor_parallel": {...}},           (null: not a valid plan)
-//    "selected": INDEX, "select": POLICY,
-//    "search": {"method": "stochastic"|"exhaustive", "seed", "iterations",
-//               "evaluations", "invalid", "threads", "seconds"
-//               [, "ranks", "exchange_every"]}}      (island search under mpirun)
-//
-// Front plans are sorted by time, then memory, then bytes moved; operations are
-// in graph file order.
+// Writing the front/v1 file (`optimize --front`) from a search's result, through
+// the one codec of the format (core/cost/front_file.hpp, which documents it);
+// the optimize summary shares the baselines' and the search's JSON.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "core/cost/front_file.hpp"
 #include "core/cost/target.hpp"
 #include "core/graph/graph.hpp"
 #include "core/json/json.hpp"
@@ -39,8 +26,9 @@ struct FrontInfo {
   std::int64_t exchangeEvery = 0; // with ranks > 1
 };
 
-// {OP: {"split", "devices"}} in graph file order.
-Json choiceToJson(const graph::ExpandedGraph& g, const plan::PlanChoice& choice);
+// A choice as the front file's operations, in graph file order.
+std::vector<cost::FrontOperation> frontOperations(const graph::ExpandedGraph& g,
+                                                  const plan::PlanChoice& choice);
 Json baselinesToJson(const std::vector<BaselineResult>& baselines);
 // The "search" object (also the --format json summary's).
 Json searchToJson(const SearchResult& result, const FrontInfo& info);
