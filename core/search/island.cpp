@@ -382,251 +382,118 @@ std::size_t mergeFront(ParetoArchive& archive, const std::vector<Evaluated>& pla
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// The island model's part of the generation loop (search.cpp): its own seed
+// and share of the batch, parents from its home stretch of the archive, the
+// exchanges (archives, what each evaluated, agreed stopping, rebalanced
+// batches) and the final merge. With one island it is the plain search.
+class IslandHooks final : public SearchHooks {
+public:
+  IslandHooks(const SearchOptions& options, const IslandOptions& islands,
+              IslandTransport& transport)
+      : options_(options), islands_(islands), transport_(transport), rank_(transport.rank()),
+        size_(transport.size()), every_(std::max<std::int64_t>(islands.exchangeEvery, 1)),
+        wholeBatch_(std::max<std::size_t>(options.batch, 1)) {}
 
-double since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+  bool alone() const override { return size_ == 1; }
+  std::uint64_t seed(std::uint64_t base) const override { return islandSeed(base, rank_); }
+  std::size_t batch(std::size_t whole) const override { return islandBatch(whole, rank_, size_); }
 
-// Redraws per slot before giving up on an unseen plan, and the most plan
-// hashes remembered (about 40 bytes each in the set: 4M is ~160 MiB); then the
-// set starts over, so a long search's memory stays bounded (a repeat costs one
-// evaluation; the point of the reset, and so the result, is deterministic).
-constexpr int kDrawAttempts = 16;
-constexpr std::size_t kMaxSeen = std::size_t{1} << 22;
-
-} // namespace
-
-SearchResult runIslandSearch(const ChoiceScorer& evaluator, const SearchOptions& options,
-                             const IslandOptions& islands, IslandTransport& transport) {
-  // runSearch (search.cpp) is one island: a single island is the plain search. With K > 1 islands
-  // what differs is the seed and batch share, the home stretch of parents, the exchanges, and that
-  // stopping is agreed at them.
-  const Clock::time_point start = Clock::now();
-  const int rank = transport.rank();
-  const int size = transport.size();
-  const bool alone = size == 1;
-  const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
-  const std::uint64_t seed = islandSeed(options.seed, rank);
-  const std::size_t wholeBatch = std::max<std::size_t>(options.batch, 1);
-  // This island's share, rebalanced at every exchange (balancedBatches).
-  std::size_t batch = islandBatch(wholeBatch, rank, size);
-  const std::int64_t every = std::max<std::int64_t>(islands.exchangeEvery, 1);
-
-  SearchResult result;
-  ParetoArchive archive(options.archiveCap);
-  std::unordered_set<std::uint64_t> seen;
-  std::vector<std::uint64_t> fresh; // evaluated since the last exchange
-  std::int64_t freshShards = 0;     // their shard tasks
-
-  result.baselines = evaluateBaselines(evaluator, space, &archive);
-  for (const BaselineResult& b : result.baselines) {
-    seen.insert(hashChoice(b.baseline.choice));
-    ++result.evaluations;
-    result.invalid += b.objectives ? 0 : 1;
-  }
-  std::vector<Evaluated> lowMemory;
-  auto keepLowMemory = [&lowMemory](const plan::PlanChoice& choice, const cost::Objectives& o) {
-    lowMemory.push_back(Evaluated{choice, o});
-    std::stable_sort(lowMemory.begin(), lowMemory.end(),
-                     [](const Evaluated& a, const Evaluated& b) {
-                       return a.objectives.peakMemoryBytes < b.objectives.peakMemoryBytes;
-                     });
-    if (lowMemory.size() > kDefaultArchiveCap) {
-      lowMemory.pop_back();
+  // The archive in time order, for the home stretches.
+  void beginGeneration(const SearchState& state) override {
+    if (alone()) {
+      return;
     }
-  };
-  for (const BaselineResult& b : result.baselines) {
-    if (b.objectives && !b.objectives->feasible) {
-      keepLowMemory(b.baseline.choice, *b.objectives);
+    const std::vector<Evaluated>& members = state.archive.members();
+    byTime_.resize(members.size());
+    for (std::size_t i = 0; i < byTime_.size(); ++i) {
+      byTime_[i] = i;
     }
-  }
-  if (lowMemory.empty()) {
-    lowMemory.push_back(Evaluated{result.baselines.front().baseline.choice, {}});
+    std::stable_sort(byTime_.begin(), byTime_.end(), [&](std::size_t a, std::size_t b) {
+      return members[a].objectives.timeS < members[b].objectives.timeS;
+    });
   }
 
-  const bool timed = options.budgetSeconds > 0;
-  const std::int64_t generations =
-      options.generations > 0 ? options.generations : (timed ? 0 : kDefaultGenerations);
+  // With probability homeShare, a parent from this island's slice of the
+  // archive in time order.
+  const plan::PlanChoice* homeParent(const SearchState& state, Rng& rng) override {
+    const std::vector<Evaluated>& members = state.archive.members();
+    if (alone() || islands_.homeShare <= 0 || members.empty() || !rng.chance(islands_.homeShare)) {
+      return nullptr;
+    }
+    const std::size_t n = byTime_.size();
+    const std::size_t k = static_cast<std::size_t>(size_);
+    const std::size_t r = static_cast<std::size_t>(rank_);
+    const std::size_t lo = std::min(r * n / k, n - 1);
+    const std::size_t hi = std::max(lo + 1, (r + 1) * n / k);
+    return &members[byTime_[lo + rng.below(hi - lo)]].choice;
+  }
 
-  // What this island tells the others: its state, its archive, and what it
-  // evaluated since the last exchange (so none evaluates the same plan again).
-  auto message = [&] {
-    IslandMessage m;
-    m.stopFlag = options.stop && options.stop->load();
-    m.wantsStop = m.stopFlag || (timed && since(start) >= options.budgetSeconds);
-    m.exhausted = result.exhausted;
-    m.evaluations = result.evaluations;
-    m.invalid = result.invalid;
-    m.leastPeakMemory = lowMemory.front().objectives.peakMemoryBytes;
-    m.seconds = since(start);
-    m.evaluated = std::move(fresh);
-    fresh.clear();
-    m.recentShards = freshShards;
-    freshShards = 0;
-    m.plans = archive.members();
-    return m;
-  };
-  // Sends this island's archive, takes in every other island's; returns what
-  // every island sent (by rank).
-  auto swap = [&](const IslandMessage& mine) {
-    std::vector<IslandMessage> all;
-    for (const std::vector<std::int64_t>& words : transport.exchange(encodeMessage(space, mine))) {
-      all.push_back(decodeMessage(space, words));
-    }
-    for (int r = 0; r < size; ++r) {
-      if (r == rank) {
-        continue;
-      }
-      // What the others evaluated, this island need not (their plans
-      // among it).
-      seen.insert(all[static_cast<std::size_t>(r)].evaluated.begin(),
-                  all[static_cast<std::size_t>(r)].evaluated.end());
-      mergeFront(archive, all[static_cast<std::size_t>(r)].plans);
-    }
-    return all;
-  };
-
-  std::int64_t generation = 0;
-  for (;;) {
-    if (generations > 0 && generation >= generations) {
-      break;
-    }
-    if (alone) {
-      // Nothing to agree with: stop wherever the plain search would.
-      if (timed && since(start) >= options.budgetSeconds) {
-        break;
-      }
-      if (options.stop && options.stop->load()) {
-        result.stopped = true;
-        break;
-      }
-    }
-    const std::vector<Evaluated>& members = archive.members();
-    // The archive in time order, for the islands' home stretches.
-    std::vector<std::size_t> byTime;
-    if (!alone) {
-      byTime.resize(members.size());
-      for (std::size_t i = 0; i < byTime.size(); ++i) {
-        byTime[i] = i;
-      }
-      std::stable_sort(byTime.begin(), byTime.end(), [&](std::size_t a, std::size_t b) {
-        return members[a].objectives.timeS < members[b].objectives.timeS;
-      });
-    }
-    std::vector<plan::PlanChoice> candidates;
-    candidates.reserve(batch);
-    if (!result.exhausted) {
-      for (std::size_t slot = 0; slot < batch; ++slot) {
-        Rng rng = Rng::forSlot(seed, static_cast<std::uint64_t>(generation), slot);
-        for (int attempt = 0; attempt < kDrawAttempts; ++attempt) {
-          auto parent = [&]() -> const plan::PlanChoice& {
-            const std::vector<Evaluated>& pool = members.empty() ? lowMemory : members;
-            if (!alone && islands.homeShare > 0 && !members.empty() &&
-                rng.chance(islands.homeShare)) {
-              const std::size_t n = byTime.size();
-              const std::size_t k = static_cast<std::size_t>(size);
-              const std::size_t r = static_cast<std::size_t>(rank);
-              const std::size_t lo = std::min(r * n / k, n - 1);
-              const std::size_t hi = std::max(lo + 1, (r + 1) * n / k);
-              return members[byTime[lo + rng.below(hi - lo)]].choice;
-            }
-            return pool[rng.below(pool.size())].choice;
-          };
-          plan::PlanChoice child = parent();
-          if (rng.chance(0.2)) {
-            child = crossover(space, child, parent(), rng);
-          }
-          mutate(space, child, rng);
-          if (seen.size() >= kMaxSeen) {
-            seen.clear();
-          }
-          const std::uint64_t hash = hashChoice(child);
-          if (seen.insert(hash).second) {
-            if (!alone) {
-              fresh.push_back(hash);
-            }
-            candidates.push_back(std::move(child));
-            break;
-          }
-        }
-      }
-    }
-    if (candidates.empty()) {
-      result.exhausted = true;
-      if (alone) {
-        break;
-      }
-      // Wait for the others at the next exchange (or the end); new plans
-      // from them may give this island parents with unseen children again.
-      generation = generations > 0 ? std::min(generations, (generation / every + 1) * every)
-                                   : (generation / every + 1) * every;
-    } else {
-      std::vector<std::optional<cost::Objectives>> scores =
-          evaluateAll(evaluator, candidates, options.threads);
-      for (const plan::PlanChoice& c : candidates) {
-        freshShards += c.shardCount();
-      }
-      for (std::size_t i = 0; i < candidates.size(); ++i) {
-        ++result.evaluations;
-        if (!scores[i]) {
-          ++result.invalid;
-          continue;
-        }
-        if (!scores[i]->feasible && archive.empty()) {
-          keepLowMemory(candidates[i], *scores[i]);
-        }
-        archive.insert(Evaluated{std::move(candidates[i]), *scores[i]});
-      }
-      ++generation;
-    }
-    if (rank == 0 && options.onGeneration) {
-      SearchProgress p;
-      p.generation = generation;
-      p.evaluations = result.evaluations * size; // an estimate: the others are as fast
-      p.seconds = since(start);
-      p.fractionDone = generations > 0
-                           ? static_cast<double>(generation) / static_cast<double>(generations)
-                           : std::min(1.0, p.seconds / options.budgetSeconds);
-      p.archive = &archive;
-      options.onGeneration(p);
-    }
-    if (!alone && exchangesAfter(generation, every, generations)) {
-      const std::vector<IslandMessage> all = swap(message());
-      bool stop = false;
-      bool allExhausted = true;
-      for (const IslandMessage& m : all) {
-        stop = stop || m.wantsStop;
-        result.stopped = result.stopped || m.stopFlag;
-        allExhausted = allExhausted && m.exhausted;
-      }
-      if (stop || allExhausted) {
-        break;
-      }
-      result.exhausted = false; // try again with the merged archive
-      // Islands whose plans cost more to evaluate take fewer of the next
-      // generations' candidates, so that none waits long at the next exchange.
-      std::vector<std::int64_t> shards;
-      std::vector<std::int64_t> evaluated;
-      for (const IslandMessage& m : all) {
-        shards.push_back(m.recentShards);
-        evaluated.push_back(static_cast<std::int64_t>(m.evaluated.size()));
-      }
-      batch = balancedBatches(wholeBatch, shards, evaluated)[static_cast<std::size_t>(rank)];
+  void drew(std::uint64_t hash) override {
+    if (!alone()) {
+      fresh_.push_back(hash);
     }
   }
-  result.iterations = generation;
 
-  // The final merge: every island's archive into every island's, in rank order.
-  if (!alone) {
-    IslandMessage mine = message();
+  void evaluated(const std::vector<plan::PlanChoice>& candidates) override {
+    for (const plan::PlanChoice& c : candidates) {
+      freshShards_ += c.shardCount();
+    }
+  }
+
+  // Wait for the others at the next exchange (or the end); new plans from
+  // them may give this island parents with unseen children again.
+  void exhausted(SearchState& state) override {
+    const std::int64_t next = (state.generation / every_ + 1) * every_;
+    state.generation = state.generations > 0 ? std::min(state.generations, next) : next;
+  }
+
+  bool afterGeneration(SearchState& state) override {
+    if (alone() || !exchangesAfter(state.generation, every_, state.generations)) {
+      return false;
+    }
+    const std::vector<IslandMessage> all = swap(state, message(state));
+    bool stop = false;
+    bool allExhausted = true;
+    for (const IslandMessage& m : all) {
+      stop = stop || m.wantsStop;
+      state.result.stopped = state.result.stopped || m.stopFlag;
+      allExhausted = allExhausted && m.exhausted;
+    }
+    if (stop || allExhausted) {
+      return true;
+    }
+    state.result.exhausted = false; // try again with the merged archive
+    // Islands whose plans cost more to evaluate take fewer of the next
+    // generations' candidates, so that none waits long at the next exchange.
+    std::vector<std::int64_t> shards;
+    std::vector<std::int64_t> evaluated;
+    for (const IslandMessage& m : all) {
+      shards.push_back(m.recentShards);
+      evaluated.push_back(static_cast<std::int64_t>(m.evaluated.size()));
+    }
+    state.batch = balancedBatches(wholeBatch_, shards, evaluated)[static_cast<std::size_t>(rank_)];
+    return false;
+  }
+
+  bool reportsProgress() const override { return rank_ == 0; }
+  std::int64_t progressScale() const override { return size_; } // the others are as fast
+
+  SearchResult finish(SearchState& state) override {
+    if (alone()) {
+      transport_.close();
+      return SearchHooks::finish(state);
+    }
+    // The final merge: every island's archive into every island's, in rank order.
+    IslandMessage mine = message(state);
     mine.evaluated.clear(); // nobody searches on
     std::vector<IslandMessage> all;
-    for (const std::vector<std::int64_t>& words : transport.exchange(encodeMessage(space, mine))) {
-      all.push_back(decodeMessage(space, words));
+    for (const std::vector<std::int64_t>& words :
+         transport_.exchange(encodeMessage(state.space, mine))) {
+      all.push_back(decodeMessage(state.space, words));
     }
-    transport.close();
-    ParetoArchive merged(options.archiveCap);
+    transport_.close();
+    SearchResult& result = state.result;
+    ParetoArchive merged(options_.archiveCap);
     result.evaluations = 0;
     result.invalid = 0;
     result.leastPeakMemory = 0;
@@ -648,16 +515,68 @@ SearchResult runIslandSearch(const ChoiceScorer& evaluator, const SearchOptions&
     if (!result.front.empty()) {
       result.leastPeakMemory = 0;
     }
-    result.seconds = since(start);
+    result.seconds = state.elapsed();
     return result;
   }
-  transport.close();
-  result.front = archive.sorted();
-  if (result.front.empty() && lowMemory.front().objectives.peakMemoryBytes > 0) {
-    result.leastPeakMemory = lowMemory.front().objectives.peakMemoryBytes;
+
+private:
+  // What this island tells the others: its state, its archive, and what it
+  // evaluated since the last exchange (so none evaluates the same plan again).
+  IslandMessage message(const SearchState& state) {
+    IslandMessage m;
+    m.stopFlag = options_.stop && options_.stop->load();
+    m.wantsStop = m.stopFlag || (state.timed && state.elapsed() >= options_.budgetSeconds);
+    m.exhausted = state.result.exhausted;
+    m.evaluations = state.result.evaluations;
+    m.invalid = state.result.invalid;
+    m.leastPeakMemory = state.lowMemory.front().objectives.peakMemoryBytes;
+    m.seconds = state.elapsed();
+    m.evaluated = std::move(fresh_);
+    fresh_.clear();
+    m.recentShards = freshShards_;
+    freshShards_ = 0;
+    m.plans = state.archive.members();
+    return m;
   }
-  result.seconds = since(start);
-  return result;
+
+  // Sends this island's archive, takes in every other island's; returns what
+  // every island sent (by rank).
+  std::vector<IslandMessage> swap(SearchState& state, const IslandMessage& mine) {
+    std::vector<IslandMessage> all;
+    for (const std::vector<std::int64_t>& words :
+         transport_.exchange(encodeMessage(state.space, mine))) {
+      all.push_back(decodeMessage(state.space, words));
+    }
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) {
+        continue;
+      }
+      // What the others evaluated, this island need not (their plans among it).
+      const IslandMessage& theirs = all[static_cast<std::size_t>(r)];
+      state.seen.insert(theirs.evaluated.begin(), theirs.evaluated.end());
+      mergeFront(state.archive, theirs.plans);
+    }
+    return all;
+  }
+
+  const SearchOptions& options_;
+  const IslandOptions& islands_;
+  IslandTransport& transport_;
+  const int rank_;
+  const int size_;
+  const std::int64_t every_;
+  const std::size_t wholeBatch_;
+  std::vector<std::size_t> byTime_;
+  std::vector<std::uint64_t> fresh_; // evaluated since the last exchange
+  std::int64_t freshShards_ = 0;     // their shard tasks
+};
+
+} // namespace
+
+SearchResult runIslandSearch(const ChoiceScorer& evaluator, const SearchOptions& options,
+                             const IslandOptions& islands, IslandTransport& transport) {
+  IslandHooks hooks(options, islands, transport);
+  return runGenerations(evaluator, options, hooks);
 }
 
 std::vector<SearchResult> runLocalIslands(const ChoiceScorer& evaluator,

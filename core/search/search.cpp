@@ -65,11 +65,180 @@ std::vector<BaselineResult> evaluateBaselines(const ChoiceScorer& evaluator,
 }
 
 SearchResult runSearch(const ChoiceScorer& evaluator, const SearchOptions& options) {
-  // One island of the island model (island.cpp) is this search, draw for draw:
-  // the generation loop lives there once.
-  LocalIslands solo(1);
-  const std::unique_ptr<IslandTransport> transport = solo.transport(0);
-  return runIslandSearch(evaluator, options, IslandOptions{}, *transport);
+  SearchHooks plain;
+  return runGenerations(evaluator, options, plain);
+}
+
+// ---------------------------------------------------------------- the loop
+
+namespace {
+
+// Redraws per slot before giving up on an unseen plan, and the most plan
+// hashes remembered (about 40 bytes each in the set: 4M is ~160 MiB); then the
+// set starts over, so a long search's memory stays bounded (a repeat costs one
+// evaluation; the point of the reset, and so the result, is deterministic).
+constexpr int kDrawAttempts = 16;
+constexpr std::size_t kMaxSeen = std::size_t{1} << 22;
+
+void keepLowMemory(SearchState& state, const plan::PlanChoice& choice, const cost::Objectives& o) {
+  std::vector<Evaluated>& lowMemory = state.lowMemory;
+  lowMemory.push_back(Evaluated{choice, o});
+  std::stable_sort(lowMemory.begin(), lowMemory.end(), [](const Evaluated& a, const Evaluated& b) {
+    return a.objectives.peakMemoryBytes < b.objectives.peakMemoryBytes;
+  });
+  if (lowMemory.size() > kDefaultArchiveCap) {
+    lowMemory.pop_back();
+  }
+}
+
+// The baselines, evaluated and seeding the archive (and the low-memory
+// parents when none fits).
+void startFromBaselines(const ChoiceScorer& evaluator, SearchState& state) {
+  state.result.baselines = evaluateBaselines(evaluator, state.space, &state.archive);
+  for (const BaselineResult& b : state.result.baselines) {
+    state.seen.insert(hashChoice(b.baseline.choice));
+    ++state.result.evaluations;
+    state.result.invalid += b.objectives ? 0 : 1;
+  }
+  for (const BaselineResult& b : state.result.baselines) {
+    if (b.objectives && !b.objectives->feasible) {
+      keepLowMemory(state, b.baseline.choice, *b.objectives);
+    }
+  }
+  if (state.lowMemory.empty()) {
+    state.lowMemory.push_back(Evaluated{state.result.baselines.front().baseline.choice, {}});
+  }
+}
+
+// Up to `state.batch` unseen children of archive members (or of the
+// low-memory plans while the archive is empty), slot by slot from the seed.
+std::vector<plan::PlanChoice> drawCandidates(SearchState& state, SearchHooks& hooks,
+                                             std::uint64_t seed) {
+  const std::vector<Evaluated>& members = state.archive.members();
+  std::vector<plan::PlanChoice> candidates;
+  candidates.reserve(state.batch);
+  for (std::size_t slot = 0; slot < state.batch; ++slot) {
+    Rng rng = Rng::forSlot(seed, static_cast<std::uint64_t>(state.generation), slot);
+    for (int attempt = 0; attempt < kDrawAttempts; ++attempt) {
+      auto parent = [&]() -> const plan::PlanChoice& {
+        if (const plan::PlanChoice* home = hooks.homeParent(state, rng)) {
+          return *home;
+        }
+        const std::vector<Evaluated>& pool = members.empty() ? state.lowMemory : members;
+        return pool[rng.below(pool.size())].choice;
+      };
+      plan::PlanChoice child = parent();
+      if (rng.chance(0.2)) {
+        child = crossover(state.space, child, parent(), rng);
+      }
+      mutate(state.space, child, rng);
+      if (state.seen.size() >= kMaxSeen) {
+        state.seen.clear();
+      }
+      const std::uint64_t hash = hashChoice(child);
+      if (state.seen.insert(hash).second) {
+        hooks.drew(hash);
+        candidates.push_back(std::move(child));
+        break;
+      }
+    }
+  }
+  return candidates;
+}
+
+// Scores the candidates and keeps the ones the archive keeps.
+void evaluateCandidates(const ChoiceScorer& evaluator, const SearchOptions& options,
+                        SearchState& state, std::vector<plan::PlanChoice>& candidates) {
+  std::vector<std::optional<cost::Objectives>> scores =
+      evaluateAll(evaluator, candidates, options.threads);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    ++state.result.evaluations;
+    if (!scores[i]) {
+      ++state.result.invalid;
+      continue;
+    }
+    if (!scores[i]->feasible && state.archive.empty()) {
+      keepLowMemory(state, candidates[i], *scores[i]);
+    }
+    state.archive.insert(Evaluated{std::move(candidates[i]), *scores[i]});
+  }
+}
+
+void reportProgress(const SearchOptions& options, const SearchState& state,
+                    const SearchHooks& hooks) {
+  SearchProgress p;
+  p.generation = state.generation;
+  p.evaluations = state.result.evaluations * hooks.progressScale();
+  p.seconds = state.elapsed();
+  p.fractionDone = state.generations > 0 ? static_cast<double>(state.generation) /
+                                               static_cast<double>(state.generations)
+                                         : std::min(1.0, p.seconds / options.budgetSeconds);
+  p.archive = &state.archive;
+  options.onGeneration(p);
+}
+
+} // namespace
+
+SearchResult SearchHooks::finish(SearchState& state) {
+  SearchResult& result = state.result;
+  result.front = state.archive.sorted();
+  if (result.front.empty() && state.lowMemory.front().objectives.peakMemoryBytes > 0) {
+    result.leastPeakMemory = state.lowMemory.front().objectives.peakMemoryBytes;
+  }
+  result.seconds = state.elapsed();
+  return result;
+}
+
+SearchResult runGenerations(const ChoiceScorer& evaluator, const SearchOptions& options,
+                            SearchHooks& hooks) {
+  const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
+  SearchState state(space, options.archiveCap);
+  const std::uint64_t seed = hooks.seed(options.seed);
+  state.batch = hooks.batch(std::max<std::size_t>(options.batch, 1));
+  state.timed = options.budgetSeconds > 0;
+  state.generations =
+      options.generations > 0 ? options.generations : (state.timed ? 0 : kDefaultGenerations);
+  startFromBaselines(evaluator, state);
+
+  for (;;) {
+    if (state.generations > 0 && state.generation >= state.generations) {
+      break;
+    }
+    if (hooks.alone()) {
+      // Nothing to agree with: stop at the budget or when asked.
+      if (state.timed && state.elapsed() >= options.budgetSeconds) {
+        break;
+      }
+      if (options.stop && options.stop->load()) {
+        state.result.stopped = true;
+        break;
+      }
+    }
+    hooks.beginGeneration(state);
+    std::vector<plan::PlanChoice> candidates;
+    if (!state.result.exhausted) {
+      candidates = drawCandidates(state, hooks, seed);
+    }
+    if (candidates.empty()) {
+      state.result.exhausted = true;
+      if (hooks.alone()) {
+        break;
+      }
+      hooks.exhausted(state);
+    } else {
+      hooks.evaluated(candidates);
+      evaluateCandidates(evaluator, options, state, candidates);
+      ++state.generation;
+    }
+    if (hooks.reportsProgress() && options.onGeneration) {
+      reportProgress(options, state, hooks);
+    }
+    if (hooks.afterGeneration(state)) {
+      break;
+    }
+  }
+  state.result.iterations = state.generation;
+  return hooks.finish(state);
 }
 
 } // namespace tapestry::search

@@ -11,12 +11,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/cost/simulator.hpp"
@@ -25,6 +27,7 @@
 #include "core/plan/plan.hpp"
 #include "core/search/archive.hpp"
 #include "core/search/baselines.hpp"
+#include "core/search/mutate.hpp"
 #include "core/search/space.hpp"
 
 namespace tapestry::search {
@@ -113,5 +116,71 @@ std::vector<BaselineResult> evaluateBaselines(const ChoiceScorer& evaluator,
                                               const SearchSpace& space, ParetoArchive* archive);
 
 SearchResult runSearch(const ChoiceScorer& evaluator, const SearchOptions& options);
+
+// ---------------------------------------------------------------- the loop
+
+// What the generation loop keeps between generations; hooks read and change it.
+struct SearchState {
+  using Clock = std::chrono::steady_clock;
+
+  explicit SearchState(const SearchSpace& s, std::size_t archiveCap)
+      : space(s), archive(archiveCap) {}
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+  const SearchSpace& space;
+  SearchResult result;
+  ParetoArchive archive;
+  std::unordered_set<std::uint64_t> seen; // plans evaluated (hashChoice)
+  // While nothing fits: the plans of least peak memory, parents instead of
+  // the (empty) archive.
+  std::vector<Evaluated> lowMemory;
+  std::int64_t generation = 0;  // generations done
+  std::int64_t generations = 0; // to run; 0: until the time budget
+  std::size_t batch = 0;        // candidates per generation
+  bool timed = false;           // a time budget, not a generation count
+  Clock::time_point start = Clock::now();
+};
+
+// Where the island model (island.hpp) joins the generation loop; the plain
+// search is the defaults: one process, its own stopping, no exchanges.
+class SearchHooks {
+public:
+  virtual ~SearchHooks() = default;
+  // One process: stop at the budget or the stop flag, and as soon as no unseen
+  // candidate can be drawn. Islands stop where they agree to, at exchanges.
+  virtual bool alone() const { return true; }
+  virtual std::uint64_t seed(std::uint64_t base) const { return base; }
+  virtual std::size_t batch(std::size_t whole) const { return whole; }
+  // Before a generation's draws.
+  virtual void beginGeneration(const SearchState& state) { (void)state; }
+  // A parent other than the usual draw from the archive, or null (drawing from
+  // `rng` only when it gives one).
+  virtual const plan::PlanChoice* homeParent(const SearchState& state, Rng& rng) {
+    (void)state;
+    (void)rng;
+    return nullptr;
+  }
+  // A candidate drawn (its hash), and a generation's candidates evaluated.
+  virtual void drew(std::uint64_t hash) { (void)hash; }
+  virtual void evaluated(const std::vector<plan::PlanChoice>& candidates) { (void)candidates; }
+  // No unseen candidate could be drawn (not alone): where to go on.
+  virtual void exhausted(SearchState& state) { (void)state; }
+  // After each generation; true stops the loop.
+  virtual bool afterGeneration(SearchState& state) {
+    (void)state;
+    return false;
+  }
+  // Progress: whether this process reports it, and its evaluations' share.
+  virtual bool reportsProgress() const { return true; }
+  virtual std::int64_t progressScale() const { return 1; }
+  // The result once the loop ends (front, memory, time).
+  virtual SearchResult finish(SearchState& state);
+};
+
+// The generation loop: baselines, then generations of candidates drawn from
+// the archive (mutations and crossovers of unseen plans), evaluated and kept
+// when not dominated, until the budget, the stop flag or exhaustion.
+SearchResult runGenerations(const ChoiceScorer& evaluator, const SearchOptions& options,
+                            SearchHooks& hooks);
 
 } // namespace tapestry::search
