@@ -85,6 +85,23 @@ TensorView Buffer::view() const {
   return v;
 }
 
+std::optional<MatrixLayout> matrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
+                                         std::int64_t cs) {
+  if (cols == 1 || cs == 1) {
+    const std::int64_t ld = rows == 1 ? std::max<std::int64_t>(cols, 1) : rs;
+    if (ld >= std::max<std::int64_t>(cols, 1)) {
+      return MatrixLayout{false, ld};
+    }
+  }
+  if (rows == 1 || rs == 1) {
+    const std::int64_t ld = cols == 1 ? std::max<std::int64_t>(rows, 1) : cs;
+    if (ld >= std::max<std::int64_t>(rows, 1)) {
+      return MatrixLayout{true, ld};
+    }
+  }
+  return std::nullopt;
+}
+
 void copyHostRegion(const TensorView& src, const TensorView& dst, const ZRange& region) {
   if (region.isEmpty()) {
     return;

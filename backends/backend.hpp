@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -130,6 +131,20 @@ private:
   int device_ = kHostDevice;
   std::shared_ptr<std::byte> storage_;
 };
+
+// ---------------------------------------------------------------- matrix operands
+
+// How a rows x cols matrix operand with (row, column) element strides is read
+// in place by a BLAS (cblas on the CPU, cuBLASLt on the GPU): row-major with
+// leading dimension ld (transpose false) or column-major (transpose true);
+// nullopt when neither works and the operand is gathered into a dense block.
+struct MatrixLayout {
+  bool transpose = false;
+  std::int64_t ld = 0;
+  friend bool operator==(const MatrixLayout&, const MatrixLayout&) = default;
+};
+std::optional<MatrixLayout> matrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
+                                         std::int64_t cs);
 
 // dst[p] = src[p] for p in `region` between two host-accessible views of one
 // dtype (what npy I/O and tests use; backends have their own copyRegion).

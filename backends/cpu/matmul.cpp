@@ -25,30 +25,6 @@ blasint toBlasInt(std::int64_t v) {
   return static_cast<blasint>(v);
 }
 
-// How cblas reads a rows x cols operand with the given strides (row-major API):
-// as is (NoTrans, ld = row stride) when its columns are unit-stride, transposed
-// (Trans, ld = column stride) when its rows are; nullopt when neither is.
-struct BlasLayout {
-  CBLAS_TRANSPOSE trans;
-  std::int64_t ld;
-};
-std::optional<BlasLayout> blasLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
-                                     std::int64_t cs) {
-  if (cols == 1 || cs == 1) {
-    const std::int64_t ld = rows == 1 ? std::max<std::int64_t>(cols, 1) : rs;
-    if (ld >= std::max<std::int64_t>(cols, 1)) {
-      return BlasLayout{CblasNoTrans, ld};
-    }
-  }
-  if (rows == 1 || rs == 1) {
-    const std::int64_t ld = cols == 1 ? std::max<std::int64_t>(rows, 1) : cs;
-    if (ld >= std::max<std::int64_t>(rows, 1)) {
-      return BlasLayout{CblasTrans, ld};
-    }
-  }
-  return std::nullopt;
-}
-
 void gemmCall(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t M, std::int64_t N,
               std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
               float beta, float* C, std::int64_t ldc) {
@@ -86,17 +62,17 @@ void blasGemm(std::int64_t M, std::int64_t N, std::int64_t K, const F* A, std::i
   }
   std::vector<F> denseA;
   std::vector<F> denseB;
-  std::optional<BlasLayout> la = blasLayout(M, K, rsA, csA);
+  std::optional<MatrixLayout> la = matrixLayout(M, K, rsA, csA);
   if (!la) {
     denseA = denseCopy<F>(M, K, A, rsA, csA);
     A = denseA.data();
-    la = BlasLayout{CblasNoTrans, std::max<std::int64_t>(K, 1)};
+    la = MatrixLayout{false, std::max<std::int64_t>(K, 1)};
   }
-  std::optional<BlasLayout> lb = blasLayout(K, N, rsB, csB);
+  std::optional<MatrixLayout> lb = matrixLayout(K, N, rsB, csB);
   if (!lb) {
     denseB = denseCopy<F>(K, N, B, rsB, csB);
     B = denseB.data();
-    lb = BlasLayout{CblasNoTrans, std::max<std::int64_t>(N, 1)};
+    lb = MatrixLayout{false, std::max<std::int64_t>(N, 1)};
   }
   // C must be row-major with unit columns; otherwise compute densely and scatter.
   const bool direct = (N == 1 || csC == 1) && (M == 1 || rsC >= N);
@@ -125,8 +101,8 @@ void blasGemm(std::int64_t M, std::int64_t N, std::int64_t K, const F* A, std::i
       }
     }
   } else {
-    gemmCall(la->trans, lb->trans, M, N, K, A, la->ld, B, lb->ld, bias != nullptr ? F(1) : F(0),
-             out, ldc);
+    gemmCall(la->transpose ? CblasTrans : CblasNoTrans, lb->transpose ? CblasTrans : CblasNoTrans,
+             M, N, K, A, la->ld, B, lb->ld, bias != nullptr ? F(1) : F(0), out, ldc);
   }
   if (!direct) {
     for (std::int64_t i = 0; i < M; ++i) {

@@ -98,24 +98,6 @@ bool isContiguous(const backend::TensorView& view, const ZRange& region) {
   return w.count == 0 || w.rank == 0 || (w.rank == 1 && w.stride[0][0] == 1);
 }
 
-std::optional<MatrixLayout> matrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
-                                         std::int64_t cs) {
-  // The CPU backend's blasLayout (backends/cpu/matmul.cpp), case for case.
-  if (cols == 1 || cs == 1) {
-    const std::int64_t ld = rows == 1 ? std::max<std::int64_t>(cols, 1) : rs;
-    if (ld >= std::max<std::int64_t>(cols, 1)) {
-      return MatrixLayout{false, ld};
-    }
-  }
-  if (rows == 1 || rs == 1) {
-    const std::int64_t ld = cols == 1 ? std::max<std::int64_t>(rows, 1) : cs;
-    if (ld >= std::max<std::int64_t>(rows, 1)) {
-      return MatrixLayout{true, ld};
-    }
-  }
-  return std::nullopt;
-}
-
 std::optional<std::int64_t> outputLd(std::int64_t M, std::int64_t N, std::int64_t rsC,
                                      std::int64_t csC) {
   if ((N == 1 || csC == 1) && (M == 1 || rsC >= N)) {

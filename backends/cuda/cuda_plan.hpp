@@ -53,17 +53,10 @@ bool isContiguous(const backend::TensorView& view, const ZRange& region);
 
 // ---------------------------------------------------------------- cuBLASLt
 
-// How a rows x cols operand with (row, column) strides is read: as row-major
-// with leading dimension ld (transpose false) or column-major (transpose true),
-// exactly when the CPU backend's cblas path reads it in place; nullopt when
-// neither (the operand is then gathered into a dense block first).
-struct MatrixLayout {
-  bool transpose = false;
-  std::int64_t ld = 0;
-  friend bool operator==(const MatrixLayout&, const MatrixLayout&) = default;
-};
-std::optional<MatrixLayout> matrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
-                                         std::int64_t cs);
+// How a matrix operand is read in place: the CPU backend's rule
+// (backends/backend.hpp), so the GPU reads exactly what cblas would.
+using backend::MatrixLayout;
+using backend::matrixLayout;
 // The leading dimension of a row-major M x N output written in place, or
 // nullopt when its layout needs a dense block scattered afterwards.
 std::optional<std::int64_t> outputLd(std::int64_t M, std::int64_t N, std::int64_t rsC,
