@@ -6,6 +6,9 @@
 // sub-views, or as whole-tensor views), partials joined with the output's
 // combine — against the same kernel unsharded. Also: 16-bit float
 // conversions, views, copies, combine, and the errors of the interface.
+//
+// Longer than 800 lines on purpose: tests/unit keeps one file per module, and
+// this module's cases read best side by side (each is short and independent).
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -1,10 +1,13 @@
 // Tests for the plan executor (backends/executor) and the run/bench commands
-// (backends/run_command): small graphs with expected outputs written out by
+// (core/driver/run_command): small graphs with expected outputs written out by
 // hand or computed here with plain loops, every testdata graph under many plans
 // (single device, data parallel, split reduction dims, random splits and
 // placements over 2 to 4 devices, fewer threads than devices, resident inputs)
 // against the unsharded reference, memory against the prediction, errors from
 // workers, the --check comparison, and the commands in-process.
+//
+// Longer than 800 lines on purpose: tests/unit keeps one file per module, and
+// this module's cases read best side by side (each is short and independent).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

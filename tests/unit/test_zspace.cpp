@@ -1,5 +1,8 @@
 // Tests for core/zspace: checked arithmetic, ZPoint, ZRange, ZMatrix, ZAffineMap,
 // IndexProjection, their JSON forms, and property tests of projection and splitting.
+//
+// Longer than 800 lines on purpose: tests/unit keeps one file per module, and
+// this module's cases read best side by side (each is short and independent).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
