@@ -170,6 +170,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   registerRender(app, action);
   registerRun(app, action);
   registerBench(app, action);
+  registerCalibrate(app, action);
   app.footer("Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, "
              "4 backend unavailable, 70 internal error, 130 interrupted.\n"
              "Run 'tapestry COMMAND --help' for a command's options.");

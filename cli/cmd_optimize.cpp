@@ -51,6 +51,10 @@ void registerOptimize(CLI::App& app, Action& action) {
   sub->add_option("--select", config->select,
                   "Plan written to -o: fastest, smallest, knee, or time")
       ->check(CLI::IsMember({"fastest", "smallest", "knee", "time"}));
+  sub->add_option("--baseline", config->baseline,
+                  "Write this baseline's plan to -o instead of the selected one: single, "
+                  "data_parallel or tensor_parallel")
+      ->check(CLI::IsMember({"single", "data_parallel", "tensor_parallel"}));
   sub->add_option(
       "--memory-cap", args->memoryCap,
       "Select only among plans whose peak memory per device is at most this, e.g. 40GiB");

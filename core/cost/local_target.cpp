@@ -1,6 +1,9 @@
 // The `local` target: this machine as it is (SPEC §6).
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <utility>
 
@@ -51,6 +54,40 @@ int usableCpuCores() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+// The first "model name" of /proc/cpuinfo ("" where there is none).
+std::string cpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("model name")) {
+      std::size_t colon = line.find(':');
+      if (colon == std::string::npos) {
+        break;
+      }
+      std::size_t begin = line.find_first_not_of(" \t", colon + 1);
+      return begin == std::string::npos ? std::string() : line.substr(begin);
+    }
+  }
+  return {};
+}
+
+// Lower-case letters and digits, every other run of characters one '-'.
+std::string slug(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') {
+    out.pop_back();
+  }
+  return out;
+}
+
 std::int64_t physicalMemory() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long pageSize = sysconf(_SC_PAGESIZE);
@@ -84,7 +121,46 @@ MachineInfo describeMachine() {
   }
   m.cpuCores = usableCpuCores();
   m.ramBytes = physicalMemory();
+  m.cpuModel = cpuModelName();
   return m;
+}
+
+std::string calibrationKey(const MachineInfo& machine) {
+  if (!machine.gpus.empty()) {
+    return "gpu-" + slug(machine.gpus.front().name) + "-x" + std::to_string(machine.gpus.size());
+  }
+  const std::string model = slug(machine.cpuModel);
+  return "cpu-" + (model.empty() ? std::string("unknown") : model) + "-" +
+         std::to_string(machine.cpuCores) + "cores";
+}
+
+std::string calibrationDirectory() {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  if (cache != nullptr && cache[0] == '/') {
+    return (std::filesystem::path(cache) / "tapestry" / "calibration").string();
+  }
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') {
+    return (std::filesystem::path(home) / ".cache" / "tapestry" / "calibration").string();
+  }
+  return {};
+}
+
+std::string calibrationPath(const MachineInfo& machine) {
+  const std::string dir = calibrationDirectory();
+  if (dir.empty()) {
+    return {};
+  }
+  return (std::filesystem::path(dir) / (calibrationKey(machine) + ".yaml")).string();
+}
+
+std::string savedCalibration(const MachineInfo& machine) {
+  const std::string path = calibrationPath(machine);
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) {
+    return {};
+  }
+  return path;
 }
 
 const MachineInfo& probeMachine() {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -35,8 +36,10 @@ std::uint64_t eventKey(double time, bool alloc) {
 } // namespace
 
 struct ChoiceSimulator::Scratch {
-  std::vector<double> rate;    // per op
-  std::vector<double> devFree; // per device
+  std::vector<double> rate;                  // per op
+  std::vector<const ProfileTable*> measured; // per op: its family's table, or none
+  std::vector<std::uint8_t> busyDevice;      // per device: runs a shard
+  std::vector<double> devFree;               // per device
   std::vector<double> linkFree;
   std::vector<double> alloc, ready, lastUse; // per buffer
   std::vector<Interval> shards, transfers, reductions;
@@ -60,7 +63,17 @@ void ChoiceSimulator::Scratch::transfer(const PlanTasks& p, const Target& t, std
                           static_cast<std::size_t>(tr.to + 1)];
   const LinkSpec& link = tr.from == plan::kHost ? t.hostLink() : t.linkBetween(tr.from, tr.to);
   const double start = std::max(free, sourceReady);
-  const double end = start + link.transferTime(static_cast<double>(tr.bytes));
+  double seconds = link.transferTime(static_cast<double>(tr.bytes));
+  if (t.profile) {
+    const std::vector<ProfilePoint>& copies =
+        tr.from == plan::kHost ? t.profile->hostCopies : t.profile->linkCopies;
+    // Measured copies stand for links within a node only.
+    if (!copies.empty() && (tr.from == plan::kHost || t.sameNode(tr.from, tr.to))) {
+      seconds = interpolateTime(copies, static_cast<double>(tr.bytes));
+    }
+    seconds += t.profile->taskOverhead;
+  }
+  const double end = start + seconds;
   free = end;
   transfers[i] = Interval{start, end};
   alloc[tr.buffer] = start;
@@ -85,8 +98,35 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   }
   const auto nDev = static_cast<std::size_t>(std::max(devices, p.deviceCount));
   rate.resize(p.ops.size());
+  measured.assign(p.ops.size(), nullptr);
   for (std::size_t op = 0; op < p.ops.size(); ++op) {
     rate[op] = t.flopsFor(p.ops[op].dtype);
+    if (t.profile) {
+      if (const KernelFamily* f = familyOfKernel(p.ops[op].kernel)) {
+        measured[op] = t.profile->table(f->name);
+      }
+    }
+  }
+  // How far the plan is from one busy device towards all of them (the
+  // profile's `all` tables): by the devices that run shards, in log scale.
+  double busy = 0;
+  double startDelay = 0;
+  const ProfileTable* combineTable = nullptr;
+  if (t.profile) {
+    busyDevice.assign(static_cast<std::size_t>(std::max(devices, p.deviceCount)), 0);
+    int used = 0;
+    for (const PlanTasks::ShardTask& s : p.shards) {
+      std::uint8_t& b = busyDevice[static_cast<std::size_t>(s.device)];
+      used += b == 0 ? 1 : 0;
+      b = 1;
+    }
+    const int most = t.profile->devices;
+    startDelay = used > 1 ? t.profile->startOverhead : 0.0;
+    if (most > 1 && used > 1) {
+      busy =
+          std::min(1.0, std::log(static_cast<double>(used)) / std::log(static_cast<double>(most)));
+    }
+    combineTable = t.profile->table("elementwise");
   }
   devFree.assign(nDev, 0.0);
   linkFree.assign((nDev + 1) * (nDev + 1), 0.0);
@@ -97,7 +137,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   transfers.resize(p.transfers.size());
   reductions.resize(p.reductions.size());
   const double bandwidth = t.devices.memoryBandwidth;
-  const double overhead = t.devices.launchOverhead;
+  const double overhead = t.profile ? t.profile->taskOverhead : t.devices.launchOverhead;
 
   for (u32 opIndex : p.order) {
     const PlanTasks::Op& op = p.ops[opIndex];
@@ -108,6 +148,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
     }
     // Shards, in order, each on its device's queue.
     const double r = rate[opIndex];
+    const ProfileTable* table = measured[opIndex];
     for (u32 s = op.shardBegin; s < op.shardEnd; ++s) {
       const PlanTasks::ShardTask& task = p.shards[s];
       double& free = devFree[static_cast<std::size_t>(task.device)];
@@ -115,10 +156,14 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
         start = std::max(start, ready[p.reads[k]]);
       }
-      const double end = start +
-                         std::max(static_cast<double>(task.flops) / r,
-                                  static_cast<double>(task.bytes) / bandwidth) +
-                         overhead;
+      const double work =
+          table != nullptr
+              ? table->time(static_cast<double>(table->measure == WorkMeasure::Flops ? task.flops
+                                                                                     : task.bytes),
+                            busy)
+              : std::max(static_cast<double>(task.flops) / r,
+                         static_cast<double>(task.bytes) / bandwidth);
+      const double end = start + work + overhead;
       free = end;
       shards[s] = Interval{start, end};
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
@@ -134,9 +179,11 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
     // the receiving device: one op per element, 3 x the region's bytes.
     for (u32 ri = op.reductionBegin; ri < op.reductionEnd; ++ri) {
       const PlanTasks::ReductionTask& red = p.reductions[ri];
-      const double combine = std::max(static_cast<double>(red.elements) / r,
-                                      3.0 * static_cast<double>(red.bytes) / bandwidth) +
-                             overhead;
+      const double combine =
+          (combineTable != nullptr ? combineTable->time(3.0 * static_cast<double>(red.bytes), busy)
+                                   : std::max(static_cast<double>(red.elements) / r,
+                                              3.0 * static_cast<double>(red.bytes) / bandwidth)) +
+          overhead;
       double first = kNever;
       for (u32 si = red.stepBegin; si < red.stepEnd; ++si) {
         const PlanTasks::Step& step = p.steps[si];
@@ -176,7 +223,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   for (const PlanTasks::TransferTask& tr : p.transfers) {
     moved += tr.bytes;
   }
-  objectives.timeS = makespan;
+  objectives.timeS = makespan > 0 ? makespan + startDelay : 0.0;
   objectives.transferBytes = moved;
   memory(p, t);
 }

@@ -5,6 +5,14 @@
 // free. Peak memory per device counts every region live there over the
 // schedule; a plan over any device's memory is infeasible.
 //
+// A target with a measured profile (core/cost/profile.hpp) replaces the
+// roofline for the operations of a profiled kernel family: a shard takes its
+// family's interpolated time at its size (FLOPs or bytes), between the
+// one-device and all-devices tables by how many devices the plan keeps busy,
+// plus the profile's task overhead, which every transfer and reduction step
+// pays too (instead of launch_overhead). Reduction combines use the
+// elementwise table.
+//
 // The simulation is list scheduling, fully deterministic: operations are taken
 // in topological order; for each, its input transfers (plan order), its shards
 // (shard order), then its reductions (steps in tree order) are submitted to

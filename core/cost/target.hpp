@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cost/profile.hpp"
 #include "core/diag/source.hpp"
 #include "core/json/json.hpp"
 
@@ -64,6 +65,9 @@ struct Target {
   LinkSpec links; // between two devices of the same node, per ordered pair, per direction
   LinkSpec host;  // between a device and its host, per device, per direction
   std::optional<NodeSpec> nodes;
+  // What `tapestry calibrate` measured (SPEC §6); the simulator prefers it to
+  // the roofline figures above wherever it has a table.
+  std::optional<Profile> profile;
 
   int deviceCount() const { return devices.count; }
   int nodeCount() const { return nodes ? nodes->count : 1; }
@@ -119,6 +123,7 @@ struct MachineInfo {
   std::string gpuNote;   // why there are none, e.g. "built without CUDA"
   int cpuCores = 1;
   std::int64_t ramBytes = 0; // 0 when unknown
+  std::string cpuModel;      // /proc/cpuinfo's "model name", "" when unknown
 };
 // How `local` learns of this machine's GPUs: fills `gpus`, or `gpuNote` with why
 // there are none. core/cost knows no GPU API; the CUDA backend installs its
@@ -136,5 +141,28 @@ const MachineInfo& probeMachine();
 // the conservative core/cost/targets/local/gpu.yaml) and the GPU's own memory;
 // with no GPU, one device per CPU core with cpu-2's figures and RAM / cores each.
 Target localTarget(const MachineInfo& machine);
+
+// Saved calibrations (`tapestry calibrate`): one target file per kind of
+// machine, in $XDG_CACHE_HOME/tapestry/calibration (else
+// ~/.cache/tapestry/calibration), named by a key of the CPU model and core
+// count, or of the GPU name and count ("cpu-amd-epyc-7b13-2cores"), so that a
+// new machine starts without one.
+std::string calibrationKey(const MachineInfo& machine);
+std::string calibrationDirectory();                      // "" when neither variable gives a home
+std::string calibrationPath(const MachineInfo& machine); // where calibrate saves
+// The saved calibration's path for this machine, "" when there is none.
+std::string savedCalibration(const MachineInfo& machine);
+// What `--target local` resolves to and where it came from: the saved
+// calibration when there is one (its file loaded, renamed "local"), else
+// localTarget(probeMachine()). `calibration` is the file's path or "".
+struct LocalTarget {
+  Target target;
+  std::string calibration;
+};
+LocalTarget loadLocalTarget();
+
+// The target as a YAML file that loadTargetYaml reads back equal (numbers in
+// base units with their unit suffix, shortest round-trip digits).
+std::string toYaml(const Target& target);
 
 } // namespace tapestry::cost

@@ -1,6 +1,9 @@
 // Target YAML and JSON: one decoder (decodeTarget) over two small adapters, so
 // YAML files and the "target" object of plans get the same checks and messages.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -36,6 +39,17 @@ std::string unknownKeyMessage(const std::string& key, const std::string& what,
          ")";
 }
 
+// A plain decimal number (profile tables: sizes and seconds in base units).
+double parsePlainNumber(std::string_view text) {
+  const std::string copy(text);
+  char* end = nullptr;
+  const double v = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size() || !std::isfinite(v)) {
+    throw Error("bad number \"" + copy + "\"");
+  }
+  return v;
+}
+
 bool contains(const std::vector<std::string_view>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
@@ -65,6 +79,17 @@ public:
   double bandwidth() const { return parsed(parseBandwidth, "a bandwidth such as 450GB/s"); }
   double rate() const { return parsed(parseRate, "a rate such as 67T"); }
   double time() const { return parsed(parseTime, "a time such as 2us"); }
+  double number() const { return parsed(parsePlainNumber, "a number"); }
+  std::vector<YamlField> elements() const {
+    if (!node_.IsSequence()) {
+      fail(path_ + ": expected a list, got " + metakernel::yaml::kindName(node_));
+    }
+    std::vector<YamlField> out;
+    for (std::size_t i = 0; i < node_.size(); ++i) {
+      out.emplace_back(*reader_, node_[i], path_ + "[" + std::to_string(i) + "]");
+    }
+    return out;
+  }
 
 private:
   template <class T> T parsed(T (*parse)(std::string_view), const char* example) const {
@@ -162,6 +187,16 @@ public:
   double bandwidth() const { return value_.asDouble(); }
   double rate() const { return value_.asDouble(); }
   double time() const { return value_.asDouble(); }
+  double number() const { return value_.asDouble(); }
+  std::vector<JsonField> elements() const {
+    value_.expectArray();
+    std::vector<JsonField> out;
+    std::size_t i = 0;
+    for (json::Value& v : value_.elements()) {
+      out.emplace_back(std::move(v), path_ + "[" + std::to_string(i++) + "]");
+    }
+    return out;
+  }
 
 private:
   json::Value value_;
@@ -264,8 +299,88 @@ template <class Map> LinkSpec decodeLink(const Map& m) {
   return link;
 }
 
+// One table: a list of [size, seconds] pairs, sizes strictly increasing.
+template <class Field> std::vector<ProfilePoint> decodePoints(const Field& list) {
+  std::vector<ProfilePoint> points;
+  for (const Field& entry : list.elements()) {
+    std::vector<Field> pair = entry.elements();
+    if (pair.size() != 2) {
+      entry.fail(entry.path() + ": expected [size, seconds], a list of 2 numbers, got " +
+                 std::to_string(pair.size()));
+    }
+    ProfilePoint p{positive(pair[0], pair[0].number()), positive(pair[1], pair[1].number())};
+    if (!points.empty() && !(p.size > points.back().size)) {
+      pair[0].fail(pair[0].path() + ": sizes must increase, but " + pair[0].text() + " follows " +
+                   formatNumber(points.back().size));
+    }
+    points.push_back(p);
+  }
+  if (points.empty()) {
+    list.fail(list.path() + ": expected at least one [size, seconds] pair");
+  }
+  return points;
+}
+
+template <class Map> Profile decodeProfile(const Map& m) {
+  m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
+                "copies", "kernels"});
+  Profile p;
+  if (auto machine = m.find("machine")) {
+    p.machine = machine->string();
+  }
+  auto backend = m.require("backend");
+  p.backend = backend.string();
+  if (p.backend != "cpu" && p.backend != "cuda") {
+    backend.fail(backend.path() + " must be cpu or cuda, got \"" + p.backend + "\"");
+  }
+  if (auto date = m.find("date")) {
+    p.date = date->string();
+  }
+  p.devices = countOf(m.require("devices"));
+  auto overhead = m.require("task_overhead");
+  p.taskOverhead = notNegative(overhead, overhead.time());
+  if (auto start = m.find("start_overhead")) {
+    p.startOverhead = notNegative(*start, start->time());
+  }
+  if (auto copiesField = m.find("copies")) {
+    auto copies = nestedMap(m, *copiesField, "copies");
+    copies.expectKeys({"links", "host"});
+    if (auto links = copies.find("links")) {
+      p.linkCopies = decodePoints(*links);
+    }
+    if (auto host = copies.find("host")) {
+      p.hostCopies = decodePoints(*host);
+    }
+  }
+  auto kernelsField = m.require("kernels");
+  auto kernels = nestedMap(m, kernelsField, "kernels");
+  std::vector<std::string_view> names;
+  for (const KernelFamily& f : kernelFamilies()) {
+    names.push_back(f.name);
+  }
+  kernels.expectKeys(names);
+  for (const auto& [family, tableField] : kernels.members()) {
+    const KernelFamily& f = *findKernelFamily(family);
+    auto table = nestedMap(kernels, tableField, family);
+    table.expectKeys({"size", "alone", "all"});
+    ProfileTable t;
+    t.measure = f.measure;
+    auto size = table.require("size");
+    if (size.string() != workMeasureName(f.measure)) {
+      size.fail(size.path() + " must be " + workMeasureName(f.measure) + " for " +
+                std::string(f.name) + " kernels, got \"" + size.string() + "\"");
+    }
+    t.alone = decodePoints(table.require("alone"));
+    if (auto all = table.find("all")) {
+      t.all = decodePoints(*all);
+    }
+    p.kernels.emplace(family, std::move(t));
+  }
+  return p;
+}
+
 template <class Map> Target decodeTarget(const Map& top) {
-  top.expectKeys({"name", "description", "devices", "links", "host", "nodes"});
+  top.expectKeys({"name", "description", "devices", "links", "host", "nodes", "profile"});
   Target t;
   auto name = top.require("name");
   t.name = name.string();
@@ -327,6 +442,9 @@ template <class Map> Target decodeTarget(const Map& top) {
     }
     t.nodes = n;
   }
+  if (auto profileField = top.find("profile")) {
+    t.profile = decodeProfile(nestedMap(top, *profileField, "profile"));
+  }
   return t;
 }
 
@@ -334,6 +452,52 @@ Json linkJson(const LinkSpec& link) {
   Json j = Json::object();
   j["bandwidth"] = link.bandwidth;
   j["latency"] = link.latency;
+  return j;
+}
+
+Json pointsJson(const std::vector<ProfilePoint>& points) {
+  Json list = Json::array();
+  for (const ProfilePoint& p : points) {
+    list.push_back(Json::array({p.size, p.seconds}));
+  }
+  return list;
+}
+
+Json profileJson(const Profile& p) {
+  Json j = Json::object();
+  if (!p.machine.empty()) {
+    j["machine"] = p.machine;
+  }
+  j["backend"] = p.backend;
+  if (!p.date.empty()) {
+    j["date"] = p.date;
+  }
+  j["devices"] = p.devices;
+  j["task_overhead"] = p.taskOverhead;
+  j["start_overhead"] = p.startOverhead;
+  if (!p.linkCopies.empty() || !p.hostCopies.empty()) {
+    Json copies = Json::object();
+    if (!p.linkCopies.empty()) {
+      copies["links"] = pointsJson(p.linkCopies);
+    }
+    if (!p.hostCopies.empty()) {
+      copies["host"] = pointsJson(p.hostCopies);
+    }
+    j["copies"] = std::move(copies);
+  }
+  Json kernels = Json::object();
+  for (const KernelFamily& f : kernelFamilies()) {
+    if (const ProfileTable* t = p.table(f.name)) {
+      Json table = Json::object();
+      table["size"] = workMeasureName(t->measure);
+      table["alone"] = pointsJson(t->alone);
+      if (!t->all.empty()) {
+        table["all"] = pointsJson(t->all);
+      }
+      kernels[std::string(f.name)] = std::move(table);
+    }
+  }
+  j["kernels"] = std::move(kernels);
   return j;
 }
 
@@ -391,6 +555,9 @@ Json toJson(const Target& target) {
     nodes["inter_node"] = linkJson(target.nodes->interNode);
     j["nodes"] = std::move(nodes);
   }
+  if (target.profile) {
+    j["profile"] = profileJson(*target.profile);
+  }
   return j;
 }
 
@@ -417,9 +584,116 @@ Target loadEmbeddedTarget(std::string_view path) {
   throw InternalError("no embedded target file " + std::string(path));
 }
 
+LocalTarget loadLocalTarget() {
+  const std::string saved = savedCalibration(probeMachine());
+  if (saved.empty()) {
+    return {localTarget(probeMachine()), ""};
+  }
+  Target t = loadTargetYaml(SourceFile::read(saved));
+  t.name = "local";
+  return {std::move(t), saved};
+}
+
+namespace {
+
+// The shortest text that reads back as the same double.
+std::string exact(double v) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  return std::string(buffer, end);
+}
+
+// A YAML double-quoted string.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string linkYaml(const LinkSpec& link) {
+  return "{bandwidth: " + exact(link.bandwidth) + "B/s, latency: " + exact(link.latency) + "s}";
+}
+
+std::string pointsYaml(const std::vector<ProfilePoint>& points) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::string("[") + exact(points[i].size) + ", " +
+           exact(points[i].seconds) + "]";
+  }
+  return out + "]";
+}
+
+} // namespace
+
+std::string toYaml(const Target& target) {
+  const DeviceSpec& d = target.devices;
+  std::string y = "name: " + quoted(target.name) + "\n";
+  if (!target.description.empty()) {
+    y += "description: " + quoted(target.description) + "\n";
+  }
+  y += "devices:\n";
+  y += "  count: " + std::to_string(d.count) + "\n";
+  y += "  kind: " + std::string(deviceKindName(d.kind)) + "\n";
+  y += "  memory: " + std::to_string(d.memory) + "B\n";
+  y += "  memory_bandwidth: " + exact(d.memoryBandwidth) + "B/s\n";
+  y += "  flops:\n";
+  for (const std::string& dtype : flopsDTypes()) {
+    if (auto it = d.flops.find(dtype); it != d.flops.end()) {
+      y += "    " + dtype + ": " + exact(it->second) + "\n";
+    }
+  }
+  y += "  launch_overhead: " + exact(d.launchOverhead) + "s\n";
+  y += "links: " + linkYaml(target.links) + "\n";
+  y += "host: " + linkYaml(target.host) + "\n";
+  if (target.nodes) {
+    y += "nodes:\n  count: " + std::to_string(target.nodes->count) +
+         "\n  devices_per_node: " + std::to_string(target.nodes->devicesPerNode) +
+         "\n  inter_node: " + linkYaml(target.nodes->interNode) + "\n";
+  }
+  if (const std::optional<Profile>& p = target.profile) {
+    y += "profile:\n";
+    if (!p->machine.empty()) {
+      y += "  machine: " + quoted(p->machine) + "\n";
+    }
+    y += "  backend: " + p->backend + "\n";
+    if (!p->date.empty()) {
+      y += "  date: " + quoted(p->date) + "\n";
+    }
+    y += "  devices: " + std::to_string(p->devices) + "\n";
+    y += "  task_overhead: " + exact(p->taskOverhead) + "s\n";
+    y += "  start_overhead: " + exact(p->startOverhead) + "s\n";
+    if (!p->linkCopies.empty() || !p->hostCopies.empty()) {
+      y += "  copies:  # [bytes, seconds] of one transfer\n";
+      if (!p->linkCopies.empty()) {
+        y += "    links: " + pointsYaml(p->linkCopies) + "\n";
+      }
+      if (!p->hostCopies.empty()) {
+        y += "    host: " + pointsYaml(p->hostCopies) + "\n";
+      }
+    }
+    y += "  kernels:\n";
+    for (const KernelFamily& f : kernelFamilies()) {
+      if (const ProfileTable* t = p->table(f.name)) {
+        y += "    " + std::string(f.name) + ":  # " + std::string(f.doc) + "\n";
+        y += "      size: " + std::string(workMeasureName(t->measure)) + "\n";
+        y += "      alone: " + pointsYaml(t->alone) + "\n";
+        if (!t->all.empty()) {
+          y += "      all: " + pointsYaml(t->all) + "\n";
+        }
+      }
+    }
+  }
+  return y;
+}
+
 Target loadTarget(const std::string& nameOrPath) {
   if (nameOrPath == "local") {
-    return localTarget(probeMachine());
+    return loadLocalTarget().target;
   }
   if (const EmbeddedFile* f = findBuiltin(nameOrPath)) {
     return loadTargetYaml(SourceFile(std::string(f->path), std::string(f->text)));

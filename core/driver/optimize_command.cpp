@@ -1,5 +1,6 @@
 #include "core/driver/optimize_command.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -157,6 +158,11 @@ CheckedFlags checkFlags(const OptimizeConfig& config) {
       throw UsageError("--memory-cap: must be greater than 0, got \"" + *config.memoryCap + "\"");
     }
   }
+  if (!config.baseline.empty() && config.baseline != "single" &&
+      config.baseline != "data_parallel" && config.baseline != "tensor_parallel") {
+    throw UsageError("--baseline: expected single, data_parallel or tensor_parallel, got \"" +
+                     config.baseline + "\"");
+  }
   if (flags.policy == SelectPolicy::Time && !flags.memoryCap) {
     throw UsageError("--select time needs --memory-cap (the fastest plan under that cap)");
   }
@@ -230,6 +236,49 @@ SearchResult searchPlans(const ChoiceScorer& evaluator, const OptimizeConfig& co
               (least > 0 ? "; the smallest plan found needs " + cost::formatSize(least) : ""));
 }
 
+// Devices a plan choice runs shards on.
+std::size_t devicesOf(const plan::PlanChoice& choice) {
+  std::vector<int> used;
+  for (const plan::OpChoice& op : choice.ops) {
+    used.insert(used.end(), op.devices.begin(), op.devices.end());
+  }
+  std::sort(used.begin(), used.end());
+  return static_cast<std::size_t>(std::unique(used.begin(), used.end()) - used.begin());
+}
+
+// Whether some plan on the front that uses more than one device is predicted
+// faster than the single-device baseline (SPEC §7: the search must say so when
+// sharding does not pay, and --select fastest then picks one device).
+bool shardingPays(const SearchResult& result) {
+  for (const BaselineResult& b : result.baselines) {
+    if (b.baseline.name == "single" && b.objectives && b.objectives->feasible) {
+      for (const Evaluated& e : result.front) {
+        if (devicesOf(e.choice) > 1 && e.objectives.timeS < b.objectives->timeS) {
+          return true;
+        }
+      }
+      return false;
+    }
+  }
+  return true; // no feasible single-device plan: sharding is the only way
+}
+
+// The plan choice --baseline names (Error when the graph has none that is valid).
+const plan::PlanChoice& baselineChoice(const SearchResult& result, const std::string& name,
+                                       const graph::ExpandedGraph& graph) {
+  for (const BaselineResult& b : result.baselines) {
+    if (b.baseline.name == name) {
+      if (!b.objectives) {
+        throw Error("--baseline " + name + ": the " + name + " baseline is not a valid plan of " +
+                    graph.name);
+      }
+      return b.baseline.choice;
+    }
+  }
+  throw Error("--baseline " + name + ": " + graph.name + " has no " + name +
+              " baseline (tensor_parallel needs a linear or matmul)");
+}
+
 // What the summaries report: the graph, target, result and selection.
 struct Outcome {
   const graph::ExpandedGraph& graph;
@@ -253,6 +302,8 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   sel["objectives"] = cost::objectivesToJson(o.chosen.objectives);
   summary["selected"] = std::move(sel);
   summary["baselines"] = baselinesToJson(o.result.baselines);
+  summary["sharding_pays"] = shardingPays(o.result);
+  summary["written"] = config.baseline.empty() ? std::string("selected") : config.baseline;
   summary["search"] = searchToJson(o.result, o.info);
   summary["output"] = config.outputPath;
   if (!config.frontPath.empty()) {
@@ -282,6 +333,10 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
        << (b.objectives ? objectivesText(*b.objectives) : std::string("not a valid plan"))
        << (b.objectives && !b.objectives->feasible ? " (over memory)" : "") << "\n";
   }
+  if (!shardingPays(result)) {
+    to << "  no plan on more than one device is predicted to beat one device on " << o.target.name
+       << "\n";
+  }
   if (config.verbose) {
     for (std::size_t i = 0; i < result.front.size(); ++i) {
       to << "  front " << padded(std::to_string(i), 14)
@@ -290,6 +345,9 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
     to << "  searched in " << cost::formatTime(result.seconds) << ", "
        << rateText(static_cast<double>(result.evaluations) / std::max(result.seconds, 1e-9))
        << " plans/s\n";
+  }
+  if (!config.baseline.empty()) {
+    to << "  written: the " << config.baseline << " baseline, not the selected plan\n";
   }
   if (config.outputPath != "-") {
     to << "  -> " << config.outputPath;
@@ -329,8 +387,10 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
 
   // The selected plan, rebuilt in full with its schedule, then the front.
   const Evaluated& chosen = result.front[info.selected];
+  const plan::PlanChoice& written =
+      config.baseline.empty() ? chosen.choice : baselineChoice(result, config.baseline, graph);
   plan::ShardPlan plan =
-      plan::buildPlan(evaluator.context(), target.deviceCount(), chosen.choice, flags.planOptions);
+      plan::buildPlan(evaluator.context(), target.deviceCount(), written, flags.planOptions);
   cost::Simulation simulation = cost::simulate(graph, target, plan);
   writeFileAtomically(config.outputPath, plan::writePlan(graph, target, plan, simulation, &library),
                       out);

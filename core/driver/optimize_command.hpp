@@ -26,7 +26,8 @@ struct OptimizeConfig {
   std::optional<std::string> memoryCap; // e.g. "40GiB"
   std::string inputsOn = "host";        // host | free
   std::string outputPath = "-";         // the selected plan (plan/v1); "-" is `out`
-  std::string frontPath;                // front/v1, "" for none
+  std::string baseline;  // "" : write the selected plan; else this baseline's plan instead
+  std::string frontPath; // front/v1, "" for none
   bool json = false;     // --format json: a summary document on `out` when -o is a file
   bool quiet = false;    // no text summary
   bool verbose = false;  // more detail in the text summary

@@ -128,6 +128,7 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     }
     t.dtype = t.outputs.empty() ? std::string_view("float32")
                                 : std::string_view(g.tensors[t.outputs[0].tensor].type.dtype);
+    t.kernel = op.kernel;
     impl->ops.push_back(std::move(t));
   }
   impl_ = std::move(impl);

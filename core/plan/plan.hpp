@@ -278,7 +278,8 @@ struct PlanTasks {
     std::uint32_t shardBegin = 0, shardEnd = 0;       // into shards
     std::uint32_t transferBegin = 0, transferEnd = 0; // its input transfers
     std::uint32_t reductionBegin = 0, reductionEnd = 0;
-    std::string_view dtype; // its compute dtype (its first output's)
+    std::string_view dtype;  // its compute dtype (its first output's)
+    std::string_view kernel; // its kernel's name (the cost model's profile family)
     bool operator==(const Op&) const = default;
   };
   struct ShardTask {
@@ -314,7 +315,7 @@ struct PlanTasks {
     bool operator==(const ReductionTask&) const = default;
   };
 
-  // Op::dtype views the graph's strings: the graph must outlive the tasks.
+  // Op::dtype and Op::kernel view the graph's strings: the graph must outlive the tasks.
   std::vector<std::uint32_t> order; // op indices, topological (submission order)
   std::vector<Op> ops;              // graph order
   std::vector<ShardTask> shards;

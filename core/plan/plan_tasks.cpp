@@ -129,7 +129,8 @@ private:
                                    static_cast<u32>(o.inputTransfers.second),
                                    static_cast<u32>(o.reductions.first),
                                    static_cast<u32>(o.reductions.second),
-                                   dtype};
+                                   dtype,
+                                   gop.kernel};
     }
   }
 

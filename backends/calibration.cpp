@@ -1,0 +1,349 @@
+// Calibration: one-operation graphs run through the executor, timed, and
+// turned into the profile tables of core/cost/profile.hpp.
+#include "backends/calibration.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/executor.hpp"
+#include "backends/tensor_io.hpp"
+#include "core/diag/error.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+#include "core/plan/plan.hpp"
+
+namespace tapestry::backend {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// A one-operation graph over float32 tensors, expanded through the library.
+// `inputs` and the op's ports are JSON member lists.
+graph::ExpandedGraph oneOpGraph(const metakernel::MetakernelLibrary& library,
+                                const std::string& kernel, const std::string& tensors,
+                                const std::string& params, const std::string& ports) {
+  const std::string text =
+      R"({"tapestry": "graph/v1", "name": "calibrate_)" + kernel + R"(", "tensors": {)" + tensors +
+      R"(}, "operations": [{"name": "op", "kernel": ")" + kernel + R"(", "params": {)" + params +
+      "}, " + ports + R"(, "outputs": {"result": "y"}}], "outputs": ["y"]})";
+  auto document = std::make_shared<const json::Document>(
+      json::Document::parse(SourceFile("<calibrate " + kernel + ">", text)));
+  graph::Graph g = graph::decodeGraph(json::Value(*document));
+  g.document = document;
+  return graph::expand(g, library);
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string tensorText(const std::string& name, const std::vector<std::int64_t>& shape) {
+  return "\"" + name + "\": {\"dtype\": \"float32\", \"shape\": " + shapeText(shape) + "}";
+}
+
+// One measurement case of a family: its graph for `copies` equal shards along
+// the leading dim (copies = 1: the alone case; N: one shard per device).
+struct FamilyCase {
+  std::string family;
+  std::string kernel;
+  // The graph for `copies` shards of size step `step` (0, 1, 2, ...).
+  std::function<graph::ExpandedGraph(const metakernel::MetakernelLibrary&, int step, int copies)>
+      graphFor;
+  int steps = 0;
+};
+
+std::vector<FamilyCase> familyCases() {
+  using Lib = metakernel::MetakernelLibrary;
+  std::vector<FamilyCase> cases;
+  // Matrix products: m = n = k = 8 .. 1024 (2 KFLOP to 2 GFLOP per shard).
+  cases.push_back({"matmul", "matmul",
+                   [](const Lib& lib, int step, int copies) {
+                     const std::int64_t s = std::int64_t{8} << step;
+                     return oneOpGraph(lib, "matmul",
+                                       tensorText("x", {copies * s, s}) + ", " +
+                                           tensorText("w", {s, s}),
+                                       "", R"("inputs": {"X": "x", "W": "w"})");
+                   },
+                   8});
+  // 3 x 3 convolutions, channels and image growing together.
+  cases.push_back({"conv", "conv2d",
+                   [](const Lib& lib, int step, int copies) {
+                     static const std::int64_t channels[] = {4, 8, 16, 32, 32, 64, 64};
+                     static const std::int64_t sides[] = {8, 8, 16, 16, 32, 32, 64};
+                     const std::int64_t c = channels[step];
+                     const std::int64_t h = sides[step];
+                     return oneOpGraph(
+                         lib, "conv2d",
+                         tensorText("x", {copies, c, h, h}) + ", " + tensorText("w", {c, c, 3, 3}),
+                         R"("padding": [1, 1])", R"("inputs": {"input": "x", "weight": "w"})");
+                   },
+                   7});
+  // Rows of 1024 float32s (4 KiB) for the memory-bound families: 1 .. 16384 rows.
+  auto rows = [](int step) { return std::int64_t{1} << (2 * step); };
+  cases.push_back({"elementwise", "add",
+                   [rows](const Lib& lib, int step, int copies) {
+                     const std::vector<std::int64_t> shape = {copies * rows(step), 1024};
+                     return oneOpGraph(lib, "add",
+                                       tensorText("a", shape) + ", " + tensorText("b", shape), "",
+                                       R"("inputs": {"A": "a", "B": "b"})");
+                   },
+                   8});
+  cases.push_back({"reduction", "sum",
+                   [rows](const Lib& lib, int step, int copies) {
+                     return oneOpGraph(lib, "sum", tensorText("x", {copies * rows(step), 1024}),
+                                       R"("axis": -1)", R"("inputs": {"input": "x"})");
+                   },
+                   8});
+  cases.push_back({"normalization", "softmax",
+                   [rows](const Lib& lib, int step, int copies) {
+                     return oneOpGraph(lib, "softmax", tensorText("x", {copies * rows(step), 1024}),
+                                       R"("axis": -1)", R"("inputs": {"input": "x"})");
+                   },
+                   8});
+  cases.push_back({"movement", "transpose",
+                   [rows](const Lib& lib, int step, int copies) {
+                     return oneOpGraph(lib, "transpose",
+                                       tensorText("x", {copies * rows(step), 1024}),
+                                       R"("perm": [1, 0])", R"("inputs": {"input": "x"})");
+                   },
+                   8});
+  return cases;
+}
+
+// Runs one-operation plans and times them against a budget.
+class Bench {
+public:
+  Bench(Backend& backend, int devices) : backend_(backend), devices_(devices) {}
+
+  // The op of `g` cut into `copies` equal shards along its first index dim,
+  // shard i on device i (or every shard on device 0 with `oneDevice`).
+  plan::ShardPlan planFor(const graph::ExpandedGraph& g, int copies, bool oneDevice) const {
+    const graph::Operation& op = g.operations.at(0);
+    plan::OpChoice choice;
+    choice.split.assign(op.application.index.rank(), 1);
+    choice.split[0] = copies;
+    for (int i = 0; i < copies; ++i) {
+      choice.devices.push_back(oneDevice ? 0 : i);
+    }
+    plan::PlanOptions options;
+    options.inputsOn = plan::InputsOn::Free; // inputs resident: time the kernels alone
+    return plan::buildPlan(g, std::max(devices_, copies), plan::PlanChoice{{choice}}, options);
+  }
+
+  // The median wall time of the plan's tasks over repeats that fill about
+  // `seconds` (at least 3, at most 25, after one warm-up).
+  double time(const graph::ExpandedGraph& g, const plan::ShardPlan& p, double seconds) {
+    const TensorBuffers inputs = drawInputs(g, 1);
+    execute(g, p, backend_, inputs); // warm-up
+    std::vector<double> times;
+    const Clock::time_point start = Clock::now();
+    while (times.size() < 3 || (times.size() < 25 && secondsSince(start) < seconds)) {
+      times.push_back(execute(g, p, backend_, inputs).stats.wallSeconds);
+    }
+    return median(times);
+  }
+
+  // Seconds of one copy of `bytes` (a fresh zeroed buffer on `to`, then the
+  // copy, as a transfer does it), median over repeats.
+  double copyTime(std::int64_t bytes, int from, int to, double seconds) {
+    const ZRange region = ZRange::fromShape(ZPoint(std::vector<std::int64_t>{bytes / 4}));
+    Buffer source = backend_.allocate(DType::Float32, region, from);
+    std::vector<double> times;
+    const Clock::time_point start = Clock::now();
+    while (times.size() < 5 || (times.size() < 40 && secondsSince(start) < seconds)) {
+      const Clock::time_point t0 = Clock::now();
+      Buffer target = backend_.allocate(DType::Float32, region, to);
+      backend_.copyRegion(source.view(), target.view(), region);
+      backend_.synchronize();
+      times.push_back(secondsSince(t0));
+    }
+    return median(times);
+  }
+
+  int devices() const { return devices_; }
+
+private:
+  Backend& backend_;
+  int devices_;
+};
+
+// latency + bytes / bandwidth: the smallest copy's time, and the slope between
+// 256 KiB and 4 MiB (the sizes of most transfers; larger copies pay page
+// faults for fresh memory, which the measured table keeps).
+cost::LinkSpec fitLink(const std::vector<std::pair<double, double>>& points) {
+  cost::LinkSpec link;
+  link.latency = points.front().second;
+  auto at = [&](double bytes) {
+    for (const auto& p : points) {
+      if (p.first >= bytes) {
+        return p;
+      }
+    }
+    return points.back();
+  };
+  const auto [b0, t0] = at(256.0 * 1024);
+  const auto [b1, t1] = at(4.0 * 1024 * 1024);
+  const double slope = (t1 - t0) / (b1 - b0);
+  link.bandwidth = slope > 0 ? 1 / slope : b1 / t1;
+  return link;
+}
+
+} // namespace
+
+cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
+                       cost::Target base, const std::string& machine, const std::string& date,
+                       const CalibrationOptions& options) {
+  const double budget = std::max(options.budgetSeconds, 0.05);
+  const Clock::time_point start = Clock::now();
+  auto report = [&](std::string_view what) {
+    if (options.progress) {
+      options.progress(std::min(1.0, secondsSince(start) / budget), what);
+    }
+  };
+  const int devices = std::max(1, base.deviceCount());
+  Bench bench(backend, devices);
+  cost::Profile profile;
+  profile.machine = machine;
+  profile.backend = backend.name();
+  profile.date = date;
+  profile.devices = devices;
+
+  // The executor's cost of one task: a tiny add in 32 shards on one device
+  // against the same in one shard.
+  report("task overhead");
+  {
+    constexpr int kShards = 32;
+    const graph::ExpandedGraph g = oneOpGraph(
+        library, "add", tensorText("a", {kShards * 16}) + ", " + tensorText("b", {kShards * 16}),
+        "", R"("inputs": {"A": "a", "B": "b"})");
+    const double one = bench.time(g, bench.planFor(g, 1, true), 0.02 * budget);
+    const double many = bench.time(g, bench.planFor(g, kShards, true), 0.02 * budget);
+    profile.taskOverhead = std::max(0.0, (many - one) / (kShards - 1));
+    if (devices > 1) {
+      const graph::ExpandedGraph spread = oneOpGraph(
+          library, "add", tensorText("a", {devices * 16}) + ", " + tensorText("b", {devices * 16}),
+          "", R"("inputs": {"A": "a", "B": "b"})");
+      const double all = bench.time(spread, bench.planFor(spread, devices, false), 0.02 * budget);
+      profile.startOverhead = std::max(0.0, all - one);
+    }
+  }
+
+  // Copies: between two devices and from the host, 4 KiB to 64 MiB.
+  report("copies");
+  {
+    const double each = 0.08 * budget / 14;
+    std::vector<std::pair<double, double>> between, fromHost;
+    for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
+      const auto b = static_cast<double>(bytes);
+      between.emplace_back(b, bench.copyTime(bytes, 0, devices > 1 ? 1 : 0, each));
+      fromHost.emplace_back(b, bench.copyTime(bytes, kHostDevice, 0, each));
+    }
+    base.links = fitLink(between);
+    base.host = fitLink(fromHost);
+    for (const auto& [bytes, seconds] : between) {
+      profile.linkCopies.push_back({bytes, seconds});
+    }
+    for (const auto& [bytes, seconds] : fromHost) {
+      profile.hostCopies.push_back({bytes, seconds});
+    }
+    if (base.nodes) {
+      base.nodes->interNode = base.links;
+    }
+  }
+
+  // Kernel families, each with an equal share of what is left.
+  const std::vector<FamilyCase> cases = familyCases();
+  const double familyBudget = (budget - secondsSince(start)) / static_cast<double>(cases.size());
+  double bestFlops = 0;
+  double bestBandwidth = 0;
+  for (const FamilyCase& c : cases) {
+    report(c.family);
+    const cost::KernelFamily* family = cost::findKernelFamily(c.family);
+    if (family == nullptr || !backend.hasKernel(c.kernel)) {
+      continue;
+    }
+    const Clock::time_point familyStart = Clock::now();
+    const double perPoint = familyBudget / (2.0 * c.steps);
+    cost::ProfileTable table;
+    table.measure = family->measure;
+    for (int step = 0; step < c.steps; ++step) {
+      // Always two sizes; then only while the family's share lasts.
+      if (step >= 2 && secondsSince(familyStart) > familyBudget) {
+        break;
+      }
+      report(c.family);
+      const graph::ExpandedGraph alone = c.graphFor(library, step, 1);
+      const plan::ShardPlan alonePlan = bench.planFor(alone, 1, true);
+      const plan::PlanTasks aloneTasks = plan::summarize(alone, alonePlan);
+      const plan::PlanTasks::ShardTask& shard = aloneTasks.shards.at(0);
+      const double size = static_cast<double>(
+          family->measure == cost::WorkMeasure::Flops ? shard.flops : shard.bytes);
+      if (!table.alone.empty() && !(size > table.alone.back().size)) {
+        continue;
+      }
+      // What the executor adds is the profile's task overhead; never below
+      // a tenth of the measurement.
+      auto kernelTime = [&](double wall, double fixed) {
+        return std::max(wall - fixed, 0.1 * wall);
+      };
+      table.alone.push_back(
+          {size, kernelTime(bench.time(alone, alonePlan, perPoint), profile.taskOverhead)});
+      if (devices > 1) {
+        const graph::ExpandedGraph all = c.graphFor(library, step, devices);
+        table.all.push_back(
+            {size, kernelTime(bench.time(all, bench.planFor(all, devices, false), perPoint),
+                              profile.taskOverhead + profile.startOverhead)});
+      }
+      const cost::ProfilePoint& busiest = devices > 1 ? table.all.back() : table.alone.back();
+      if (family->measure == cost::WorkMeasure::Flops && c.family == "matmul") {
+        bestFlops = std::max(bestFlops, busiest.size / busiest.seconds);
+      }
+      if (c.family == "elementwise") {
+        bestBandwidth = std::max(bestBandwidth, busiest.size / busiest.seconds);
+      }
+    }
+    if (!table.alone.empty()) {
+      profile.kernels.emplace(c.family, std::move(table));
+    }
+  }
+
+  // The roofline figures from the best rates measured with every device busy,
+  // other dtypes scaled like float32.
+  if (bestFlops > 0) {
+    const double scale = bestFlops / base.flopsFor("float32");
+    for (auto& [dtype, rate] : base.devices.flops) {
+      rate *= scale;
+    }
+  }
+  if (bestBandwidth > 0) {
+    base.devices.memoryBandwidth = bestBandwidth;
+  }
+  base.devices.launchOverhead = profile.taskOverhead;
+  base.profile = std::move(profile);
+  report("done");
+  return base;
+}
+
+} // namespace tapestry::backend

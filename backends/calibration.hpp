@@ -1,0 +1,43 @@
+// Calibration (SPEC §6, `tapestry calibrate`): measures a machine through a
+// real backend and the real executor and returns a target whose `profile`
+// holds what was measured (core/cost/profile.hpp):
+// - per kernel family, a representative kernel of the standard library on
+//   one-operation graphs of growing size, as a one-shard plan on one device
+//   (the `alone` table) and as one equal shard on each of the N devices at once
+//   (the `all` table): kernel time = the executor's wall time minus one task's
+//   overhead;
+// - the executor's fixed cost of one task: a tiny operation cut into many
+//   shards on one device against the same in one shard;
+// - copies between devices and from the host (allocation and copy, as a
+//   transfer does them): latency and bandwidth, into the target's links/host.
+// The roofline figures (devices.flops.float32, memory_bandwidth) are set from
+// the best measured rates, so a kernel of no family is costed from this
+// machine too. docs/cost-model.md explains the method and its error.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "backends/backend.hpp"
+#include "core/cost/target.hpp"
+#include "core/metakernel/library.hpp"
+
+namespace tapestry::backend {
+
+struct CalibrationOptions {
+  // Wall-clock budget for all measurements; each family's largest sizes are
+  // left out first when it runs short. At least 0.05 s.
+  double budgetSeconds = 60;
+  // Progress: the fraction of the budget used, and what is being measured.
+  std::function<void(double fraction, std::string_view what)> progress;
+};
+
+// Measures `backend` with `base`'s device count (every device busy for the
+// `all` tables) and returns `base` with measured links, host link, roofline
+// figures and profile. `machine` and `date` label the profile.
+cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
+                       cost::Target base, const std::string& machine, const std::string& date,
+                       const CalibrationOptions& options = {});
+
+} // namespace tapestry::backend

@@ -1,0 +1,41 @@
+// tapestry calibrate [--backend cpu|cuda] [--devices N] [-o TARGET.yaml]
+// [--budget-seconds S]   (SPEC §6)
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include "cli/app.hpp"
+#include "core/driver/calibrate_command.hpp"
+
+namespace tapestry::cli {
+
+void registerCalibrate(CLI::App& app, Action& action) {
+  auto config = std::make_shared<driver::CalibrateConfig>();
+  CLI::App* sub = app.add_subcommand(
+      "calibrate", "Measure this machine through a real backend and write a target with a "
+                   "measured profile (what --target local then uses)");
+  sub->fallthrough();
+  sub->add_option("--backend", config->backend, "Backend to measure: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_option("--devices", config->devices,
+                  "Devices to measure with (default: every core, or every GPU)")
+      ->check(CLI::Range(1, 65536));
+  sub->add_option("-o,--output", config->outputPath,
+                  "Also write the target YAML here (- for stdout)");
+  sub->add_option("--budget-seconds", config->budgetSeconds,
+                  "About how long to measure, in seconds")
+      ->check(CLI::Range(0.05, 86400.0));
+  sub->add_flag("!--no-save", config->save, "Do not save the result as this machine's calibration");
+  sub->callback([&action, config] {
+    action = [config](const GlobalOptions& global, Streams& io) -> int {
+      config->json = global.format == OutputFormat::Json;
+      config->quiet = global.quiet;
+      config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      return driver::calibrateCommand(*config, io.out, io.err);
+    };
+  });
+}
+
+} // namespace tapestry::cli

@@ -1,0 +1,96 @@
+// The measured profile: kernel families and interpolation in measured tables.
+#include "core/cost/profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tapestry::cost {
+
+const char* workMeasureName(WorkMeasure measure) {
+  return measure == WorkMeasure::Flops ? "flops" : "bytes";
+}
+
+const std::vector<KernelFamily>& kernelFamilies() {
+  static const std::vector<KernelFamily> families = {
+      {"matmul", WorkMeasure::Flops, "matrix products (matmul, linear)"},
+      {"conv", WorkMeasure::Flops, "convolutions (conv2d)"},
+      {"elementwise", WorkMeasure::Bytes,
+       "elementwise arithmetic and activations, casts, reduction combines"},
+      {"reduction", WorkMeasure::Bytes, "reductions along a dim (sum, mean, max)"},
+      {"normalization", WorkMeasure::Bytes, "softmax and layernorm"},
+      {"movement", WorkMeasure::Bytes,
+       "data movement (transpose, concat, split, reshape, embedding)"},
+  };
+  return families;
+}
+
+const KernelFamily* findKernelFamily(std::string_view name) {
+  for (const KernelFamily& f : kernelFamilies()) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+const KernelFamily* familyOfKernel(std::string_view kernel) {
+  struct Entry {
+    std::string_view kernel;
+    std::string_view family;
+  };
+  // The standard library (metakernels/*.yaml), by what bounds its speed.
+  static constexpr Entry kTable[] = {
+      {"matmul", "matmul"},           {"linear", "matmul"},      {"conv2d", "conv"},
+      {"add", "elementwise"},         {"sub", "elementwise"},    {"mul", "elementwise"},
+      {"div", "elementwise"},         {"relu", "elementwise"},   {"gelu", "elementwise"},
+      {"tanh", "elementwise"},        {"exp", "elementwise"},    {"sigmoid", "elementwise"},
+      {"neg", "elementwise"},         {"cast", "elementwise"},   {"sum", "reduction"},
+      {"mean", "reduction"},          {"max", "reduction"},      {"softmax", "normalization"},
+      {"layernorm", "normalization"}, {"transpose", "movement"}, {"concat", "movement"},
+      {"split", "movement"},          {"reshape", "movement"},   {"embedding", "movement"},
+  };
+  for (const Entry& e : kTable) {
+    if (e.kernel == kernel) {
+      return findKernelFamily(e.family);
+    }
+  }
+  return nullptr;
+}
+
+double interpolateTime(const std::vector<ProfilePoint>& points, double size) {
+  if (points.empty()) {
+    return 0;
+  }
+  if (size <= points.front().size) {
+    return points.front().seconds;
+  }
+  const ProfilePoint& last = points.back();
+  if (size >= last.size) {
+    return last.seconds * (size / last.size);
+  }
+  // The first point whose size is above `size`; its predecessor is at or below.
+  auto hi = std::upper_bound(points.begin(), points.end(), size,
+                             [](double s, const ProfilePoint& p) { return s < p.size; });
+  auto lo = hi - 1;
+  const double f = std::log(size / lo->size) / std::log(hi->size / lo->size);
+  return lo->seconds * std::pow(hi->seconds / lo->seconds, f);
+}
+
+double ProfileTable::time(double size, double busy) const {
+  const double one = interpolateTime(alone, size);
+  if (all.empty() || busy <= 0) {
+    return one;
+  }
+  const double every = interpolateTime(all, size);
+  if (busy >= 1) {
+    return every;
+  }
+  return one * std::pow(every / one, busy);
+}
+
+const ProfileTable* Profile::table(std::string_view family) const {
+  auto it = kernels.find(family);
+  return it == kernels.end() ? nullptr : &it->second;
+}
+
+} // namespace tapestry::cost

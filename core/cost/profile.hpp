@@ -1,0 +1,88 @@
+// Measured targets (SPEC §6): the `profile:` section that `tapestry calibrate`
+// writes into a target. Per kernel family, a table of measured kernel time
+// against problem size, once with one device busy and once with every device
+// busy at the same time (on a CPU the devices share caches, memory bandwidth
+// and, for a plan on fewer devices, the BLAS threads); the fixed cost of one
+// executor task (a shard, a transfer, a reduction step). The simulator uses a
+// family's table where the profile has one and the roofline figures elsewhere.
+// docs/cost-model.md describes the format, how calibrate measures it, and how
+// well it predicts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tapestry::cost {
+
+// What a family's table sizes count: the shard's FLOPs (matrix products,
+// convolutions) or the bytes it reads and writes (everything memory-bound).
+enum class WorkMeasure { Flops, Bytes };
+
+const char* workMeasureName(WorkMeasure measure); // "flops", "bytes"
+
+struct KernelFamily {
+  std::string_view name;
+  WorkMeasure measure;
+  std::string_view doc;
+};
+
+// The families a profile may hold, in the order files list them: matmul,
+// conv, elementwise, reduction, normalization, movement.
+const std::vector<KernelFamily>& kernelFamilies();
+const KernelFamily* findKernelFamily(std::string_view name);
+// The family of a standard-library kernel ("linear" -> matmul, "concat" ->
+// movement); nullptr for a kernel of no family (a user's kernel), which the
+// simulator then costs with the roofline figures.
+const KernelFamily* familyOfKernel(std::string_view kernel);
+
+struct ProfilePoint {
+  double size = 0;    // FLOPs or bytes of one shard
+  double seconds = 0; // the kernel's time on one device
+  bool operator==(const ProfilePoint&) const = default;
+};
+
+// Kernel time against size. Between two measured sizes the time is
+// interpolated linearly in log(size) and log(time); below the smallest size
+// it stays at the smallest time (small kernels cost their latency); above the
+// largest it grows in proportion to the size (the largest size's rate).
+struct ProfileTable {
+  WorkMeasure measure = WorkMeasure::Bytes;
+  std::vector<ProfilePoint> alone; // one device busy; sizes strictly increasing
+  std::vector<ProfilePoint> all;   // every device busy at once (empty: as alone)
+  bool operator==(const ProfileTable&) const = default;
+
+  // The time of a kernel of `size` when `busy` is how far the plan is from
+  // one device (0) towards every device of the target (1) running at once:
+  // interpolated between the two tables in log(time).
+  double time(double size, double busy) const;
+};
+
+// Interpolation in one table (exposed for tests): see ProfileTable.
+double interpolateTime(const std::vector<ProfilePoint>& points, double size);
+
+struct Profile {
+  std::string machine; // what it was measured on, e.g. "AMD EPYC 7B13, 2 cores"
+  std::string backend; // "cpu" or "cuda"
+  std::string date;    // ISO date of the measurement
+  int devices = 1;     // devices busy at once in the `all` tables
+  // The executor's fixed cost of one task on a device (dispatch, dependency
+  // tracking, synchronization), added to every shard, transfer and reduction step.
+  double taskOverhead = 0;
+  // Once per run of a plan that keeps more than one device busy: the time
+  // until every device is at work (waking the workers), added to the makespan.
+  double startOverhead = 0;
+  std::map<std::string, ProfileTable, std::less<>> kernels; // by family name
+  // Measured copies by bytes (a transfer's allocation and copy): between two
+  // devices and from the host. Empty: the target's links and host figures.
+  std::vector<ProfilePoint> linkCopies;
+  std::vector<ProfilePoint> hostCopies;
+  bool operator==(const Profile&) const = default;
+
+  const ProfileTable* table(std::string_view family) const;
+};
+
+} // namespace tapestry::cost

@@ -1,0 +1,198 @@
+#include "core/driver/calibrate_command.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include "backends/calibration.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/machine_probe.hpp"
+#include "core/cost/target.hpp"
+#include "core/cost/units.hpp"
+#include "core/diag/atomic_file.hpp"
+#include "core/diag/error.hpp"
+#include "core/driver/run_command.hpp"
+#include "core/json/json.hpp"
+#include "core/metakernel/library.hpp"
+
+#if TAPESTRY_HAVE_CUDA
+#include "backends/cuda/cuda_backend.hpp"
+#endif
+
+namespace tapestry::driver {
+
+void requireBackend(const std::string& name); // MERGE-FIXME: from run_command.hpp
+
+namespace {
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[16];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%d", &utc);
+  return buffer;
+}
+
+// "AMD EPYC 7B13, 2 cores" or "NVIDIA H100 80GB HBM3 x 8".
+std::string machineText(const cost::MachineInfo& m, bool gpu) {
+  if (gpu && !m.gpus.empty()) {
+    return m.gpus.front().name + " x " + std::to_string(m.gpus.size());
+  }
+  return (m.cpuModel.empty() ? std::string("unknown CPU") : m.cpuModel) + ", " +
+         std::to_string(m.cpuCores) + (m.cpuCores == 1 ? " core" : " cores");
+}
+
+// The progress bar: [#####.....] 42% matmul
+void drawProgress(std::ostream& err, double fraction, std::string_view what) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(std::lround(fraction * kWidth));
+  err << "\rcalibrate [" << std::string(static_cast<std::size_t>(filled), '#')
+      << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] "
+      << static_cast<int>(std::lround(fraction * 100)) << "% " << what << "\033[K" << std::flush;
+}
+
+std::unique_ptr<backend::Backend> calibrationBackend(const std::string& name, int devices) {
+#if TAPESTRY_HAVE_CUDA
+  if (name == "cuda") {
+    backend::CudaOptions options;
+    options.planDevices = devices;
+    return std::make_unique<backend::CudaBackend>(options);
+  }
+#endif
+  return std::make_unique<backend::CpuBackend>(devices);
+}
+
+} // namespace
+
+int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostream& err) {
+  if (!(config.budgetSeconds >= 0.05) || !std::isfinite(config.budgetSeconds)) {
+    throw UsageError("--budget-seconds must be at least 0.05");
+  }
+  if (config.devices < 0) {
+    throw UsageError("--devices must be at least 1");
+  }
+  requireBackend(config.backend); // exit 4 for cuda without a GPU, before any work
+  backend::installGpuProbe();
+  const cost::MachineInfo& machine = cost::probeMachine();
+  const bool gpu = config.backend == "cuda";
+  if (gpu && machine.gpus.empty()) {
+    throw BackendUnavailable("no CUDA GPU found (" + machine.gpuNote + ")");
+  }
+  // The roofline target of this machine is the starting point; a CPU
+  // calibration of a GPU machine describes its cores.
+  cost::MachineInfo described = machine;
+  if (!gpu) {
+    described.gpus.clear();
+    described.gpuNote = "calibrated on the CPU backend";
+  }
+  cost::Target base = cost::localTarget(described);
+  if (config.devices > 0) {
+    base.devices.count = config.devices;
+  }
+  const std::string label = machineText(machine, gpu);
+  base.name = "local";
+  base.description = "this machine, calibrated: " + label + ", " +
+                     std::to_string(base.devices.count) + " " + (gpu ? "GPUs" : "CPU cores") +
+                     " as devices";
+
+  const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load({});
+  const std::unique_ptr<backend::Backend> backend =
+      calibrationBackend(config.backend, base.devices.count);
+  backend::CalibrationOptions options;
+  options.budgetSeconds = config.budgetSeconds;
+  if (config.progress) {
+    options.progress = [&err](double fraction, std::string_view what) {
+      drawProgress(err, fraction, what);
+    };
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const cost::Target measured =
+      backend::calibrate(*backend, library, std::move(base), label, today(), options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (config.progress) {
+    err << "\r\033[K" << std::flush;
+  }
+
+  // Only a calibration of the whole local machine stands for `--target local`.
+  const bool wholeMachine =
+      config.devices == 0 ||
+      config.devices == (gpu ? static_cast<int>(machine.gpus.size()) : machine.cpuCores);
+  const std::string yaml =
+      "# Measured by `tapestry calibrate` (docs/cost-model.md).\n" + cost::toYaml(measured);
+  std::string saved;
+  if (config.save && wholeMachine) {
+    saved = cost::calibrationPath(gpu ? machine : described);
+    if (saved.empty()) {
+      throw Error("cannot save the calibration: neither XDG_CACHE_HOME nor HOME is set "
+                  "(use -o FILE and --target FILE)");
+    }
+    std::filesystem::create_directories(std::filesystem::path(saved).parent_path());
+    writeFileAtomically(saved, yaml, out);
+  }
+  if (!config.outputPath.empty()) {
+    writeFileAtomically(config.outputPath, yaml, out);
+  }
+
+  const cost::Profile& p = *measured.profile;
+  if (config.json) {
+    if (config.outputPath == "-") {
+      return 0; // stdout holds the target
+    }
+    Json doc = Json::object();
+    doc["status"] = "ok";
+    doc["backend"] = p.backend;
+    doc["machine"] = p.machine;
+    doc["devices"] = measured.deviceCount();
+    doc["seconds"] = seconds;
+    doc["task_overhead_s"] = p.taskOverhead;
+    Json families = Json::array();
+    for (const auto& [name, table] : p.kernels) {
+      families.push_back(name);
+    }
+    doc["families"] = std::move(families);
+    doc["saved"] = saved.empty() ? Json(nullptr) : Json(saved);
+    doc["output"] = config.outputPath.empty() ? Json(nullptr) : Json(config.outputPath);
+    out << doc.dump(2) << "\n";
+    return 0;
+  }
+  if (config.quiet) {
+    return 0;
+  }
+  std::ostream& to = config.outputPath == "-" ? err : out;
+  to << "calibrated " << label << " (" << measured.deviceCount() << " devices, backend "
+     << p.backend << ") in " << cost::formatTime(seconds) << "\n";
+  to << "  task overhead " << cost::formatTime(p.taskOverhead) << "; links "
+     << cost::formatBandwidth(measured.links.bandwidth) << " "
+     << cost::formatTime(measured.links.latency) << "; host "
+     << cost::formatBandwidth(measured.host.bandwidth) << " "
+     << cost::formatTime(measured.host.latency) << "\n";
+  for (const auto& [name, table] : p.kernels) {
+    const cost::ProfilePoint& big = table.alone.back();
+    to << "  " << name << ": " << table.alone.size() << " sizes, up to "
+       << (table.measure == cost::WorkMeasure::Flops ? cost::formatFlops(big.size)
+                                                     : cost::formatBytes(big.size))
+       << " in " << cost::formatSeconds(big.seconds);
+    if (!table.all.empty()) {
+      to << " alone, " << cost::formatSeconds(table.all.back().seconds)
+         << " with every device busy";
+    }
+    to << "\n";
+  }
+  if (!saved.empty()) {
+    to << "  saved as this machine's calibration: " << saved << " (--target local uses it)\n";
+  } else if (config.save) {
+    to << "  not saved as this machine's calibration: --devices " << config.devices
+       << " is not the whole machine\n";
+  }
+  if (!config.outputPath.empty() && config.outputPath != "-") {
+    to << "  -> " << config.outputPath << "\n";
+  }
+  return 0;
+}
+
+} // namespace tapestry::driver

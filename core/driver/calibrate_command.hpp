@@ -1,0 +1,28 @@
+// `tapestry calibrate [--backend cpu|cuda] [--devices N] [-o TARGET.yaml]
+// [--budget-seconds S]` (SPEC §6): measures this machine through a real
+// backend and the executor (backends/calibration.hpp) and writes a target with
+// a measured profile. The result is saved as this machine's calibration (the
+// file `--target local` then uses) and, with -o, written to TARGET.yaml too.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace tapestry::driver {
+
+struct CalibrateConfig {
+  std::string backend = "cpu"; // cpu | cuda
+  int devices = 0;             // 0: the `local` target's devices (cores or GPUs)
+  std::string outputPath;      // "" : no file besides the saved calibration; "-": stdout
+  double budgetSeconds = 60;   // about how long the measurements take
+  bool save = true;            // also save as this machine's calibration
+  bool json = false;           // --format json: a summary document on `out`
+  bool quiet = false;
+  bool progress = false; // a progress bar on `err` (the CLI sets it when stderr is a TTY)
+};
+
+// Returns 0. An unusable backend is BackendUnavailable (exit 4), bad flags are
+// UsageError (exit 2); files are written atomically.
+int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostream& err);
+
+} // namespace tapestry::driver

@@ -1,0 +1,212 @@
+// Tests for core/cost/profile and the measured-target parts of targets and the
+// simulator: kernel families, interpolation in measured tables, the
+// `profile:` section of target YAML and JSON (and its bad forms), the YAML
+// writer's round trip, saved-calibration keys, and a simulator that costs
+// shards from a hand-made profile (exact times).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "core/cost/profile.hpp"
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/plan/plan.hpp"
+#include "tests/unit/fixtures.hpp"
+
+using namespace tapestry;
+using namespace tapestry::testing;
+using namespace tapestry::cost;
+
+namespace {
+
+const char* kBase = R"(name: m
+devices: {count: 2, kind: cpu, memory: 1GiB, memory_bandwidth: 256B/s, flops: {float32: 96}, launch_overhead: 0.5s}
+links: {bandwidth: 48B/s, latency: 0.5s}
+host: {bandwidth: 32B/s, latency: 1s}
+)";
+
+Target targetText(const std::string& profile) {
+  return loadTargetYaml(SourceFile("t.yaml", std::string(kBase) + profile));
+}
+
+Failure badProfile(const std::string& profile) {
+  return failureOf([&] { targetText(profile); });
+}
+
+} // namespace
+
+TEST_CASE("kernel families: every standard kernel has one, user kernels none") {
+  for (const metakernel::Metakernel* k : lib().kernels()) {
+    INFO(k->name);
+    CHECK(familyOfKernel(k->name) != nullptr);
+  }
+  CHECK(familyOfKernel("linear")->name == "matmul");
+  CHECK(familyOfKernel("concat")->name == "movement");
+  CHECK(familyOfKernel("layernorm")->measure == WorkMeasure::Bytes);
+  CHECK(familyOfKernel("conv2d")->measure == WorkMeasure::Flops);
+  CHECK(familyOfKernel("rmsnorm") == nullptr);
+}
+
+TEST_CASE("interpolation: log-log between points, flat below, proportional above") {
+  const std::vector<ProfilePoint> points = {{100, 1}, {400, 16}, {1600, 32}};
+  CHECK(interpolateTime(points, 100) == 1);
+  CHECK(interpolateTime(points, 10) == 1);          // latency-bound: the smallest time
+  CHECK(interpolateTime(points, 200) == Approx(4)); // half way in log: sqrt(1 * 16)
+  CHECK(interpolateTime(points, 400) == Approx(16));
+  CHECK(interpolateTime(points, 800) == Approx(std::sqrt(16.0 * 32.0)));
+  CHECK(interpolateTime(points, 3200) == Approx(64)); // the largest size's rate
+  CHECK(interpolateTime({}, 5) == 0);
+
+  ProfileTable table{WorkMeasure::Flops, {{100, 1}, {400, 4}}, {{100, 4}, {400, 16}}};
+  CHECK(table.time(100, 0) == 1);
+  CHECK(table.time(100, 1) == 4);
+  CHECK(table.time(100, 0.5) == Approx(2)); // geometric between alone and all
+  table.all.clear();
+  CHECK(table.time(400, 1) == 4);
+}
+
+TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
+  const Target t = targetText(R"(profile:
+  machine: "Test CPU, 2 cores"
+  backend: cpu
+  date: "2026-11-24"
+  devices: 2
+  task_overhead: 3us
+  start_overhead: 40us
+  kernels:
+    matmul: {size: flops, alone: [[1e3, 1e-6], [1e9, 2e-2]], all: [[1e3, 2e-6], [1e9, 3e-2]]}
+    elementwise: {size: bytes, alone: [[4096, 1e-6]]}
+)");
+  REQUIRE(t.profile);
+  const Profile& p = *t.profile;
+  CHECK(p.machine == "Test CPU, 2 cores");
+  CHECK(p.backend == "cpu");
+  CHECK(p.devices == 2);
+  CHECK(p.taskOverhead == Approx(3e-6));
+  CHECK(p.startOverhead == Approx(40e-6));
+  REQUIRE(p.table("matmul") != nullptr);
+  CHECK(p.table("matmul")->alone.size() == 2);
+  CHECK(p.table("matmul")->all[1].seconds == 3e-2);
+  CHECK(p.table("elementwise")->all.empty());
+  CHECK(p.table("conv") == nullptr);
+
+  const json::Document doc = json::Document::parse(SourceFile("t.json", toJson(t).dump()));
+  CHECK(targetFromJson(json::Value(doc)) == t);
+  CHECK(loadTargetYaml(SourceFile("again.yaml", toYaml(t))) == t);
+}
+
+TEST_CASE("toYaml: built-in targets read back equal") {
+  for (const std::string& name : builtinTargetNames()) {
+    INFO(name);
+    const Target t = loadTarget(name);
+    CHECK(loadTargetYaml(SourceFile("again.yaml", toYaml(t))) == t);
+  }
+}
+
+TEST_CASE("bad profiles: located errors, exit 1") {
+  const Failure family = badProfile(R"(profile:
+  backend: cpu
+  devices: 2
+  task_overhead: 1us
+  kernels: {matmull: {size: flops, alone: [[1, 1]]}}
+)");
+  CHECK(family.code == ExitCode::InvalidInput);
+  CHECK(family.location == "t.yaml:9:13");
+  CHECK(family.message ==
+        "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
+        "reduction, normalization, movement)");
+
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: bytes, alone: [[1, 1]]}\n")
+            .message ==
+        "profile.kernels.matmul.size must be flops for matmul kernels, got \"bytes\"");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: flops, alone: [[8, 1], [4, 2]]}\n")
+            .message == "profile.kernels.matmul.alone[1][0]: sizes must increase, but \"4\" "
+                        "follows 8");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: flops, alone: [[8, 1, 3]]}\n")
+            .message ==
+        "profile.kernels.matmul.alone[0]: expected [size, seconds], a list of 2 numbers, got 3");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: flops, alone: [[8, -1]]}\n")
+            .message == "profile.kernels.matmul.alone[0][1] must be greater than 0, got \"-1\"");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: flops, alone: [[8, fast]]}\n")
+            .message == "profile.kernels.matmul.alone[0][1]: bad number \"fast\"");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: flops, alone: []}\n")
+            .message == "profile.kernels.matmul.alone: expected at least one [size, seconds] pair");
+  CHECK(badProfile("profile:\n  backend: tpu\n  devices: 2\n  task_overhead: 1us\n  kernels: {}\n")
+            .message == "profile.backend must be cpu or cuda, got \"tpu\"");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  kernels: {}\n").message ==
+        "profile: missing required key \"task_overhead\"");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    matmul: {size: flops, alone: fast}\n")
+            .message == "profile.kernels.matmul.alone: expected a list, got string");
+}
+
+TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") {
+  // x [8, 4] @ w [4, 6] -> h (384 FLOP); relu(h) -> y (no relu table: roofline).
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "mm_relu",
+  "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}, "w": {"dtype": "float32", "shape": [4, 6]}},
+  "operations": [
+    {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+    {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})");
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.taskOverhead = 0.25;
+  p.startOverhead = 4;
+  // matmul: 384 FLOP alone takes 2 s; 192 FLOP with every device busy 1.5 s.
+  p.kernels["matmul"] =
+      ProfileTable{WorkMeasure::Flops, {{192, 1}, {384, 2}}, {{192, 1.5}, {384, 3}}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+
+  const plan::PlanChoice single = plan::singleDeviceChoice(g);
+  const Simulation one = simulate(g, t, plan::buildPlan(g, 2, single, free));
+  // mm: 2 + 0.25; relu: max(48 / 96, 384 / 256) = 1.5, + 0.25 (the task overhead, not launch).
+  CHECK(one.shards[0][0].end == 2.25);
+  CHECK(one.shards[1][0].start == 2.25);
+  CHECK(one.shards[1][0].end == 4.0);
+  CHECK(one.objectives.timeS == 4.0); // one device: no start overhead
+
+  // Rows split in two on two devices: each mm shard is 192 FLOP at "all" = 1.5 s.
+  plan::PlanChoice split;
+  split.ops = {plan::OpChoice{{2, 1, 1}, {0, 1}}, plan::OpChoice{{2, 1}, {0, 1}}};
+  const Simulation two = simulate(g, t, plan::buildPlan(g, 2, split, free));
+  CHECK(two.shards[0][0].end == 1.75);
+  CHECK(two.shards[0][1].end == 1.75);
+  // relu halves: max(24 / 96, 192 / 256) + 0.25 = 1; makespan 2.75 + 4 start.
+  CHECK(two.shards[1][1].end == 2.75);
+  CHECK(two.objectives.timeS == 6.75);
+
+  // Without the profile: the roofline and launch overhead as before.
+  t.profile.reset();
+  const Simulation roof = simulate(g, t, plan::buildPlan(g, 2, single, free));
+  CHECK(roof.shards[0][0].end == 4.5); // 384 / 96 + 0.5
+}
+
+TEST_CASE("saved calibrations: keys by machine, paths under the XDG cache") {
+  MachineInfo cpu;
+  cpu.cpuCores = 16;
+  cpu.cpuModel = "AMD EPYC 7B13 64-Core Processor";
+  CHECK(calibrationKey(cpu) == "cpu-amd-epyc-7b13-64-core-processor-16cores");
+  cpu.cpuModel = "";
+  CHECK(calibrationKey(cpu) == "cpu-unknown-16cores");
+  MachineInfo gpu;
+  gpu.gpus = {{"NVIDIA H100 80GB HBM3", 80}, {"NVIDIA H100 80GB HBM3", 80}};
+  CHECK(calibrationKey(gpu) == "gpu-nvidia-h100-80gb-hbm3-x2");
+
+  ::setenv("XDG_CACHE_HOME", "/nonexistent-tapestry-cache", 1);
+  CHECK(calibrationPath(gpu) ==
+        "/nonexistent-tapestry-cache/tapestry/calibration/gpu-nvidia-h100-80gb-hbm3-x2.yaml");
+  CHECK(savedCalibration(gpu).empty());
+  CHECK(loadLocalTarget().calibration.empty());
+}
