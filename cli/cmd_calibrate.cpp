@@ -25,10 +25,11 @@ void registerCalibrate(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", config->outputPath,
                   "Also write the target YAML here (- for stdout)");
   sub->add_option("--budget-seconds", config->budgetSeconds,
-                  "About how long to measure, in seconds")
-      ->check(CLI::Range(0.05, 86400.0));
-  sub->add_flag("!--no-save", config->save, "Do not save the result as this machine's calibration");
-  sub->callback([&action, config] {
+                  "About how long to measure, in seconds (at least 0.05)");
+  auto noSave = std::make_shared<bool>(false);
+  sub->add_flag("--no-save", *noSave, "Do not save the result as this machine's calibration");
+  sub->callback([&action, config, noSave] {
+    config->save = !*noSave;
     action = [config](const GlobalOptions& global, Streams& io) -> int {
       config->json = global.format == OutputFormat::Json;
       config->quiet = global.quiet;

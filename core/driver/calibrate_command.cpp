@@ -24,8 +24,6 @@
 
 namespace tapestry::driver {
 
-void requireBackend(const std::string& name); // MERGE-FIXME: from run_command.hpp
-
 namespace {
 
 std::string today() {
@@ -70,7 +68,16 @@ std::unique_ptr<backend::Backend> calibrationBackend(const std::string& name, in
 
 int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostream& err) {
   if (!(config.budgetSeconds >= 0.05) || !std::isfinite(config.budgetSeconds)) {
-    throw UsageError("--budget-seconds must be at least 0.05");
+    throw UsageError("--budget-seconds: expected a number of seconds of at least 0.05");
+  }
+  if (!config.outputPath.empty() && config.outputPath != "-") {
+    // Found out before a minute of measuring, not after.
+    const std::filesystem::path dir = std::filesystem::path(config.outputPath).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      throw Error(SourceLocation{config.outputPath, 0, 0, {}},
+                  "cannot write output file: no directory " + dir.string());
+    }
   }
   if (config.devices < 0) {
     throw UsageError("--devices must be at least 1");

@@ -286,6 +286,8 @@ struct Outcome {
   const SearchResult& result;
   const FrontInfo& info;
   const Evaluated& chosen;
+  bool local = false;      // --target local
+  std::string calibration; // the saved calibration `local` came from, "" for none
 };
 
 // The --format json summary (when the plan goes to a file).
@@ -295,6 +297,10 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   summary["graph"] = o.graph.name;
   summary["target"] = o.target.name;
   summary["devices"] = o.target.deviceCount();
+  summary["calibrated"] = o.target.profile.has_value();
+  if (o.local) {
+    summary["calibration"] = o.calibration.empty() ? Json(nullptr) : Json(o.calibration);
+  }
   summary["front_size"] = o.result.front.size();
   Json sel = Json::object();
   sel["index"] = o.info.selected;
@@ -326,6 +332,14 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
        << (result.stopped ? ", interrupted" : "") << ")";
   }
   to << "\n";
+  if (o.local) {
+    if (o.calibration.empty()) {
+      to << "  target local: roofline figures, not measured (run `tapestry calibrate` to measure "
+            "this machine)\n";
+    } else {
+      to << "  target local: this machine's calibration (" << o.calibration << ")\n";
+    }
+  }
   to << "  " << padded(std::string("selected (") + selectPolicyName(o.info.policy) + ")", 20)
      << objectivesText(o.chosen.objectives) << "\n";
   for (const BaselineResult& b : result.baselines) {
@@ -364,7 +378,15 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   const CheckedFlags flags = checkFlags(config);
   metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
   graph::ExpandedGraph graph = graph::loadAndExpand(config.graphPath, library);
-  cost::Target target = cost::loadTarget(config.target);
+  std::string calibration; // --target local: the saved calibration used, if any
+  cost::Target target;
+  if (config.target == "local") {
+    cost::LocalTarget local = cost::loadLocalTarget();
+    target = std::move(local.target);
+    calibration = std::move(local.calibration);
+  } else {
+    target = cost::loadTarget(config.target);
+  }
 
   ChoiceScorer evaluator(graph, target, flags.planOptions);
   const SearchResult result = searchPlans(evaluator, config, flags, err);
@@ -399,7 +421,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     writeFileAtomically(config.frontPath, json::format(front, graph::kExpandedWidth) + "\n", out);
   }
 
-  const Outcome outcome{graph, target, result, info, chosen};
+  const Outcome outcome{graph, target, result, info, chosen, config.target == "local", calibration};
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
     printJsonSummary(config, outcome, out);

@@ -16,8 +16,8 @@ lines prefixed with '! ', then '[exit N]' when the exit code is not 0, then
 failing command that leaves a partial output file fails its test).
 
 Each command runs with bash in a fresh empty working directory, with the
-tapestry binary first on PATH and $TESTDATA / $SRC pointing into the source
-tree. Run with --update to rewrite the expected output from what happens.
+tapestry binary first on PATH, $TESTDATA / $SRC pointing into the source
+tree and $XDG_CACHE_HOME an empty directory of its own (saved calibrations). Run with --update to rewrite the expected output from what happens.
 """
 import argparse
 import difflib
@@ -49,12 +49,17 @@ def run_command(command, binary_dir, src, workdir, timeout):
     env["SRC"] = src
     env["TESTDATA"] = os.path.join(src, "testdata")
     env["LC_ALL"] = "C"
+    # A cache of its own (no saved calibration of this machine leaks in).
+    cache = tempfile.mkdtemp(prefix="tapestry-cache.")
+    env["XDG_CACHE_HOME"] = cache
     before = set(os.listdir(workdir))
     try:
         proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=workdir, env=env,
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return [f"[timed out after {timeout}s]"]
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
     out = []
     out += proc.stdout.decode("utf-8", "replace").splitlines()
     out += ["! " + l for l in proc.stderr.decode("utf-8", "replace").splitlines()]

@@ -29,7 +29,9 @@ Per documentation file, the commands run in order, in one fresh temporary
 directory, so a later command can use the files an earlier one wrote. That
 directory holds links to the repository's testdata/, docs/, metakernels/ and
 scripts/ (so paths read as from the repository root, and nothing is written
-into the checkout), the built tapestry is first on PATH, and LC_ALL=C.
+into the checkout), the built tapestry is first on PATH, LC_ALL=C, and
+XDG_CACHE_HOME is the directory's .cache (a calibration saved there lasts for
+the file's later commands only).
 
 Blocks marked ```sh, ```text, ```json, ```yaml etc. are not run.
 
@@ -152,6 +154,8 @@ def run(command, binary_dir, src, workdir, timeout):
     env = dict(os.environ)
     env["PATH"] = binary_dir + os.pathsep + env.get("PATH", "")
     env["LC_ALL"] = "C"
+    # Saved calibrations (`tapestry calibrate`) stay within the file's run.
+    env["XDG_CACHE_HOME"] = os.path.join(workdir, ".cache")
     env.pop("COLUMNS", None)
     try:
         proc = subprocess.run(["bash", "-c", command], cwd=workdir, env=env,

@@ -406,7 +406,7 @@ TEST_CASE("target YAML errors are located at the offending value", "[yaml]") {
        "  ^\n"},
       {"unknown_top_key.yaml",
        "bad/targets/unknown_top_key.yaml:9:1: error: unknown key \"link\" in target (expected one "
-       "of: name, description, devices, links, host, nodes)\n"
+       "of: name, description, devices, links, host, nodes, profile)\n"
        "link: {bandwidth: 450GB/s, latency: 2us}\n"
        "^\n"},
       {"unknown_dtype.yaml",

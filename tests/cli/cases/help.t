@@ -19,6 +19,7 @@ Subcommands:
   render                      Draw a graph, a sharded plan or a Pareto front with Graphviz
   run                         Execute a plan shard by shard on a backend; --check compares with the unsharded graph
   bench                       Time a plan against its predicted time and the unsharded single-device baseline
+  calibrate                   Measure this machine through a real backend and write a target with a measured profile (what --target local then uses)
 
 Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, 4 backend unavailable, 70 internal error, 130 interrupted.
 Run 'tapestry COMMAND --help' for a command's options.
@@ -84,6 +85,8 @@ Options:
   --exhaustive                Enumerate every plan of a small graph (the true front)
   --select TEXT:{fastest,smallest,knee,time}=fastest
                               Plan written to -o: fastest, smallest, knee, or time
+  --baseline TEXT:{single,data_parallel,tensor_parallel}
+                              Write this baseline's plan to -o instead of the selected one: single, data_parallel or tensor_parallel
   --memory-cap TEXT           Select only among plans whose peak memory per device is at most this, e.g. 40GiB
   --inputs-on TEXT:{host,free}=host
                               Where graph inputs start: host or free
@@ -151,7 +154,26 @@ Options:
   --seed UINT=0               Seed the inputs are drawn from
   --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
   --repeat INT:INT in [1 - 100000]=10
-                              Timed repetitions (the median is reported)
+                              Fewest timed repetitions (the median is reported)
+  --max-repeat INT:INT in [0 - 100000]=0
+                              Most timed repetitions, repeating until the median is stable (0: the larger of --repeat and 50)
+  --max-seconds FLOAT:FLOAT in [0 - 1e+06]=10
+                              No more repetitions past --repeat after timing a plan this long
   --warmup INT:INT in [0 - 100000]=2
                               Untimed warm-up repetitions
+
+$ tapestry calibrate --help
+Measure this machine through a real backend and write a target with a measured profile (what --target local then uses)
+Usage: tapestry calibrate [OPTIONS]
+
+Options:
+  -h,--help                   Print this help message and exit
+  --help-all                  Print help for every subcommand and exit
+  --backend TEXT:{cpu,cuda}=cpu
+                              Backend to measure: cpu or cuda
+  --devices INT:INT in [1 - 65536]=0
+                              Devices to measure with (default: every core, or every GPU)
+  -o,--output TEXT            Also write the target YAML here (- for stdout)
+  --budget-seconds FLOAT=60   About how long to measure, in seconds (at least 0.05)
+  --no-save                   Do not save the result as this machine's calibration
 

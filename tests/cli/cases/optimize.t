@@ -6,12 +6,14 @@
 ## The plan on stdout, the summary on stderr.
 ## Exhaustive: every plan of a small graph, the true front.
 ## --memory-cap keeps the selection under the cap; --select time needs one.
+## --baseline writes a baseline's plan instead of the selected one (bench/cost_truth.py compares them).
 $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterations 5 -o plan.json --front front.json --format json | grep -v '"seconds"'
 {
   "status": "ok",
   "graph": "mlp",
   "target": "h100x8",
   "devices": 8,
+  "calibrated": false,
   "front_size": 17,
   "selected": {
     "index": 0,
@@ -43,6 +45,8 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
       "feasible": true
     }
   },
+  "sharding_pays": true,
+  "written": "selected",
   "search": {
     "method": "stochastic",
     "seed": 1,
@@ -89,3 +93,15 @@ $ tapestry optimize $TESTDATA/expanded/mlp.expanded.json --target cpu-2 --iterat
 {'inputs_on': 'free'}
 $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterations 5 --select time --memory-cap 600KiB -o plan.json --format json | python3 -c 'import json, sys; s = json.load(sys.stdin)["selected"]; print(s["policy"], s["objectives"]["peak_memory_bytes"] <= 600 * 1024)'
 time True
+$ tapestry optimize $TESTDATA/graphs/mlp.json --target cpu-2 --iterations 2 --baseline data_parallel -o p.json | tail -2
+  written: the data_parallel baseline, not the selected plan
+  -> p.json
+[created p.json]
+$ python3 -c 'import json; p = json.load(open("p.json")); print([o["split"] for o in p["operations"].values()])'
+[[2, 1], [2, 1], [2, 1], [2, 1], [2, 1], [2]]
+$ echo '{"tapestry": "graph/v1", "name": "act", "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}}, "operations": [{"name": "r", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y"}}], "outputs": ["y"]}' | tapestry optimize - --target cpu-2 --iterations 2 --baseline tensor_parallel -o p.json
+! error: --baseline tensor_parallel: act has no tensor_parallel baseline (tensor_parallel needs a linear or matmul)
+[exit 1]
+$ tapestry optimize $TESTDATA/graphs/mlp.json --baseline model_parallel
+! tapestry: error: --baseline: model_parallel not in {single,data_parallel,tensor_parallel}
+[exit 2]

@@ -3,7 +3,7 @@ $ tapestry
 ! tapestry: error: no command given (expected one of: expand, kernels, optimize, render, run, bench); run 'tapestry --help' for usage
 [exit 2]
 $ tapestry frobnicate
-! tapestry: error: unknown command "frobnicate"; expected one of: expand, kernels, optimize, render, run, bench
+! tapestry: error: unknown command "frobnicate"; expected one of: expand, kernels, optimize, render, run, bench, calibrate
 [exit 2]
 $ tapestry expand
 ! tapestry: error: GRAPH is required
@@ -64,8 +64,8 @@ $ tapestry --format json frobnicate
   "status": "error",
   "exit_code": 2,
   "error": {
-    "message": "unknown command \"frobnicate\"; expected one of: expand, kernels, optimize, render, run, bench"
+    "message": "unknown command \"frobnicate\"; expected one of: expand, kernels, optimize, render, run, bench, calibrate"
   }
 }
-! tapestry: error: unknown command "frobnicate"; expected one of: expand, kernels, optimize, render, run, bench
+! tapestry: error: unknown command "frobnicate"; expected one of: expand, kernels, optimize, render, run, bench, calibrate
 [exit 2]

@@ -1,0 +1,31 @@
+## calibrate measures this machine through the CPU backend and the executor
+## and writes a target with a measured profile (docs/cost-model.md). Times
+## vary, so a tiny budget (a smoke test) and only the shape is checked.
+## The file is a target like any other, and --target local now uses it.
+## Bad flags are usage errors; the CUDA backend without a GPU exits 4.
+$ tapestry --format json calibrate --budget-seconds 0.3 -o t.yaml | python3 -c 'import json, os, sys; d = json.load(sys.stdin); print(list(d)); print(d["status"], d["backend"], d["families"], d["output"], d["saved"] == os.environ["XDG_CACHE_HOME"] + "/tapestry/calibration/" + os.path.basename(d["saved"]), d["task_overhead_s"] >= 0)'
+['status', 'backend', 'machine', 'devices', 'seconds', 'task_overhead_s', 'families', 'saved', 'output']
+ok cpu ['conv', 'elementwise', 'matmul', 'movement', 'normalization', 'reduction'] t.yaml True True
+[created t.yaml]
+$ tapestry calibrate --budget-seconds 0.2 --no-save -o t.yaml -q && tapestry optimize $TESTDATA/graphs/tiny.json --target t.yaml --iterations 5 -o p.json -q && python3 -c 'import json; t = json.load(open("p.json"))["target"]; print(t["name"], sorted(t["profile"]["kernels"]), t["profile"]["backend"])'
+local ['conv', 'elementwise', 'matmul', 'movement', 'normalization', 'reduction'] cpu
+[created p.json]
+$ tapestry optimize $TESTDATA/graphs/tiny.json --iterations 5 -o p.json | grep 'target local'
+  target local: roofline figures, not measured (run `tapestry calibrate` to measure this machine)
+$ tapestry calibrate --budget-seconds 0.2 -q && tapestry optimize $TESTDATA/graphs/tiny.json --iterations 5 -o p.json | grep 'target local' | sed "s|$XDG_CACHE_HOME|CACHE|; s|calibration/cpu-.*yaml|calibration/KEY.yaml|"
+  target local: this machine's calibration (CACHE/tapestry/calibration/KEY.yaml)
+$ tapestry calibrate --budget-seconds 0.01
+! tapestry: error: --budget-seconds: expected a number of seconds of at least 0.05
+[exit 2]
+$ tapestry calibrate --devices 0
+! tapestry: error: --devices: Value 0 not in range 1 to 65536
+[exit 2]
+$ tapestry calibrate --backend tpu
+! tapestry: error: --backend: tpu not in {cpu,cuda}
+[exit 2]
+$ tapestry calibrate --backend cuda 2>&1 | sed -E 's/error: (tapestry was built without the CUDA backend|no CUDA GPU found.*)/error: CUDA backend unavailable/'
+error: CUDA backend unavailable
+[exit 4]
+$ tapestry calibrate --budget-seconds 0.1 -o /nonexistent-dir/t.yaml --no-save 2>&1 | sed 's/: No such file.*/: .../'
+/nonexistent-dir/t.yaml: error: cannot write output file: no directory /nonexistent-dir
+[exit 1]
