@@ -46,6 +46,17 @@ struct DeviceMemory {
   std::int64_t allocatedBytes = 0; // every allocation over the run, summed
 };
 
+// When one task ran: seconds on the steady clock from the start of the run (the
+// reference of ExecutionStats::wallSeconds), read on the worker thread that ran
+// it, right after its dependencies were done and right after its work (before
+// its buffers are released).
+struct TaskTime {
+  double start = 0;
+  double end = 0;
+  int worker = 0; // the worker thread (0 .. ExecutionStats::workers - 1)
+  double seconds() const { return end - start; }
+};
+
 struct ExecutionStats {
   double wallSeconds = 0;            // the tasks, from the first start to the last end
   int workers = 0;                   // worker threads used
@@ -66,6 +77,17 @@ struct ExecutionStats {
   std::int64_t assembledBytes = 0;
   // Graph outputs gathered into host buffers after the tasks (not in wallSeconds).
   std::int64_t outputBytes = 0;
+  // Per task, what cost::Simulation predicts next to it (bench compares them):
+  // every shard, [op][shard] as ShardPlan::ops[op].shards and Simulation::shards
+  // (an empty shard too: it only allocates); every transfer, parallel to
+  // ShardPlan::transfers and Simulation::transfers (a partial move included);
+  // every reduction, parallel to ShardPlan::reductions and Simulation::reductions,
+  // from the start of its first step (the move of a partial, or a combine) to the
+  // end of its last combine, on the worker of its last combine (a reduction
+  // without steps: its root shard's end, twice). Empty when the run failed.
+  std::vector<std::vector<TaskTime>> shardTimes;
+  std::vector<TaskTime> transferTimes;
+  std::vector<TaskTime> reductionTimes;
 };
 
 struct Execution {

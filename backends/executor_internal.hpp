@@ -99,6 +99,7 @@ private:
   void runShard(const Task& task);
   void release(const Task& task);
   Buffer allocate(const Slot& slot);
+  void recordTimes(const std::vector<TaskTime>& times, ExecutionStats& stats) const;
   void charge(int device, std::int64_t bytes);
   void discharge(int device, std::int64_t bytes);
   TensorBuffers gather();
