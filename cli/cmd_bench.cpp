@@ -1,4 +1,5 @@
-// tapestry bench PLAN.json [--backend ...] [--repeat N] [--warmup N]   (SPEC §9)
+// tapestry bench PLAN.json [--backend ...] [--repeat N] [--max-repeat M] [--max-seconds S]
+//                [--warmup N]   (SPEC §9)
 #include <iostream>
 #include <memory>
 
@@ -17,8 +18,14 @@ void registerBench(CLI::App& app, Action& action) {
       "bench", "Time a plan against its predicted time and the unsharded single-device baseline");
   sub->fallthrough();
   addExecutionFlags(sub, *config, "Seed the inputs are drawn from");
-  sub->add_option("--repeat", config->repeat, "Timed repetitions (the median is reported)")
+  sub->add_option("--repeat", config->repeat, "Fewest timed repetitions (the median is reported)")
       ->check(CLI::Range(1, 100000));
+  sub->add_option("--max-repeat", config->maxRepeat,
+                  "Most timed repetitions, repeating until the median is stable (0: the larger "
+                  "of --repeat and 50)")
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--max-seconds", config->maxSeconds,
+                  "No more repetitions past --repeat after timing a plan this long (seconds)");
   sub->add_option("--warmup", config->warmup, "Untimed warm-up repetitions")
       ->check(CLI::Range(0, 100000));
   sub->callback([&action, config] {

@@ -11,7 +11,9 @@
 
 #include "backends/backend.hpp"
 #include "backends/check.hpp"
+#include "backends/executor.hpp"
 #include "core/cost/plan_file.hpp"
+#include "core/cost/simulator.hpp"
 #include "core/graph/graph.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
@@ -44,16 +46,21 @@ struct RunConfig : ExecutionOptions {
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err);
 
 struct BenchConfig : ExecutionOptions {
-  int repeat = 10;       // timed runs; the median is reported
-  int warmup = 2;        // untimed runs before them
-  bool progress = false; // a progress line on `err` (the CLI sets it when stderr is a TTY)
+  int repeat = 10;        // the fewest timed runs; the median is reported
+  int maxRepeat = 0;      // the most, repeating until the median is stable; 0: max(repeat, 50)
+  double maxSeconds = 10; // no further runs (past `repeat`) after this long timing one plan
+  int warmup = 2;         // untimed runs before them
+  bool progress = false;  // a progress line on `err` (the CLI sets it when stderr is a TTY)
 };
 
 // Times the plan and the unsharded single-device baseline (the graph with every
-// operation as one shard on device 0) on the same inputs; returns 0. On cuda
-// the inputs start in GPU memory, and a graph of one matmul or linear also
-// gets the single cuBLASLt call on whole tensors as a baseline, timed with
-// CUDA events.
+// operation as one shard on device 0) on the same inputs, each until its median
+// is stable (repeatAgain); reports their spread and, for the plan, measured
+// against predicted time per operation, transfer group and reduction, worst
+// first (BenchRow); returns 0. On cuda the inputs start in GPU memory, and a
+// graph of one matmul or linear also gets the single cuBLASLt call on whole
+// tensors as a baseline, timed with CUDA events. Usage errors (exit 2): --repeat
+// below 1, --warmup below 0, --max-repeat below --repeat, --max-seconds below 0.
 int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err);
 
 // Reads PATH as a plan (plan/v1), or as a graph (graph/v1, expanded/v1) made
@@ -64,5 +71,81 @@ plan::LoadedPlan loadRunnable(const std::string& path,
 // Throws BackendUnavailable (exit 4) unless `name` can run here: "cpu" always;
 // "cuda" needs the CUDA backend built and a usable GPU.
 void requireBackend(const std::string& name);
+
+// ---- bench's stopping rule (docs/reference/cli.md#bench)
+//
+// The median of n timed runs is stable when both
+//  - it moved by at most `tolerance` (relative to it) over the last ceil(n/4)
+//    runs: |median(all n) - median(first n - ceil(n/4))| <= tolerance * median;
+//  - its uncertainty is at most `tolerance`: 0.93 * (q3 - q1) / sqrt(n) <=
+//    tolerance * median, where q1..q3 holds the middle half of the runs (the
+//    sorted runs' elements floor((n-1)/4) and ceil(3(n-1)/4), so never narrower
+//    than the quartiles). For normally distributed times the median's standard
+//    error is 1.2533 sigma / sqrt(n) and sigma = IQR / 1.349, hence 0.93.
+// The first catches a drift (a machine warming up or throttling), the second a
+// spread (runs that swing between two speeds): a median of runs that swing 2x
+// is not stable in any number of runs bench makes by default. One run is never
+// stable (nothing to compare).
+struct MedianStability {
+  bool stable = false;
+  double median = 0;
+  double moved = 0;         // |median - median before the last runs| / median
+  double uncertainty = 0;   // 0.93 * (q3 - q1) / sqrt(n) / median
+  std::size_t lastRuns = 0; // ceil(n / 4)
+};
+inline constexpr double kMedianTolerance = 0.02;
+MedianStability medianStability(const std::vector<double>& times,
+                                double tolerance = kMedianTolerance);
+
+struct RepeatLimits {
+  int fewest = 10;     // --repeat: always run this many
+  int most = 50;       // --max-repeat: never more
+  double seconds = 10; // --max-seconds: past `fewest`, no run starts after this long
+};
+// The limits of a bench config (maxRepeat 0: max(repeat, 50)).
+RepeatLimits repeatLimits(const BenchConfig& config);
+// Whether bench times another run after `times` (taking `elapsed` seconds so
+// far): while fewer than `fewest`; then until the median is stable, `most`
+// runs are done or `seconds` have passed.
+bool repeatAgain(const std::vector<double>& times, double elapsed, const RepeatLimits& limits);
+
+// One row of bench's breakdown of a plan: the measured seconds (bench: the
+// median over the timed runs of the row's summed task durations) against the
+// predicted ones (the simulation's intervals, summed).
+struct BenchRow {
+  enum class Kind : std::uint8_t { Operation, Transfers, Reduction };
+  Kind kind = Kind::Operation;
+  std::string name;       // the operation; the tensor moved or reduced
+  std::string kernel;     // Operation: its kernel; Reduction: its combine ("sum")
+  std::string operation;  // Reduction: the operation whose partials it combines
+  int from = 0, to = 0;   // Transfers: the places (plan::kHost for the host)
+  bool partials = false;  // Transfers: moves of partial results (reduction steps)
+  std::size_t count = 0;  // shards; transfers; reductions (output regions)
+  std::size_t steps = 0;  // Reduction: combine steps
+  std::int64_t bytes = 0; // Transfers: bytes moved
+  double measured = 0;
+  double predicted = 0;
+  double difference() const { return measured - predicted; }
+};
+// Where a plan's time goes: one row per operation (its shards' durations
+// summed), per transfer group (the transfers of one tensor over one link,
+// partial moves apart) and per reduction group (the reductions of one output
+// tensor of one operation, each from its first step's start to its last
+// combine's end, moving its partials included), in plan order, with the
+// predicted seconds from the simulation (measured 0).
+class PlanBreakdown {
+public:
+  PlanBreakdown(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                const cost::Simulation& sim);
+  const std::vector<BenchRow>& rows() const { return rows_; }
+  // The measured seconds of one run, per row (stats from executing the plan).
+  std::vector<double> measure(const backend::ExecutionStats& stats) const;
+
+private:
+  const plan::ShardPlan& p_;
+  std::vector<BenchRow> rows_;
+  std::vector<std::size_t> transferRow_;  // per transfer
+  std::vector<std::size_t> reductionRow_; // per reduction
+};
 
 } // namespace tapestry::driver

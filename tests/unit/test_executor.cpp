@@ -407,6 +407,102 @@ TEST_CASE("fewer threads than devices: a worker serves several devices", "[execu
   }
 }
 
+// ---------------------------------------------------------------- task times
+
+namespace {
+
+// The per-task times of a run: one per shard, transfer and reduction of the
+// plan, each within the run (start <= end), on a worker that ran one task at a
+// time, and after the tasks it waited for.
+void checkTaskTimes(const plan::ShardPlan& p, const ExecutionStats& stats) {
+  REQUIRE(stats.shardTimes.size() == p.ops.size());
+  REQUIRE(stats.transferTimes.size() == p.transfers.size());
+  REQUIRE(stats.reductionTimes.size() == p.reductions.size());
+  std::vector<std::vector<TaskTime>> byWorker(static_cast<std::size_t>(stats.workers));
+  auto check = [&](const TaskTime& t) {
+    CHECK(t.start >= 0);
+    CHECK(t.start <= t.end);
+    CHECK(t.end <= stats.wallSeconds);
+    REQUIRE(t.worker >= 0);
+    REQUIRE(t.worker < stats.workers);
+  };
+  for (std::size_t op = 0; op < p.ops.size(); ++op) {
+    REQUIRE(stats.shardTimes[op].size() == p.ops[op].shards.size());
+    for (const TaskTime& t : stats.shardTimes[op]) {
+      check(t);
+      byWorker[static_cast<std::size_t>(t.worker)].push_back(t);
+    }
+  }
+  for (std::size_t i = 0; i < p.transfers.size(); ++i) {
+    const TaskTime& t = stats.transferTimes[i];
+    check(t);
+    byWorker[static_cast<std::size_t>(t.worker)].push_back(t);
+    if (const auto& after = p.transfers[i].afterShard) {
+      CHECK(t.start >= stats.shardTimes[after->first][after->second].end);
+    }
+  }
+  for (std::size_t r = 0; r < p.reductions.size(); ++r) {
+    const plan::Reduction& red = p.reductions[r];
+    const TaskTime& t = stats.reductionTimes[r];
+    check(t);
+    for (std::size_t k : red.shards) {
+      CHECK(t.end >= stats.shardTimes[red.op][k].end); // the last combine waits for every partial
+    }
+    for (const plan::Reduction::Step& step : red.steps) {
+      if (step.transfer) {
+        CHECK(t.start <= stats.transferTimes[*step.transfer].start);
+      }
+    }
+  }
+  for (std::vector<TaskTime>& tasks : byWorker) {
+    std::sort(tasks.begin(), tasks.end(),
+              [](const TaskTime& a, const TaskTime& b) { return a.start < b.start; });
+    for (std::size_t i = 1; i < tasks.size(); ++i) {
+      CHECK(tasks[i - 1].end <= tasks[i].start); // one task at a time
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("every shard, transfer and reduction is timed on the worker that ran it",
+          "[executor][timing]") {
+  // m in 2, k in 3 over 3 devices: two reduction trees with partial moves.
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  const plan::ShardPlan p = plan::buildPlan(
+      g, 3, PlanChoice{{{{2, 1, 3}, {0, 1, 2, 1, 2, 0}}, {{1, 2}, {2, 0}}, {{2, 1}, {1, 2}}}});
+  REQUIRE(p.reductions.size() == 2);
+  const cost::Simulation sim = cost::simulate(g, roomyCpuTarget(3), p);
+  CpuBackend backend(3);
+  const TensorBuffers inputs = drawInputs(g, 1);
+  for (int threads : {0, 1, 2}) {
+    INFO(threads << " threads");
+    const Execution run = execute(g, p, backend, inputs, ExecuteOptions{threads, 1}, &sim);
+    checkTaskTimes(p, run.stats);
+    // Every task took some time, and together no more than the workers had.
+    double busy = 0;
+    for (const std::vector<TaskTime>& op : run.stats.shardTimes) {
+      for (const TaskTime& t : op) {
+        busy += t.seconds();
+      }
+    }
+    for (const TaskTime& t : run.stats.transferTimes) {
+      busy += t.seconds();
+    }
+    CHECK(busy > 0);
+    CHECK(busy <= run.stats.wallSeconds * run.stats.workers);
+  }
+  // Without a schedule (submission order) too, on a single device, and for a
+  // larger graph over 4 devices.
+  checkTaskTimes(p, execute(g, p, backend, inputs, ExecuteOptions{3, 1}).stats);
+  const plan::ShardPlan single = plan::buildPlan(g, 1, plan::singleDeviceChoice(g));
+  checkTaskTimes(single, execute(g, single, backend, inputs).stats);
+  const graph::ExpandedGraph mlp = testGraph("mlp.json");
+  const plan::ShardPlan split = plan::buildPlan(mlp, 4, reductionSplit(mlp, 4));
+  CpuBackend four(4);
+  checkTaskTimes(split, execute(mlp, split, four, drawInputs(mlp, 1), ExecuteOptions{0, 1}).stats);
+}
+
 // ---------------------------------------------------------------- errors
 
 TEST_CASE("executor errors: missing inputs, wrong shapes, a failing kernel", "[executor]") {
@@ -777,38 +873,265 @@ TEST_CASE("bench times the plan and the single-device baseline", "[executor][com
   const std::filesystem::path dir = tempDir("bench");
   const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
   BenchConfig config;
-  config.planPath =
-      writePlanFile(g, 2, PlanChoice{{{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}, {{2, 1}, {0, 1}}}},
-                    dir, "plan.json");
+  config.planPath = writePlanFile(
+      g, 2, PlanChoice{{{{2, 1, 2}, {0, 1, 1, 0}}, {{2, 1}, {0, 1}}, {{2, 1}, {0, 1}}}}, dir,
+      "plan.json");
   config.repeat = 3;
+  config.maxRepeat = 3; // exactly 3 runs
   config.warmup = 1;
   config.json = true;
   std::ostringstream out;
   std::ostringstream err;
   CHECK(benchCommand(config, out, err) == 0);
   const Json doc = Json::parse(out.str());
-  for (const char* key : {"status", "plan_file", "graph", "backend", "target", "repeat", "warmup",
-                          "flops", "plan", "single_device", "speedup"}) {
+  for (const char* key : {"status", "plan_file", "graph", "backend", "target", "repeat",
+                          "max_repeat", "max_seconds", "warmup", "flops", "plan", "single_device",
+                          "speedup", "operations", "transfers", "reductions", "totals"}) {
     INFO(key);
     CHECK(doc.contains(key));
   }
   for (const char* part : {"plan", "single_device"}) {
     for (const char* key : {"devices", "workers", "measured_s", "predicted_s",
-                            "measured_over_predicted", "flops_per_s", "times_s"}) {
+                            "measured_over_predicted", "flops_per_s", "times_s", "min_s",
+                            "median_s", "max_s", "stable", "median_moved", "median_uncertainty"}) {
       INFO(part << "." << key);
       CHECK(doc[part].contains(key));
     }
+    CHECK(doc[part]["times_s"].size() == 3);
+    CHECK(doc[part]["min_s"].get<double>() <= doc[part]["median_s"].get<double>());
+    CHECK(doc[part]["median_s"].get<double>() <= doc[part]["max_s"].get<double>());
+    CHECK(doc[part]["median_s"] == doc[part]["measured_s"]);
   }
-  CHECK(doc["plan"]["times_s"].size() == 3);
+  CHECK(doc["max_repeat"] == 3);
   CHECK(doc["plan"]["devices"] == 2);
   CHECK(doc["single_device"]["devices"] == 1);
   CHECK(doc["flops"] == 2 * 2 * 2 * 3 + 4 + 4);
 
+  // The breakdown: every operation once, transfers and reductions grouped,
+  // each list worst first, and the totals.
+  REQUIRE(doc["operations"].size() == 3);
+  std::vector<std::string> names;
+  for (const Json& op : doc["operations"]) {
+    names.push_back(op["name"].get<std::string>());
+    CHECK(op["shards"].get<int>() >= 2);
+    CHECK(op["measured_s"].get<double>() >= 0);
+    CHECK(op["predicted_s"].get<double>() > 0);
+    CHECK(op["ratio"].get<double>() ==
+          Approx(op["measured_s"].get<double>() / op["predicted_s"].get<double>()));
+  }
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"act", "bias", "mm"});
+  REQUIRE(doc["reductions"].size() == 1); // the k-split matmul's partials of h
+  CHECK(doc["reductions"][0]["tensor"] == "h");
+  CHECK(doc["reductions"][0]["operation"] == "mm");
+  CHECK(doc["reductions"][0]["combine"] == "sum");
+  CHECK(doc["reductions"][0]["regions"] == 2);
+  for (const char* kind : {"operations", "transfers", "reductions"}) {
+    INFO(kind);
+    double last = std::numeric_limits<double>::infinity();
+    double predicted = 0;
+    for (const Json& row : doc[kind]) {
+      const double off =
+          std::fabs(row["measured_s"].get<double>() - row["predicted_s"].get<double>());
+      CHECK(off <= last);
+      last = off;
+      predicted += row["predicted_s"].get<double>();
+    }
+    CHECK(doc["totals"][kind]["predicted_s"].get<double>() == Approx(predicted));
+    CHECK(doc["totals"][kind]["measured_s"].get<double>() >= 0);
+  }
+  CHECK(doc["totals"]["operations"]["count"] == 4 + 2 + 2);
+  bool partials = false;
+  for (const Json& row : doc["transfers"]) {
+    partials = partials || row["partials"].get<bool>();
+    CHECK((row["from"] == "host" || row["from"].is_number()));
+  }
+  CHECK(partials); // the partials of h cross devices
+
   config.json = false;
   out.str("");
   CHECK(benchCommand(config, out, err) == 0);
-  CHECK_THAT(out.str(), Contains("single device") && Contains("speedup"));
+  CHECK_THAT(out.str(), Contains("single device") && Contains("speedup") && Contains("\nspread ") &&
+                            Contains("where the plan's time goes") &&
+                            Contains("\nop mm (matmul, 4 shards) ") &&
+                            Contains("\nreduction h of mm (sum, 2 regions) ") &&
+                            Contains("\ntotal operations (8 shards) "));
+
+  // --max-seconds 0: no run past --repeat; --max-repeat below --repeat, or a
+  // negative budget, are usage errors.
+  config.json = true;
+  config.repeat = 2;
+  config.maxRepeat = 0;
+  config.maxSeconds = 0;
+  out.str("");
+  CHECK(benchCommand(config, out, err) == 0);
+  CHECK(Json::parse(out.str())["plan"]["times_s"].size() == 2);
+  CHECK(Json::parse(out.str())["max_repeat"] == 50);
+  config.repeat = 3;
+  config.maxRepeat = 2;
+  CHECK_THROWS_AS(benchCommand(config, out, err), UsageError);
+  config.maxRepeat = 3;
+  config.maxSeconds = -1;
+  CHECK_THROWS_AS(benchCommand(config, out, err), UsageError);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bench's breakdown sums the simulation's and the run's task times", "[executor][bench]") {
+  const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
+  const plan::ShardPlan p = plan::buildPlan(
+      g, 3, PlanChoice{{{{2, 1, 3}, {0, 1, 2, 1, 2, 0}}, {{1, 2}, {2, 0}}, {{2, 1}, {1, 2}}}});
+  const cost::Simulation sim = cost::simulate(g, roomyCpuTarget(3), p);
+  const PlanBreakdown breakdown(g, p, sim);
+  const std::vector<BenchRow>& rows = breakdown.rows();
+  REQUIRE(rows.size() >= g.operations.size());
+  double predictedShards = 0;
+  for (const std::vector<cost::Interval>& op : sim.shards) {
+    for (const cost::Interval& i : op) {
+      predictedShards += i.end - i.start;
+    }
+  }
+  double predictedTransfers = 0;
+  for (const cost::Interval& i : sim.transfers) {
+    predictedTransfers += i.end - i.start;
+  }
+  std::size_t transfers = 0;
+  std::size_t reductions = 0;
+  double sums[3] = {0, 0, 0};
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    sums[static_cast<std::size_t>(rows[r].kind)] += rows[r].predicted;
+    if (r < g.operations.size()) {
+      CHECK(rows[r].kind == BenchRow::Kind::Operation); // operations first, in graph order
+      CHECK(rows[r].name == g.operations[r].name);
+      CHECK(rows[r].count == p.ops[r].shards.size());
+    }
+    transfers += rows[r].kind == BenchRow::Kind::Transfers ? rows[r].count : 0;
+    reductions += rows[r].kind == BenchRow::Kind::Reduction ? rows[r].count : 0;
+  }
+  CHECK(sums[0] == Approx(predictedShards));
+  CHECK(sums[1] == Approx(predictedTransfers));
+  CHECK(transfers == p.transfers.size());
+  CHECK(reductions == p.reductions.size());
+  REQUIRE(p.reductions.size() == 2); // both trees of h: one row
+  CHECK(rows.back().kind == BenchRow::Kind::Reduction);
+  CHECK(rows.back().count == 2);
+  CHECK(rows.back().steps == 4);
+  CHECK(rows.back().predicted == Approx((sim.reductions[0].end - sim.reductions[0].start) +
+                                        (sim.reductions[1].end - sim.reductions[1].start)));
+
+  CpuBackend backend(3);
+  const Execution run = execute(g, p, backend, drawInputs(g, 2), ExecuteOptions{0, 1}, &sim);
+  const std::vector<double> measured = breakdown.measure(run.stats);
+  REQUIRE(measured.size() == rows.size());
+  double shards = 0;
+  for (const std::vector<TaskTime>& op : run.stats.shardTimes) {
+    for (const TaskTime& t : op) {
+      shards += t.seconds();
+    }
+  }
+  double measuredShards = 0;
+  for (std::size_t r = 0; r < g.operations.size(); ++r) {
+    measuredShards += measured[r];
+  }
+  CHECK(measuredShards == Approx(shards));
+  CHECK(measured.back() ==
+        Approx(run.stats.reductionTimes[0].seconds() + run.stats.reductionTimes[1].seconds()));
+}
+
+namespace {
+
+// Feeds `times` to bench's stopping rule one run at a time, each run taking its
+// own time against the budget; the runs it takes.
+std::size_t runsTaken(const std::vector<double>& times, const RepeatLimits& limits) {
+  std::vector<double> taken;
+  double elapsed = 0;
+  for (double t : times) {
+    taken.push_back(t);
+    elapsed += t;
+    if (!repeatAgain(taken, elapsed, limits)) {
+      break;
+    }
+  }
+  return taken.size();
+}
+
+std::vector<double> firstRuns(const std::vector<double>& times, std::size_t n) {
+  return {times.begin(), times.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+} // namespace
+
+TEST_CASE("bench repeats until the median is stable, and says when it is not", "[bench]") {
+  const RepeatLimits limits{5, 50, 1e9};
+  std::vector<double> steady;  // within +-0.5%
+  std::vector<double> swing;   // every other run twice as long
+  std::vector<double> drift;   // 3% slower each run
+  std::vector<double> outlier; // one run in eight twice as long
+  for (int i = 0; i < 100; ++i) {
+    steady.push_back(1e-3 * (1 + 0.005 * std::sin(i)));
+    swing.push_back(i % 2 == 0 ? 1e-3 : 2e-3);
+    drift.push_back(1e-3 * std::pow(1.03, i));
+    outlier.push_back(i % 8 == 3 ? 2e-3 : 1e-3 * (1 + 0.001 * std::sin(i)));
+  }
+
+  // A steady machine: the fewest runs suffice.
+  CHECK(runsTaken(steady, limits) == 5);
+  const MedianStability s = medianStability(firstRuns(steady, 5));
+  CHECK(s.stable);
+  CHECK(s.lastRuns == 2);
+  CHECK(s.moved < 0.02);
+  CHECK(s.uncertainty < 0.02);
+
+  // A 2x swing between runs is never stable: not at the most runs, nor at any
+  // count on the way (a median alone settles on 1 ms at 7 runs and hides it).
+  CHECK(runsTaken(swing, limits) == 50);
+  for (std::size_t n = 1; n <= 50; ++n) {
+    INFO(n << " runs");
+    CHECK_FALSE(medianStability(firstRuns(swing, n)).stable);
+  }
+  CHECK(medianStability(firstRuns(swing, 50)).uncertainty > 0.05);
+
+  // A drift moves the median.
+  CHECK(runsTaken(drift, limits) == 50);
+  const MedianStability d = medianStability(firstRuns(drift, 50));
+  CHECK_FALSE(d.stable);
+  CHECK(d.moved > 0.02);
+
+  // One slow run among many does not move the median (the max shows it).
+  const std::size_t n = runsTaken(outlier, RepeatLimits{8, 50, 1e9});
+  CHECK(n == 8);
+  CHECK(medianStability(firstRuns(outlier, n)).stable);
+  CHECK(medianStability(firstRuns(outlier, n)).median == Approx(1e-3).epsilon(0.01));
+
+  // The numbers: 1, 2, 3, 4 -> median 2.5, before the last run 2, middle half
+  // 1..4 (never narrower than the quartiles).
+  const MedianStability m = medianStability({1, 2, 3, 4});
+  CHECK(m.median == 2.5);
+  CHECK(m.lastRuns == 1);
+  CHECK(m.moved == Approx(0.5 / 2.5));
+  CHECK(m.uncertainty == Approx(0.93 * 3 / 2 / 2.5));
+
+  // One run cannot tell; --repeat N --max-repeat N runs exactly N.
+  CHECK_FALSE(medianStability({1e-3}).stable);
+  CHECK_FALSE(medianStability({}).stable);
+  CHECK(runsTaken(steady, RepeatLimits{1, 1, 1e9}) == 1);
+  CHECK(runsTaken(swing, RepeatLimits{4, 4, 1e9}) == 4);
+  CHECK(runsTaken(steady, RepeatLimits{4, 4, 1e9}) == 4);
+
+  // The budget stops an unstable series once the fewest runs are done: after
+  // 1 + 2 + 1 ms the 3.5 ms budget is spent.
+  CHECK(runsTaken(swing, RepeatLimits{2, 50, 3.5e-3}) == 3);
+  CHECK(runsTaken(swing, RepeatLimits{6, 50, 3.5e-3}) == 6); // never fewer than --repeat
+
+  // The defaults: --max-repeat 0 is the larger of --repeat and 50.
+  BenchConfig config;
+  config.repeat = 10;
+  CHECK(repeatLimits(config).most == 50);
+  config.repeat = 80;
+  CHECK(repeatLimits(config).most == 80);
+  config.maxRepeat = 90;
+  CHECK(repeatLimits(config).most == 90);
+  CHECK(repeatLimits(config).fewest == 80);
+  CHECK(repeatLimits(config).seconds == 10);
 }
 
 TEST_CASE("run refuses a plan that cannot fit in host memory, before allocating",

@@ -157,8 +157,7 @@ Options:
                               Fewest timed repetitions (the median is reported)
   --max-repeat INT:INT in [0 - 100000]=0
                               Most timed repetitions, repeating until the median is stable (0: the larger of --repeat and 50)
-  --max-seconds FLOAT:FLOAT in [0 - 1e+06]=10
-                              No more repetitions past --repeat after timing a plan this long
+  --max-seconds FLOAT=10      No more repetitions past --repeat after timing a plan this long (seconds)
   --warmup INT:INT in [0 - 100000]=2
                               Untimed warm-up repetitions
 
