@@ -4,7 +4,8 @@
 // (single device, data parallel, split reduction dims, random splits and
 // placements over 2 to 4 devices, fewer threads than devices, resident inputs)
 // against the unsharded reference, memory against the prediction, errors from
-// workers, the --check comparison, and the commands in-process.
+// workers, per-task times, the --check comparison, the commands in-process, and
+// bench's stopping rule and breakdown.
 //
 // Longer than 800 lines on purpose: tests/unit keeps one file per module, and
 // this module's cases read best side by side (each is short and independent).
