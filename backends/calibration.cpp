@@ -110,6 +110,12 @@ std::vector<FamilyCase> familyCases() {
                                        R"("inputs": {"A": "a", "B": "b"})");
                    },
                    8});
+  cases.push_back({"activation", "tanh",
+                   [rows](const Lib& lib, int step, int copies) {
+                     return oneOpGraph(lib, "tanh", tensorText("x", {copies * rows(step), 1024}),
+                                       "", R"("inputs": {"input": "x"})");
+                   },
+                   8});
   cases.push_back({"reduction", "sum",
                    [rows](const Lib& lib, int step, int copies) {
                      return oneOpGraph(lib, "sum", tensorText("x", {copies * rows(step), 1024}),
@@ -122,7 +128,15 @@ std::vector<FamilyCase> familyCases() {
                                        R"("axis": -1)", R"("inputs": {"input": "x"})");
                    },
                    8});
-  cases.push_back({"movement", "transpose",
+  cases.push_back({"copy", "reshape",
+                   [rows](const Lib& lib, int step, int copies) {
+                     const std::int64_t r = copies * rows(step);
+                     return oneOpGraph(lib, "reshape", tensorText("x", {r, 1024}),
+                                       R"("shape": [)" + std::to_string(2 * r) + ", 512]",
+                                       R"("inputs": {"input": "x"})");
+                   },
+                   8});
+  cases.push_back({"transpose", "transpose",
                    [rows](const Lib& lib, int step, int copies) {
                      return oneOpGraph(lib, "transpose",
                                        tensorText("x", {copies * rows(step), 1024}),

@@ -4,6 +4,8 @@
 #include <limits>
 #include <thread>
 
+#include <malloc.h>
+
 #include <cblas.h>
 
 #include "backends/cpu/kernel_util.hpp"
@@ -99,9 +101,30 @@ void combineTyped(Combine kind, const TensorView& dst, const TensorView& src,
 
 } // namespace
 
+namespace {
+
+// The executor allocates every region a task makes and frees it after its
+// last use, run after run. glibc serves blocks from 128 KiB up with fresh
+// mmap()ed pages (a page fault per 4 KiB on first touch, every time) and gives
+// freed heap tops back to the system; for a plan that is most of the time of
+// small memory-bound kernels. Keeping freed memory in the heap makes a warm
+// run reuse it, as a GPU's caching allocator does (docs/cost-model.md).
+void keepFreedMemory() {
+  static const bool done = [] {
+    mallopt(M_MMAP_THRESHOLD, 512 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    return true;
+  }();
+  (void)done;
+}
+
+} // namespace
+
 CpuBackend::CpuBackend(int devices)
     : devices_(devices > 0 ? devices
-                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {}
+                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
+  keepFreedMemory();
+}
 
 Buffer CpuBackend::allocate(DType dtype, const ZRange& region, int device) {
   return Buffer::host(dtype, region, device);

@@ -15,11 +15,12 @@ const std::vector<KernelFamily>& kernelFamilies() {
       {"matmul", WorkMeasure::Flops, "matrix products (matmul, linear)"},
       {"conv", WorkMeasure::Flops, "convolutions (conv2d)"},
       {"elementwise", WorkMeasure::Bytes,
-       "elementwise arithmetic and activations, casts, reduction combines"},
+       "elementwise arithmetic, relu and casts; reduction combines"},
+      {"activation", WorkMeasure::Bytes, "transcendental activations (tanh, gelu, exp, sigmoid)"},
       {"reduction", WorkMeasure::Bytes, "reductions along a dim (sum, mean, max)"},
       {"normalization", WorkMeasure::Bytes, "softmax and layernorm"},
-      {"movement", WorkMeasure::Bytes,
-       "data movement (transpose, concat, split, reshape, embedding)"},
+      {"copy", WorkMeasure::Bytes, "contiguous copies (concat, split, reshape, embedding)"},
+      {"transpose", WorkMeasure::Bytes, "strided copies (transpose)"},
   };
   return families;
 }
@@ -40,14 +41,30 @@ const KernelFamily* familyOfKernel(std::string_view kernel) {
   };
   // The standard library (metakernels/*.yaml), by what bounds its speed.
   static constexpr Entry kTable[] = {
-      {"matmul", "matmul"},           {"linear", "matmul"},      {"conv2d", "conv"},
-      {"add", "elementwise"},         {"sub", "elementwise"},    {"mul", "elementwise"},
-      {"div", "elementwise"},         {"relu", "elementwise"},   {"gelu", "elementwise"},
-      {"tanh", "elementwise"},        {"exp", "elementwise"},    {"sigmoid", "elementwise"},
-      {"neg", "elementwise"},         {"cast", "elementwise"},   {"sum", "reduction"},
-      {"mean", "reduction"},          {"max", "reduction"},      {"softmax", "normalization"},
-      {"layernorm", "normalization"}, {"transpose", "movement"}, {"concat", "movement"},
-      {"split", "movement"},          {"reshape", "movement"},   {"embedding", "movement"},
+      {"matmul", "matmul"},
+      {"linear", "matmul"},
+      {"conv2d", "conv"},
+      {"add", "elementwise"},
+      {"sub", "elementwise"},
+      {"mul", "elementwise"},
+      {"div", "elementwise"},
+      {"relu", "elementwise"},
+      {"neg", "elementwise"},
+      {"cast", "elementwise"},
+      {"gelu", "activation"},
+      {"tanh", "activation"},
+      {"exp", "activation"},
+      {"sigmoid", "activation"},
+      {"sum", "reduction"},
+      {"mean", "reduction"},
+      {"max", "reduction"},
+      {"softmax", "normalization"},
+      {"layernorm", "normalization"},
+      {"concat", "copy"},
+      {"split", "copy"},
+      {"reshape", "copy"},
+      {"embedding", "copy"},
+      {"transpose", "transpose"},
   };
   for (const Entry& e : kTable) {
     if (e.kernel == kernel) {

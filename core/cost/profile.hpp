@@ -31,11 +31,11 @@ struct KernelFamily {
 };
 
 // The families a profile may hold, in the order files list them: matmul,
-// conv, elementwise, reduction, normalization, movement.
+// conv, elementwise, activation, reduction, normalization, copy, transpose.
 const std::vector<KernelFamily>& kernelFamilies();
 const KernelFamily* findKernelFamily(std::string_view name);
 // The family of a standard-library kernel ("linear" -> matmul, "concat" ->
-// movement); nullptr for a kernel of no family (a user's kernel), which the
+// copy); nullptr for a kernel of no family (a user's kernel), which the
 // simulator then costs with the roofline figures.
 const KernelFamily* familyOfKernel(std::string_view kernel);
 

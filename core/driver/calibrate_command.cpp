@@ -8,19 +8,14 @@
 #include <ostream>
 
 #include "backends/calibration.hpp"
-#include "backends/cpu/cpu_backend.hpp"
 #include "backends/machine_probe.hpp"
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/error.hpp"
-#include "core/driver/run_command.hpp"
+#include "core/driver/execution.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
-
-#if TAPESTRY_HAVE_CUDA
-#include "backends/cuda/cuda_backend.hpp"
-#endif
 
 namespace tapestry::driver {
 
@@ -51,17 +46,6 @@ void drawProgress(std::ostream& err, double fraction, std::string_view what) {
   err << "\rcalibrate [" << std::string(static_cast<std::size_t>(filled), '#')
       << std::string(static_cast<std::size_t>(kWidth - filled), '.') << "] "
       << static_cast<int>(std::lround(fraction * 100)) << "% " << what << "\033[K" << std::flush;
-}
-
-std::unique_ptr<backend::Backend> calibrationBackend(const std::string& name, int devices) {
-#if TAPESTRY_HAVE_CUDA
-  if (name == "cuda") {
-    backend::CudaOptions options;
-    options.planDevices = devices;
-    return std::make_unique<backend::CudaBackend>(options);
-  }
-#endif
-  return std::make_unique<backend::CpuBackend>(devices);
 }
 
 } // namespace
@@ -107,8 +91,7 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
                      " as devices";
 
   const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load({});
-  const std::unique_ptr<backend::Backend> backend =
-      calibrationBackend(config.backend, base.devices.count);
+  const std::unique_ptr<backend::Backend> backend = makeBackend(config.backend, base.devices.count);
   backend::CalibrationOptions options;
   options.budgetSeconds = config.budgetSeconds;
   if (config.progress) {

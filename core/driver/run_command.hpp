@@ -14,6 +14,7 @@
 #include "backends/executor.hpp"
 #include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
+#include "core/driver/execution.hpp"
 #include "core/graph/graph.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
@@ -62,15 +63,6 @@ struct BenchConfig : ExecutionOptions {
 // tensors as a baseline, timed with CUDA events. Usage errors (exit 2): --repeat
 // below 1, --warmup below 0, --max-repeat below --repeat, --max-seconds below 0.
 int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err);
-
-// Reads PATH as a plan (plan/v1), or as a graph (graph/v1, expanded/v1) made
-// into the single-device plan on the `local` target; by its "tapestry" tag.
-plan::LoadedPlan loadRunnable(const std::string& path,
-                              const metakernel::MetakernelLibrary& library);
-
-// Throws BackendUnavailable (exit 4) unless `name` can run here: "cpu" always;
-// "cuda" needs the CUDA backend built and a usable GPU.
-void requireBackend(const std::string& name);
 
 // ---- bench's stopping rule (docs/reference/cli.md#bench)
 //

@@ -43,7 +43,8 @@ TEST_CASE("kernel families: every standard kernel has one, user kernels none") {
     CHECK(familyOfKernel(k->name) != nullptr);
   }
   CHECK(familyOfKernel("linear")->name == "matmul");
-  CHECK(familyOfKernel("concat")->name == "movement");
+  CHECK(familyOfKernel("concat")->name == "copy");
+  CHECK(familyOfKernel("tanh")->name == "activation");
   CHECK(familyOfKernel("layernorm")->measure == WorkMeasure::Bytes);
   CHECK(familyOfKernel("conv2d")->measure == WorkMeasure::Flops);
   CHECK(familyOfKernel("rmsnorm") == nullptr);
@@ -116,7 +117,7 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(family.location == "t.yaml:9:13");
   CHECK(family.message ==
         "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
-        "reduction, normalization, movement)");
+        "activation, reduction, normalization, copy, transpose)");
 
   CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
                    "    matmul: {size: bytes, alone: [[1, 1]]}\n")

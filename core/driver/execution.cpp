@@ -1,0 +1,112 @@
+// What run, bench and calibrate share: reading a runnable file, choosing a
+// backend, and small report helpers (core/driver/execution.hpp).
+#include "core/driver/execution.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/machine_probe.hpp"
+#include "core/cost/simulator.hpp"
+#include "core/cost/target.hpp"
+#include "core/diag/error.hpp"
+#include "core/diag/source.hpp"
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/json/json.hpp"
+
+#if TAPESTRY_HAVE_CUDA
+#include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_probe.hpp"
+#endif
+
+namespace tapestry::driver {
+
+using namespace tapestry::backend;
+
+// ---------------------------------------------------------------- loading
+
+plan::LoadedPlan loadRunnable(const std::string& path,
+                              const metakernel::MetakernelLibrary& library) {
+  const json::Document document =
+      json::Document::parse(SourceFile::read(path, "a plan or graph file"));
+  const json::Value root(document);
+  root.expectObject();
+  const json::Value tag = root.member("tapestry");
+  const std::string& format = tag.asString();
+  if (format == "plan/v1") {
+    plan::LoadedPlan loaded = plan::decodePlan(root, library);
+    loaded.graph.file = displayName(path);
+    return loaded;
+  }
+  if (format != "graph/v1" && format != "expanded/v1") {
+    tag.fail("unknown format " + json::brief(tag.json()) +
+             " (expected \"plan/v1\", \"graph/v1\" or \"expanded/v1\")");
+  }
+  plan::LoadedPlan loaded;
+  loaded.graph = graph::expand(graph::decodeGraph(root), library);
+  loaded.graph.file = displayName(path);
+  installGpuProbe(); // as the CLI does, for callers that are not the CLI
+  loaded.target = cost::loadLocalTarget().target; // a saved calibration included
+  loaded.choice = plan::singleDeviceChoice(loaded.graph);
+  loaded.plan = plan::buildPlan(loaded.graph, loaded.target.deviceCount(), loaded.choice);
+  loaded.simulation = cost::simulate(loaded.graph, loaded.target, loaded.plan);
+  return loaded;
+}
+
+void requireBackend(const std::string& name) {
+  if (name == "cpu") {
+    return;
+  }
+  if (name != "cuda") {
+    throw UsageError("unknown backend \"" + name + "\" (expected cpu or cuda)");
+  }
+#if TAPESTRY_HAVE_CUDA
+  const cuda::Probe probe = cuda::probe();
+  if (!probe.available) {
+    throw BackendUnavailable(probe.reason);
+  }
+#else
+  throw BackendUnavailable("tapestry was built without the CUDA backend");
+#endif
+}
+
+std::size_t devicesUsed(const plan::ShardPlan& p) {
+  std::vector<char> used(static_cast<std::size_t>(std::max(p.deviceCount, 1)), 0);
+  for (const plan::OpPlan& op : p.ops) {
+    for (const plan::Shard& s : op.shards) {
+      used[static_cast<std::size_t>(s.device)] = 1;
+    }
+  }
+  return static_cast<std::size_t>(std::count(used.begin(), used.end(), 1));
+}
+
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// The backend that runs plans: the CPU backend, or the CUDA backend with one
+// stream per plan device (BackendUnavailable without a GPU).
+std::unique_ptr<Backend> makeBackend(const std::string& name, int planDevices, bool tf32) {
+  if (tf32 && name != "cuda") {
+    throw UsageError("--tf32 needs --backend cuda");
+  }
+#if TAPESTRY_HAVE_CUDA
+  if (name == "cuda") {
+    CudaOptions options;
+    options.planDevices = planDevices;
+    options.tf32 = tf32;
+    return std::make_unique<CudaBackend>(options);
+  }
+#endif
+  requireBackend(name);
+  return std::make_unique<CpuBackend>(planDevices);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+} // namespace tapestry::driver
