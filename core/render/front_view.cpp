@@ -50,15 +50,13 @@ struct Baseline {
   std::optional<Objectives> objectives; // nullopt: not a valid plan on this target
 };
 
+// The document as read (graph, target, devices, selected, select), with the
+// plans and baselines as drawn.
 struct FrontFile {
-  std::string graph;
-  std::string target;
-  std::optional<std::int64_t> devices;
-  std::vector<FrontPlan> plans;
-  std::vector<Baseline> baselines;
-  std::optional<std::size_t> selected;
-  std::string select;
-  std::string search; // "1923 evaluations, 30 iterations, seed 1"
+  cost::FrontDocument doc;
+  std::vector<FrontPlan> plans;    // parallel to doc.plans
+  std::vector<Baseline> baselines; // parallel to doc.baselines
+  std::string search;              // "1923 evaluations, 30 iterations, seed 1"
 };
 
 Objectives drawn(const cost::Objectives& o) {
@@ -108,11 +106,8 @@ std::string searchFacts(const Json& search) {
 }
 
 FrontFile decodeFront(const json::Value& root) {
-  const cost::FrontDocument doc = cost::decodeFront(root);
-  FrontFile f;
-  f.graph = doc.graph;
-  f.target = doc.target;
-  f.devices = doc.devices;
+  FrontFile f{cost::decodeFront(root), {}, {}, {}};
+  const cost::FrontDocument& doc = f.doc;
   for (const cost::FrontPlan& p : doc.plans) {
     f.plans.push_back(FrontPlan{drawn(p.objectives), choiceSummary(p.operations)});
   }
@@ -120,8 +115,6 @@ FrontFile decodeFront(const json::Value& root) {
     f.baselines.push_back(
         Baseline{b.name, b.objectives ? std::optional(drawn(*b.objectives)) : std::nullopt});
   }
-  f.selected = doc.selected;
-  f.select = doc.select;
   f.search = searchFacts(doc.search);
   return f;
 }
@@ -419,11 +412,11 @@ struct BytesBins {
 
 // The title, graph attributes and node and edge defaults.
 void setUpDrawing(Drawing& d, const FrontFile& f) {
-  d.name = f.graph.empty() ? "front" : f.graph;
+  d.name = f.doc.graph.empty() ? "front" : f.doc.graph;
   d.layout = "nop";
-  std::string where = f.target.empty() ? "" : " on " + f.target;
-  if (f.devices) {
-    where += " (" + std::to_string(*f.devices) + " devices)";
+  std::string where = f.doc.target.empty() ? "" : " on " + f.doc.target;
+  if (f.doc.devices) {
+    where += " (" + std::to_string(*f.doc.devices) + " devices)";
   }
   std::string facts = std::to_string(f.plans.size()) + " plans on the front";
   if (!f.search.empty()) {
@@ -523,8 +516,8 @@ void reserveMarkers(Plot& plot, const FrontFile& f, const Axes& axes) {
     double y = axes.y.at(p.objectives.memory);
     plot.reserve(Box{x - r, y - r, x + r, y + r});
   }
-  if (f.selected) {
-    const Objectives& o = f.plans[*f.selected].objectives;
+  if (f.doc.selected) {
+    const Objectives& o = f.plans[*f.doc.selected].objectives;
     double x = axes.x.at(o.time);
     double y = axes.y.at(o.memory);
     plot.reserve(Box{x - 11, y - 11, x + 11, y + 11}); // the ring
@@ -542,7 +535,7 @@ void reserveMarkers(Plot& plot, const FrontFile& f, const Axes& axes) {
 void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBins& bins) {
   for (std::size_t i = 0; i < f.plans.size(); ++i) {
     const FrontPlan& p = f.plans[i];
-    bool selected = f.selected == i;
+    bool selected = f.doc.selected == i;
     double x = axes.x.at(p.objectives.time);
     double y = axes.y.at(p.objectives.memory);
     std::string tip = "plan #" + std::to_string(i) + (selected ? " (selected)" : "") + ": " +
@@ -582,8 +575,8 @@ void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBin
     ++d.contentNodes;
   }
   // The selected plan's ring goes on top of everything (a baseline may sit there).
-  if (f.selected) {
-    const Objectives& o = f.plans[*f.selected].objectives;
+  if (f.doc.selected) {
+    const Objectives& o = f.plans[*f.doc.selected].objectives;
     d.addNode("selected",
               {{"label", ""},
                {"shape", "circle"},
@@ -592,18 +585,18 @@ void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBin
                {"style", "solid"},
                {"color", kSelected},
                {"penwidth", "2.2"},
-               {"tooltip", escapeString("selected plan #" + std::to_string(*f.selected))},
+               {"tooltip", escapeString("selected plan #" + std::to_string(*f.doc.selected))},
                {"pos", Plot::pos(axes.x.at(o.time), axes.y.at(o.memory))}});
   }
 }
 
 // Labels: the selected plan and the baselines always, front plans where free.
 void addLabels(Plot& plot, const FrontFile& f, const Axes& axes) {
-  if (f.selected) {
-    const Objectives& o = f.plans[*f.selected].objectives;
-    std::string label = "selected #" + std::to_string(*f.selected);
-    if (!f.select.empty()) {
-      label += " (" + f.select + ")";
+  if (f.doc.selected) {
+    const Objectives& o = f.plans[*f.doc.selected].objectives;
+    std::string label = "selected #" + std::to_string(*f.doc.selected);
+    if (!f.doc.select.empty()) {
+      label += " (" + f.doc.select + ")";
     }
     plot.labelBeside("label:selected", axes.x.at(o.time), axes.y.at(o.memory), 11, label, 10, false,
                      {{"fontcolor", kSelected}});
@@ -615,7 +608,7 @@ void addLabels(Plot& plot, const FrontFile& f, const Axes& axes) {
     }
   }
   for (std::size_t i = 0; i < f.plans.size(); ++i) {
-    if (f.selected == i) {
+    if (f.doc.selected == i) {
       continue;
     }
     const Objectives& o = f.plans[i].objectives;
@@ -629,9 +622,10 @@ void addLegend(Drawing& d, const FrontFile& f, const BytesBins& bins) {
   std::vector<LegendRow> rows;
   rows.push_back({"BORDER=\"0\"", font("\xE2\x97\x8F", 14, "#2c7fb8"),
                   "front plan #i (hover for its splits)"});
-  if (f.selected) {
-    rows.push_back({"BORDER=\"0\"", font("\xE2\x97\x8B", 16, kSelected),
-                    "selected plan" + (f.select.empty() ? "" : " (--select " + f.select + ")")});
+  if (f.doc.selected) {
+    rows.push_back(
+        {"BORDER=\"0\"", font("\xE2\x97\x8B", 16, kSelected),
+         "selected plan" + (f.doc.select.empty() ? "" : " (--select " + f.doc.select + ")")});
   }
   for (std::size_t i = 0; i < f.baselines.size(); ++i) {
     const Baseline& b = f.baselines[i];
