@@ -111,7 +111,7 @@ namespace {
 // run reuse it, as a GPU's caching allocator does (docs/cost-model.md).
 void keepFreedMemory() {
   static const bool done = [] {
-    mallopt(M_MMAP_THRESHOLD, 512 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest (64-bit)
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     return true;
   }();
