@@ -166,17 +166,40 @@ public:
     return plan::buildPlan(g, std::max(devices_, copies), plan::PlanChoice{{choice}}, options);
   }
 
-  // The median wall time of the plan's tasks over repeats that fill about
-  // `seconds` (at least 3, at most 25, after one warm-up).
-  double time(const graph::ExpandedGraph& g, const plan::ShardPlan& p, double seconds) {
+  // One run's figures: the wall time of its tasks, the mean time of its
+  // shards on their workers, and when the last worker began its first task
+  // (how long it took to get every worker going).
+  struct RunTimes {
+    double wall = 0;
+    double shard = 0;
+    double lastStart = 0;
+  };
+
+  // The medians of each figure over repeats that fill about `seconds` (at
+  // least 3, at most 25, after one warm-up).
+  RunTimes time(const graph::ExpandedGraph& g, const plan::ShardPlan& p, double seconds) {
     const TensorBuffers inputs = drawInputs(g, 1);
     execute(g, p, backend_, inputs); // warm-up
-    std::vector<double> times;
+    std::vector<double> walls, shards, starts;
     const Clock::time_point start = Clock::now();
-    while (times.size() < 3 || (times.size() < 25 && secondsSince(start) < seconds)) {
-      times.push_back(execute(g, p, backend_, inputs).stats.wallSeconds);
+    while (walls.size() < 3 || (walls.size() < 25 && secondsSince(start) < seconds)) {
+      const ExecutionStats stats = execute(g, p, backend_, inputs).stats;
+      double sum = 0;
+      std::size_t count = 0;
+      std::vector<double> firstStart(static_cast<std::size_t>(std::max(stats.workers, 1)), -1);
+      for (const std::vector<TaskTime>& op : stats.shardTimes) {
+        for (const TaskTime& t : op) {
+          sum += t.seconds();
+          ++count;
+          double& first = firstStart.at(static_cast<std::size_t>(t.worker));
+          first = first < 0 ? t.start : std::min(first, t.start);
+        }
+      }
+      walls.push_back(stats.wallSeconds);
+      shards.push_back(count > 0 ? sum / static_cast<double>(count) : 0.0);
+      starts.push_back(*std::max_element(firstStart.begin(), firstStart.end()));
     }
-    return median(times);
+    return RunTimes{median(walls), median(shards), median(starts)};
   }
 
   // Seconds of one copy of `bytes` (a fresh zeroed buffer on `to`, then the
@@ -244,23 +267,23 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   profile.date = date;
   profile.devices = devices;
 
-  // The executor's cost of one task: a tiny add in 32 shards on one device
-  // against the same in one shard.
+  // The executor's cost of one task, and of getting every worker going.
   report("task overhead");
   {
     constexpr int kShards = 32;
     const graph::ExpandedGraph g = oneOpGraph(
         library, "add", tensorText("a", {kShards * 16}) + ", " + tensorText("b", {kShards * 16}),
         "", R"("inputs": {"A": "a", "B": "b"})");
-    const double one = bench.time(g, bench.planFor(g, 1, true), 0.02 * budget);
-    const double many = bench.time(g, bench.planFor(g, kShards, true), 0.02 * budget);
-    profile.taskOverhead = std::max(0.0, (many - one) / (kShards - 1));
+    // What a task costs beyond its work on the worker: the wall time of 32
+    // tiny shards on one device less their own times, per shard.
+    const Bench::RunTimes many = bench.time(g, bench.planFor(g, kShards, true), 0.02 * budget);
+    profile.taskOverhead = std::max(0.0, (many.wall - kShards * many.shard) / kShards);
     if (devices > 1) {
       const graph::ExpandedGraph spread = oneOpGraph(
           library, "add", tensorText("a", {devices * 16}) + ", " + tensorText("b", {devices * 16}),
           "", R"("inputs": {"A": "a", "B": "b"})");
-      const double all = bench.time(spread, bench.planFor(spread, devices, false), 0.02 * budget);
-      profile.startOverhead = std::max(0.0, all - one);
+      profile.startOverhead =
+          bench.time(spread, bench.planFor(spread, devices, false), 0.02 * budget).lastStart;
     }
   }
 
@@ -317,18 +340,13 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
       if (!table.alone.empty() && !(size > table.alone.back().size)) {
         continue;
       }
-      // What the executor adds is the profile's task overhead; never below
-      // a tenth of the measurement.
-      auto kernelTime = [&](double wall, double fixed) {
-        return std::max(wall - fixed, 0.1 * wall);
-      };
-      table.alone.push_back(
-          {size, kernelTime(bench.time(alone, alonePlan, perPoint), profile.taskOverhead)});
+      // A shard's own time on its worker (the executor's dispatch is the
+      // profile's task overhead, the workers' start its start overhead).
+      table.alone.push_back({size, bench.time(alone, alonePlan, perPoint).shard});
       if (devices > 1) {
         const graph::ExpandedGraph all = c.graphFor(library, step, devices);
         table.all.push_back(
-            {size, kernelTime(bench.time(all, bench.planFor(all, devices, false), perPoint),
-                              profile.taskOverhead + profile.startOverhead)});
+            {size, bench.time(all, bench.planFor(all, devices, false), perPoint).shard});
       }
       const cost::ProfilePoint& busiest = devices > 1 ? table.all.back() : table.alone.back();
       if (family->measure == cost::WorkMeasure::Flops && c.family == "matmul") {

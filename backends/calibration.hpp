@@ -4,10 +4,10 @@
 // - per kernel family, a representative kernel of the standard library on
 //   one-operation graphs of growing size, as a one-shard plan on one device
 //   (the `alone` table) and as one equal shard on each of the N devices at once
-//   (the `all` table): kernel time = the executor's wall time minus one task's
-//   overhead;
-// - the executor's fixed cost of one task: a tiny operation cut into many
-//   shards on one device against the same in one shard;
+//   (the `all` table): a shard's time on its worker (ExecutionStats::shardTimes);
+// - the executor's fixed cost of one task: the wall time of a tiny operation
+//   cut into 32 shards on one device less the shards' own times, per shard;
+//   and the start overhead: when the last worker of an N-device plan began;
 // - copies between devices and from the host (allocation and copy, as a
 //   transfer does them): latency and bandwidth, into the target's links/host.
 // The roofline figures (devices.flops.float32, memory_bandwidth) are set from

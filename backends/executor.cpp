@@ -406,6 +406,25 @@ void Executor::recordTimes(const std::vector<TaskTime>& times, ExecutionStats& s
   }
 }
 
+void Executor::countTasks(ExecutionStats& stats) const {
+  for (const Task& task : tasks_) {
+    switch (task.kind) {
+    case Task::Kind::Shard:
+      stats.shards += p_.ops[task.a].shards[task.b].index.isEmpty() ? 0 : 1;
+      break;
+    case Task::Kind::Transfer:
+      ++stats.transfers;
+      stats.transferBytes += p_.transfers[task.a].bytes;
+      break;
+    case Task::Kind::Step:
+      ++stats.reductionSteps;
+      break;
+    case Task::Kind::Resident:
+      break;
+    }
+  }
+}
+
 Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* schedule) {
   const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
   memory_ = std::make_unique<DeviceCounters[]>(nDev);
@@ -502,22 +521,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
     stats.devices[d].peakBytes = memory_[d].peak.load();
     stats.devices[d].allocatedBytes = memory_[d].allocated.load();
   }
-  for (const Task& task : tasks_) {
-    switch (task.kind) {
-    case Task::Kind::Shard:
-      stats.shards += p_.ops[task.a].shards[task.b].index.isEmpty() ? 0 : 1;
-      break;
-    case Task::Kind::Transfer:
-      ++stats.transfers;
-      stats.transferBytes += p_.transfers[task.a].bytes;
-      break;
-    case Task::Kind::Step:
-      ++stats.reductionSteps;
-      break;
-    case Task::Kind::Resident:
-      break;
-    }
-  }
+  countTasks(stats);
   recordTimes(times, stats);
   stats.kernelCalls = kernelCalls_.load();
   stats.splitShards = split_.load();

@@ -100,6 +100,8 @@ private:
   void release(const Task& task);
   Buffer allocate(const Slot& slot);
   void recordTimes(const std::vector<TaskTime>& times, ExecutionStats& stats) const;
+  // Shards, transfers, reduction steps and bytes moved, from the task list.
+  void countTasks(ExecutionStats& stats) const;
   void charge(int device, std::int64_t bytes);
   void discharge(int device, std::int64_t bytes);
   TensorBuffers gather();

@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <thread>
 
@@ -118,12 +119,39 @@ void keepFreedMemory() {
   (void)done;
 }
 
+// OpenBLAS's pool threads spin for 2^28 cycles (about 0.1 s) after each
+// multi-threaded product before they sleep. The executor runs one worker per
+// device and gives each worker's products 1/N of the cores; spinning pool
+// threads from an earlier product then take those cores from the workers, and
+// a 2-device plan on 2 cores ran as slowly as its tasks one after another
+// (mlp_256: 2.9 ms against 1.7 ms; docs/cost-model.md). OpenBLAS reads
+// OPENBLAS_THREAD_TIMEOUT when it loads, before main(); where it exports its
+// environment reader and pool shutdown (the pthreads build does), the pool is
+// restarted with a timeout of 2^4 cycles, unless the user chose one.
+extern "C" void openblas_read_env(void) __attribute__((weak));
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
+void stopBlasSpinning() {
+  static const bool done = [] {
+    if (std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr || openblas_read_env == nullptr ||
+        blas_thread_shutdown_ == nullptr) {
+      return false;
+    }
+    ::setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+    openblas_read_env();
+    blas_thread_shutdown_(); // the next threaded product starts the pool anew
+    return true;
+  }();
+  (void)done;
+}
+
 } // namespace
 
 CpuBackend::CpuBackend(int devices)
     : devices_(devices > 0 ? devices
                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
   keepFreedMemory();
+  stopBlasSpinning();
 }
 
 Buffer CpuBackend::allocate(DType dtype, const ZRange& region, int device) {

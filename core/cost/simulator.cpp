@@ -36,10 +36,13 @@ std::uint64_t eventKey(double time, bool alloc) {
 } // namespace
 
 struct ChoiceSimulator::Scratch {
-  std::vector<double> rate;                  // per op
-  std::vector<const ProfileTable*> measured; // per op: its family's table, or none
-  std::vector<std::uint8_t> busyDevice;      // per device: runs a shard
-  std::vector<double> devFree;               // per device
+  std::vector<double> rate;                   // per op
+  std::vector<const ProfileTable*> measured;  // per op: its family's table, or none
+  std::vector<std::uint8_t> busyDevice;       // per device: runs a shard
+  double busy = 0;                            // 0: one device busy .. 1: all of them
+  double startDelay = 0;                      // the profile's start overhead, or 0
+  const ProfileTable* combineTable = nullptr; // reduction combines' table
+  std::vector<double> devFree;                // per device
   std::vector<double> linkFree;
   std::vector<double> alloc, ready, lastUse; // per buffer
   std::vector<Interval> shards, transfers, reductions;
@@ -51,6 +54,7 @@ struct ChoiceSimulator::Scratch {
   void run(const PlanTasks& p, const Target& t);
 
 private:
+  void costsOf(const PlanTasks& p, const Target& t);
   void transfer(const PlanTasks& p, const Target& t, std::size_t i, double sourceReady);
   void memory(const PlanTasks& p, const Target& t);
 };
@@ -84,6 +88,41 @@ void ChoiceSimulator::Scratch::transfer(const PlanTasks& p, const Target& t, std
   }
 }
 
+// Per op: its dtype's rate and its family's measured table (if any); per
+// plan: how far it is from one busy device towards all of them (the profile's
+// `all` tables), by the devices that run shards, in log scale.
+void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
+  rate.resize(p.ops.size());
+  measured.assign(p.ops.size(), nullptr);
+  for (std::size_t op = 0; op < p.ops.size(); ++op) {
+    rate[op] = t.flopsFor(p.ops[op].dtype);
+    if (t.profile) {
+      if (const KernelFamily* f = familyOfKernel(p.ops[op].kernel)) {
+        measured[op] = t.profile->table(f->name);
+      }
+    }
+  }
+  busy = 0;
+  startDelay = 0;
+  combineTable = nullptr;
+  if (!t.profile) {
+    return;
+  }
+  busyDevice.assign(static_cast<std::size_t>(std::max(t.deviceCount(), p.deviceCount)), 0);
+  int used = 0;
+  for (const PlanTasks::ShardTask& s : p.shards) {
+    std::uint8_t& b = busyDevice[static_cast<std::size_t>(s.device)];
+    used += b == 0 ? 1 : 0;
+    b = 1;
+  }
+  const int most = t.profile->devices;
+  startDelay = used > 1 ? t.profile->startOverhead : 0.0;
+  if (most > 1 && used > 1) {
+    busy = std::min(1.0, std::log(static_cast<double>(used)) / std::log(static_cast<double>(most)));
+  }
+  combineTable = t.profile->table("elementwise");
+}
+
 void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   const int devices = t.deviceCount();
   if (p.deviceCount > devices) {
@@ -97,37 +136,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
     }
   }
   const auto nDev = static_cast<std::size_t>(std::max(devices, p.deviceCount));
-  rate.resize(p.ops.size());
-  measured.assign(p.ops.size(), nullptr);
-  for (std::size_t op = 0; op < p.ops.size(); ++op) {
-    rate[op] = t.flopsFor(p.ops[op].dtype);
-    if (t.profile) {
-      if (const KernelFamily* f = familyOfKernel(p.ops[op].kernel)) {
-        measured[op] = t.profile->table(f->name);
-      }
-    }
-  }
-  // How far the plan is from one busy device towards all of them (the
-  // profile's `all` tables): by the devices that run shards, in log scale.
-  double busy = 0;
-  double startDelay = 0;
-  const ProfileTable* combineTable = nullptr;
-  if (t.profile) {
-    busyDevice.assign(static_cast<std::size_t>(std::max(devices, p.deviceCount)), 0);
-    int used = 0;
-    for (const PlanTasks::ShardTask& s : p.shards) {
-      std::uint8_t& b = busyDevice[static_cast<std::size_t>(s.device)];
-      used += b == 0 ? 1 : 0;
-      b = 1;
-    }
-    const int most = t.profile->devices;
-    startDelay = used > 1 ? t.profile->startOverhead : 0.0;
-    if (most > 1 && used > 1) {
-      busy =
-          std::min(1.0, std::log(static_cast<double>(used)) / std::log(static_cast<double>(most)));
-    }
-    combineTable = t.profile->table("elementwise");
-  }
+  costsOf(p, t);
   devFree.assign(nDev, 0.0);
   linkFree.assign((nDev + 1) * (nDev + 1), 0.0);
   alloc.assign(p.buffers.size(), 0.0);

@@ -48,6 +48,63 @@ void drawProgress(std::ostream& err, double fraction, std::string_view what) {
       << static_cast<int>(std::lround(fraction * 100)) << "% " << what << "\033[K" << std::flush;
 }
 
+// The --format json summary.
+Json summaryJson(const CalibrateConfig& config, const cost::Target& measured, double seconds,
+                 const std::string& saved) {
+  const cost::Profile& p = *measured.profile;
+  Json doc = Json::object();
+  doc["status"] = "ok";
+  doc["backend"] = p.backend;
+  doc["machine"] = p.machine;
+  doc["devices"] = measured.deviceCount();
+  doc["seconds"] = seconds;
+  doc["task_overhead_s"] = p.taskOverhead;
+  Json families = Json::array();
+  for (const auto& [name, table] : p.kernels) {
+    families.push_back(name);
+  }
+  doc["families"] = std::move(families);
+  doc["saved"] = saved.empty() ? Json(nullptr) : Json(saved);
+  doc["output"] = config.outputPath.empty() ? Json(nullptr) : Json(config.outputPath);
+  return doc;
+}
+
+// The text summary: overheads, links, each family's largest measurement, and
+// where the result went.
+void printSummary(const CalibrateConfig& config, const cost::Target& measured,
+                  const std::string& label, double seconds, const std::string& saved,
+                  std::ostream& to) {
+  const cost::Profile& p = *measured.profile;
+  to << "calibrated " << label << " (" << measured.deviceCount() << " devices, backend "
+     << p.backend << ") in " << cost::formatTime(seconds) << "\n";
+  to << "  task overhead " << cost::formatTime(p.taskOverhead) << "; links "
+     << cost::formatBandwidth(measured.links.bandwidth) << " "
+     << cost::formatTime(measured.links.latency) << "; host "
+     << cost::formatBandwidth(measured.host.bandwidth) << " "
+     << cost::formatTime(measured.host.latency) << "\n";
+  for (const auto& [name, table] : p.kernels) {
+    const cost::ProfilePoint& big = table.alone.back();
+    to << "  " << name << ": " << table.alone.size() << " sizes, up to "
+       << (table.measure == cost::WorkMeasure::Flops ? cost::formatFlops(big.size)
+                                                     : cost::formatBytes(big.size))
+       << " in " << cost::formatSeconds(big.seconds);
+    if (!table.all.empty()) {
+      to << " alone, " << cost::formatSeconds(table.all.back().seconds)
+         << " with every device busy";
+    }
+    to << "\n";
+  }
+  if (!saved.empty()) {
+    to << "  saved as this machine's calibration: " << saved << " (--target local uses it)\n";
+  } else if (config.save) {
+    to << "  not saved as this machine's calibration: --devices " << config.devices
+       << " is not the whole machine\n";
+  }
+  if (!config.outputPath.empty() && config.outputPath != "-") {
+    to << "  -> " << config.outputPath << "\n";
+  }
+}
+
 } // namespace
 
 int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostream& err) {
@@ -128,59 +185,11 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
     writeFileAtomically(config.outputPath, yaml, out);
   }
 
-  const cost::Profile& p = *measured.profile;
-  if (config.json) {
-    if (config.outputPath == "-") {
-      return 0; // stdout holds the target
-    }
-    Json doc = Json::object();
-    doc["status"] = "ok";
-    doc["backend"] = p.backend;
-    doc["machine"] = p.machine;
-    doc["devices"] = measured.deviceCount();
-    doc["seconds"] = seconds;
-    doc["task_overhead_s"] = p.taskOverhead;
-    Json families = Json::array();
-    for (const auto& [name, table] : p.kernels) {
-      families.push_back(name);
-    }
-    doc["families"] = std::move(families);
-    doc["saved"] = saved.empty() ? Json(nullptr) : Json(saved);
-    doc["output"] = config.outputPath.empty() ? Json(nullptr) : Json(config.outputPath);
-    out << doc.dump(2) << "\n";
-    return 0;
-  }
-  if (config.quiet) {
-    return 0;
-  }
-  std::ostream& to = config.outputPath == "-" ? err : out;
-  to << "calibrated " << label << " (" << measured.deviceCount() << " devices, backend "
-     << p.backend << ") in " << cost::formatTime(seconds) << "\n";
-  to << "  task overhead " << cost::formatTime(p.taskOverhead) << "; links "
-     << cost::formatBandwidth(measured.links.bandwidth) << " "
-     << cost::formatTime(measured.links.latency) << "; host "
-     << cost::formatBandwidth(measured.host.bandwidth) << " "
-     << cost::formatTime(measured.host.latency) << "\n";
-  for (const auto& [name, table] : p.kernels) {
-    const cost::ProfilePoint& big = table.alone.back();
-    to << "  " << name << ": " << table.alone.size() << " sizes, up to "
-       << (table.measure == cost::WorkMeasure::Flops ? cost::formatFlops(big.size)
-                                                     : cost::formatBytes(big.size))
-       << " in " << cost::formatSeconds(big.seconds);
-    if (!table.all.empty()) {
-      to << " alone, " << cost::formatSeconds(table.all.back().seconds)
-         << " with every device busy";
-    }
-    to << "\n";
-  }
-  if (!saved.empty()) {
-    to << "  saved as this machine's calibration: " << saved << " (--target local uses it)\n";
-  } else if (config.save) {
-    to << "  not saved as this machine's calibration: --devices " << config.devices
-       << " is not the whole machine\n";
-  }
-  if (!config.outputPath.empty() && config.outputPath != "-") {
-    to << "  -> " << config.outputPath << "\n";
+  if (config.json && config.outputPath != "-") {
+    out << summaryJson(config, measured, seconds, saved).dump(2) << "\n";
+  } else if (!config.quiet && !config.json) {
+    printSummary(config, measured, label, seconds, saved,
+                 config.outputPath == "-" ? err : out); // stdout may hold the target
   }
   return 0;
 }
