@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -219,6 +220,45 @@ public:
     return median(times);
   }
 
+  // The same with every device receiving a copy at once (from the host, or
+  // from the next device): the mean of the copies' own times, median over
+  // repeats. On a CPU the copies share memory bandwidth.
+  double copyTimeAll(std::int64_t bytes, bool fromHost, double seconds) {
+    const ZRange region = ZRange::fromShape(ZPoint(std::vector<std::int64_t>{bytes / 4}));
+    const auto n = static_cast<std::size_t>(devices_);
+    std::vector<Buffer> sources;
+    for (int d = 0; d < devices_; ++d) {
+      sources.push_back(
+          backend_.allocate(DType::Float32, region, fromHost ? kHostDevice : (d + 1) % devices_));
+    }
+    std::vector<double> own(n);
+    auto copyInto = [&](std::size_t d) {
+      const Clock::time_point t0 = Clock::now();
+      Buffer target = backend_.allocate(DType::Float32, region, static_cast<int>(d));
+      backend_.copyRegion(sources[d].view(), target.view(), region);
+      backend_.synchronize();
+      own[d] = secondsSince(t0);
+    };
+    std::vector<double> times;
+    const Clock::time_point start = Clock::now();
+    while (times.size() < 5 || (times.size() < 40 && secondsSince(start) < seconds)) {
+      std::vector<std::thread> threads;
+      for (std::size_t d = 1; d < n; ++d) {
+        threads.emplace_back(copyInto, d);
+      }
+      copyInto(0);
+      for (std::thread& t : threads) {
+        t.join();
+      }
+      double sum = 0;
+      for (double t : own) {
+        sum += t;
+      }
+      times.push_back(sum / static_cast<double>(n));
+    }
+    return median(times);
+  }
+
   int devices() const { return devices_; }
 
 private:
@@ -290,12 +330,16 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   // Copies: between two devices and from the host, 4 KiB to 64 MiB.
   report("copies");
   {
-    const double each = 0.08 * budget / 14;
+    const double each = 0.1 * budget / (devices > 1 ? 28 : 14);
     std::vector<std::pair<double, double>> between, fromHost;
     for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
       const auto b = static_cast<double>(bytes);
       between.emplace_back(b, bench.copyTime(bytes, 0, devices > 1 ? 1 : 0, each));
       fromHost.emplace_back(b, bench.copyTime(bytes, kHostDevice, 0, each));
+      if (devices > 1) {
+        profile.linkCopiesAll.push_back({b, bench.copyTimeAll(bytes, false, each)});
+        profile.hostCopiesAll.push_back({b, bench.copyTimeAll(bytes, true, each)});
+      }
     }
     base.links = fitLink(between);
     base.host = fitLink(fromHost);

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernel_util.hpp"
 #include "core/diag/error.hpp"
+#include "core/zspace/checked.hpp"
 
 namespace tapestry::backend {
 
@@ -110,6 +111,9 @@ namespace {
 // freed heap tops back to the system; for a plan that is most of the time of
 // small memory-bound kernels. Keeping freed memory in the heap makes a warm
 // run reuse it, as a GPU's caching allocator does (docs/cost-model.md).
+// Regions of 1 MiB and more go through the backend's BlockCache instead: the
+// threshold stops at 32 MiB, and each worker thread's malloc arena keeps its
+// own free lists (a 64 MiB transfer took 39 ms in fresh pages, 7 ms reused).
 void keepFreedMemory() {
   static const bool done = [] {
     mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest (64-bit)
@@ -145,17 +149,27 @@ void stopBlasSpinning() {
   (void)done;
 }
 
+// Regions from 1 MiB go through the block cache, which keeps up to 2 GiB of
+// released blocks for the next run.
+constexpr std::size_t kCachedFrom = std::size_t{1} << 20;
+constexpr std::size_t kCacheKeeps = std::size_t{2} << 30;
+
 } // namespace
 
 CpuBackend::CpuBackend(int devices)
     : devices_(devices > 0 ? devices
-                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))) {
+                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
+      blocks_(std::make_shared<BlockCache>(kCachedFrom, kCacheKeeps)) {
   keepFreedMemory();
   stopBlasSpinning();
 }
 
 Buffer CpuBackend::allocate(DType dtype, const ZRange& region, int device) {
-  return Buffer::host(dtype, region, device);
+  const std::int64_t bytes = checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(dtype)));
+  if (bytes < static_cast<std::int64_t>(kCachedFrom)) {
+    return Buffer::host(dtype, region, device);
+  }
+  return Buffer(dtype, region, device, blocks_->take(static_cast<std::size_t>(bytes)));
 }
 
 void CpuBackend::copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/cpu/block_cache.hpp"
 
 namespace tapestry::backend {
 
@@ -39,6 +40,7 @@ protected:
 
 private:
   int devices_;
+  std::shared_ptr<BlockCache> blocks_; // regions of 1 MiB and more, reused
 };
 
 } // namespace tapestry::backend

@@ -94,6 +94,11 @@ double interpolateTime(const std::vector<ProfilePoint>& points, double size) {
 }
 
 double ProfileTable::time(double size, double busy) const {
+  return interpolateTime(alone, all, size, busy);
+}
+
+double interpolateTime(const std::vector<ProfilePoint>& alone, const std::vector<ProfilePoint>& all,
+                       double size, double busy) {
   const double one = interpolateTime(alone, size);
   if (all.empty() || busy <= 0) {
     return one;

@@ -63,6 +63,10 @@ struct ProfileTable {
 
 // Interpolation in one table (exposed for tests): see ProfileTable.
 double interpolateTime(const std::vector<ProfilePoint>& points, double size);
+// Between a one-device table and an every-device table (may be empty), as
+// ProfileTable::time does.
+double interpolateTime(const std::vector<ProfilePoint>& alone, const std::vector<ProfilePoint>& all,
+                       double size, double busy);
 
 struct Profile {
   std::string machine; // what it was measured on, e.g. "AMD EPYC 7B13, 2 cores"
@@ -80,6 +84,16 @@ struct Profile {
   // devices and from the host. Empty: the target's links and host figures.
   std::vector<ProfilePoint> linkCopies;
   std::vector<ProfilePoint> hostCopies;
+  // The same with every device receiving a copy at once (empty: as above);
+  // interpolated like a family's `all` table.
+  std::vector<ProfilePoint> linkCopiesAll;
+  std::vector<ProfilePoint> hostCopiesAll;
+  // Whether a transfer holds its destination device while it copies, as
+  // Tapestry's executors do (the destination's worker makes the copy, between
+  // its shards, on both backends): the simulator then queues transfers on the
+  // device as well as the link. false: copies overlap with compute (copy
+  // engines).
+  bool copiesOnDevice = true;
   bool operator==(const Profile&) const = default;
 
   const ProfileTable* table(std::string_view family) const;

@@ -41,6 +41,7 @@ struct ChoiceSimulator::Scratch {
   std::vector<std::uint8_t> busyDevice;       // per device: runs a shard
   double busy = 0;                            // 0: one device busy .. 1: all of them
   double startDelay = 0;                      // the profile's start overhead, or 0
+  bool copiesOnDevice = false;                // transfers hold their destination device
   const ProfileTable* combineTable = nullptr; // reduction combines' table
   std::vector<double> devFree;                // per device
   std::vector<double> linkFree;
@@ -66,19 +67,26 @@ void ChoiceSimulator::Scratch::transfer(const PlanTasks& p, const Target& t, std
   double& free = linkFree[static_cast<std::size_t>(tr.from + 1) * places +
                           static_cast<std::size_t>(tr.to + 1)];
   const LinkSpec& link = tr.from == plan::kHost ? t.hostLink() : t.linkBetween(tr.from, tr.to);
-  const double start = std::max(free, sourceReady);
+  // Where the destination's worker makes the copy (a profile says so), the
+  // transfer also waits for that device and holds it.
+  double* device = copiesOnDevice ? &devFree[static_cast<std::size_t>(tr.to)] : nullptr;
+  const double start = std::max({free, sourceReady, device != nullptr ? *device : 0.0});
   double seconds = link.transferTime(static_cast<double>(tr.bytes));
   if (t.profile) {
-    const std::vector<ProfilePoint>& copies =
-        tr.from == plan::kHost ? t.profile->hostCopies : t.profile->linkCopies;
+    const bool host = tr.from == plan::kHost;
+    const std::vector<ProfilePoint>& copies = host ? t.profile->hostCopies : t.profile->linkCopies;
     // Measured copies stand for links within a node only.
-    if (!copies.empty() && (tr.from == plan::kHost || t.sameNode(tr.from, tr.to))) {
-      seconds = interpolateTime(copies, static_cast<double>(tr.bytes));
+    if (!copies.empty() && (host || t.sameNode(tr.from, tr.to))) {
+      seconds = interpolateTime(copies, host ? t.profile->hostCopiesAll : t.profile->linkCopiesAll,
+                                static_cast<double>(tr.bytes), busy);
     }
     seconds += t.profile->taskOverhead;
   }
   const double end = start + seconds;
   free = end;
+  if (device != nullptr) {
+    *device = end;
+  }
   transfers[i] = Interval{start, end};
   alloc[tr.buffer] = start;
   ready[tr.buffer] = end;
@@ -105,9 +113,11 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   busy = 0;
   startDelay = 0;
   combineTable = nullptr;
+  copiesOnDevice = false;
   if (!t.profile) {
     return;
   }
+  copiesOnDevice = t.profile->copiesOnDevice;
   busyDevice.assign(static_cast<std::size_t>(std::max(t.deviceCount(), p.deviceCount)), 0);
   int used = 0;
   for (const PlanTasks::ShardTask& s : p.shards) {

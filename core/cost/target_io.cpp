@@ -80,6 +80,13 @@ public:
   double rate() const { return parsed(parseRate, "a rate such as 67T"); }
   double time() const { return parsed(parseTime, "a time such as 2us"); }
   double number() const { return parsed(parsePlainNumber, "a number"); }
+  bool boolean() const {
+    const std::string v = string();
+    if (v != "true" && v != "false") {
+      fail(path_ + ": expected true or false, got \"" + v + "\"");
+    }
+    return v == "true";
+  }
   std::vector<YamlField> elements() const {
     if (!node_.IsSequence()) {
       fail(path_ + ": expected a list, got " + metakernel::yaml::kindName(node_));
@@ -188,6 +195,7 @@ public:
   double rate() const { return value_.asDouble(); }
   double time() const { return value_.asDouble(); }
   double number() const { return value_.asDouble(); }
+  bool boolean() const { return value_.asBool(); }
   std::vector<JsonField> elements() const {
     value_.expectArray();
     std::vector<JsonField> out;
@@ -344,12 +352,21 @@ template <class Map> Profile decodeProfile(const Map& m) {
   }
   if (auto copiesField = m.find("copies")) {
     auto copies = nestedMap(m, *copiesField, "copies");
-    copies.expectKeys({"links", "host"});
+    copies.expectKeys({"on_device", "links", "host", "links_all", "host_all"});
+    if (auto onDevice = copies.find("on_device")) {
+      p.copiesOnDevice = onDevice->boolean();
+    }
     if (auto links = copies.find("links")) {
       p.linkCopies = decodePoints(*links);
     }
     if (auto host = copies.find("host")) {
       p.hostCopies = decodePoints(*host);
+    }
+    if (auto linksAll = copies.find("links_all")) {
+      p.linkCopiesAll = decodePoints(*linksAll);
+    }
+    if (auto hostAll = copies.find("host_all")) {
+      p.hostCopiesAll = decodePoints(*hostAll);
     }
   }
   auto kernelsField = m.require("kernels");
@@ -475,13 +492,20 @@ Json profileJson(const Profile& p) {
   j["devices"] = p.devices;
   j["task_overhead"] = p.taskOverhead;
   j["start_overhead"] = p.startOverhead;
-  if (!p.linkCopies.empty() || !p.hostCopies.empty()) {
+  {
     Json copies = Json::object();
+    copies["on_device"] = p.copiesOnDevice;
     if (!p.linkCopies.empty()) {
       copies["links"] = pointsJson(p.linkCopies);
     }
     if (!p.hostCopies.empty()) {
       copies["host"] = pointsJson(p.hostCopies);
+    }
+    if (!p.linkCopiesAll.empty()) {
+      copies["links_all"] = pointsJson(p.linkCopiesAll);
+    }
+    if (!p.hostCopiesAll.empty()) {
+      copies["host_all"] = pointsJson(p.hostCopiesAll);
     }
     j["copies"] = std::move(copies);
   }
@@ -667,13 +691,24 @@ std::string toYaml(const Target& target) {
     y += "  devices: " + std::to_string(p->devices) + "\n";
     y += "  task_overhead: " + exact(p->taskOverhead) + "s\n";
     y += "  start_overhead: " + exact(p->startOverhead) + "s\n";
-    if (!p->linkCopies.empty() || !p->hostCopies.empty()) {
-      y += "  copies:  # [bytes, seconds] of one transfer\n";
+    {
+      y += "  copies:\n";
+      y += std::string("    on_device: ") + (p->copiesOnDevice ? "true" : "false") +
+           "  # a transfer holds its destination device while it copies\n";
+      if (!p->linkCopies.empty() || !p->hostCopies.empty()) {
+        y += "    # [bytes, seconds] of one transfer\n";
+      }
       if (!p->linkCopies.empty()) {
         y += "    links: " + pointsYaml(p->linkCopies) + "\n";
       }
       if (!p->hostCopies.empty()) {
         y += "    host: " + pointsYaml(p->hostCopies) + "\n";
+      }
+      if (!p->linkCopiesAll.empty()) {
+        y += "    links_all: " + pointsYaml(p->linkCopiesAll) + "\n";
+      }
+      if (!p->hostCopiesAll.empty()) {
+        y += "    host_all: " + pointsYaml(p->hostCopiesAll) + "\n";
       }
     }
     y += "  kernels:\n";

@@ -11,16 +11,20 @@
 // this module's cases read best side by side (each is short and independent).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/cpu/block_cache.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
@@ -1206,4 +1210,61 @@ TEST_CASE("evaluateGraph runs a whole graph unsharded", "[cpu]") {
   CHECK(relError(values(all.at("y")), want) <= 1e-5);
   inputs.erase("w2");
   CHECK_THROWS_WITH(evaluateGraph(cpu(), g, inputs), Contains("missing input tensor w2"));
+}
+
+TEST_CASE("the block cache reuses released large blocks, zeroed, and bounds what it keeps",
+          "[cpu][memory]") {
+  BlockCache cache(4096, 3 * 8192);
+  std::byte* first = nullptr;
+  {
+    std::shared_ptr<std::byte> a = cache.take(8000); // rounds up to 8192 (whole pages)
+    first = a.get();
+    CHECK(reinterpret_cast<std::uintptr_t>(first) % 64 == 0);
+    std::memset(a.get(), 0x5a, 8000);
+  }
+  CHECK(cache.cachedBytes() == 8192);
+  std::shared_ptr<std::byte> b = cache.take(8192); // same rounded size: the same block
+  CHECK(b.get() == first);
+  CHECK(cache.reused() == 1);
+  CHECK(cache.cachedBytes() == 0);
+  CHECK(std::all_of(b.get(), b.get() + 8192, [](std::byte v) { return v == std::byte{0}; }));
+
+  std::byte* kept = nullptr;
+  {
+    std::shared_ptr<std::byte> small = cache.take(100); // below `smallest`: never kept
+    std::shared_ptr<std::byte> other = cache.take(3 * 8192);
+    std::shared_ptr<std::byte> more = cache.take(2 * 8192);
+    kept = more.get();
+    // Released in reverse: `more` is kept; `other` would exceed the bound.
+  }
+  CHECK(cache.cachedBytes() == 2 * 8192);
+  CHECK(cache.take(3 * 8192).get() != nullptr); // fresh: that size was not kept
+  CHECK(cache.reused() == 1);
+  std::shared_ptr<std::byte> c = cache.take(2 * 8192);
+  CHECK(c.get() == kept);
+  CHECK(cache.reused() == 2);
+  b.reset();
+  CHECK(cache.cachedBytes() == 8192);
+}
+
+TEST_CASE("CPU buffers from 1 MiB come from the block cache and stay valid after the backend",
+          "[cpu][memory]") {
+  Buffer kept;
+  {
+    CpuBackend backend(2);
+    const ZRange big = ZRange::fromShape(ZPoint({512, 1024})); // 2 MiB of float32
+    std::byte* first = nullptr;
+    {
+      Buffer a = backend.allocate(DType::Float32, big, 1);
+      first = a.view().data;
+      first[0] = std::byte{7};
+    }
+    Buffer again = backend.allocate(DType::Float32, big, 0);
+    CHECK(again.view().data == first);
+    CHECK(again.view().data[0] == std::byte{0});
+    CHECK(again.device() == 0);
+    kept = std::move(again);
+  }
+  kept.view().data[1] = std::byte{1}; // outlives its backend (ASan would object otherwise)
+  CHECK(kept.byteSize() == 2u << 20);
 }

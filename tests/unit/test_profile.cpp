@@ -76,6 +76,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   devices: 2
   task_overhead: 3us
   start_overhead: 40us
+  copies: {on_device: false, links: [[4096, 1e-6]], host_all: [[4096, 4e-6], [8192, 5e-6]]}
   kernels:
     matmul: {size: flops, alone: [[1e3, 1e-6], [1e9, 2e-2]], all: [[1e3, 2e-6], [1e9, 3e-2]]}
     elementwise: {size: bytes, alone: [[4096, 1e-6]]}
@@ -87,6 +88,10 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.devices == 2);
   CHECK(p.taskOverhead == Approx(3e-6));
   CHECK(p.startOverhead == Approx(40e-6));
+  CHECK_FALSE(p.copiesOnDevice);
+  CHECK(p.linkCopies.size() == 1);
+  CHECK(p.hostCopiesAll.size() == 2);
+  CHECK(p.linkCopiesAll.empty());
   REQUIRE(p.table("matmul") != nullptr);
   CHECK(p.table("matmul")->alone.size() == 2);
   CHECK(p.table("matmul")->all[1].seconds == 3e-2);
@@ -147,6 +152,11 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
                    "    matmul: {size: flops, alone: fast}\n")
             .message == "profile.kernels.matmul.alone: expected a list, got string");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n"
+                   "  copies: {on_device: sometimes}\n  kernels: {}\n")
+            .message == "profile.copies.on_device: expected true or false, got \"sometimes\"");
+  CHECK(targetText("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels: {}\n")
+            .profile->copiesOnDevice); // Tapestry's executors copy on the destination's worker
 }
 
 TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") {
@@ -192,6 +202,50 @@ TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") 
   t.profile.reset();
   const Simulation roof = simulate(g, t, plan::buildPlan(g, 2, single, free));
   CHECK(roof.shards[0][0].end == 4.5); // 384 / 96 + 0.5
+}
+
+TEST_CASE("simulator: with copies.on_device a transfer holds its destination device") {
+  // mm(x, w) -> h; add(h, b) -> y, every input on the host. b's copy can run
+  // during mm on a link of its own (copy engines), or only after mm on the
+  // device whose worker makes it (Tapestry's executors).
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "mm_add",
+  "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}, "w": {"dtype": "float32", "shape": [4, 6]},
+              "b": {"dtype": "float32", "shape": [8, 6]}},
+  "operations": [
+    {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+    {"name": "add", "kernel": "add", "inputs": {"A": "h", "B": "b"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})");
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.taskOverhead = 0.25;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{384, 100}}, {}}; // a long product
+  const plan::ShardPlan sp = plan::buildPlan(g, 2, plan::singleDeviceChoice(g), {});
+  std::size_t b = sp.transfers.size();
+  for (std::size_t i = 0; i < sp.transfers.size(); ++i) {
+    if (g.tensors[sp.transfers[i].tensor].name == "b") {
+      b = i;
+    }
+  }
+  REQUIRE(b < sp.transfers.size());
+
+  p.copiesOnDevice = false;
+  t.profile = p;
+  const Simulation overlap = simulate(g, t, sp);
+  const Interval mm = overlap.shards[0][0];
+  const double copy = overlap.transfers[b].end - overlap.transfers[b].start;
+  CHECK(overlap.transfers[b].end < mm.end); // b arrives during the product
+  CHECK(overlap.shards[1][0].start == mm.end);
+
+  p.copiesOnDevice = true;
+  t.profile = p;
+  const Simulation held = simulate(g, t, sp);
+  CHECK(held.shards[0][0].end == mm.end); // x and w came first either way
+  CHECK(held.transfers[b].start == mm.end);
+  CHECK(held.transfers[b].end == mm.end + copy);
+  CHECK(held.shards[1][0].start == mm.end + copy);
+  CHECK(held.objectives.timeS == overlap.objectives.timeS + copy);
 }
 
 TEST_CASE("saved calibrations: keys by machine, paths under the XDG cache") {

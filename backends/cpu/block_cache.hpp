@@ -1,0 +1,33 @@
+// Large host blocks kept for reuse, as a GPU's caching allocator keeps device
+// memory: the executor allocates every region a task makes and frees it after
+// its last use, run after run, and a fresh block of a few MiB costs a page
+// fault per 4 KiB on first touch. On the development machine a 32 MiB transfer
+// into fresh pages took 5-20 ms, into a reused block 2.5 ms
+// (docs/cost-model.md). Blocks are matched by exact size (rounded up to 4 KiB):
+// a plan makes the same regions every run. Thread-safe; blocks handed out stay
+// valid after the cache is destroyed (they are freed when released).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace tapestry::backend {
+
+class BlockCache {
+public:
+  // Blocks of at least `smallest` bytes are kept after release while the
+  // cache holds at most `keep` bytes; others go back to the heap.
+  BlockCache(std::size_t smallest, std::size_t keep);
+
+  // A zero-filled, 64-byte aligned block of at least `bytes` (at least 64).
+  std::shared_ptr<std::byte> take(std::size_t bytes);
+
+  std::size_t cachedBytes() const; // held for reuse now
+  std::size_t reused() const;      // blocks handed out again so far
+
+private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+} // namespace tapestry::backend
