@@ -170,6 +170,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   registerRender(app, action);
   registerRun(app, action);
   registerBench(app, action);
+  registerTrace(app, action);
   registerCalibrate(app, action);
   app.footer("Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, "
              "4 backend unavailable, 70 internal error, 130 interrupted.\n"
@@ -214,7 +215,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     }
     if (!action) {
       throw UsageError("no command given (expected one of: expand, kernels, optimize, render, "
-                       "run, bench); run 'tapestry --help' for usage");
+                       "run, bench, trace, calibrate); run 'tapestry --help' for usage");
     }
     return action(global, io);
   } catch (...) {

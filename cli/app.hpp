@@ -51,6 +51,7 @@ void registerOptimize(CLI::App& app, Action& action);
 void registerRender(CLI::App& app, Action& action);
 void registerRun(CLI::App& app, Action& action);
 void registerBench(CLI::App& app, Action& action);
+void registerTrace(CLI::App& app, Action& action);
 void registerCalibrate(CLI::App& app, Action& action);
 
 std::string versionString();

@@ -23,6 +23,9 @@ render::View parseView(const std::string& name) {
   if (name == "front") {
     return render::View::Front;
   }
+  if (name == "timeline") {
+    return render::View::Timeline;
+  }
   return render::View::Graph;
 }
 } // namespace
@@ -30,17 +33,18 @@ render::View parseView(const std::string& name) {
 void registerRender(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::RenderConfig>();
   auto args = std::make_shared<RenderFlags>();
-  CLI::App* sub =
-      app.add_subcommand("render", "Draw a graph, a sharded plan or a Pareto front with Graphviz");
+  CLI::App* sub = app.add_subcommand(
+      "render", "Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz");
   sub->fallthrough();
   sub->add_option("FILE", config->inputPath,
-                  "Graph, expanded graph, plan or front JSON; - for stdin")
+                  "Graph, expanded graph, plan, front or trace JSON; - for stdin")
       ->required();
   sub->add_option("-o,--output", config->outputPath,
                   "Output picture; the format follows the extension: .svg .png .pdf .dot "
                   "(default: DOT text on stdout)");
-  sub->add_option("--view", args->view, "What to draw: graph, plan or front (default: by file)")
-      ->check(CLI::IsMember({"graph", "plan", "front"}));
+  sub->add_option("--view", args->view,
+                  "What to draw: graph, plan, front or timeline (default: by file)")
+      ->check(CLI::IsMember({"graph", "plan", "front", "timeline"}));
   sub->add_option("--rankdir", config->options.rankdir, "Layout direction: TB, LR, BT or RL")
       ->check(CLI::IsMember({"TB", "LR", "BT", "RL"}));
   sub->add_flag("--collapse", config->options.collapse,

@@ -17,6 +17,9 @@ void addExecutionFlags(CLI::App* sub, driver::ExecutionOptions& options, const c
   sub->add_option("--seed", options.seed, seedHelp);
   sub->add_flag("--tf32", options.tf32,
                 "Let float32 matrix products use TF32 tensor cores (cuda backend only)");
+  sub->add_option("--trace", options.tracePath,
+                  "Also write a Chrome trace (open it in Perfetto) of the run beside its "
+                  "prediction to this file");
 }
 
 void applyGlobalOptions(const GlobalOptions& global, driver::ExecutionOptions& options) {

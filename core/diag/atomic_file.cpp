@@ -90,4 +90,26 @@ void writeFileAtomically(const std::string& path, const std::string& content,
       path, [&](std::ostream& out) { out << content; }, stdoutStream);
 }
 
+void checkWritable(const std::string& path) {
+  if (path.empty() || path == "-") {
+    return;
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (fs::is_directory(target, ec)) {
+    failWrite(path, "is a directory");
+  }
+  fs::path dir = target.parent_path();
+  if (dir.empty()) {
+    dir = ".";
+  }
+  if (!fs::is_directory(dir, ec)) {
+    failWrite(path, std::strerror(ENOENT));
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    failWrite(path, std::strerror(errno));
+  }
+}
+
 } // namespace tapestry

@@ -18,4 +18,9 @@ void writeFileAtomically(const std::string& path, const std::string& content,
 void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& produce,
                          std::ostream& stdoutStream);
 
+// Fails early, before long work, when `path` could not be written later: it is
+// a directory, its directory does not exist or is not writable. The same Error
+// (exit 1) writeFileAtomically would give. "" and "-" pass.
+void checkWritable(const std::string& path);
+
 } // namespace tapestry

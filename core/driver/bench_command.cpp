@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
+#include "core/diag/atomic_file.hpp"
 #include "core/diag/error.hpp"
 #include "core/diag/source.hpp"
 #include "core/graph/expansion.hpp"
@@ -189,7 +191,36 @@ struct Timing {
   ExecutionStats stats;                // of the last run
   std::vector<BenchRow> rows;          // the plan's breakdown, measured filled in
   std::array<BenchRow, kKinds> totals; // per kind, the rows summed (run by run)
+  // With a breakdown: the median run (the timed run whose wall time is the
+  // median; of two middle runs the faster), what --trace writes, and per plan
+  // device its busy seconds in that run (render::deviceBusy) and the predicted
+  // ones. One run's figures, so that the devices' busy times, the wall time and
+  // the trace's slices all describe the same run.
+  std::size_t medianRun = 0;
+  std::vector<double> busyMeasured;
+  std::vector<double> busyPredicted;
+  render::TaskIntervals medianRunTimes; // kept only with --trace
 };
+
+// Picks the median run among the timed runs and keeps its busy times (and,
+// with --trace, its task times).
+void keepMedianRun(Timing& t, std::vector<std::vector<double>>& busyRuns,
+                   std::vector<render::TaskIntervals>& runTimes) {
+  if (busyRuns.empty()) {
+    return;
+  }
+  std::vector<std::size_t> order(t.times.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return t.times[a] < t.times[b]; });
+  t.medianRun = order[(order.size() - 1) / 2];
+  t.busyMeasured = std::move(busyRuns[t.medianRun]);
+  if (t.medianRun < runTimes.size()) {
+    t.medianRunTimes = std::move(runTimes[t.medianRun]);
+  }
+}
 
 void summarize(Timing& t, const RepeatLimits& limits) {
   t.measured = median(t.times);
@@ -220,6 +251,8 @@ Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
   }
   const std::size_t nRows = breakdown != nullptr ? breakdown->rows().size() : 0;
   std::vector<std::vector<double>> rowTimes(nRows + kKinds);
+  std::vector<std::vector<double>> busyRuns;   // per timed run, per device
+  std::vector<render::TaskIntervals> runTimes; // per timed run, with --trace
   const double begin = Backend::now();
   do {
     if (config.progress) {
@@ -238,12 +271,19 @@ Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
       for (std::size_t k = 0; k < kKinds; ++k) {
         rowTimes[nRows + k].push_back(sums[k]);
       }
+      render::TaskIntervals times = measuredIntervals(run.stats);
+      busyRuns.push_back(render::deviceBusy(p, times));
+      if (!config.tracePath.empty()) {
+        runTimes.push_back(std::move(times));
+      }
     }
     timing.stats = std::move(run.stats);
     timing.elapsed = Backend::now() - begin;
   } while (repeatAgain(timing.times, timing.elapsed, limits));
   summarize(timing, limits);
   if (breakdown != nullptr) {
+    keepMedianRun(timing, busyRuns, runTimes);
+    timing.busyPredicted = render::deviceBusy(p, render::intervalsOf(schedule));
     timing.rows = breakdown->rows();
     for (std::size_t k = 0; k < kKinds; ++k) {
       timing.totals[k].kind = static_cast<BenchRow::Kind>(k);
@@ -350,6 +390,16 @@ void breakdownJson(const Timing& plan, Json& doc) {
     totals[keys[k]] = t;
   }
   doc["totals"] = totals;
+  Json devices = Json::array();
+  for (std::size_t d = 0; d < plan.busyMeasured.size(); ++d) {
+    Json j = Json::object();
+    j["device"] = d;
+    j["measured_busy_s"] = plan.busyMeasured[d];
+    j["predicted_busy_s"] = plan.busyPredicted[d];
+    j["ratio"] = ratioJson(plan.busyMeasured[d], plan.busyPredicted[d]);
+    devices.push_back(std::move(j));
+  }
+  doc["devices"] = devices;
 }
 
 std::string ratioText(double a, double b) {
@@ -568,6 +618,10 @@ void printBenchText(const BenchReport& r, std::ostream& out) {
   for (const BenchRow& total : r.plan.totals) {
     line(totalLabel(total), total);
   }
+  if (!r.config.tracePath.empty()) {
+    out << "trace -> " << r.config.tracePath << " (the prediction beside the median run, "
+        << (r.plan.medianRun + 1) << " of " << r.plan.times.size() << ")\n";
+  }
 }
 
 } // namespace
@@ -585,6 +639,9 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     std::ostringstream text;
     text << "--max-seconds: " << config.maxSeconds << " is not a time (expected seconds >= 0)";
     throw UsageError(text.str());
+  }
+  if (!config.tracePath.empty()) {
+    checkTracePath(config.tracePath);
   }
   requireBackend(config.backend);
   const metakernel::MetakernelLibrary library =
@@ -628,6 +685,14 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     err << "\r\033[K" << std::flush;
   }
 
+  if (!config.tracePath.empty()) {
+    const std::string label = measuredLabel(backend.name(), planTiming.stats) +
+                              ", the median run: " + std::to_string(planTiming.medianRun + 1) +
+                              " of " + std::to_string(planTiming.times.size());
+    writeFileAtomically(config.tracePath, traceText(loaded, &planTiming.medianRunTimes, label),
+                        out);
+  }
+
   const std::int64_t flops = g.totalFlops();
   const std::string file = displayName(config.planPath);
   if (config.json) {
@@ -654,6 +719,12 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
                                          : Json(nullptr);
     }
     breakdownJson(planTiming, doc);
+    if (!config.tracePath.empty()) {
+      Json trace = Json::object();
+      trace["output"] = config.tracePath;
+      trace["run"] = planTiming.medianRun;
+      doc["trace"] = trace;
+    }
     out << doc.dump(2) << "\n";
     return 0;
   }

@@ -9,11 +9,13 @@
 #include "backends/machine_probe.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
+#include "core/diag/atomic_file.hpp"
 #include "core/diag/error.hpp"
 #include "core/diag/source.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
+#include "core/render/trace.hpp"
 
 #if TAPESTRY_HAVE_CUDA
 #include "backends/cuda/cuda_backend.hpp"
@@ -30,7 +32,11 @@ plan::LoadedPlan loadRunnable(const std::string& path,
                               const metakernel::MetakernelLibrary& library) {
   const json::Document document =
       json::Document::parse(SourceFile::read(path, "a plan or graph file"));
-  const json::Value root(document);
+  return runnableFrom(json::Value(document), library, path);
+}
+
+plan::LoadedPlan runnableFrom(const json::Value& root, const metakernel::MetakernelLibrary& library,
+                              const std::string& path) {
   root.expectObject();
   const json::Value tag = root.member("tapestry");
   const std::string& format = tag.asString();
@@ -107,6 +113,48 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// ---------------------------------------------------------------- traces
+
+render::TaskIntervals measuredIntervals(const ExecutionStats& stats) {
+  render::TaskIntervals times;
+  auto interval = [](const TaskTime& t) { return cost::Interval{t.start, t.end}; };
+  for (const std::vector<TaskTime>& op : stats.shardTimes) {
+    times.shards.emplace_back();
+    for (const TaskTime& t : op) {
+      times.shards.back().push_back(interval(t));
+    }
+  }
+  for (const TaskTime& t : stats.transferTimes) {
+    times.transfers.push_back(interval(t));
+  }
+  for (const TaskTime& t : stats.reductionTimes) {
+    times.reductions.push_back(interval(t));
+  }
+  return times;
+}
+
+std::string predictedLabel(const plan::LoadedPlan& loaded) {
+  return "predicted (cost model, target " + loaded.target.name + ")";
+}
+
+std::string traceText(const plan::LoadedPlan& loaded, const render::TaskIntervals* measured,
+                      const std::string& measuredLabel) {
+  std::vector<render::Timeline> timelines;
+  timelines.push_back(render::buildTimeline(loaded, render::intervalsOf(loaded.simulation),
+                                            predictedLabel(loaded)));
+  if (measured != nullptr) {
+    timelines.push_back(render::buildTimeline(loaded, *measured, measuredLabel));
+  }
+  return render::traceJson(loaded, timelines);
+}
+
+void checkTracePath(const std::string& path) {
+  if (path == "-") {
+    throw UsageError("--trace: expected a file name (standard output carries the report)");
+  }
+  checkWritable(path);
 }
 
 } // namespace tapestry::driver

@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/executor.hpp"
 #include "core/cost/plan_file.hpp"
+#include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/plan/plan.hpp"
+#include "core/render/timeline.hpp"
 
 namespace tapestry::driver {
 
@@ -20,6 +23,9 @@ namespace tapestry::driver {
 // calibration when there is one); by its "tapestry" tag.
 plan::LoadedPlan loadRunnable(const std::string& path,
                               const metakernel::MetakernelLibrary& library);
+// The same from a parsed document (`path` names it in messages).
+plan::LoadedPlan runnableFrom(const json::Value& root, const metakernel::MetakernelLibrary& library,
+                              const std::string& path);
 
 // Throws BackendUnavailable (exit 4) unless `name` can run here: "cpu" always;
 // "cuda" needs the CUDA backend built and a usable GPU. UsageError for others.
@@ -36,5 +42,20 @@ std::size_t devicesUsed(const plan::ShardPlan& p);
 // "1 device", "2 devices".
 std::string plural(std::size_t n, const char* one, const char* many);
 double median(std::vector<double> values);
+
+// ---- traces (--trace, tapestry trace; core/render/trace.hpp)
+
+// A run's task times as intervals parallel to its plan.
+render::TaskIntervals measuredIntervals(const backend::ExecutionStats& stats);
+// "predicted (cost model, target h100x8)": the prediction's process in a trace.
+std::string predictedLabel(const plan::LoadedPlan& loaded);
+// The trace of `loaded`'s prediction and, with `measured`, of a run beside it
+// (labelled `measuredLabel`).
+std::string traceText(const plan::LoadedPlan& loaded,
+                      const render::TaskIntervals* measured = nullptr,
+                      const std::string& measuredLabel = {});
+// --trace FILE: a file name (standard output carries the report; UsageError for
+// "-"), writable (Error, exit 1, before any work).
+void checkTracePath(const std::string& path);
 
 } // namespace tapestry::driver

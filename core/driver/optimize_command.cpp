@@ -33,33 +33,6 @@ using namespace tapestry::search;
 
 namespace {
 
-// Fails early, before a long search, when an output file could not be written
-// (the same message writeFileAtomically would give).
-void checkWritable(const std::string& path) {
-  if (path.empty() || path == "-") {
-    return;
-  }
-  namespace fs = std::filesystem;
-  auto fail = [&](const std::string& why) {
-    throw Error(SourceLocation{path, 0, 0, {}}, "cannot write output file: " + why);
-  };
-  std::error_code ec;
-  const fs::path target(path);
-  if (fs::is_directory(target, ec)) {
-    fail("is a directory");
-  }
-  fs::path dir = target.parent_path();
-  if (dir.empty()) {
-    dir = ".";
-  }
-  if (!fs::is_directory(dir, ec)) {
-    fail(std::strerror(ENOENT));
-  }
-  if (::access(dir.c_str(), W_OK) != 0) {
-    fail(std::strerror(errno));
-  }
-}
-
 std::string objectivesText(const cost::Objectives& o) {
   return cost::formatTime(o.timeS) + ", peak " + cost::formatSize(o.peakMemoryBytes) + ", moved " +
          cost::formatSize(o.transferBytes);

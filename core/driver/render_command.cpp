@@ -4,6 +4,7 @@
 
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/source.hpp"
+#include "core/driver/execution.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/metakernel/library.hpp"
@@ -14,11 +15,15 @@ using namespace tapestry::render;
 
 namespace {
 
-enum class FileKind { Graph, Plan, Front };
+enum class FileKind { Graph, Plan, Front, Trace };
 
 // The kind of document by its "tapestry" tag (located error for anything else).
 FileKind sniff(const json::Value& root, std::string& tag) {
   root.expectObject();
+  if (!root.has("tapestry") && root.has("traceEvents")) {
+    tag = "trace";
+    return FileKind::Trace; // a Chrome trace; timelinePictureFromTrace checks it is ours
+  }
   json::Value tagValue = root.member("tapestry");
   tag = tagValue.asString();
   if (tag == "graph/v1" || tag == "expanded/v1") {
@@ -42,6 +47,8 @@ View defaultView(FileKind kind) {
     return View::Plan;
   case FileKind::Front:
     return View::Front;
+  case FileKind::Trace:
+    return View::Timeline;
   }
   return View::Graph;
 }
@@ -49,13 +56,48 @@ View defaultView(FileKind kind) {
 bool canShow(FileKind kind, View view) {
   switch (kind) {
   case FileKind::Graph:
-    return view == View::Graph;
+    return view == View::Graph || view == View::Timeline;
   case FileKind::Plan:
-    return view == View::Plan || view == View::Graph;
+    return view == View::Plan || view == View::Graph || view == View::Timeline;
   case FileKind::Front:
     return view == View::Front;
+  case FileKind::Trace:
+    return view == View::Timeline;
   }
   return false;
+}
+
+// The drawing of `root` in `view`; `subject` says what it shows.
+Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConfig& config,
+             std::string& subject) {
+  if (kind == FileKind::Front) {
+    subject = "front";
+    return frontView(root, config.options);
+  }
+  if (kind == FileKind::Trace) {
+    subject = "timeline";
+    return timelineView(timelinePictureFromTrace(root), config.options);
+  }
+  const metakernel::MetakernelLibrary library =
+      metakernel::MetakernelLibrary::load(config.kernelPaths);
+  if (view == View::Timeline) {
+    // A graph: its single-device plan on this machine, as run and trace take it.
+    const plan::LoadedPlan loaded = runnableFrom(root, library, config.inputPath);
+    std::vector<Timeline> predicted;
+    predicted.push_back(
+        buildTimeline(loaded, intervalsOf(loaded.simulation), predictedLabel(loaded)));
+    subject = "timeline";
+    return timelineView(timelinePicture(loaded, std::move(predicted)), config.options);
+  }
+  subject = view == View::Graph ? "graph" : "plan";
+  if (kind == FileKind::Graph) {
+    graph::ExpandedGraph g = graph::expand(graph::decodeGraph(root), library);
+    g.file = displayName(config.inputPath);
+    return graphView(g, config.options);
+  }
+  const plan::LoadedPlan loaded = plan::decodePlan(root, library);
+  return view == View::Graph ? graphView(loaded.graph, config.options)
+                             : planView(loaded, config.options);
 }
 
 } // namespace
@@ -81,35 +123,15 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   if (!canShow(kind, view)) {
     throw UsageError("--view " + std::string(viewName(view)) + " cannot draw " +
                      displayName(config.inputPath) + ": it is a " + tag + " file (" +
-                     (kind == FileKind::Front  ? "use --view front"
-                      : kind == FileKind::Plan ? "use --view plan or --view graph"
-                                               : "use --view graph") +
+                     (kind == FileKind::Front   ? "use --view front"
+                      : kind == FileKind::Plan  ? "use --view plan, graph or timeline"
+                      : kind == FileKind::Trace ? "use --view timeline"
+                                                : "use --view graph or timeline") +
                      ")");
   }
 
-  Drawing drawing;
   std::string subject;
-  if (kind == FileKind::Front) {
-    drawing = frontView(root, config.options);
-    subject = "front";
-  } else {
-    metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
-    if (kind == FileKind::Graph) {
-      graph::ExpandedGraph g = graph::expand(graph::decodeGraph(root), library);
-      g.file = displayName(config.inputPath);
-      drawing = graphView(g, config.options);
-      subject = "graph";
-    } else {
-      plan::LoadedPlan loaded = plan::decodePlan(root, library);
-      if (view == View::Graph) {
-        drawing = graphView(loaded.graph, config.options);
-        subject = "graph";
-      } else {
-        drawing = planView(loaded, config.options);
-        subject = "plan";
-      }
-    }
-  }
+  const Drawing drawing = draw(kind, view, root, config, subject);
   checkNodeLimit(drawing, config.options, subject, displayName(config.inputPath));
 
   Rendered rendered = renderImage(drawing, format);

@@ -24,6 +24,7 @@
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
+#include "core/diag/atomic_file.hpp"
 #include "core/diag/error.hpp"
 #include "core/diag/source.hpp"
 #include "core/graph/expansion.hpp"
@@ -150,6 +151,9 @@ void printRunJson(const RunReport& r, std::ostream& out) {
   if (r.config.check) {
     doc["check"] = checkToJson(r.checks, r.ok);
   }
+  if (!r.config.tracePath.empty()) {
+    doc["trace"] = r.config.tracePath;
+  }
   out << doc.dump(2) << "\n";
 }
 
@@ -189,11 +193,22 @@ void printRunText(const RunReport& r, std::ostream& err) {
     err << "wrote " << plural(g.outputs.size(), "output", "outputs") << " to "
         << r.config.outputsDir << "\n";
   }
+  if (!r.config.tracePath.empty()) {
+    err << "trace (measured beside predicted) -> " << r.config.tracePath << "\n";
+  }
 }
 
 } // namespace
 
+std::string measuredLabel(const std::string& backend, const ExecutionStats& stats) {
+  return "measured (" + backend + " backend, " +
+         plural(static_cast<std::size_t>(stats.workers), "worker", "workers") + ")";
+}
+
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
+  if (!config.tracePath.empty()) {
+    checkTracePath(config.tracePath);
+  }
   requireBackend(config.backend);
   const metakernel::MetakernelLibrary library =
       metakernel::MetakernelLibrary::load(config.kernelPaths);
@@ -213,6 +228,12 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   const Execution run = execute(loaded, backend, inputs, options);
   if (!config.outputsDir.empty()) {
     writeTensors(run.outputs, outputNames(g), config.outputsDir);
+  }
+  if (!config.tracePath.empty()) {
+    const render::TaskIntervals measured = measuredIntervals(run.stats);
+    writeFileAtomically(config.tracePath,
+                        traceText(loaded, &measured, measuredLabel(backend.name(), run.stats)),
+                        out);
   }
 
   std::vector<OutputCheck> checks;

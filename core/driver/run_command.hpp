@@ -28,9 +28,10 @@ struct ExecutionOptions {
   std::vector<std::string> kernelPaths; // -k files and directories, in order
   std::string backend = "cpu";          // cpu | cuda
   std::uint64_t seed = 0;               // inputs are drawn from it (run: without --inputs)
-  bool tf32 = false; // cuda: float32 products may use TF32 (the baseline of --check too)
-  int threads = 0;   // cap on worker threads; 0: one per device, at most the cores
-  bool json = false; // --format json: a summary document on `out`
+  bool tf32 = false;     // cuda: float32 products may use TF32 (the baseline of --check too)
+  int threads = 0;       // cap on worker threads; 0: one per device, at most the cores
+  std::string tracePath; // --trace: a Chrome trace of the run beside its prediction; "" none
+  bool json = false;     // --format json: a summary document on `out`
   bool quiet = false;
   bool verbose = false;
 };
@@ -53,6 +54,9 @@ struct BenchConfig : ExecutionOptions {
   int warmup = 2;         // untimed runs before them
   bool progress = false;  // a progress line on `err` (the CLI sets it when stderr is a TTY)
 };
+
+// --trace's measured process: "measured (cpu backend, 2 workers)".
+std::string measuredLabel(const std::string& backend, const backend::ExecutionStats& stats);
 
 // Times the plan and the unsharded single-device baseline (the graph with every
 // operation as one shard on device 0) on the same inputs, each until its median

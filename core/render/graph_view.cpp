@@ -25,6 +25,8 @@ const char* viewName(View view) {
     return "plan";
   case View::Front:
     return "front";
+  case View::Timeline:
+    return "timeline";
   }
   return "graph";
 }

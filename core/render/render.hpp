@@ -4,7 +4,9 @@
 //   plan:  one cluster per device, the shards inside with their index ranges,
 //          local reads, transfers with their bytes, reductions; one colour per op;
 //   front: a scatter plot of the Pareto front, time against peak memory, with the
-//          baselines marked and the selected plan highlighted.
+//          baselines marked and the selected plan highlighted;
+//   timeline: a plan's schedule as a Gantt chart, a lane per device and link,
+//          predicted (and measured, from a trace) lanes one above the other.
 // Each view returns a Drawing (drawing.hpp); graphviz.hpp writes it as DOT text
 // or lays it out into svg/png/pdf. docs/render.md shows and explains them.
 #pragma once
@@ -19,12 +21,13 @@
 #include "core/json/json.hpp"
 #include "core/render/drawing.hpp"
 #include "core/render/graphviz.hpp"
+#include "core/render/timeline.hpp"
 #include "core/zspace/index_projection.hpp"
 
 namespace tapestry::render {
 
-enum class View { Graph, Plan, Front };
-const char* viewName(View view); // "graph", "plan", "front"
+enum class View { Graph, Plan, Front, Timeline };
+const char* viewName(View view); // "graph", "plan", "front", "timeline"
 
 struct ViewOptions {
   std::string rankdir = "TB"; // TB, LR, BT or RL (graph and plan views)
@@ -47,6 +50,24 @@ Drawing graphView(const graph::ExpandedGraph& g, const ViewOptions& options);
 Drawing planView(const plan::LoadedPlan& plan, const ViewOptions& options);
 // `front` is a front/v1 document; a malformed one is a located Error (exit 1).
 Drawing frontView(const json::Value& front, const ViewOptions& options);
+
+// What the timeline view draws: timelines of one plan (the prediction first),
+// with the operations' names and kernels in graph order (Slice::op indexes
+// them; their colours are the graph and plan views').
+struct TimelinePicture {
+  std::string name;   // the graph
+  std::string target; // the target's name
+  std::vector<std::string> operations;
+  std::vector<std::string> kernels;
+  std::vector<Timeline> timelines;
+};
+TimelinePicture timelinePicture(const plan::LoadedPlan& loaded, std::vector<Timeline> timelines);
+// A trace file written by tapestry (trace, run --trace, bench --trace; its
+// otherData.tapestry is "trace/v1") read back: one timeline per process, tracks
+// from its thread names, slices from its complete events. A malformed trace is
+// a located Error (exit 1).
+TimelinePicture timelinePictureFromTrace(const json::Value& trace);
+Drawing timelineView(const TimelinePicture& picture, const ViewOptions& options);
 
 // Throws Error "FILE: graph has N nodes, more than --max-nodes M (use --collapse)"
 // when the drawing has more content nodes than allowed. `what`: "graph", "plan",

@@ -41,6 +41,8 @@ COMMANDS = [
     (("graphs", "plans"), ["render", "{F}", "-o", "{D}/out.svg"]),
     (("plans",), ["run", "{F}", "--check", "--outputs", "{D}/outputs"]),
     (("plans",), ["bench", "{F}", "--repeat", "1", "--warmup", "0"]),
+    (("graphs", "plans"), ["trace", "{F}", "-o", "{D}/trace.json"]),
+    (("plans",), ["render", "{F}", "--view", "timeline", "-o", "{D}/timeline.svg"]),
     (("metakernels",), ["kernels", "check", "-k", "{F}"]),
 ]
 KINDS = ["graphs", "metakernels", "targets", "plans"]

@@ -16,9 +16,10 @@ Subcommands:
   expand                      Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index projection functions
   kernels                     List, print or validate metakernels (the standard library and any -k files)
   optimize                    Search shardings and device placements; keep the Pareto front over (time, peak memory per device, bytes moved)
-  render                      Draw a graph, a sharded plan or a Pareto front with Graphviz
+  render                      Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz
   run                         Execute a plan shard by shard on a backend; --check compares with the unsharded graph
   bench                       Time a plan against its predicted time and the unsharded single-device baseline
+  trace                       Write a plan's predicted schedule as a Chrome trace (open it in Perfetto); run --trace and bench --trace add a measured run beside it
   calibrate                   Measure this machine through a real backend and write a target with a measured profile (what --target local then uses)
 
 Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, 4 backend unavailable, 70 internal error, 130 interrupted.
@@ -96,18 +97,18 @@ Options:
                               Under mpirun -n K: K islands search with their own seeds and swap their fronts every N iterations (docs/distributed.md); ignored in one process
 
 $ tapestry render --help
-Draw a graph, a sharded plan or a Pareto front with Graphviz
+Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz
 Usage: tapestry render [OPTIONS] FILE
 
 Positionals:
-  FILE TEXT REQUIRED          Graph, expanded graph, plan or front JSON; - for stdin
+  FILE TEXT REQUIRED          Graph, expanded graph, plan, front or trace JSON; - for stdin
 
 Options:
   -h,--help                   Print this help message and exit
   --help-all                  Print help for every subcommand and exit
   -o,--output TEXT=-          Output picture; the format follows the extension: .svg .png .pdf .dot (default: DOT text on stdout)
-  --view TEXT:{graph,plan,front}
-                              What to draw: graph, plan or front (default: by file)
+  --view TEXT:{graph,plan,front,timeline}
+                              What to draw: graph, plan, front or timeline (default: by file)
   --rankdir TEXT:{TB,LR,BT,RL}=TB
                               Layout direction: TB, LR, BT or RL
   --collapse                  Collapse repeated blocks and fold weights into their operation (graph view); one node per operation and device (plan view)
@@ -132,6 +133,7 @@ Options:
                               Cap on CPU worker threads (0: one per device, at most one per core)
   --seed UINT=0               Seed for drawing inputs when --inputs is not given
   --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
+  --trace TEXT                Also write a Chrome trace (open it in Perfetto) of the run beside its prediction to this file
   --inputs TEXT               Directory with one NAME.npy per graph input
   --outputs TEXT              Directory to write NAME.npy per graph output
   --check                     Also run the unsharded graph and compare outputs (exit 3 on mismatch)
@@ -153,6 +155,7 @@ Options:
                               Cap on CPU worker threads (0: one per device, at most one per core)
   --seed UINT=0               Seed the inputs are drawn from
   --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
+  --trace TEXT                Also write a Chrome trace (open it in Perfetto) of the run beside its prediction to this file
   --repeat INT:INT in [1 - 100000]=10
                               Fewest timed repetitions (the median is reported)
   --max-repeat INT:INT in [0 - 100000]=0

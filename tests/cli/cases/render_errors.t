@@ -9,10 +9,10 @@ $ tapestry render missing.json -o out.svg
 ! missing.json: error: cannot open file: No such file or directory
 [exit 1]
 $ cd $TESTDATA && tapestry render graphs/mlp.json --view plan -o $OLDPWD/out.svg
-! tapestry: error: --view plan cannot draw graphs/mlp.json: it is a graph/v1 file (use --view graph)
+! tapestry: error: --view plan cannot draw graphs/mlp.json: it is a graph/v1 file (use --view graph or timeline)
 [exit 2]
 $ cd $TESTDATA && tapestry render graphs/mlp.json --view front
-! tapestry: error: --view front cannot draw graphs/mlp.json: it is a graph/v1 file (use --view graph)
+! tapestry: error: --view front cannot draw graphs/mlp.json: it is a graph/v1 file (use --view graph or timeline)
 [exit 2]
 $ tapestry render $TESTDATA/graphs/mlp.json --rankdir XY
 ! tapestry: error: --rankdir: XY not in {TB,LR,BT,RL}

@@ -1,0 +1,36 @@
+// tapestry trace PLAN.json [-o FILE.json]: the predicted schedule as a Chrome
+// trace for Perfetto (docs/reference/cli.md#trace)
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.hpp"
+#include "core/driver/trace_command.hpp"
+
+namespace tapestry::cli {
+
+void registerTrace(CLI::App& app, Action& action) {
+  auto config = std::make_shared<driver::TraceConfig>();
+  CLI::App* sub = app.add_subcommand(
+      "trace", "Write a plan's predicted schedule as a Chrome trace (open it in Perfetto); run "
+               "--trace and bench --trace add a measured run beside it");
+  sub->fallthrough();
+  sub->add_option("PLAN", config->planPath,
+                  "Plan (plan/v1), or a graph as the single-device plan (graph/v1, expanded/v1); "
+                  "- for stdin")
+      ->required();
+  sub->add_option("-o,--output", config->outputPath,
+                  "Trace file (Chrome trace JSON), - for stdout");
+  sub->add_option("-k,--kernels", config->kernelPaths,
+                  "Extra metakernel YAML file or directory (repeatable)");
+  sub->callback([&action, config] {
+    action = [config](const GlobalOptions& global, Streams& io) -> int {
+      config->json = global.format == OutputFormat::Json;
+      config->quiet = global.quiet;
+      config->verbose = global.verbose;
+      return driver::traceCommand(*config, io.out, io.err);
+    };
+  });
+}
+
+} // namespace tapestry::cli
