@@ -2,7 +2,8 @@
 # Regenerates every picture of the documentation (docs/figures/*.svg and *.png)
 # from the bundled examples: for docs/render.md the graph view of mlp and
 # concat_split_embedding, the collapsed stacked MLP, the plan `optimize` picks
-# for mlp on two devices and the Pareto front of mlp on eight H100s; for
+# for mlp on two devices, the Pareto front of mlp on eight H100s and the
+# timelines of mlp, convnet and a 16-device transformer block; for
 # docs/tutorial.md the transformer block's graph, front and collapsed plan on
 # h100x8 (the tutorial's own commands); for docs/concepts.md the mm_relu plan's
 # graph and plan; for docs/language.md the worked example's graph (a -k kernel).
@@ -53,3 +54,15 @@ draw plan-mm-relu-2dev testdata/plans/mm_relu_2dev.json
 
 # docs/language.md: the worked example of a user metakernel.
 draw graph-pool-net docs/examples/pool_net.json -k docs/examples/pooling.yaml
+
+# docs/render.md: the timeline view of a plan's prediction (2 and 16 devices).
+draw timeline-mlp-2dev testdata/plans/mlp_2dev.json --view timeline
+draw timeline-convnet-2dev testdata/plans/convnet_2dev.json --view timeline
+"$tapestry" optimize testdata/graphs/transformer_block.json --target 2x-h100x8 --seed 1 \
+  --iterations 30 -q -o "$work/tb16.plan.json"
+draw timeline-transformer-block-2x-h100x8 "$work/tb16.plan.json" --view timeline
+# ... and of a measured run beside it (bench --trace on this machine: the one
+# figure that changes from run to run).
+"$tapestry" bench testdata/plans/mlp_2dev.json --repeat 10 --max-repeat 10 -q \
+  --trace "$work/mlp.trace.json"
+draw timeline-mlp-2dev-bench "$work/mlp.trace.json"

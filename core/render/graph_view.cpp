@@ -38,7 +38,9 @@ void checkNodeLimit(const Drawing& drawing, const ViewOptions& options, const st
     location.file = file;
     throw Error(location, what + " has " + std::to_string(drawing.contentNodes) +
                               " nodes, more than --max-nodes " + std::to_string(options.maxNodes) +
-                              (options.collapse ? " (even with --collapse)" : " (use --collapse)"));
+                              (what == "timeline" ? std::string(" (one per task)")
+                               : options.collapse ? " (even with --collapse)"
+                                                  : " (use --collapse)"));
   }
 }
 

@@ -207,9 +207,18 @@ void sortSlices(Timeline& t) {
   }
 }
 
+// The device whose worker runs a slice: its device, or a transfer's destination
+// (the executor copies on the destination's worker, and the simulation holds
+// the destination device for a copy).
+int workerOf(const Timeline& t, const Slice& s) {
+  const Track& track = t.tracks[s.track];
+  return track.kind == Track::Kind::Device ? track.device : track.to;
+}
+
 // The critical path: from the slice that ends last, back through what each
-// slice waited for (a dependency or the track's previous slice) that ended
-// last, up to its start.
+// slice waited for that ended last before its drawn start (a reduction's:
+// after its moves and the device's earlier work): an input (a flow), the
+// previous slice on its track, or the previous task of its device's worker.
 void markCriticalPath(Timeline& t) {
   if (t.slices.empty()) {
     return;
@@ -218,10 +227,12 @@ void markCriticalPath(Timeline& t) {
   for (const Flow& f : t.flows) {
     waits[f.to].push_back(f.from);
   }
-  for (std::size_t i = 1; i < t.slices.size(); ++i) {
-    if (t.slices[i].track == t.slices[i - 1].track) {
+  std::map<int, std::vector<std::size_t>> byWorker;
+  for (std::size_t i = 0; i < t.slices.size(); ++i) {
+    if (i > 0 && t.slices[i].track == t.slices[i - 1].track) {
       waits[i].push_back(i - 1);
     }
+    byWorker[workerOf(t, t.slices[i])].push_back(i);
   }
   std::size_t at = 0;
   for (std::size_t i = 0; i < t.slices.size(); ++i) {
@@ -232,13 +243,19 @@ void markCriticalPath(Timeline& t) {
   const double slack = 1e-9 + 1e-6 * t.slices[at].end;
   while (true) {
     t.slices[at].critical = true;
+    const double start = t.slices[at].start + slack;
     std::optional<std::size_t> next;
-    for (std::size_t w : waits[at]) {
+    auto consider = [&](std::size_t w) {
       const Slice& s = t.slices[w];
-      if (!t.slices[w].critical && s.end <= t.slices[at].spanStart + slack &&
-          (!next || s.end > t.slices[*next].end)) {
+      if (w != at && !s.critical && s.end <= start && (!next || s.end > t.slices[*next].end)) {
         next = w;
       }
+    };
+    for (std::size_t w : waits[at]) {
+      consider(w);
+    }
+    for (std::size_t w : byWorker[workerOf(t, t.slices[at])]) {
+      consider(w);
     }
     if (!next) {
       break;
