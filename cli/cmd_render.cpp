@@ -49,7 +49,7 @@ void registerRender(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"TB", "LR", "BT", "RL"}));
   sub->add_flag("--collapse", config->options.collapse,
                 "Collapse repeated blocks and fold weights into their operation (graph view); "
-                "one node per operation and device (plan view)");
+                "one node per operation and device, alike devices once (plan view)");
   sub->add_option("--max-nodes", args->maxNodes, "Refuse to draw more nodes than this")
       ->check(CLI::Range(1, 1000000000));
   sub->add_option("-k,--kernels", config->kernelPaths,

@@ -47,6 +47,12 @@ draw front-tiny-cpu2 testdata/fronts/tiny_cpu2.front.json
 draw graph-transformer-block testdata/graphs/transformer_block.json
 draw front-transformer-block-h100x8 "$work/tb.front.json"
 draw plan-transformer-block-h100x8-collapsed "$work/tb.plan.json" --collapse
+# docs/render.md: the plan view at scale (plan-transformer-block-h100x8-collapsed-before.png
+# is the picture before device panels, kept as it was drawn).
+draw plan-transformer-block-h100x8 "$work/tb.plan.json"
+"$tapestry" optimize testdata/graphs/transformer_block.json --target 2x-h100x8 --seed 1 -q \
+  -o "$work/tb16-full.plan.json"
+draw plan-transformer-block-2x-h100x8-collapsed "$work/tb16-full.plan.json" --collapse
 
 # docs/concepts.md: a matmul split along m and k (partials, reductions) and a relu.
 draw graph-mm-relu testdata/plans/mm_relu_2dev.json --view graph

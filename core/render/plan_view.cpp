@@ -4,6 +4,16 @@
 // and the reductions that combine partial outputs. One colour per operation,
 // the same as in the graph view. With --collapse, one node per operation and
 // device.
+//
+// At scale (kPanelDevices devices or more) no edge crosses a device's
+// cluster: what arrives from the host or another device comes in through one
+// node per source inside the receiving cluster ("from the host", "from device
+// 3", listing each tensor and its bytes), and the clusters are laid out as a
+// grid of panels (panelColumns a row), stacked by invisible edges between
+// anchor points. dot then lays each cluster out on its own, so clusters never
+// overlap and no host edge crosses the page. With --collapse, devices that do
+// the same work (the same operations on shards of the same extents) are one
+// panel.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -24,7 +34,23 @@ const char* kTransferColor = "#d62728"; // between devices
 const char* kHostColor = "#1f77b4";     // host -> device
 const char* kLocalColor = "#9a9a9a";    // read in place
 
+// From this many devices on, the plan view draws device panels (see above).
+constexpr int kPanelDevices = 4;
+// Panels a row: three up to nine devices, two beyond (a transformer block's
+// device panel is about 800 to 1,050 points wide, and the picture should stay
+// within 3,000 points, 4,000 pixels at 96 dpi).
+int panelColumns(int devices) {
+  return devices <= 9 ? 3 : 2;
+}
+
 enum class EdgeKind { Local, Host, Transfer, Partial };
+
+// What arrives on a device from one place (at scale): the tensors and bytes.
+struct Arrivals {
+  int from = plan::kHost;
+  int to = 0;
+  std::vector<std::pair<std::string, std::int64_t>> items; // tensor (or "partial h"), bytes
+};
 
 // One edge to draw; edges with the same ends and kind are merged.
 struct PlanEdge {
@@ -35,12 +61,14 @@ struct PlanEdge {
   std::int64_t bytes = 0;           // transfers: what moves
   std::size_t count = 0;            // transfers merged
   bool labelled = true;
+  bool namesOnly = false; // at scale: the arrivals node carries the bytes
 };
 
 class PlanDrawer {
 public:
   PlanDrawer(const plan::LoadedPlan& loaded, const ViewOptions& options)
-      : p_(loaded), g_(loaded.graph), options_(options) {}
+      : p_(loaded), g_(loaded.graph), options_(options),
+        panels_(std::max(loaded.target.deviceCount(), loaded.plan.deviceCount) >= kPanelDevices) {}
 
   Drawing draw();
 
@@ -61,6 +89,13 @@ private:
 
   void addEdge(const std::string& tail, const std::string& head, EdgeKind kind, std::size_t tensor,
                std::int64_t bytes, bool labelled = true);
+  // At scale: `tensor` (or `what`) arriving on device `to` from `from` for
+  // `head`, through the arrivals node of (from, to).
+  void addArrival(int from, int to, const std::string& head, EdgeKind kind, std::size_t tensor,
+                  std::int64_t bytes, const std::string& what);
+  void addArrivalNodes(Drawing& d);
+  void foldAlikePanels(Drawing& d);
+  void addPanelRows(Drawing& d);
   void placeNode(int device, const std::string& id) { deviceNodes_[device].push_back(id); }
   void addShardNodes(Drawing& d);
   void addReads();
@@ -78,7 +113,19 @@ private:
   std::vector<std::string> hostNodes_;
   std::set<std::size_t> hostTensors_;
   std::set<std::size_t> firstReaderSeen_; // transfers already drawn with their label
+  bool panels_ = false;                   // at scale: device panels, no crossing edges
+  // At scale with --collapse: per device, the device whose panel stands for
+  // it (itself, or the first device with the same work); and the panels drawn.
+  std::vector<int> shownAs_;
+  std::vector<int> panels_drawn_;
+  std::vector<Arrivals> arrivals_;
+  std::map<std::pair<int, int>, std::size_t> arrivalIndex_;
 };
+
+// One node per device for everything that arrives there (at scale).
+std::string arrivalsNode(int to) {
+  return "in:" + std::to_string(to);
+}
 
 std::string edgeLabel(const PlanEdge& e) {
   std::string names;
@@ -88,8 +135,8 @@ std::string edgeLabel(const PlanEdge& e) {
   if (e.tensors.size() > 3) {
     names += ", +" + std::to_string(e.tensors.size() - 3);
   }
-  if (e.kind == EdgeKind::Host || e.kind == EdgeKind::Transfer ||
-      (e.kind == EdgeKind::Partial && e.bytes > 0)) {
+  if (!e.namesOnly && (e.kind == EdgeKind::Host || e.kind == EdgeKind::Transfer ||
+                       (e.kind == EdgeKind::Partial && e.bytes > 0))) {
     return names + "\n" + formatBytes(static_cast<double>(e.bytes));
   }
   return names;
@@ -111,6 +158,60 @@ void PlanDrawer::addEdge(const std::string& tail, const std::string& head, EdgeK
   e.labelled = e.labelled || labelled;
   if (bytes > 0) {
     ++e.count;
+  }
+}
+
+void PlanDrawer::addArrival(int from, int to, const std::string& head, EdgeKind kind,
+                            std::size_t tensor, std::int64_t bytes, const std::string& what) {
+  auto [it, fresh] = arrivalIndex_.emplace(std::make_pair(from, to), arrivals_.size());
+  if (fresh) {
+    arrivals_.push_back(Arrivals{from, to, {}});
+  }
+  Arrivals& a = arrivals_[it->second];
+  auto item = std::find_if(a.items.begin(), a.items.end(),
+                           [&](const auto& entry) { return entry.first == what; });
+  if (item == a.items.end()) {
+    a.items.emplace_back(what, bytes);
+  } else {
+    item->second += bytes;
+  }
+  const std::string tail = arrivalsNode(to);
+  addEdge(tail, head, kind, tensor, 0);
+  edges_[edgeIndex_.at(std::make_tuple(tail, head, static_cast<int>(kind)))].namesOnly = true;
+}
+
+// One node per device listing what arrives, by source, in the device's cluster.
+void PlanDrawer::addArrivalNodes(Drawing& d) {
+  constexpr std::size_t kShown = 4;
+  std::map<int, std::vector<std::string>> lines; // per device
+  for (const Arrivals& a : arrivals_) {
+    const bool host = a.from == plan::kHost;
+    std::int64_t total = 0;
+    std::string items;
+    for (std::size_t i = 0; i < a.items.size(); ++i) {
+      total += a.items[i].second;
+      if (i < kShown) {
+        items += (i > 0 ? ", " : "") + htmlEscape(a.items[i].first);
+      }
+    }
+    if (a.items.size() > kShown) {
+      items += ", +" + std::to_string(a.items.size() - kShown);
+    }
+    lines[a.to].push_back(
+        font(bold(host ? "host" : "device " + std::to_string(a.from)), 9,
+             host ? kHostColor : kTransferColor) +
+        font(": " + items + " \xC2\xB7 " + formatBytes(static_cast<double>(total)), 9));
+  }
+  for (auto& [to, rows] : lines) {
+    rows.insert(rows.begin(), font(bold("arrives"), 10));
+    const std::string id = arrivalsNode(to);
+    d.addNode(id, {{"label", stack(rows), true},
+                   {"fillcolor", "#ffffff"},
+                   {"color", "#888888"},
+                   {"style", "filled,dashed"}});
+    ++d.contentNodes;
+    auto& nodes = deviceNodes_[to];
+    nodes.insert(nodes.begin(), id);
   }
 }
 
@@ -198,7 +299,11 @@ void PlanDrawer::addReads() {
           // later readers on that device read the arrived region in place.
           bool first = firstReaderSeen_.insert(source.index).second;
           std::int64_t bytes = first ? t.bytes : 0;
-          if (t.afterShard) {
+          if (panels_) {
+            addArrival(t.from, t.to, head,
+                       t.from == plan::kHost ? EdgeKind::Host : EdgeKind::Transfer, t.tensor, bytes,
+                       g_.tensors[t.tensor].name);
+          } else if (t.afterShard) {
             addEdge(shardNode(t.afterShard->first, t.afterShard->second), head, EdgeKind::Transfer,
                     t.tensor, bytes, first);
           } else if (t.afterReduction) {
@@ -241,7 +346,13 @@ void PlanDrawer::addReductions(Drawing& d) {
           moved += p_.plan.transfers[*step.transfer].bytes;
         }
       }
-      addEdge(shardNode(red.op, red.shards[i]), id, EdgeKind::Partial, red.tensor, moved);
+      const int from = p_.plan.ops[red.op].shards[red.shards[i]].device;
+      if (panels_ && from != red.device) {
+        addArrival(from, red.device, id, EdgeKind::Partial, red.tensor, moved,
+                   "partial " + g_.tensors[red.tensor].name);
+      } else {
+        addEdge(shardNode(red.op, red.shards[i]), id, EdgeKind::Partial, red.tensor, moved);
+      }
     }
   }
   // Graph inputs resident on a device from the start (--inputs-on free).
@@ -263,7 +374,11 @@ void PlanDrawer::addReductions(Drawing& d) {
 void PlanDrawer::emitEdges(Drawing& d) const {
   for (const PlanEdge& e : edges_) {
     Attrs attrs;
-    if (e.labelled) {
+    if (e.namesOnly) {
+      // From a device's arrivals node (at scale): the node lists the tensors;
+      // the edge says which on hover, so that no label widens the cluster.
+      attrs.push_back({"tooltip", escapeString(edgeLabel(e))});
+    } else if (e.labelled) {
       attrs.push_back({"label", escapeString(edgeLabel(e))});
     }
     switch (e.kind) {
@@ -294,6 +409,108 @@ void PlanDrawer::emitEdges(Drawing& d) const {
   }
 }
 
+// What a device does, up to where: per operation its shards' index extents
+// (not their offsets), and its reductions' region extents. Devices with equal
+// signatures run the same work on different slices of the tensors.
+std::string deviceSignature(const plan::LoadedPlan& p, int device) {
+  std::string sig;
+  auto extents = [](const ZRange& r) {
+    std::string text;
+    const ZPoint shape = r.shape();
+    for (std::int64_t e : shape.vector()) {
+      text += std::to_string(e) + ",";
+    }
+    return text;
+  };
+  for (std::size_t op = 0; op < p.plan.ops.size(); ++op) {
+    for (const plan::Shard& s : p.plan.ops[op].shards) {
+      if (s.device == device) {
+        sig += std::to_string(op) + ":" + extents(s.index) + ";";
+      }
+    }
+  }
+  for (const plan::Reduction& r : p.plan.reductions) {
+    if (r.device == device) {
+      sig += "r" + std::to_string(r.op) + ":" + extents(r.region) + ";";
+    }
+  }
+  return sig;
+}
+
+// At scale with --collapse: devices that do the same work (equal signatures)
+// are drawn once, as the first of them; the others' nodes and edges go.
+void PlanDrawer::foldAlikePanels(Drawing& d) {
+  const int devices = std::max(p_.target.deviceCount(), p_.plan.deviceCount);
+  shownAs_.assign(static_cast<std::size_t>(devices), 0);
+  std::map<std::string, int> first;
+  for (int dev = 0; dev < devices; ++dev) {
+    const std::string sig = deviceSignature(p_, dev);
+    const int shown = options_.collapse ? first.emplace(sig, dev).first->second : dev;
+    shownAs_[static_cast<std::size_t>(dev)] = shown;
+    if (shown == dev) {
+      panels_drawn_.push_back(dev);
+    }
+  }
+  std::set<std::string> dropped;
+  for (int dev = 0; dev < devices; ++dev) {
+    if (shownAs_[static_cast<std::size_t>(dev)] != dev) {
+      auto it = deviceNodes_.find(dev);
+      if (it != deviceNodes_.end()) {
+        dropped.insert(it->second.begin(), it->second.end());
+        deviceNodes_.erase(it);
+      }
+    }
+  }
+  if (dropped.empty()) {
+    return;
+  }
+  const auto before = d.nodes.size();
+  d.nodes.erase(std::remove_if(d.nodes.begin(), d.nodes.end(),
+                               [&](const Node& n) { return dropped.count(n.id) > 0; }),
+                d.nodes.end());
+  d.contentNodes -= before - d.nodes.size();
+  edges_.erase(std::remove_if(edges_.begin(), edges_.end(),
+                              [&](const PlanEdge& e) {
+                                return dropped.count(e.tail) > 0 || dropped.count(e.head) > 0;
+                              }),
+               edges_.end());
+}
+
+// At scale: each device's cluster between two invisible anchors, and each row
+// of kPanelColumns clusters below the one before it.
+void PlanDrawer::addPanelRows(Drawing& d) {
+  if (!panels_) {
+    return;
+  }
+  const int devices = std::max(p_.target.deviceCount(), p_.plan.deviceCount);
+  const Attrs invisible{{"style", "invis"}};
+  const int columns = panelColumns(devices);
+  for (std::size_t i = 0; i < panels_drawn_.size(); ++i) {
+    const int dev = panels_drawn_[i];
+    std::vector<std::string>& nodes = deviceNodes_[dev];
+    if (nodes.empty()) {
+      const std::string idle = "idle:" + std::to_string(dev);
+      d.addNode(idle, {{"label", "idle"}, {"shape", "plaintext"}, {"style", ""}});
+      nodes.push_back(idle);
+    }
+    const std::string top = "top:" + std::to_string(dev);
+    const std::string bottom = "bottom:" + std::to_string(dev);
+    for (const std::string& anchor : {top, bottom}) {
+      d.addNode(anchor, {{"shape", "point"}, {"width", "0.01"}, {"style", "invis"}});
+    }
+    for (const std::string& n : nodes) {
+      d.addEdge(top, n, invisible);
+      d.addEdge(n, bottom, invisible);
+    }
+    nodes.insert(nodes.begin(), top);
+    nodes.push_back(bottom);
+    if (i >= static_cast<std::size_t>(columns)) {
+      d.addEdge("bottom:" + std::to_string(panels_drawn_[i - static_cast<std::size_t>(columns)]),
+                top, invisible);
+    }
+  }
+}
+
 void PlanDrawer::addClusters(Drawing& d) {
   if (!hostNodes_.empty()) {
     Subgraph host;
@@ -310,13 +527,35 @@ void PlanDrawer::addClusters(Drawing& d) {
   int devices = std::max(target.deviceCount(), p_.plan.deviceCount);
   std::vector<Subgraph> machines(static_cast<std::size_t>(std::max(1, target.nodeCount())));
   for (int dev = 0; dev < devices; ++dev) {
+    std::string who = "device " + std::to_string(dev);
+    std::int64_t peakShown = static_cast<std::size_t>(dev) < p_.simulation.peakPerDevice.size()
+                                 ? p_.simulation.peakPerDevice[static_cast<std::size_t>(dev)]
+                                 : 0;
+    if (!shownAs_.empty()) {
+      if (shownAs_[static_cast<std::size_t>(dev)] != dev) {
+        continue; // folded into an alike device's panel (--collapse)
+      }
+      std::vector<std::int64_t> alike;
+      for (int other = 0; other < devices; ++other) {
+        if (shownAs_[static_cast<std::size_t>(other)] == dev) {
+          alike.push_back(other);
+        }
+      }
+      if (alike.size() > 1) {
+        who = "devices " + formatInts(alike) + " alike (device " + std::to_string(dev) + " shown)";
+      }
+      for (std::int64_t other : alike) { // the panel's peak: the largest of them
+        if (static_cast<std::size_t>(other) < p_.simulation.peakPerDevice.size()) {
+          peakShown =
+              std::max(peakShown, p_.simulation.peakPerDevice[static_cast<std::size_t>(other)]);
+        }
+      }
+    }
     Subgraph cluster;
     cluster.id = "dev" + std::to_string(dev);
-    std::string label =
-        "device " + std::to_string(dev) + " \xC2\xB7 " + cost::deviceKindName(target.devices.kind);
+    std::string label = who + " \xC2\xB7 " + cost::deviceKindName(target.devices.kind);
     if (static_cast<std::size_t>(dev) < p_.simulation.peakPerDevice.size()) {
-      label += " \xC2\xB7 peak " +
-               formatBytes(static_cast<double>(p_.simulation.peakPerDevice[dev])) + " of " +
+      label += " \xC2\xB7 peak " + formatBytes(static_cast<double>(peakShown)) + " of " +
                formatBytes(static_cast<double>(target.devices.memory));
     }
     cluster.attrs = {{"label", label},
@@ -419,9 +658,18 @@ Drawing PlanDrawer::draw() {
   }
   addShardNodes(d);
   addReductions(d);
+  addArrivalNodes(d);
+  if (panels_) {
+    foldAlikePanels(d);
+  }
   emitEdges(d);
+  addPanelRows(d);
   addClusters(d);
   addLegend(d);
+  if (panels_) {
+    // The legend goes below the panels instead of taking a column of its own.
+    d.addEdge("bottom:" + std::to_string(panels_drawn_.back()), "legend", {{"style", "invis"}});
+  }
   return d;
 }
 

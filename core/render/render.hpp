@@ -34,7 +34,8 @@ struct ViewOptions {
   // Graph view: fold single-use graph inputs (weights) into their operation,
   // draw each name block ("block3.attn.q" belongs to "block3") as one node and
   // merge runs of identical blocks ("block0 … block11 ×12"). Plan view: one node
-  // per operation and device instead of one per shard.
+  // per operation and device instead of one per shard, and at four devices or
+  // more one panel for devices that do the same work.
   bool collapse = false;
   // More content nodes than this is an Error (exit 1) that suggests --collapse.
   std::size_t maxNodes = 2000;

@@ -111,7 +111,7 @@ Options:
                               What to draw: graph, plan, front or timeline (default: by file)
   --rankdir TEXT:{TB,LR,BT,RL}=TB
                               Layout direction: TB, LR, BT or RL
-  --collapse                  Collapse repeated blocks and fold weights into their operation (graph view); one node per operation and device (plan view)
+  --collapse                  Collapse repeated blocks and fold weights into their operation (graph view); one node per operation and device, alike devices once (plan view)
   --max-nodes INT:INT in [1 - 1000000000]=2000
                               Refuse to draw more nodes than this
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
