@@ -158,7 +158,7 @@ double drawLanes(Drawing& d, Canvas& c, const TimelinePicture& p, std::size_t wh
   return y;
 }
 
-void drawAxis(Canvas& c, const Scale& scale, double top, double bottom) {
+void drawAxis(Canvas& c, const Scale& scale, double top, double bottom, const std::string& title) {
   const double step = tickStep(scale.end, 8);
   for (int i = 0;; ++i) {
     const double t = i * step;
@@ -170,8 +170,13 @@ void drawAxis(Canvas& c, const Scale& scale, double top, double bottom) {
     c.text(x, bottom - 10, formatSeconds(t), 9);
   }
   c.line(kLabelWidth, bottom, kLabelWidth + kPlotWidth, bottom, {{"color", "#333333"}});
-  c.text(kLabelWidth + kPlotWidth / 2, bottom - 26, "time from the start of the run", 10);
+  c.text(kLabelWidth + kPlotWidth / 2, bottom - 26, title, 10);
 }
+
+// Timelines share one time axis unless their lengths differ by more than this
+// factor (a GPU prediction beside a CPU run): then each has its own, or the
+// shorter would be a sliver.
+constexpr double kSharedAxisRatio = 4;
 
 void addTimelineLegend(Drawing& d, const TimelinePicture& p, double x, double y) {
   std::vector<LegendRow> rows;
@@ -179,7 +184,8 @@ void addTimelineLegend(Drawing& d, const TimelinePicture& p, double x, double y)
     rows.push_back({"BGCOLOR=\"" + paletteColor(op) + "\"", "",
                     p.operations[op] + (op < p.kernels.size() ? " (" + p.kernels[op] + ")" : "")});
   }
-  rows.push_back({"BORDER=\"0\"", font(bold("\xE2\x96\xA1"), 16, kCritical), "thick outline: on the critical path"});
+  rows.push_back({"BORDER=\"0\"", font(bold("\xE2\x96\xA1"), 16, kCritical),
+                  "thick outline: on the critical path"});
   rows.push_back({"BORDER=\"0\"", font("\xE2\x96\xA1", 14, "#1f77b4"), "transfer from the host"});
   rows.push_back({"BORDER=\"0\"", font("\xE2\x96\xA1", 14, "#b22222"), "transfer between devices"});
   rows.push_back({"BORDER=\"0\"", font("\xE2\x96\xA2", 14, "#555555"),
@@ -244,17 +250,32 @@ Drawing timelineView(const TimelinePicture& p, const ViewOptions& options) {
   d.nodeDefaults = {{"fontname", kFont}, {"fontsize", "9"}};
   d.edgeDefaults = {{"arrowhead", "none"}};
   double end = 0;
-  for (const Timeline& t : p.timelines) {
-    end = std::max(end, t.end);
+  double shortest = 0;
+  for (std::size_t i = 0; i < p.timelines.size(); ++i) {
+    end = std::max(end, p.timelines[i].end);
+    shortest = i == 0 ? p.timelines[i].end : std::min(shortest, p.timelines[i].end);
   }
-  const Scale scale{end > 0 ? end : 1e-6};
+  const bool shared = !(shortest > 0) || end <= kSharedAxisRatio * shortest;
+  const Scale common{end > 0 ? end : 1e-6};
   Canvas c(d);
   const double top = 0;
   double y = top;
   for (std::size_t i = 0; i < p.timelines.size(); ++i) {
-    y = drawLanes(d, c, p, i, scale, y) - (i + 1 < p.timelines.size() ? kGroupGap : 0);
+    const double groupTop = y;
+    const Scale scale = shared ? common : Scale{p.timelines[i].end};
+    y = drawLanes(d, c, p, i, scale, y);
+    if (!shared) {
+      drawAxis(c, scale, groupTop - kLanePitch / 2, y + kLanePitch / 2,
+               "time from the start of the run (" +
+                   p.timelines[i].label.substr(0, p.timelines[i].label.find(' ')) +
+                   ": its own scale)");
+      y -= 40;
+    }
+    y -= i + 1 < p.timelines.size() ? kGroupGap : 0;
   }
-  drawAxis(c, scale, top - kLanePitch / 2, y + kLanePitch / 2);
+  if (shared) {
+    drawAxis(c, common, top - kLanePitch / 2, y + kLanePitch / 2, "time from the start of the run");
+  }
   addTimelineLegend(d, p, kLabelWidth + kPlotWidth + 24, top);
   return d;
 }
