@@ -73,6 +73,9 @@ struct FamilyCase {
   std::function<graph::ExpandedGraph(const metakernel::MetakernelLibrary&, int step, int copies)>
       graphFor;
   int steps = 0;
+  // Measured apart from its family (the table is the kernel's own): a member
+  // whose speed differs from the family's representative.
+  bool apart = false;
 };
 
 std::vector<FamilyCase> familyCases() {
@@ -137,6 +140,26 @@ std::vector<FamilyCase> familyCases() {
                                        R"("inputs": {"input": "x"})");
                    },
                    8});
+  // Members that run at their own speed: sigmoid and exp (one exp per
+  // element) and gelu (erf) against tanh; layernorm (two passes in double,
+  // no exp) against softmax.
+  for (const char* kernel : {"sigmoid", "exp", "gelu"}) {
+    cases.push_back({"activation", kernel,
+                     [rows, kernel](const Lib& lib, int step, int copies) {
+                       return oneOpGraph(lib, kernel, tensorText("x", {copies * rows(step), 1024}),
+                                         "", R"("inputs": {"input": "x"})");
+                     },
+                     8, true});
+  }
+  cases.push_back({"normalization", "layernorm",
+                   [rows](const Lib& lib, int step, int copies) {
+                     return oneOpGraph(lib, "layernorm",
+                                       tensorText("x", {copies * rows(step), 1024}) + ", " +
+                                           tensorText("g", {1024}) + ", " + tensorText("b", {1024}),
+                                       "",
+                                       R"("inputs": {"input": "x", "gamma": "g", "beta": "b"})");
+                   },
+                   8, true});
   cases.push_back({"transpose", "transpose",
                    [rows](const Lib& lib, int step, int copies) {
                      return oneOpGraph(lib, "transpose",
@@ -401,7 +424,7 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
       }
     }
     if (!table.alone.empty()) {
-      profile.kernels.emplace(c.family, std::move(table));
+      profile.kernels.emplace(c.apart ? c.kernel : c.family, std::move(table));
     }
   }
 

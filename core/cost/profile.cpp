@@ -34,44 +34,60 @@ const KernelFamily* findKernelFamily(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+struct FamilyEntry {
+  std::string_view kernel;
+  std::string_view family;
+};
+
+// The standard library (metakernels/*.yaml), by what bounds its speed.
+constexpr FamilyEntry kFamilyTable[] = {
+    {"matmul", "matmul"},
+    {"linear", "matmul"},
+    {"conv2d", "conv"},
+    {"add", "elementwise"},
+    {"sub", "elementwise"},
+    {"mul", "elementwise"},
+    {"div", "elementwise"},
+    {"relu", "elementwise"},
+    {"neg", "elementwise"},
+    {"cast", "elementwise"},
+    {"gelu", "activation"},
+    {"tanh", "activation"},
+    {"exp", "activation"},
+    {"sigmoid", "activation"},
+    {"sum", "reduction"},
+    {"mean", "reduction"},
+    {"max", "reduction"},
+    {"softmax", "normalization"},
+    {"layernorm", "normalization"},
+    {"concat", "copy"},
+    {"split", "copy"},
+    {"reshape", "copy"},
+    {"embedding", "copy"},
+    {"transpose", "transpose"},
+};
+
+} // namespace
+
 const KernelFamily* familyOfKernel(std::string_view kernel) {
-  struct Entry {
-    std::string_view kernel;
-    std::string_view family;
-  };
-  // The standard library (metakernels/*.yaml), by what bounds its speed.
-  static constexpr Entry kTable[] = {
-      {"matmul", "matmul"},
-      {"linear", "matmul"},
-      {"conv2d", "conv"},
-      {"add", "elementwise"},
-      {"sub", "elementwise"},
-      {"mul", "elementwise"},
-      {"div", "elementwise"},
-      {"relu", "elementwise"},
-      {"neg", "elementwise"},
-      {"cast", "elementwise"},
-      {"gelu", "activation"},
-      {"tanh", "activation"},
-      {"exp", "activation"},
-      {"sigmoid", "activation"},
-      {"sum", "reduction"},
-      {"mean", "reduction"},
-      {"max", "reduction"},
-      {"softmax", "normalization"},
-      {"layernorm", "normalization"},
-      {"concat", "copy"},
-      {"split", "copy"},
-      {"reshape", "copy"},
-      {"embedding", "copy"},
-      {"transpose", "transpose"},
-  };
-  for (const Entry& e : kTable) {
+  for (const FamilyEntry& e : kFamilyTable) {
     if (e.kernel == kernel) {
       return findKernelFamily(e.family);
     }
   }
   return nullptr;
+}
+
+std::vector<std::string_view> kernelsOfFamily(std::string_view family) {
+  std::vector<std::string_view> out;
+  for (const FamilyEntry& e : kFamilyTable) {
+    if (e.family == family) {
+      out.push_back(e.kernel);
+    }
+  }
+  return out;
 }
 
 double interpolateTime(const std::vector<ProfilePoint>& points, double size) {
@@ -113,6 +129,14 @@ double interpolateTime(const std::vector<ProfilePoint>& alone, const std::vector
 const ProfileTable* Profile::table(std::string_view family) const {
   auto it = kernels.find(family);
   return it == kernels.end() ? nullptr : &it->second;
+}
+
+const ProfileTable* Profile::tableFor(std::string_view kernel) const {
+  if (const ProfileTable* own = table(kernel)) {
+    return own;
+  }
+  const KernelFamily* f = familyOfKernel(kernel);
+  return f != nullptr ? table(f->name) : nullptr;
 }
 
 } // namespace tapestry::cost

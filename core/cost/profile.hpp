@@ -38,6 +38,8 @@ const KernelFamily* findKernelFamily(std::string_view name);
 // copy); nullptr for a kernel of no family (a user's kernel), which the
 // simulator then costs with the roofline figures.
 const KernelFamily* familyOfKernel(std::string_view kernel);
+// The standard-library kernels of a family, in a fixed order.
+std::vector<std::string_view> kernelsOfFamily(std::string_view family);
 
 struct ProfilePoint {
   double size = 0;    // FLOPs or bytes of one shard
@@ -79,7 +81,10 @@ struct Profile {
   // Once per run of a plan that keeps more than one device busy: the time
   // until every device is at work (waking the workers), added to the makespan.
   double startOverhead = 0;
-  std::map<std::string, ProfileTable, std::less<>> kernels; // by family name
+  // By family name; also by a standard kernel's own name where calibrate
+  // measured that kernel apart from its family (sigmoid runs 4x faster than
+  // tanh, the activation family's representative).
+  std::map<std::string, ProfileTable, std::less<>> kernels;
   // Measured copies by bytes (a transfer's allocation and copy): between two
   // devices and from the host. Empty: the target's links and host figures.
   std::vector<ProfilePoint> linkCopies;
@@ -97,6 +102,8 @@ struct Profile {
   bool operator==(const Profile&) const = default;
 
   const ProfileTable* table(std::string_view family) const;
+  // The table that costs `kernel`: its own, else its family's (nullptr: none).
+  const ProfileTable* tableFor(std::string_view kernel) const;
 };
 
 } // namespace tapestry::cost

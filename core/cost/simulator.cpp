@@ -105,9 +105,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   for (std::size_t op = 0; op < p.ops.size(); ++op) {
     rate[op] = t.flopsFor(p.ops[op].dtype);
     if (t.profile) {
-      if (const KernelFamily* f = familyOfKernel(p.ops[op].kernel)) {
-        measured[op] = t.profile->table(f->name);
-      }
+      measured[op] = t.profile->tableFor(p.ops[op].kernel);
     }
   }
   busy = 0;

@@ -329,6 +329,30 @@ template <class Field> std::vector<ProfilePoint> decodePoints(const Field& list)
   return points;
 }
 
+// A profile's tables in the order files list them: each family, then the
+// kernels of that family measured apart from it.
+struct ProfileEntry {
+  std::string_view name;
+  std::string doc;
+  const ProfileTable* table;
+};
+
+std::vector<ProfileEntry> profileTables(const Profile& p) {
+  std::vector<ProfileEntry> out;
+  for (const KernelFamily& f : kernelFamilies()) {
+    if (const ProfileTable* t = p.table(f.name)) {
+      out.push_back({f.name, std::string(f.doc), t});
+    }
+    for (std::string_view k : kernelsOfFamily(f.name)) {
+      const ProfileTable* own = k != f.name ? p.table(k) : nullptr;
+      if (own != nullptr) {
+        out.push_back({k, std::string(k) + " alone (" + std::string(f.name) + " family)", own});
+      }
+    }
+  }
+  return out;
+}
+
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
                 "copies", "kernels"});
@@ -375,9 +399,17 @@ template <class Map> Profile decodeProfile(const Map& m) {
   for (const KernelFamily& f : kernelFamilies()) {
     names.push_back(f.name);
   }
+  for (const KernelFamily& f : kernelFamilies()) {
+    for (std::string_view k : kernelsOfFamily(f.name)) {
+      if (findKernelFamily(k) == nullptr) { // "matmul" and "transpose" name both
+        names.push_back(k);
+      }
+    }
+  }
   kernels.expectKeys(names);
   for (const auto& [family, tableField] : kernels.members()) {
-    const KernelFamily& f = *findKernelFamily(family);
+    const KernelFamily* named = findKernelFamily(family);
+    const KernelFamily& f = named != nullptr ? *named : *familyOfKernel(family);
     auto table = nestedMap(kernels, tableField, family);
     table.expectKeys({"size", "alone", "all"});
     ProfileTable t;
@@ -510,16 +542,14 @@ Json profileJson(const Profile& p) {
     j["copies"] = std::move(copies);
   }
   Json kernels = Json::object();
-  for (const KernelFamily& f : kernelFamilies()) {
-    if (const ProfileTable* t = p.table(f.name)) {
-      Json table = Json::object();
-      table["size"] = workMeasureName(t->measure);
-      table["alone"] = pointsJson(t->alone);
-      if (!t->all.empty()) {
-        table["all"] = pointsJson(t->all);
-      }
-      kernels[std::string(f.name)] = std::move(table);
+  for (const ProfileEntry& e : profileTables(p)) {
+    Json table = Json::object();
+    table["size"] = workMeasureName(e.table->measure);
+    table["alone"] = pointsJson(e.table->alone);
+    if (!e.table->all.empty()) {
+      table["all"] = pointsJson(e.table->all);
     }
+    kernels[std::string(e.name)] = std::move(table);
   }
   j["kernels"] = std::move(kernels);
   return j;
@@ -712,14 +742,12 @@ std::string toYaml(const Target& target) {
       }
     }
     y += "  kernels:\n";
-    for (const KernelFamily& f : kernelFamilies()) {
-      if (const ProfileTable* t = p->table(f.name)) {
-        y += "    " + std::string(f.name) + ":  # " + std::string(f.doc) + "\n";
-        y += "      size: " + std::string(workMeasureName(t->measure)) + "\n";
-        y += "      alone: " + pointsYaml(t->alone) + "\n";
-        if (!t->all.empty()) {
-          y += "      all: " + pointsYaml(t->all) + "\n";
-        }
+    for (const ProfileEntry& e : profileTables(*p)) {
+      y += "    " + std::string(e.name) + ":  # " + e.doc + "\n";
+      y += "      size: " + std::string(workMeasureName(e.table->measure)) + "\n";
+      y += "      alone: " + pointsYaml(e.table->alone) + "\n";
+      if (!e.table->all.empty()) {
+        y += "      all: " + pointsYaml(e.table->all) + "\n";
       }
     }
   }

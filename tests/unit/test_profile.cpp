@@ -80,6 +80,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   kernels:
     matmul: {size: flops, alone: [[1e3, 1e-6], [1e9, 2e-2]], all: [[1e3, 2e-6], [1e9, 3e-2]]}
     elementwise: {size: bytes, alone: [[4096, 1e-6]]}
+    sigmoid: {size: bytes, alone: [[4096, 2e-7]]}
 )");
   REQUIRE(t.profile);
   const Profile& p = *t.profile;
@@ -97,6 +98,12 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.table("matmul")->all[1].seconds == 3e-2);
   CHECK(p.table("elementwise")->all.empty());
   CHECK(p.table("conv") == nullptr);
+  // A kernel measured apart from its family costs with its own table.
+  CHECK(p.tableFor("sigmoid") == p.table("sigmoid"));
+  CHECK(p.table("sigmoid")->alone[0].seconds == 2e-7);
+  CHECK(p.tableFor("linear") == p.table("matmul"));
+  CHECK(p.tableFor("tanh") == nullptr); // no activation table
+  CHECK(p.tableFor("rmsnorm") == nullptr);
 
   const json::Document doc = json::Document::parse(SourceFile("t.json", toJson(t).dump()));
   CHECK(targetFromJson(json::Value(doc)) == t);
@@ -122,7 +129,13 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(family.location == "t.yaml:9:13");
   CHECK(family.message ==
         "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
-        "activation, reduction, normalization, copy, transpose)");
+        "activation, reduction, normalization, copy, transpose, linear, conv2d, add, sub, mul, div, "
+        "relu, neg, cast, gelu, tanh, exp, sigmoid, sum, mean, max, softmax, layernorm, concat, "
+        "split, reshape, embedding)");
+  CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
+                   "    sigmoid: {size: flops, alone: [[1, 1]]}\n")
+            .message ==
+        "profile.kernels.sigmoid.size must be bytes for activation kernels, got \"flops\"");
 
   CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
                    "    matmul: {size: bytes, alone: [[1, 1]]}\n")
