@@ -233,45 +233,14 @@ struct Box {
   bool overlaps(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
 };
 
-// Text extent estimate for a sans font: wide enough for DejaVu Sans digits.
-double textWidth(const std::string& text, double size) {
-  std::size_t chars = 0;
-  for (unsigned char c : text) {
-    if ((c & 0xC0) != 0x80) {
-      ++chars; // count UTF-8 code points
-    }
-  }
-  return static_cast<double>(chars) * size * 0.58 + 4;
-}
-
-class Plot {
+class Plot : public PinnedCanvas {
 public:
-  explicit Plot(Drawing& d) : d_(d) {}
+  explicit Plot(Drawing& d) : PinnedCanvas(d, 1) {}
 
-  std::string point(double x, double y) {
-    std::string id = "p" + std::to_string(next_++);
-    d_.addNode(id, {{"shape", "point"}, {"width", "0.01"}, {"style", "invis"}, {"pos", pos(x, y)}});
-    return id;
-  }
-  void line(double x0, double y0, double x1, double y1, Attrs attrs) {
-    std::string a = point(x0, y0);
-    std::string b = point(x1, y1);
-    attrs.push_back({"dir", "none"});
-    d_.addEdge(a, b, std::move(attrs));
-  }
   // A text node centred at (x, y); its box is reserved.
   void text(const std::string& id, double x, double y, const std::string& label, double size,
             Attrs extra = {}) {
-    Attrs attrs{{"shape", "plaintext"},
-                {"style", ""},
-                {"margin", "0"},
-                {"width", "0"},
-                {"height", "0"},
-                {"fontsize", formatNumber(size)},
-                {"label", escapeString(label)},
-                {"pos", pos(x, y)}};
-    attrs.insert(attrs.end(), extra.begin(), extra.end());
-    d_.addNode(id, std::move(attrs));
+    textNode(id, x, y, label, size, std::move(extra));
     double w = textWidth(label, size);
     reserved_.push_back(Box{x - w / 2, y - size * 0.6, x + w / 2, y + size * 0.6});
   }
@@ -338,15 +307,7 @@ public:
   }
   void setBounds(const Box& b) { bounds_ = b; }
 
-  static std::string pos(double x, double y) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.1f,%.1f!", x, y);
-    return buffer;
-  }
-
 private:
-  Drawing& d_;
-  std::size_t next_ = 0;
   std::vector<Box> reserved_;
   Box bounds_{-1e9, -1e9, 1e9, 1e9};
 };
@@ -422,15 +383,7 @@ void setUpDrawing(Drawing& d, const FrontFile& f) {
   if (!f.search.empty()) {
     facts += " \xC2\xB7 " + f.search;
   }
-  d.graphAttrs = {{"fontname", kFont},
-                  {"label", title(d.name + " Pareto front" + where, facts), true},
-                  {"labelloc", "t"},
-                  {"splines", "line"},
-                  {"outputorder", "edgesfirst"},
-                  {"bgcolor", "white"},
-                  {"pad", "0.3"}};
-  d.nodeDefaults = {{"fontname", kFont}, {"fontsize", "10"}};
-  d.edgeDefaults = {{"arrowhead", "none"}};
+  setPinnedDefaults(d, title(d.name + " Pareto front" + where, facts), "10");
 }
 
 // Axes that fit every plan and baseline.
@@ -550,7 +503,7 @@ void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBin
                {"color", "#333333"},
                {"penwidth", "0.8"},
                {"tooltip", escapeString(tip)},
-               {"pos", Plot::pos(x, y)}});
+               {"pos", pinnedPos(1, x, y)}});
     ++d.contentNodes;
   }
   for (std::size_t i = 0; i < f.baselines.size(); ++i) {
@@ -571,7 +524,7 @@ void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBin
                {"color", "#222222"},
                {"penwidth", "1.5"},
                {"tooltip", escapeString(b.name + ": " + objectivesText(*b.objectives))},
-               {"pos", Plot::pos(x, y)}});
+               {"pos", pinnedPos(1, x, y)}});
     ++d.contentNodes;
   }
   // The selected plan's ring goes on top of everything (a baseline may sit there).
@@ -586,7 +539,7 @@ void addMarkers(Drawing& d, const FrontFile& f, const Axes& axes, const BytesBin
                {"color", kSelected},
                {"penwidth", "2.2"},
                {"tooltip", escapeString("selected plan #" + std::to_string(*f.doc.selected))},
-               {"pos", Plot::pos(axes.x.at(o.time), axes.y.at(o.memory))}});
+               {"pos", pinnedPos(1, axes.x.at(o.time), axes.y.at(o.memory))}});
   }
 }
 
@@ -668,7 +621,7 @@ void addLegend(Drawing& d, const FrontFile& f, const BytesBins& bins) {
   d.addNode("legend", {{"shape", "plaintext"},
                        {"margin", "0"},
                        {"label", html, true},
-                       {"pos", Plot::pos(kPlotWidth + 24 + legendWidth / 2,
+                       {"pos", pinnedPos(1, kPlotWidth + 24 + legendWidth / 2,
                                          kPlotHeight - 8 * static_cast<double>(lines))}});
 }
 

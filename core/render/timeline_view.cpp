@@ -31,58 +31,18 @@ constexpr double kGroupGap = 30;   // between the predicted and the measured lan
 constexpr double kFontSize = 8;
 const char* kCritical = "#111111"; // a thick dark outline (red and blue mark transfers)
 
-std::string pos(double x, double y) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f,%.2f!", x, y);
-  return buffer;
-}
-
 std::string inches(double points) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.4f", std::max(points, 0.72) / 72);
   return buffer;
 }
 
-double textWidth(const std::string& text, double size) {
-  std::size_t chars = 0;
-  for (unsigned char c : text) {
-    if ((c & 0xC0) != 0x80) {
-      ++chars;
-    }
-  }
-  return static_cast<double>(chars) * size * 0.58 + 4;
-}
-
-class Canvas {
+class Canvas : public PinnedCanvas {
 public:
-  explicit Canvas(Drawing& d) : d_(d) {}
-  std::string point(double x, double y) {
-    std::string id = "p" + std::to_string(next_++);
-    d_.addNode(id, {{"shape", "point"}, {"width", "0.01"}, {"style", "invis"}, {"pos", pos(x, y)}});
-    return id;
-  }
-  void line(double x0, double y0, double x1, double y1, Attrs attrs) {
-    std::string a = point(x0, y0);
-    std::string b = point(x1, y1);
-    attrs.push_back({"dir", "none"});
-    d_.addEdge(a, b, std::move(attrs));
-  }
+  explicit Canvas(Drawing& d) : PinnedCanvas(d, 2) {}
   void text(double x, double y, const std::string& label, double size, Attrs extra = {}) {
-    Attrs attrs{{"shape", "plaintext"},
-                {"style", ""},
-                {"margin", "0"},
-                {"width", "0"},
-                {"height", "0"},
-                {"fontsize", formatNumber(size)},
-                {"label", escapeString(label)},
-                {"pos", pos(x, y)}};
-    attrs.insert(attrs.end(), extra.begin(), extra.end());
-    d_.addNode("t" + std::to_string(next_++), std::move(attrs));
+    textNode(nextId("t"), x, y, label, size, std::move(extra));
   }
-
-private:
-  Drawing& d_;
-  std::size_t next_ = 0;
 };
 
 // A tick step of 1, 2 or 5 times a power of ten giving about `count` ticks.
@@ -131,7 +91,7 @@ void drawSlice(Drawing& d, const TimelinePicture& p, const Slice& s, const Track
               {"fontsize", formatNumber(kFontSize)},
               {"label", fits ? escapeString(s.name) : ""},
               {"tooltip", escapeString(sliceTooltip(p, s))},
-              {"pos", pos(x0 + w / 2, y)}};
+              {"pos", pinnedPos(2, x0 + w / 2, y)}};
   d.addNode(id, std::move(attrs));
   ++d.contentNodes;
 }
@@ -205,7 +165,7 @@ void addTimelineLegend(Drawing& d, const TimelinePicture& p, double x, double y)
   d.addNode("legend", {{"shape", "plaintext"},
                        {"margin", "0"},
                        {"label", html, true},
-                       {"pos", pos(x + width / 2, y - height / 2)}});
+                       {"pos", pinnedPos(2, x + width / 2, y - height / 2)}});
 }
 
 std::string facts(const TimelinePicture& p) {
@@ -240,15 +200,7 @@ Drawing timelineView(const TimelinePicture& p, const ViewOptions& options) {
   Drawing d;
   d.name = p.name;
   d.layout = "nop";
-  d.graphAttrs = {{"fontname", kFont},
-                  {"label", title(p.name + " timeline on " + p.target, facts(p)), true},
-                  {"labelloc", "t"},
-                  {"splines", "line"},
-                  {"outputorder", "edgesfirst"},
-                  {"bgcolor", "white"},
-                  {"pad", "0.3"}};
-  d.nodeDefaults = {{"fontname", kFont}, {"fontsize", "9"}};
-  d.edgeDefaults = {{"arrowhead", "none"}};
+  setPinnedDefaults(d, title(p.name + " timeline on " + p.target, facts(p)), "9");
   double end = 0;
   double shortest = 0;
   for (std::size_t i = 0; i < p.timelines.size(); ++i) {

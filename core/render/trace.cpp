@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -70,14 +71,18 @@ Json sliceArgs(const plan::LoadedPlan& loaded, const Slice& s) {
   return args;
 }
 
-const char* category(Slice::Kind kind) {
-  switch (kind) {
-  case Slice::Kind::Shard:
-    return "shard";
-  case Slice::Kind::Transfer:
-    return "transfer";
-  case Slice::Kind::Reduction:
-    return "reduction";
+// A slice's "cat" in the trace, both ways.
+constexpr std::pair<Slice::Kind, std::string_view> kCategories[] = {
+    {Slice::Kind::Shard, "shard"},
+    {Slice::Kind::Transfer, "transfer"},
+    {Slice::Kind::Reduction, "reduction"},
+};
+
+std::string category(Slice::Kind kind) {
+  for (const auto& [k, name] : kCategories) {
+    if (k == kind) {
+      return std::string(name);
+    }
   }
   return "";
 }
@@ -225,14 +230,10 @@ Track trackNamed(const json::Value& name) {
 
 Slice::Kind sliceKind(const json::Value& cat) {
   const std::string& text = cat.asString();
-  if (text == "shard") {
-    return Slice::Kind::Shard;
-  }
-  if (text == "transfer") {
-    return Slice::Kind::Transfer;
-  }
-  if (text == "reduction") {
-    return Slice::Kind::Reduction;
+  for (const auto& [kind, name] : kCategories) {
+    if (text == name) {
+      return kind;
+    }
   }
   cat.fail("expected \"shard\", \"transfer\" or \"reduction\", got " + json::brief(cat.json()));
 }

@@ -2,6 +2,7 @@
 // pieces, the common graph/node/edge defaults, and the legend node.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,6 +104,77 @@ inline void addLegend(Drawing& d, const std::vector<LegendRow>& rows) {
                   {"style", "rounded"}};
   legend.nodes.push_back("legend");
   d.subgraphs.push_back(std::move(legend));
+}
+
+// ---- pinned drawings (the front and timeline views place every node
+// themselves and hand the positions to Graphviz's nop layout)
+
+// Text extent estimate for a sans font: wide enough for DejaVu Sans digits.
+inline double textWidth(const std::string& text, double size) {
+  std::size_t chars = 0;
+  for (unsigned char c : text) {
+    if ((c & 0xC0) != 0x80) {
+      ++chars; // count UTF-8 code points
+    }
+  }
+  return static_cast<double>(chars) * size * 0.58 + 4;
+}
+
+// A fixed position for the nop layout: "x,y!" with `decimals` digits.
+inline std::string pinnedPos(int decimals, double x, double y) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f,%.*f!", decimals, x, decimals, y);
+  return buffer;
+}
+
+// Invisible points, lines between them and text nodes at fixed positions.
+class PinnedCanvas {
+public:
+  PinnedCanvas(Drawing& d, int decimals) : d_(d), decimals_(decimals) {}
+
+  std::string pos(double x, double y) const { return pinnedPos(decimals_, x, y); }
+  std::string point(double x, double y) {
+    std::string id = "p" + std::to_string(next_++);
+    d_.addNode(id, {{"shape", "point"}, {"width", "0.01"}, {"style", "invis"}, {"pos", pos(x, y)}});
+    return id;
+  }
+  void line(double x0, double y0, double x1, double y1, Attrs attrs) {
+    std::string a = point(x0, y0);
+    std::string b = point(x1, y1);
+    attrs.push_back({"dir", "none"});
+    d_.addEdge(a, b, std::move(attrs));
+  }
+  // A text node `id` centred at (x, y).
+  void textNode(const std::string& id, double x, double y, const std::string& label, double size,
+                Attrs extra) {
+    Attrs attrs{{"shape", "plaintext"},
+                {"style", ""},
+                {"margin", "0"},
+                {"width", "0"},
+                {"height", "0"},
+                {"fontsize", formatNumber(size)},
+                {"label", escapeString(label)},
+                {"pos", pos(x, y)}};
+    attrs.insert(attrs.end(), extra.begin(), extra.end());
+    d_.addNode(id, std::move(attrs));
+  }
+  // A fresh id for a node the caller adds.
+  std::string nextId(const char* prefix) { return prefix + std::to_string(next_++); }
+
+private:
+  Drawing& d_;
+  int decimals_;
+  std::size_t next_ = 0;
+};
+
+// Graph defaults of a pinned drawing (nop layout): `label` (HTML) on top,
+// straight lines drawn under the nodes.
+inline void setPinnedDefaults(Drawing& d, std::string label, const char* nodeFontSize) {
+  d.graphAttrs = {{"fontname", kFont}, {"label", std::move(label), true}, {"labelloc", "t"},
+                  {"splines", "line"}, {"outputorder", "edgesfirst"},     {"bgcolor", "white"},
+                  {"pad", "0.3"}};
+  d.nodeDefaults = {{"fontname", kFont}, {"fontsize", nodeFontSize}};
+  d.edgeDefaults = {{"arrowhead", "none"}};
 }
 
 } // namespace tapestry::render::detail
