@@ -26,12 +26,10 @@ const std::vector<KernelFamily>& kernelFamilies() {
 }
 
 const KernelFamily* findKernelFamily(std::string_view name) {
-  for (const KernelFamily& f : kernelFamilies()) {
-    if (f.name == name) {
-      return &f;
-    }
-  }
-  return nullptr;
+  const std::vector<KernelFamily>& all = kernelFamilies();
+  const auto it =
+      std::find_if(all.begin(), all.end(), [&](const KernelFamily& f) { return f.name == name; });
+  return it == all.end() ? nullptr : &*it;
 }
 
 namespace {

@@ -640,13 +640,8 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     text << "--max-seconds: " << config.maxSeconds << " is not a time (expected seconds >= 0)";
     throw UsageError(text.str());
   }
-  if (!config.tracePath.empty()) {
-    checkTracePath(config.tracePath);
-  }
-  requireBackend(config.backend);
-  const metakernel::MetakernelLibrary library =
-      metakernel::MetakernelLibrary::load(config.kernelPaths);
-  const plan::LoadedPlan loaded = loadRunnable(config.planPath, library);
+  const Runnable input(config.planPath, config.kernelPaths, config.backend, config.tracePath);
+  const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
 
   // The baseline: every operation whole on device 0 of the same target.

@@ -150,6 +150,25 @@ std::string traceText(const plan::LoadedPlan& loaded, const render::TaskInterval
   return render::traceJson(loaded, timelines);
 }
 
+namespace {
+
+metakernel::MetakernelLibrary checkedLibrary(const std::vector<std::string>& kernelPaths,
+                                             const std::string& backend,
+                                             const std::string& tracePath) {
+  if (!tracePath.empty()) {
+    checkTracePath(tracePath);
+  }
+  requireBackend(backend);
+  return metakernel::MetakernelLibrary::load(kernelPaths);
+}
+
+} // namespace
+
+Runnable::Runnable(const std::string& planPath, const std::vector<std::string>& kernelPaths,
+                   const std::string& backend, const std::string& tracePath)
+    : library(checkedLibrary(kernelPaths, backend, tracePath)),
+      loaded(loadRunnable(planPath, library)) {}
+
 void checkTracePath(const std::string& path) {
   if (path == "-") {
     throw UsageError("--trace: expected a file name (standard output carries the report)");

@@ -27,6 +27,19 @@ plan::LoadedPlan loadRunnable(const std::string& path,
 plan::LoadedPlan runnableFrom(const json::Value& root, const metakernel::MetakernelLibrary& library,
                               const std::string& path);
 
+// What run and bench do before any work, in order: check the --trace path
+// (when given), require the backend, load the kernels, read the plan.
+class Runnable {
+public:
+  Runnable(const std::string& planPath, const std::vector<std::string>& kernelPaths,
+           const std::string& backend, const std::string& tracePath);
+  Runnable(const Runnable&) = delete;
+  Runnable& operator=(const Runnable&) = delete;
+
+  const metakernel::MetakernelLibrary library;
+  const plan::LoadedPlan loaded;
+};
+
 // Throws BackendUnavailable (exit 4) unless `name` can run here: "cpu" always;
 // "cuda" needs the CUDA backend built and a usable GPU. UsageError for others.
 void requireBackend(const std::string& name);

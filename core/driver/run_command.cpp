@@ -206,13 +206,8 @@ std::string measuredLabel(const std::string& backend, const ExecutionStats& stat
 }
 
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
-  if (!config.tracePath.empty()) {
-    checkTracePath(config.tracePath);
-  }
-  requireBackend(config.backend);
-  const metakernel::MetakernelLibrary library =
-      metakernel::MetakernelLibrary::load(config.kernelPaths);
-  const plan::LoadedPlan loaded = loadRunnable(config.planPath, library);
+  const Runnable input(config.planPath, config.kernelPaths, config.backend, config.tracePath);
+  const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
   // Refuse before anything is allocated when the run cannot fit in memory.
   refuseIfTooBig(displayName(config.planPath),
