@@ -64,8 +64,36 @@ patElem
   |
   ;
 
+// ---------------------------------------------------------------- bodies
+// A kernel's body (SPEC §4.1): statements `NAME (, NAME)* = BLOCK_EXPR`, one
+// after another, optionally separated by ';'. Block expressions compute on the
+// blocks a shard's IPFs select: '@' is the matrix product, calls take keyword
+// arguments (`axis=-1`), and numbers may be floats. core/expr/body.cpp checks
+// names and arguments after parsing.
+bodyInput : statement (';'? statement)* ';'? EOF ;
+
+statement : targets+=ID (',' targets+=ID)* eq='=' value=bexpr ;
+
+bexpr
+  : <assoc=right> bexpr op='**' bexpr                          # BPowExpr
+  | op='-' bexpr                                               # BNegExpr
+  | bexpr op=('*' | '/' | '@') bexpr                           # BMulExpr
+  | bexpr op=('+' | '-') bexpr                                 # BAddExpr
+  | FLOAT                                                      # BFloatExpr
+  | INT                                                        # BIntExpr
+  | value=('true' | 'false')                                   # BBoolExpr
+  | VAR                                                        # BVarExpr
+  | ID (open='(' (barg (',' barg)*)? ')')?                     # BNameExpr
+  | open='[' (bexpr (',' bexpr)*)? ']'                         # BListExpr
+  | '(' bexpr ')'                                              # BParenExpr
+  ;
+
+barg : (key=ID '=')? bexpr ;
+
 IPF_ARROW : ':>' ;
 ELLIPSIS  : '...' ;
+// A float needs a digit after its '.', so that `1...` stays INT and '...'.
+FLOAT     : [0-9]+ '.' [0-9]+ ([eE] [+-]? [0-9]+)? | [0-9]+ [eE] [+-]? [0-9]+ ;
 INT       : [0-9]+ ;
 VAR       : '$' [A-Za-z_] [A-Za-z0-9_]* ;
 ID        : [A-Za-z_] [A-Za-z0-9_]* ;

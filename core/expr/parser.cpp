@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -20,6 +22,8 @@
 #include "TapestryParser.h"
 #include "core/diag/utf8.hpp"
 #include "core/expr/ast.hpp"
+#include "core/expr/body.hpp"
+#include "core/expr/body_internal.hpp"
 #include "core/expr/dtype.hpp"
 #include "core/expr/expr.hpp"
 
@@ -130,7 +134,8 @@ private:
     }
     for (std::size_t t : types) {
       bool isStart = exprStarts.count(literal(t)) > 0 || t == TapestryParser::INT ||
-                     t == TapestryParser::VAR || t == TapestryParser::ID;
+                     t == TapestryParser::FLOAT || t == TapestryParser::VAR ||
+                     t == TapestryParser::ID;
       if ((expression && isStart) || (anOperator && operators.count(literal(t)) > 0)) {
         continue;
       }
@@ -164,6 +169,8 @@ private:
         names.push_back("a variable");
       } else if (t == TapestryParser::ID) {
         names.push_back("a name");
+      } else if (t == TapestryParser::FLOAT) {
+        names.push_back("a number");
       } else {
         names.push_back(literal(t));
       }
@@ -496,6 +503,109 @@ private:
   }
 };
 
+// Body statements and block expressions (rule bodyInput) into BodyNodes.
+class BodyConverter {
+public:
+  BodyNode convert(TapestryParser::BexprContext* c) {
+    BodyNode n;
+    n.column = columnOf(c->getStart());
+    n.length = static_cast<int>(c->getStop()->getStopIndex() - c->getStart()->getStartIndex()) + 1;
+    n.opColumn = n.column;
+    if (auto* p = dynamic_cast<TapestryParser::BPowExprContext*>(c)) {
+      binary(n, p->op, p->bexpr(0), p->bexpr(1));
+    } else if (auto* m = dynamic_cast<TapestryParser::BMulExprContext*>(c)) {
+      binary(n, m->op, m->bexpr(0), m->bexpr(1));
+    } else if (auto* a = dynamic_cast<TapestryParser::BAddExprContext*>(c)) {
+      binary(n, a->op, a->bexpr(0), a->bexpr(1));
+    } else if (auto* neg = dynamic_cast<TapestryParser::BNegExprContext*>(c)) {
+      BodyNode operand = convert(neg->bexpr());
+      if (operand.kind == BodyKind::Number) {
+        operand.number = -operand.number;
+        operand.column = operand.opColumn = n.column;
+        operand.length = n.length;
+        return operand;
+      }
+      n.kind = BodyKind::Neg;
+      n.children.push_back(std::move(operand));
+    } else if (auto* f = dynamic_cast<TapestryParser::BFloatExprContext*>(c)) {
+      n.kind = BodyKind::Number;
+      number(n, f->FLOAT()->getText(), false);
+    } else if (auto* i = dynamic_cast<TapestryParser::BIntExprContext*>(c)) {
+      n.kind = BodyKind::Number;
+      number(n, i->INT()->getText(), true);
+    } else if (auto* b = dynamic_cast<TapestryParser::BBoolExprContext*>(c)) {
+      n.kind = BodyKind::Bool;
+      n.boolValue = b->value->getText() == "true";
+    } else if (auto* v = dynamic_cast<TapestryParser::BVarExprContext*>(c)) {
+      n.kind = BodyKind::Var;
+      n.name = v->VAR()->getText().substr(1);
+    } else if (auto* nm = dynamic_cast<TapestryParser::BNameExprContext*>(c)) {
+      n.name = nm->ID()->getText();
+      if (nm->open == nullptr) {
+        n.kind = BodyKind::Name;
+        return n;
+      }
+      n.kind = BodyKind::Call;
+      bool keyword = false;
+      for (auto* arg : nm->barg()) {
+        if (arg->key != nullptr) {
+          keyword = true;
+          n.keys.push_back(arg->key->getText());
+          n.keyColumns.push_back(columnOf(arg->key));
+        } else if (keyword) {
+          throw ExprError(columnOf(arg->getStart()),
+                          "a positional argument cannot follow a keyword argument");
+        } else {
+          n.keys.emplace_back();
+          n.keyColumns.push_back(columnOf(arg->getStart()));
+        }
+        n.children.push_back(convert(arg->bexpr()));
+      }
+    } else if (auto* l = dynamic_cast<TapestryParser::BListExprContext*>(c)) {
+      n.kind = BodyKind::ListOf;
+      for (auto* e : l->bexpr()) {
+        n.children.push_back(convert(e));
+      }
+    } else if (auto* pa = dynamic_cast<TapestryParser::BParenExprContext*>(c)) {
+      return convert(pa->bexpr());
+    } else {
+      throw InternalError("body parser: unknown parse tree node " + c->getText());
+    }
+    return n;
+  }
+
+private:
+  static void number(BodyNode& n, const std::string& text, bool isInt) {
+    n.isInt = isInt;
+    if (isInt) {
+      std::int64_t value = 0;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc()) {
+        throw ExprError(n.column, "integer literal " + text + " does not fit in int64");
+      }
+      n.number = static_cast<double>(value);
+      return;
+    }
+    char* end = nullptr;
+    n.number = std::strtod(text.c_str(), &end);
+    if (!std::isfinite(n.number)) {
+      throw ExprError(n.column, "number " + text + " is out of range");
+    }
+  }
+
+  void binary(BodyNode& n, antlr4::Token* op, TapestryParser::BexprContext* lhs,
+              TapestryParser::BexprContext* rhs) {
+    static const std::map<std::string, BodyOp, std::less<>> ops = {
+        {"+", BodyOp::Add}, {"-", BodyOp::Sub},  {"*", BodyOp::Mul},
+        {"/", BodyOp::Div}, {"**", BodyOp::Pow}, {"@", BodyOp::MatMul}};
+    n.kind = BodyKind::Binary;
+    n.op = ops.at(op->getText());
+    n.opColumn = columnOf(op);
+    n.children.push_back(convert(lhs));
+    n.children.push_back(convert(rhs));
+  }
+};
+
 enum class Role { Dim, List, Group, Indexed, IndexedList, Count };
 
 const char* roleName(Role r) {
@@ -692,6 +802,28 @@ Pattern parsePattern(std::string_view text) {
 }
 IpfTemplate parseIpf(std::string_view text) {
   return Parser::ipf(text);
+}
+
+Body parseBody(std::string_view text) {
+  std::vector<BodyStatement> statements;
+  runParser<TapestryParser::BodyInputContext>(text, &TapestryParser::bodyInput,
+                                              [&](TapestryParser::BodyInputContext* t) {
+                                                BodyConverter conv;
+                                                for (auto* s : t->statement()) {
+                                                  BodyStatement st;
+                                                  for (antlr4::Token* target : s->targets) {
+                                                    st.targets.push_back(target->getText());
+                                                    st.targetColumns.push_back(columnOf(target));
+                                                  }
+                                                  st.value = conv.convert(s->value);
+                                                  statements.push_back(std::move(st));
+                                                }
+                                              });
+  checkBodyNames(statements);
+  Body body;
+  body.text_ = std::make_shared<const std::string>(text);
+  body.statements_ = std::make_shared<const std::vector<BodyStatement>>(std::move(statements));
+  return body;
 }
 
 } // namespace tapestry::expr

@@ -1,7 +1,9 @@
 // Fuzz target: the expression, shape-pattern and IPF parsers (grammar/Tapestry.g4,
 // core/expr) and the evaluation of what parses. The first byte picks the entry
 // point; inputs with a newline are "PATTERN\nTEXT": the pattern is matched first,
-// so TEXT evaluates with real bindings, as in a metakernel.
+// so TEXT evaluates with real bindings, as in a metakernel. A TEXT starting
+// with "body:" is a kernel body instead, evaluated on types over two blocks.
+#include "core/expr/body.hpp"
 #include "core/expr/expr.hpp"
 #include "tests/fuzz/fuzz_guard.hpp"
 
@@ -35,6 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       expr::matchList(expr::parsePattern(patternText), {{4, 8}, {4, 6}}, bindings, "X");
     } else {
       expr::match(expr::parsePattern(patternText), {2, 3, 4}, bindings, "X");
+    }
+    if (text.rfind("body:", 0) == 0) {
+      expr::BodyEnvironment env;
+      env.bindings = &bindings;
+      env.numbers["eps"] = 1e-6;
+      env.inputs.emplace("x", expr::BodyValue::block(expr::BlockType{{2, 3, 4}, "float32"}));
+      env.inputs.emplace("w", expr::BodyValue::block(expr::BlockType{{4, 5}, "float32"}));
+      (void)expr::evaluateBody(expr::parseBody(text.substr(5)), env);
+      return;
     }
     switch (mode) {
     case 0:
