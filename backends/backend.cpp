@@ -149,14 +149,7 @@ void copyHostRegion(const TensorView& src, const TensorView& dst, const ZRange& 
 
 ZRange selection(const IndexProjection& ipf, const ZRange& index,
                  const std::vector<std::int64_t>& shape) {
-  const ZRange bounds = ZRange::fromShape(ZPoint(shape));
-  if (index.isEmpty()) {
-    return shape.empty() ? bounds : ZRange::empty(shape.size());
-  }
-  if (shape.empty()) {
-    return bounds; // a rank-0 tensor: its one element
-  }
-  return ipf.apply(index).intersection(bounds);
+  return shardSelection(ipf, index, shape);
 }
 
 ShardSelections shardSelections(const graph::Operation& op, const ZRange& index) {
@@ -249,16 +242,35 @@ void Backend::copyOverlap(const TensorView& src, const TensorView& dst) {
 void Backend::runKernel(const graph::Operation& op, const ZRange& index,
                         std::span<const PortViews> inputs, std::span<const PortViews> outputs,
                         int device) {
-  if (!hasKernel(op.kernel)) {
+  const metakernel::Application& app = op.application;
+  const bool native = hasKernel(op.kernel) && !(app.body && prefersBodies());
+  const bool external = !native && app.externKernel && !(app.body && prefersBodies());
+  if (!native && !external && !app.body) {
     throw Error("backend " + name() + " has no kernel \"" + op.kernel + "\" (operation " + op.name +
-                ")");
+                "), and its template has no body to run instead");
   }
   KernelCall call{op, index, inputs, outputs, device};
   checkKernelCall(call);
   if (index.isEmpty()) {
     return;
   }
-  launch(call);
+  if (native) {
+    launch(call);
+  } else if (external) {
+    launchExtern(call);
+  } else {
+    launchBody(call);
+  }
+}
+
+void Backend::launchBody(const KernelCall& call) {
+  throw Error("backend " + name() + " has no kernel \"" + call.op.kernel + "\" (operation " +
+              call.op.name + ") and cannot evaluate kernel bodies yet; run it with --backend cpu");
+}
+
+void Backend::launchExtern(const KernelCall& call) {
+  throw Error("backend " + name() + " cannot run extern kernel " + call.op.kernel + " (operation " +
+              call.op.name + "): extern kernels run on the CPU backend; use --backend cpu");
 }
 
 double Backend::now() {

@@ -250,7 +250,8 @@ public:
   virtual void fillIdentity(Combine kind, const TensorView& dst) = 0;
 
   // Runs the kernel named op.kernel on one shard (see the contract at the top).
-  // An unknown kernel is Error (exit 1) "backend cpu has no kernel \"foo\"";
+  // A kernel the backend lacks runs from its template's body (launchBody); one
+  // with no body either is Error (exit 1) "backend cpu has no kernel \"foo\"";
   // views that do not match the operation (port or tensor counts, dtypes,
   // ranks, a selection not covered) are an InternalError naming the port. An
   // empty index range does nothing. Thread-safe for calls writing disjoint
@@ -259,6 +260,9 @@ public:
                  std::span<const PortViews> outputs, int device = 0);
 
   virtual bool hasKernel(std::string_view kernel) const = 0;
+  // Runs a kernel from its template's body even where a native kernel exists
+  // (the float64 reference of --check, and the tests that compare the two).
+  virtual bool prefersBodies() const { return false; }
   virtual std::vector<std::string> kernelNames() const = 0; // sorted
 
   // A buffer for `region` of `source` on `device` that shares source's memory
@@ -282,6 +286,12 @@ public:
 protected:
   // Runs a checked call (kernel known, views match, index non-empty).
   virtual void launch(const KernelCall& call) = 0;
+  // Runs a checked call of a kernel the backend lacks from its template's body
+  // (op.application.body, present). The default refuses (Error, exit 1).
+  virtual void launchBody(const KernelCall& call);
+  // Runs a checked call through the template's extern kernel
+  // (op.application.externKernel, present). The default refuses (Error, exit 1).
+  virtual void launchExtern(const KernelCall& call);
 };
 
 // Checks views against an operation as runKernel does (InternalError).

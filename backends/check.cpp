@@ -149,6 +149,19 @@ graph::ExpandedGraph widenToFloat64(const graph::ExpandedGraph& g) {
     widen(t.type);
   }
   for (graph::Operation& op : wide.operations) {
+    // Float dtype values ($dtype, a cast's target) widen too, so that a body
+    // that names a dtype computes the float64 graph.
+    std::vector<std::pair<std::string, std::string>> dtypes;
+    for (const auto& [name, binding] : op.application.bindings.all()) {
+      const std::string_view d = binding.value.isDType() ? binding.value.asDType().name : "";
+      if (d == "float32" || d == "float16" || d == "bfloat16") {
+        dtypes.emplace_back(name, binding.source);
+      }
+    }
+    for (const auto& [name, source] : dtypes) {
+      op.application.bindings.set(name, expr::Value(expr::DType{dtypeName(DType::Float64)}),
+                                  source);
+    }
     for (auto* ports : {&op.application.inputs, &op.application.outputs}) {
       for (metakernel::PortResult& port : *ports) {
         for (metakernel::TensorType& t : port.tensors) {
@@ -176,7 +189,9 @@ CheckReference unshardedReference(Backend& baselineBackend, const graph::Expande
       wideInputs.emplace(name, widened(host));
     }
   }
-  CpuBackend cpu(1);
+  // The reference runs every kernel that has a body from its body: the
+  // template's meaning, not the native kernel the sharded run used.
+  CpuBackend cpu(1, CpuKernels::Bodies);
   result.reference = outputsOnHost(cpu, wide, evaluateGraph(cpu, wide, wideInputs, 0));
   return result;
 }

@@ -119,6 +119,10 @@ def section(name, k, family, source):
     if cost:
         out.append("| cost | " + ", ".join(f"{key} {cell(code(v))}" for key, v in cost.items())
                    + " per index point |")
+    if k.get("body"):
+        out.append(f"| body | {cell(code(k['body']))} |")
+    else:
+        out.append("| body | none (the doc says why); runs only where a backend has a native kernel |")
     out.append(f"| examples | {len(k.get('examples') or [])} (run by `tapestry kernels check`) |")
     out.append("")
     out.append("<details><summary>template</summary>")
@@ -159,6 +163,12 @@ def page():
         "",
         "In signatures `port[]` is a list port, `name: type = default` a param. In IPFs `@`",
         "is the index point (see [concepts](../concepts.md)).",
+        "",
+        f"{sum(1 for _, _, k, _ in kernels if k.get('body'))} kernels have a `body`: what one shard computes, as a block",
+        "expression ([language.md](../language.md#bodies-what-a-kernel-computes)). A test runs each",
+        "native CPU kernel against its body on random shards, reduction dims split",
+        "included, for every dtype the kernel allows; the others say in their doc why no body can say",
+        "what they do.",
         "",
         "| kernel | inputs | params | outputs | reduction (combine) | family |",
         "| --- | --- | --- | --- | --- | --- |",

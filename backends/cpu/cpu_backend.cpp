@@ -156,10 +156,10 @@ constexpr std::size_t kCacheKeeps = std::size_t{2} << 30;
 
 } // namespace
 
-CpuBackend::CpuBackend(int devices)
+CpuBackend::CpuBackend(int devices, CpuKernels kernels)
     : devices_(devices > 0 ? devices
                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()))),
-      blocks_(std::make_shared<BlockCache>(kCachedFrom, kCacheKeeps)) {
+      kernels_(kernels), blocks_(std::make_shared<BlockCache>(kCachedFrom, kCacheKeeps)) {
   keepFreedMemory();
   stopBlasSpinning();
 }
@@ -220,6 +220,14 @@ std::vector<std::string> CpuBackend::kernelNames() const {
 
 void CpuBackend::setBlasThreads(int threads) {
   openblas_set_num_threads(std::max(1, threads));
+}
+
+void CpuBackend::launchExtern(const KernelCall& call) {
+  cpu::runExternKernel(call);
+}
+
+void CpuBackend::launchBody(const KernelCall& call) {
+  cpu::runBodyKernel(call);
 }
 
 void CpuBackend::launch(const KernelCall& call) {

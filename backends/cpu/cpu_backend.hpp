@@ -14,11 +14,15 @@
 
 namespace tapestry::backend {
 
+// Which kernels a CPU backend runs: the native ones (bodies only for kernels
+// without one), or every kernel that has a body from its body.
+enum class CpuKernels { Native, Bodies };
+
 class CpuBackend final : public Backend {
 public:
   // `devices`: how many devices (worker threads) it offers; 0 means one per
   // hardware thread.
-  explicit CpuBackend(int devices = 0);
+  explicit CpuBackend(int devices = 0, CpuKernels kernels = CpuKernels::Native);
 
   std::string name() const override { return "cpu"; }
   int deviceCount() const override { return devices_; }
@@ -28,6 +32,7 @@ public:
                const ZRange& region) override;
   void fillIdentity(Combine kind, const TensorView& dst) override;
   bool hasKernel(std::string_view kernel) const override;
+  bool prefersBodies() const override { return kernels_ == CpuKernels::Bodies; }
   std::vector<std::string> kernelNames() const override;
   void synchronize() override {} // every call runs to completion on its thread
 
@@ -37,9 +42,12 @@ public:
 
 protected:
   void launch(const KernelCall& call) override;
+  void launchBody(const KernelCall& call) override;
+  void launchExtern(const KernelCall& call) override;
 
 private:
   int devices_;
+  CpuKernels kernels_;
   std::shared_ptr<BlockCache> blocks_; // regions of 1 MiB and more, reused
 };
 

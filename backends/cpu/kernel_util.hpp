@@ -30,6 +30,14 @@ void registerNormalizationKernels(CpuRegistry& registry);
 void registerShapeKernels(CpuRegistry& registry);
 void registerEmbeddingKernels(CpuRegistry& registry);
 
+// C[m x n] = A[m x k] · B[k x n], dense row-major float64, through cblas_dgemm.
+void denseGemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
+               double* c);
+// The kernel of a template with a body and no native kernel (body_kernel.cpp).
+void runBodyKernel(const KernelCall& call);
+// The kernel of a template with `extern:` (extern_kernel.cpp).
+void runExternKernel(const KernelCall& call);
+
 // ---------------------------------------------------------------- numbers
 
 template <class T>

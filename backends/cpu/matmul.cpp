@@ -259,4 +259,16 @@ void registerMatmulKernels(CpuRegistry& registry) {
   registry.add("linear", &linearKernel);
 }
 
+void denseGemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
+               double* c) {
+  if (m == 0 || n == 0) {
+    return;
+  }
+  if (k == 0) {
+    std::fill_n(c, m * n, 0.0);
+    return;
+  }
+  gemmCall(CblasNoTrans, CblasNoTrans, m, n, k, a, k, b, n, 0.0, c, n);
+}
+
 } // namespace tapestry::backend::cpu

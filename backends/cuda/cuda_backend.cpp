@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include "backends/cpu/body_kernel.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cuda/cublaslt.hpp"
 #include "backends/cuda/cuda_ops.hpp"
@@ -378,6 +379,10 @@ void checkCallViews(const KernelCall& call, int gpu, const std::function<int(int
 }
 
 } // namespace
+
+void CudaBackend::launchBody(const KernelCall& call) {
+  cpu::runBodyKernelStaged(*this, call);
+}
 
 void CudaBackend::launch(const KernelCall& call) {
   const Impl& m = *impl_;

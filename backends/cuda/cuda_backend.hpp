@@ -68,6 +68,9 @@ public:
 
 protected:
   void launch(const KernelCall& call) override;
+  // A kernel with a body and no native CUDA kernel: staged through host
+  // memory and evaluated there (backends/cpu/body_kernel.hpp).
+  void launchBody(const KernelCall& call) override;
 
 private:
   struct Impl;

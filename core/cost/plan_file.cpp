@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -287,15 +288,19 @@ metakernel::MetakernelLibrary withEmbeddedKernels(const json::Value& kernels,
   for (const auto& [name, entry] : kernels.members()) {
     entry.expectObject();
     entry.expectKeys({"file", "source"});
-    (void)entry.member("file").asString();
+    // A relative extern library path resolves as it did when the plan was
+    // made: against the directory of the template file the plan recorded.
+    const std::string directory =
+        std::filesystem::path(entry.member("file").asString()).parent_path().string();
     const json::Value source = entry.member("source");
     const SourceFile file(kernels.location().file + "#/kernels/" + name, source.asString());
-    const std::vector<metakernel::Metakernel> defined = metakernel::loadMetakernels(file);
+    const std::vector<metakernel::Metakernel> defined =
+        metakernel::loadMetakernels(file, directory.empty() ? "." : directory);
     if (std::none_of(defined.begin(), defined.end(),
                      [&](const metakernel::Metakernel& k) { return k.name == name; })) {
       source.fail("the embedded source does not define kernel " + json::brief(Json(name)));
     }
-    out.addFile(file, true);
+    out.addFile(file, true, directory.empty() ? "." : directory);
   }
   return out;
 }

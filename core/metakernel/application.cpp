@@ -1,5 +1,6 @@
 // Applying a template to one operation. Only evaluates the ASTs parsed at load.
 #include "core/metakernel/application.hpp"
+#include "core/metakernel/shard_body.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -653,6 +654,11 @@ Application Applier::run() {
     }
   }
   evaluateCost();
+  a_.externKernel = k_.externKernel;
+  if (k_.body) {
+    a_.body = k_.body;
+    checkShardBodies(a_, k_.name);
+  }
   return std::move(a_);
 }
 
@@ -677,6 +683,10 @@ Json valueToJson(const expr::Value& v) {
 }
 
 } // namespace
+
+Diagnostic templateNote(const FieldInfo& f, int exprColumn, const std::string& kernel) {
+  return noteAt(f, exprColumn, kernel);
+}
 
 Application apply(const Metakernel& kernel, const Operation& op) {
   try {

@@ -47,9 +47,11 @@ struct Application {
   // Every output has a combine, so a plan may split the reduction dims.
   bool reductionSplittable = true;
   std::int64_t flopsPerPoint = 0;
-  std::int64_t flops = 0;                    // flopsPerPoint x index size (checked)
-  std::optional<std::int64_t> bytesPerPoint; // cost.bytes when the template gives it
-  std::optional<std::int64_t> bytes;         // bytesPerPoint x index size
+  std::int64_t flops = 0;                         // flopsPerPoint x index size (checked)
+  std::optional<std::int64_t> bytesPerPoint;      // cost.bytes when the template gives it
+  std::optional<std::int64_t> bytes;              // bytesPerPoint x index size
+  std::shared_ptr<const BodySpec> body;           // the template's body, if it has one
+  std::shared_ptr<const ExternSpec> externKernel; // the template's extern kernel, if any
 
   const PortResult* input(std::string_view name) const;
   const PortResult* output(std::string_view name) const;
@@ -60,6 +62,10 @@ struct Application {
 // involved; conflicts show both shapes:
 //   "matmul: X is [4, 8] and W is [9, 3]: $k is 8 from X but 9 from W".
 Application apply(const Metakernel& kernel, const Operation& op);
+
+// A note pointing at column `exprColumn` of a template field: "in kernel K,
+// ROLE \"TEXT\"" (and how to print a built-in template).
+Diagnostic templateNote(const FieldInfo& f, int exprColumn, const std::string& kernel);
 
 // The expanded/v1 fields of an application (SPEC §5): index, bindings, ipf,
 // combine, reduction_dims, flops.

@@ -111,6 +111,10 @@ Json toJson(const Metakernel& k) {
     examples.push_back(j);
   }
   out["examples"] = examples;
+  out["body"] = k.body ? Json(k.body->field.text) : Json(nullptr);
+  if (k.externKernel) {
+    out["extern"] = Json{{"library", k.externKernel->library}, {"symbol", k.externKernel->symbol}};
+  }
   return out;
 }
 

@@ -18,8 +18,9 @@ Diagnostic noteAt(const Metakernel& k, const std::string& message) {
 
 } // namespace
 
-void MetakernelLibrary::addFile(const SourceFile& file, bool allowOverride) {
-  std::vector<Metakernel> loaded = loadMetakernels(file);
+void MetakernelLibrary::addFile(const SourceFile& file, bool allowOverride,
+                                const std::string& directory) {
+  std::vector<Metakernel> loaded = loadMetakernels(file, directory);
   for (Metakernel& k : loaded) {
     auto it = kernels_.find(k.name);
     if (it != kernels_.end() && !allowOverride) {

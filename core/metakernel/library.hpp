@@ -47,7 +47,9 @@ public:
 
   // Adds every template of a file. A name already defined is an error naming both
   // locations, unless `allowOverride`.
-  void addFile(const SourceFile& file, bool allowOverride = false);
+  // `directory` resolves relative extern library paths (default: the file's).
+  void addFile(const SourceFile& file, bool allowOverride = false,
+               const std::string& directory = "");
   // A YAML file, or a directory of them.
   void addPath(const std::string& path, bool allowOverride = false);
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <utility>
@@ -172,6 +173,36 @@ IpfSpec parseIpfField(const Reader& r, const YAML::Node& node, const std::string
   spec.ipf = parseField(r, node, role, spec.field,
                         [](const std::string& text) { return expr::parseIpf(text); });
   return spec;
+}
+
+// A body assigns every output once and never an input's name.
+void checkBodyPorts(const Metakernel& k, const BodySpec& spec) {
+  auto fail = [&](int column, const std::string& message) {
+    throw Error(Diagnostic{Severity::Error,
+                           spec.field.at(column),
+                           "in body " + quotedField(spec.field.text) + ": " + message +
+                               " at column " + std::to_string(column),
+                           spec.field.snippetAt(column),
+                           {}},
+                ExitCode::InvalidInput);
+  };
+  std::set<std::string, std::less<>> assigned;
+  for (const expr::BodyStatement& st : spec.body.statements()) {
+    for (std::size_t i = 0; i < st.targets.size(); ++i) {
+      const std::string& name = st.targets[i];
+      if (k.findInput(name) != nullptr) {
+        fail(st.targetColumns[i], "'" + name + "' is an input; give the result another name");
+      }
+      if (!assigned.insert(name).second) {
+        fail(st.targetColumns[i], "'" + name + "' is assigned twice");
+      }
+    }
+  }
+  for (const OutputSpec& o : k.outputs) {
+    if (assigned.count(o.name) == 0) {
+      fail(1, "no statement assigns output " + o.name + " (write \"" + o.name + " = ...\")");
+    }
+  }
 }
 
 IpfSpec defaultIpfSpec(const Reader& r, const YAML::Node& port) {
@@ -476,7 +507,36 @@ std::string kernelSourceText(const SourceFile& file, int line, int nextLine) {
   return out;
 }
 
-Metakernel parseKernel(const Reader& r, const Entry& e) {
+// extern: {library: PATH, symbol: NAME}; a relative PATH against `directory`.
+std::shared_ptr<const ExternSpec> parseExtern(const Reader& r, const YAML::Node& node,
+                                              const std::string& directory) {
+  std::vector<Entry> parts = r.entries(node, "extern", false);
+  r.expectKeys(parts, {"library", "symbol"}, "extern");
+  const Entry* library = yaml::findEntry(parts, "library");
+  const Entry* symbol = yaml::findEntry(parts, "symbol");
+  if (library == nullptr || symbol == nullptr) {
+    r.fail(node, "extern needs both \"library\" (a shared library's path) and \"symbol\" (the "
+                 "C function's name)");
+  }
+  auto spec = std::make_shared<ExternSpec>();
+  spec->library = r.scalar(library->value, "extern library");
+  spec->symbol = r.scalar(symbol->value, "extern symbol");
+  if (spec->library.empty()) {
+    r.fail(library->value, "extern library is empty");
+  }
+  if (!isIdentifier(spec->symbol)) {
+    r.fail(symbol->value, "extern symbol \"" + spec->symbol + "\" is not a C identifier");
+  }
+  const std::filesystem::path path(spec->library);
+  spec->path = path.is_absolute() || directory.empty()
+                   ? spec->library
+                   : (std::filesystem::path(directory) / path).lexically_normal().string();
+  spec->location = r.location(library->value);
+  spec->lineText = r.lineText(library->value);
+  return spec;
+}
+
+Metakernel parseKernel(const Reader& r, const Entry& e, const std::string& directory) {
   Metakernel k;
   k.name = e.key;
   k.location = r.location(e.keyNode);
@@ -489,7 +549,7 @@ Metakernel parseKernel(const Reader& r, const Entry& e) {
   std::vector<Entry> fields = r.entries(e.value, what, false);
   r.expectKeys(fields,
                {"doc", "params", "constraints", "inputs", "let", "index", "outputs", "cost",
-                "where", "examples"},
+                "where", "examples", "body", "extern"},
                what);
   if (const Entry* d = yaml::findEntry(fields, "doc")) {
     k.doc = r.scalar(d->value, "doc");
@@ -563,12 +623,29 @@ Metakernel parseKernel(const Reader& r, const Entry& e) {
   if (const Entry* x = yaml::findEntry(fields, "examples")) {
     k.examples = parseExamples(r, x->value);
   }
+  if (const Entry* b = yaml::findEntry(fields, "body")) {
+    auto spec = std::make_shared<BodySpec>();
+    spec->body = parseField(r, b->value, "body", spec->field,
+                            [](const std::string& text) { return expr::parseBody(text); });
+    checkBodyPorts(k, *spec);
+    k.body = std::move(spec);
+  }
+  if (const Entry* x = yaml::findEntry(fields, "extern")) {
+    k.externKernel = parseExtern(r, x->value, directory);
+  }
   return k;
 }
 
 } // namespace
 
-std::vector<Metakernel> loadMetakernels(const SourceFile& file) {
+std::vector<Metakernel> loadMetakernels(const SourceFile& file, const std::string& directory) {
+  std::string dir = directory;
+  if (dir.empty()) {
+    dir = std::filesystem::path(file.name()).parent_path().string();
+    if (dir.empty()) {
+      dir = ".";
+    }
+  }
   Reader r(file);
   YAML::Node root = r.parse();
   std::vector<Metakernel> out;
@@ -583,7 +660,7 @@ std::vector<Metakernel> loadMetakernels(const SourceFile& file) {
   bool blockStyle = std::all_of(kernels.begin(), kernels.end(),
                                 [&](const Entry& e) { return r.location(e.keyNode).column == 1; });
   for (std::size_t i = 0; i < kernels.size(); ++i) {
-    Metakernel k = parseKernel(r, kernels[i]);
+    Metakernel k = parseKernel(r, kernels[i], dir);
     if (blockStyle) {
       int line = k.location.line;
       int next =

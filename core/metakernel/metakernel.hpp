@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 
 #include "core/diag/error.hpp"
 #include "core/diag/source.hpp"
+#include "core/expr/body.hpp"
 #include "core/expr/expr.hpp"
 #include "core/json/json.hpp"
 
@@ -109,6 +111,22 @@ struct WhereSpec {
   std::string message;   // the {check, message} form: what a failure says ("" for a bare clause)
 };
 
+// `body`: what one shard computes (core/expr/body.hpp), and where it is written.
+struct BodySpec {
+  expr::Body body;
+  FieldInfo field;
+};
+
+// `extern: {library, symbol}`: a C function of a shared library runs the
+// kernel on the CPU backend (backends/tapestry_kernel.h is the ABI).
+struct ExternSpec {
+  std::string library;     // as written
+  std::string path;        // resolved (relative: against the template file's directory)
+  std::string symbol;      // a C identifier
+  SourceLocation location; // the library's value, for errors while loading it
+  std::string lineText;
+};
+
 struct TensorType {
   std::vector<std::int64_t> shape;
   std::string dtype;
@@ -146,6 +164,8 @@ struct Metakernel {
   FieldInfo bytesField;
   std::vector<WhereSpec> where;
   std::vector<ExampleSpec> examples;
+  std::shared_ptr<const BodySpec> body; // absent: the kernel runs only where a backend has it
+  std::shared_ptr<const ExternSpec> externKernel; // absent: no shared-library kernel
 
   SourceLocation location; // the kernel's name key
   std::string sourceText;  // the kernel's YAML text, as written
@@ -158,7 +178,9 @@ struct Metakernel {
 // Parses a YAML file of templates (top-level map NAME -> template). Throws a
 // located Error ("FILE:LINE:COL: error: ...", with the YAML line and a caret) on
 // the first problem; expression errors point at the column inside the string.
-std::vector<Metakernel> loadMetakernels(const SourceFile& file);
+// `directory` resolves relative extern library paths (default: the directory
+// of file.name()).
+std::vector<Metakernel> loadMetakernels(const SourceFile& file, const std::string& directory = "");
 
 // The parsed form as JSON (what `kernels show --format json` prints): strings as
 // written, defaults filled in.

@@ -92,4 +92,16 @@ std::string IndexProjection::toString() const {
   return "ipf(" + map_.toString() + ", shape=" + shape_.toString() + ")";
 }
 
+ZRange shardSelection(const IndexProjection& ipf, const ZRange& index,
+                      const std::vector<std::int64_t>& shape) {
+  const ZRange bounds = ZRange::fromShape(ZPoint(shape));
+  if (index.isEmpty()) {
+    return shape.empty() ? bounds : ZRange::empty(shape.size());
+  }
+  if (shape.empty()) {
+    return bounds; // a rank-0 tensor: its one element
+  }
+  return ipf.apply(index).intersection(bounds);
+}
+
 } // namespace tapestry

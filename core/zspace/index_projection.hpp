@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/zspace/zaffine_map.hpp"
 #include "core/zspace/zpoint.hpp"
@@ -53,5 +54,11 @@ private:
 };
 
 using IPF = IndexProjection;
+
+// A tensor's selection for a shard (SPEC §9): ipf(index) ∩ [0, shape). Empty
+// for an empty index (a rank-0 tensor keeps its one element); a rank-0 tensor
+// is always wholly selected.
+ZRange shardSelection(const IndexProjection& ipf, const ZRange& index,
+                      const std::vector<std::int64_t>& shape);
 
 } // namespace tapestry

@@ -524,7 +524,7 @@ enum class ViewMode { Copy, Sub, Whole };
 // Runs the op split by `split` (parts per index dim), each shard on views of
 // only its selections, and compares with the unsharded result.
 void checkSharded(const graph::ExpandedGraph& g, const Inputs& in, const Shape& split,
-                  ViewMode mode) {
+                  ViewMode mode, Backend& backend) {
   const graph::Operation& op = g.operations[0];
   const metakernel::Application& app = op.application;
   bool reductionSplit = false;
@@ -623,7 +623,7 @@ void checkSharded(const graph::ExpandedGraph& g, const Inputs& in, const Shape& 
       }
       outViews.push_back(std::move(pv));
     }
-    cpu().runKernel(op, shard, inViews, outViews, 1);
+    backend.runKernel(op, shard, inViews, outViews, 1);
     for (std::size_t i = 0; i < partials.size(); ++i) {
       const auto& [partial, region] = partials[i];
       if (region.isEmpty()) {
@@ -693,7 +693,16 @@ void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
   checkNaive(g, in);
   const std::vector<Shape> splits = splitsFor(g.operations[0].application.index);
   for (std::size_t i = 0; i < splits.size(); ++i) {
-    checkSharded(g, in, splits[i], static_cast<ViewMode>(i % 3));
+    checkSharded(g, in, splits[i], static_cast<ViewMode>(i % 3), cpu());
+  }
+  // Where the template has a body, the body run sharded must agree with the
+  // native kernel run whole: the check that the YAML and the C++ say the same.
+  if (g.operations[0].application.body) {
+    CpuBackend bodies(4, CpuKernels::Bodies);
+    for (std::size_t i = 0; i < splits.size(); ++i) {
+      INFO("from the body of " << g.operations[0].kernel);
+      checkSharded(g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
+    }
   }
 }
 
@@ -1072,14 +1081,19 @@ TEST_CASE("runKernel errors: unknown kernel, views that do not cover", "[cpu][er
   Buffer out = Buffer::host(DType::Float32, {4, 4});
   std::vector<PortViews> outs = {{out.view()}};
 
+  // A kernel the backend lacks runs from its template's body; without one it
+  // is an input error.
   graph::Operation unknown = op;
   unknown.kernel = "foo";
+  cpu().runKernel(unknown, op.application.index, in.views, outs);
+  unknown.application.body = nullptr;
   try {
     cpu().runKernel(unknown, op.application.index, in.views, outs);
     FAIL("expected an error");
   } catch (const Error& e) {
     CHECK(e.exitCode() == ExitCode::InvalidInput);
-    CHECK(e.message() == "backend cpu has no kernel \"foo\" (operation op)");
+    CHECK(e.message() == "backend cpu has no kernel \"foo\" (operation op), and its template "
+                         "has no body to run instead");
   }
 
   // A shard whose input view misses part of its selection is a bug.

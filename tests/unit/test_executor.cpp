@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "backends/check.hpp"
+#include "backends/cpu/body_kernel.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #ifdef TAPESTRY_HAVE_CUDA
 #include "backends/cuda/cuda_probe.hpp"
@@ -345,6 +346,152 @@ TEST_CASE("a reshard cuts shards into pieces that read one region each", "[execu
 }
 
 // ---------------------------------------------------------------- testdata
+
+TEST_CASE("user kernels without a native kernel run from their bodies, sharded",
+          "[executor][body]") {
+  metakernel::MetakernelLibrary library = lib();
+  for (const char* file : {"rmsnorm.yaml", "matmul_draft.yaml"}) {
+    library.addFile(SourceFile::read(std::string(TAPESTRY_TESTDATA_DIR) + "/metakernels/" + file));
+  }
+  const std::string text = R"({"tapestry": "graph/v1", "name": "user",
+    "tensors": {"x": {"dtype": "float32", "shape": [6, 10, 16]},
+                "g": {"dtype": "float32", "shape": [16]},
+                "w": {"dtype": "float32", "shape": [6, 16, 12]},
+                "v": {"dtype": "float64", "shape": [6, 16, 12]}},
+    "operations": [
+      {"name": "norm", "kernel": "rmsnorm", "inputs": {"input": "x", "gamma": "g"},
+       "outputs": {"result": "y"}},
+      {"name": "mm", "kernel": "draft_matmul", "inputs": {"X": "y", "W": "w"},
+       "outputs": {"result": "z"}},
+      {"name": "mmk", "kernel": "draft_matmul_k", "inputs": {"X": "y", "W": "w"},
+       "outputs": {"result": "zk"}},
+      {"name": "c", "kernel": "cast", "params": {"dtype": "float64"}, "inputs": {"input": "y"},
+       "outputs": {"result": "y64"}},
+      {"name": "mm64", "kernel": "draft_matmul_k", "inputs": {"X": "y64", "W": "v"},
+       "outputs": {"result": "z64"}}]})";
+  json::Document doc = json::Document::parse(SourceFile("user.json", text));
+  const graph::ExpandedGraph g = graph::expand(graph::decodeGraph(json::Value(doc)), library);
+  REQUIRE(g.operations[2].application.reductionDims == std::vector<std::size_t>{3});
+  (void)runAndCheck(g, 1, dataParallel(g, 1, 1));
+  (void)runAndCheck(g, 2, dataParallel(g, 2, 2));
+  // k split 3 ways over 3 devices: partial products joined by combine: sum.
+  const PlanChoice split = reductionSplit(g, 3);
+  REQUIRE(split.ops[2].split[3] == 3);
+  (void)runAndCheck(g, 3, split);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 4; ++i) {
+    (void)runAndCheck(g, 4, randomChoice(g, 4, rng));
+  }
+}
+
+TEST_CASE("extern kernels run from a shared library and agree with their bodies",
+          "[executor][extern]") {
+  const std::string lib64 = TAPESTRY_EXAMPLE_KERNELS;
+  const std::string yaml = R"(ext_rmsnorm:
+  params: {eps: {type: float, default: 1e-6}}
+  inputs:
+    input: {shape: "[$batch..., $d]", dtype: "$dtype", ipf: "[@..., 0] :> [1..., $d]"}
+    gamma: {shape: "[$d]", dtype: "$dtype", ipf: "[0] :> [$d]"}
+  index: "$batch"
+  outputs:
+    result: {shape: "[$batch..., $d]", dtype: "$dtype", ipf: "[@..., 0] :> [1..., $d]"}
+  extern: {library: ")" + lib64 +
+                           R"(", symbol: example_rmsnorm}
+  body: "result = input / sqrt(mean(input * input, axis=-1, keepdims=true) + $eps) * gamma"
+ext_fail:
+  inputs:
+    input: {shape: "[$s...]", dtype: "$dtype"}
+  index: "$s"
+  outputs:
+    result: {dtype: "$dtype"}
+  extern: {library: ")" + lib64 +
+                           R"(", symbol: example_fail}
+ext_nosymbol:
+  inputs:
+    input: {shape: "[$s...]", dtype: "$dtype"}
+  index: "$s"
+  outputs:
+    result: {dtype: "$dtype"}
+  extern: {library: ")" + lib64 +
+                           R"(", symbol: example_nope}
+ext_nolibrary:
+  inputs:
+    input: {shape: "[$s...]", dtype: "$dtype"}
+  index: "$s"
+  outputs:
+    result: {dtype: "$dtype"}
+  extern: {library: no/such/libkernels.so, symbol: k}
+)";
+  metakernel::MetakernelLibrary library = lib();
+  library.addFile(SourceFile("dir/ext.yaml", yaml));
+  CHECK(library.get("ext_nolibrary").externKernel->path == "dir/no/such/libkernels.so");
+  auto graphOf = [&](const std::string& kernel, const std::string& dtype) {
+    const std::string text =
+        R"({"tapestry": "graph/v1", "name": "ext", "tensors": {
+      "x": {"dtype": ")" +
+        dtype + R"(", "shape": [6, 5, 24]},
+      "g": {"dtype": ")" +
+        dtype + R"(", "shape": [24]}},
+      "operations": [{"name": "op", "kernel": ")" +
+        kernel + R"(", "inputs": )" +
+        (kernel == "ext_rmsnorm" ? R"({"input": "x", "gamma": "g"})" : R"({"input": "x"})") +
+        R"(, "outputs": {"result": "y"}}]})";
+    json::Document doc = json::Document::parse(SourceFile("ext.json", text));
+    return graph::expand(graph::decodeGraph(json::Value(doc)), library);
+  };
+  // Sharded through the library; the check's reference runs the body.
+  for (const char* dtype : {"float32", "float64"}) {
+    INFO(dtype);
+    const graph::ExpandedGraph g = graphOf("ext_rmsnorm", dtype);
+    (void)runAndCheck(g, 1, dataParallel(g, 1, 1));
+    (void)runAndCheck(g, 3, dataParallel(g, 3, 3));
+    std::mt19937 rng(3);
+    (void)runAndCheck(g, 2, randomChoice(g, 2, rng));
+  }
+  auto failure = [&](const std::string& kernel) {
+    const graph::ExpandedGraph g = graphOf(kernel, "float32");
+    CpuBackend backend(1);
+    return failureOf([&] { (void)evaluateGraph(backend, g, drawInputs(g, 1), 0); });
+  };
+  const Failure fails = failure("ext_fail");
+  CHECK(
+      fails.message ==
+      "op (ext_fail): extern kernel example_fail failed (7): example_fail: refused op on purpose");
+  CHECK(fails.code == ExitCode::InvalidInput);
+  const Failure symbol = failure("ext_nosymbol");
+  CHECK_THAT(symbol.message, Contains("has no symbol example_nope"));
+  CHECK(symbol.location.rfind("dir/ext.yaml:24:", 0) == 0);
+  const Failure missing = failure("ext_nolibrary");
+  CHECK_THAT(missing.message, Contains("cannot load extern library dir/no/such/libkernels.so: "));
+  CHECK(missing.location.rfind("dir/ext.yaml:31:", 0) == 0);
+}
+
+TEST_CASE("a body staged through host memory (the CUDA backend's path) equals the native kernel",
+          "[executor][body]") {
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "s",
+    "tensors": {"x": {"dtype": "float32", "shape": [6, 10]}},
+    "operations": [{"name": "sm", "kernel": "softmax", "inputs": {"input": "x"}}]})");
+  const graph::Operation& op = g.operations[0];
+  const TensorBuffers inputs = drawInputs(g, 4);
+  CpuBackend backend(2);
+  const Buffer native = backend.allocate(DType::Float32, ZRange::fromShape(ZPoint{6, 10}), 0);
+  const Buffer staged = backend.allocate(DType::Float32, ZRange::fromShape(ZPoint{6, 10}), 1);
+  const ZRange shard(ZPoint{2}, ZPoint{5});
+  const std::vector<PortViews> in{{inputs.at("x").view()}};
+  backend.runKernel(op, shard, in, std::vector<PortViews>{{native.view()}}, 0);
+  const std::vector<PortViews> out{{staged.view()}};
+  backend::cpu::runBodyKernelStaged(backend, KernelCall{op, shard, in, out, 1});
+  const std::vector<float> a = values(native);
+  const std::vector<float> b = values(staged);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("element " << i);
+    if (i < 20 || i >= 50) {
+      CHECK(b[i] == 0); // outside the shard's rows: untouched
+    } else {
+      CHECK(b[i] == Approx(a[i]).epsilon(1e-6));
+    }
+  }
+}
 
 TEST_CASE("every testdata graph runs under many plans and equals the unsharded graph",
           "[executor][testdata]") {

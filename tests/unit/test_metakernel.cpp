@@ -240,7 +240,7 @@ TEST_CASE("Loader errors are located, with the YAML line and a caret", "[metaker
                     "  index: \"[1]\"\n"
                     "  outptus: {}\n") ==
           "k.yaml:3:3: error: unknown key \"outptus\" in kernel k (expected one of: doc, params, "
-          "constraints, inputs, let, index, outputs, cost, where, examples)\n"
+          "constraints, inputs, let, index, outputs, cost, where, examples, body, extern)\n"
           "  outptus: {}\n"
           "  ^\n");
     CHECK(loadError("k:\n"

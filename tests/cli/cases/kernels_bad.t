@@ -12,7 +12,7 @@ $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/bad_ipf.yaml
 !                     ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/unknown_key.yaml
-! bad/metakernels/unknown_key.yaml:6:3: error: unknown key "outptus" in kernel ident (expected one of: doc, params, constraints, inputs, let, index, outputs, cost, where, examples)
+! bad/metakernels/unknown_key.yaml:6:3: error: unknown key "outptus" in kernel ident (expected one of: doc, params, constraints, inputs, let, index, outputs, cost, where, examples, body, extern)
 !   outptus:
 !   ^
 [exit 1]
@@ -68,13 +68,13 @@ $ cd $TESTDATA && tapestry --format json kernels list -k bad/metakernels/unknown
   "status": "error",
   "exit_code": 1,
   "error": {
-    "message": "unknown key \"outptus\" in kernel ident (expected one of: doc, params, constraints, inputs, let, index, outputs, cost, where, examples)",
+    "message": "unknown key \"outptus\" in kernel ident (expected one of: doc, params, constraints, inputs, let, index, outputs, cost, where, examples, body, extern)",
     "file": "bad/metakernels/unknown_key.yaml",
     "line": 6,
     "column": 3
   }
 }
-! bad/metakernels/unknown_key.yaml:6:3: error: unknown key "outptus" in kernel ident (expected one of: doc, params, constraints, inputs, let, index, outputs, cost, where, examples)
+! bad/metakernels/unknown_key.yaml:6:3: error: unknown key "outptus" in kernel ident (expected one of: doc, params, constraints, inputs, let, index, outputs, cost, where, examples, body, extern)
 !   outptus:
 !   ^
 [exit 1]

@@ -11,7 +11,7 @@ $ cd $TESTDATA && tapestry --format json kernels list -k metakernels/user_ops.ya
  {
   "name": "rowsum",
   "file": "metakernels/user_ops.yaml",
-  "line": 19,
+  "line": 20,
   "inputs": [
    {
     "name": "input",

@@ -10,6 +10,7 @@ scale:
   outputs:
     result: {dtype: "$dtype"}
   cost: {flops: 1}
+  body: "result = input * $factor"
   examples:
     - inputs: {input: {shape: [4, 5], dtype: float32}}
       expect: {index: [4, 5], outputs: {result: {shape: [4, 5], dtype: float32}}, flops: 20}
@@ -20,12 +21,12 @@ $ cd $TESTDATA && tapestry kernels show rowsum -k metakernels/user_ops.yaml --fo
 {
   "name": "rowsum",
   "file": "metakernels/user_ops.yaml",
-  "line": 19,
-  "source": "rowsum:\n  doc: Sums each row of a matrix.\n  inputs:\n    input: {shape: \"[$m, $n]\", dtype: \"$dtype\"}\n  index: \"[$m, $n]\"\n  outputs:\n    result: {shape: \"[$m]\", dtype: \"$dtype\", ipf: \"[@[0]] :> [1]\", combine: sum}\n  cost: {flops: 1}\n  examples:\n    - inputs: {input: {shape: [3, 7], dtype: float64}}\n      expect: {outputs: {result: {shape: [3], dtype: float64}}}\n",
+  "line": 20,
+  "source": "rowsum:\n  doc: Sums each row of a matrix.\n  inputs:\n    input: {shape: \"[$m, $n]\", dtype: \"$dtype\"}\n  index: \"[$m, $n]\"\n  outputs:\n    result: {shape: \"[$m]\", dtype: \"$dtype\", ipf: \"[@[0]] :> [1]\", combine: sum}\n  cost: {flops: 1}\n  body: \"result = sum(input, axis=1)\"\n  examples:\n    - inputs: {input: {shape: [3, 7], dtype: float64}}\n      expect: {outputs: {result: {shape: [3], dtype: float64}}}\n",
   "template": {
     "name": "rowsum",
     "file": "metakernels/user_ops.yaml",
-    "line": 19,
+    "line": 20,
     "doc": "Sums each row of a matrix.",
     "params": {},
     "constraints": {},
@@ -79,7 +80,8 @@ $ cd $TESTDATA && tapestry kernels show rowsum -k metakernels/user_ops.yaml --fo
           }
         }
       }
-    ]
+    ],
+    "body": "result = sum(input, axis=1)"
   }
 }
 $ tapestry kernels show matmul | sed -n 1p
