@@ -664,7 +664,16 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   }
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
-  const int cores = usableHardwareThreads();
+  int cores = usableHardwareThreads();
+  if (link_ != nullptr) {
+    // Ranks on one machine that mpirun did not bind to cores of their own
+    // (--oversubscribe, say) share its cores: each takes its part of them.
+    const int local = link_->ranksOnThisNode();
+    const auto machine = static_cast<int>(std::thread::hardware_concurrency());
+    if (local > 1 && machine > 0 && cores * local > machine) {
+      cores = std::max(1, cores / local);
+    }
+  }
   const int cap = options.threads > 0 ? options.threads : cores;
   const int workers = std::max(1, std::min(cap, static_cast<int>(used.size())));
   std::vector<int> workerOf(nDev, 0);
@@ -750,7 +759,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   Execution result;
   ExecutionStats& stats = result.stats;
   stats.wallSeconds = end - start;
-  stats.workers = workers;
+  stats.workers = used.empty() ? 0 : workers; // a rank past the plan's devices runs none
   stats.blasThreads = blasThreads;
   stats.devices.resize(nDev);
   for (std::size_t d = 0; d < nDev; ++d) {

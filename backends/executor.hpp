@@ -46,6 +46,8 @@ public:
   virtual int ranks() const = 0;
   // The largest message tag the link carries.
   virtual int maxTag() const = 0;
+  // Ranks (this one included) running on this rank's machine.
+  virtual int ranksOnThisNode() const = 0;
   // Starts sending `data`'s elements (a host buffer) to rank `to` under `tag`
   // and returns at once; the link keeps the buffer until it has been sent.
   virtual void send(int to, int tag, Buffer data) = 0;

@@ -115,6 +115,15 @@ MpiRankLink::MpiRankLink() : state_(std::make_unique<State>()) {
   if (found != 0 && value != nullptr) {
     maxTag_ = *static_cast<int*>(value);
   }
+  MPI_Comm local = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(state_->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+        "MPI_Comm_split_type");
+  check(MPI_Comm_size(local, &localSize_), "MPI_Comm_size");
+  MPI_Comm_free(&local);
+  // tests/mpi: this rank fails mid-run, while the others wait for it.
+  if (const char* fail = std::getenv("TAPESTRY_TEST_FAIL_RANK")) {
+    failAtSend_ = std::string(fail) == std::to_string(rank_);
+  }
   state_->progress = std::jthread([this] { state_->run(); });
 }
 
@@ -131,6 +140,10 @@ MpiRankLink::~MpiRankLink() {
 }
 
 void MpiRankLink::send(int to, int tag, Buffer data) {
+  if (failAtSend_) {
+    throw Error("test hook TAPESTRY_TEST_FAIL_RANK: rank " + std::to_string(rank_) +
+                " fails at its first message");
+  }
   const int bytes = messageSize(static_cast<std::size_t>(data.byteSize()));
   MPI_Request request = MPI_REQUEST_NULL;
   {

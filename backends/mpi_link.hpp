@@ -44,6 +44,7 @@ public:
   int rank() const override { return rank_; }
   int ranks() const override { return size_; }
   int maxTag() const override { return maxTag_; }
+  int ranksOnThisNode() const override { return localSize_; }
   void send(int to, int tag, Buffer data) override;
   bool receive(int from, int tag, std::span<std::byte> into,
                const std::atomic<bool>& stop) override;
@@ -68,7 +69,9 @@ private:
   int rank_ = 0;
   int size_ = 1;
   int maxTag_ = 32767;
+  int localSize_ = 1;
   bool started_ = false;
+  bool failAtSend_ = false; // TAPESTRY_TEST_FAIL_RANK names this rank (tests/mpi)
 };
 
 } // namespace tapestry::backend
