@@ -263,16 +263,17 @@ void Executor::receiveTransfer(const Task& task) {
 
 // Each rank's vector: wall time, workers, counters, per device its bytes, per
 // task its times (doubles as their bits).
-void Executor::mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times) const {
+void Executor::mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times, double start) const {
   const auto nDev = stats.devices.size();
   std::vector<std::int64_t> mine;
   mine.push_back(std::bit_cast<std::int64_t>(stats.wallSeconds));
+  mine.push_back(std::bit_cast<std::int64_t>(start));
   mine.push_back(stats.workers);
   mine.push_back(static_cast<std::int64_t>(stats.kernelCalls));
   mine.push_back(static_cast<std::int64_t>(stats.splitShards));
   mine.push_back(static_cast<std::int64_t>(stats.assembledSelections));
   mine.push_back(stats.assembledBytes);
-  constexpr std::size_t head = 6;
+  constexpr std::size_t head = 7;
   for (const DeviceMemory& d : stats.devices) {
     mine.push_back(d.peakBytes);
     mine.push_back(d.allocatedBytes);
@@ -293,25 +294,53 @@ void Executor::mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times) c
     const std::vector<std::int64_t>& v = all[r];
     checkInvariant(v.size() == mine.size(), "executor: every rank reports the same plan");
     firstWorker[r] = workers;
-    workers += static_cast<int>(v[1]);
-    stats.wallSeconds = std::max(stats.wallSeconds, std::bit_cast<double>(v[0]));
-    stats.kernelCalls += static_cast<std::size_t>(v[2]);
-    stats.splitShards += static_cast<std::size_t>(v[3]);
-    stats.assembledSelections += static_cast<std::size_t>(v[4]);
-    stats.assembledBytes += v[5];
+    workers += static_cast<int>(v[2]);
+    stats.kernelCalls += static_cast<std::size_t>(v[3]);
+    stats.splitShards += static_cast<std::size_t>(v[4]);
+    stats.assembledSelections += static_cast<std::size_t>(v[5]);
+    stats.assembledBytes += v[6];
     for (std::size_t d = 0; d < nDev; ++d) {
       stats.devices[d].peakBytes += v[head + 2 * d];
       stats.devices[d].allocatedBytes += v[head + 2 * d + 1];
     }
   }
+  // Times from the earliest rank's start. On one machine the ranks share the
+  // steady clock; across machines they cannot, and each rank's clock starts
+  // at the barrier that started the run (skewed by its latency).
+  const bool oneMachine = link_->ranksOnThisNode() == link_->ranks();
+  std::vector<double> offset(all.size(), 0.0);
+  if (oneMachine) {
+    double first = std::bit_cast<double>(all[0][1]);
+    for (const std::vector<std::int64_t>& v : all) {
+      first = std::min(first, std::bit_cast<double>(v[1]));
+    }
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      offset[r] = std::bit_cast<double>(all[r][1]) - first;
+    }
+  }
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    stats.wallSeconds = std::max(stats.wallSeconds, offset[r] + std::bit_cast<double>(all[r][0]));
+  }
   stats.workers = workers;
   const std::size_t base = head + 2 * nDev;
-  for (std::size_t t = 0; t < times.size(); ++t) {
-    const auto r = static_cast<std::size_t>(rankOf(tasks_[t].device));
+  auto timeOn = [&](std::size_t r, std::size_t t) {
     const std::vector<std::int64_t>& v = all[r];
-    times[t] =
-        TaskTime{std::bit_cast<double>(v[base + 3 * t]), std::bit_cast<double>(v[base + 3 * t + 1]),
-                 firstWorker[r] + static_cast<int>(v[base + 3 * t + 2])};
+    return TaskTime{offset[r] + std::bit_cast<double>(v[base + 3 * t]),
+                    offset[r] + std::bit_cast<double>(v[base + 3 * t + 1]),
+                    firstWorker[r] + static_cast<int>(v[base + 3 * t + 2])};
+  };
+  for (std::size_t t = 0; t < times.size(); ++t) {
+    const Task& task = tasks_[t];
+    const auto r = static_cast<std::size_t>(rankOf(task.device));
+    times[t] = timeOn(r, t);
+    if (task.kind == Task::Kind::Transfer && !task.reads.empty()) {
+      // Across ranks a transfer starts when its send does (its source ready,
+      // on the source's clock), not when the receive began to wait for it.
+      const auto from = static_cast<std::size_t>(rankOf(slots_[task.reads[0]].device));
+      if (from != r) {
+        times[t].start = std::min(std::max(times[t].start, timeOn(from, t).start), times[t].end);
+      }
+    }
   }
 }
 
@@ -772,7 +801,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   stats.assembledBytes = assembledBytes_.load();
   result.outputs = gather();
   if (link_ != nullptr) {
-    mergeStats(stats, times);
+    mergeStats(stats, times, start);
   }
   countTasks(stats);
   recordTimes(times, stats);

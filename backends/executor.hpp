@@ -92,7 +92,7 @@ struct ExecuteOptions {
   // a barrier) and rank 0 alone the outputs (the others' tiles sent to it;
   // tags past the transfers'); the others' Execution::outputs are empty.
   RankLink* link = nullptr;
-  std::vector<int> deviceRank;
+  std::vector<int> deviceRank = {};
 };
 
 // Byte counts of the executor's own allocator accounting.

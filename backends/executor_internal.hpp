@@ -107,8 +107,9 @@ private:
   void sendTransfer(const Task& task);
   void receiveTransfer(const Task& task);
   // Every rank's statistics and task times merged (each task's from the rank
-  // of its device); wall time the longest rank's.
-  void mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times) const;
+  // of its device); wall time to the last rank's end. `start`: this rank's
+  // clock at the start of its tasks (Backend::now()).
+  void mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times, double start) const;
 
   // ---- running
   void runTask(u32 id);

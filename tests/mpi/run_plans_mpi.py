@@ -117,10 +117,31 @@ def expected_rank_devices(used, ranks, target):
     return held
 
 
+def partial_moves(path):
+    """The plan's transfers that move a partial of a reduction: (from, to)."""
+    with open(path) as f:
+        doc = json.load(f)
+    found = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            for t in o.get("transfers", []) if isinstance(o.get("transfers"), list) else []:
+                if isinstance(t, dict) and t.get("reduction") is not None:
+                    found.append((t["from"], t["to"]))
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(doc)
+    return found
+
+
 def run_plans(args, tmp):
     k = args.ranks
     plans = make_plans(args, tmp)
     check(len(plans) >= 20, f"only {len(plans)} plans")
+    crossing = 0  # partial moves between ranks (reduction steps over MPI)
     for path, target in plans:
         base = os.path.splitext(os.path.basename(path))[0]
         single = os.path.join(tmp, base + ".single")
@@ -149,6 +170,8 @@ def run_plans(args, tmp):
         held = doc["rank_devices"]
         used = sorted(d for devices in held for d in devices)
         check(len(used) == doc["devices_used"], f"{base}: rank_devices {held}")
+        rank_of = {d: r for r, devices in enumerate(held) for d in devices}
+        crossing += sum(1 for a, b in partial_moves(path) if rank_of.get(a) != rank_of.get(b))
         if target != "testdata":
             check(held == expected_rank_devices(used, k, target),
                   f"{base}: rank_devices {held}, expected "
@@ -160,6 +183,7 @@ def run_plans(args, tmp):
             with open(os.path.join(single, name), "rb") as a, \
                     open(os.path.join(root, "out", name), "rb") as b:
                 check(a.read() == b.read(), f"{base}: {name} differs from the single-process run")
+    check(crossing > 0, "no plan moves a partial between ranks")
 
 
 def run_report(args, tmp):
