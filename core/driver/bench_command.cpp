@@ -658,7 +658,10 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     text << "--max-seconds: " << config.maxSeconds << " is not a time (expected seconds >= 0)";
     throw UsageError(text.str());
   }
-  const Runnable input(config.planPath, config.kernelPaths, config.backend, config.tracePath);
+  // Under mpirun only rank 0 writes the trace, so only its path is checked.
+  const bool writes = config.link == nullptr || config.link->rank() == 0;
+  const Runnable input(config.planPath, config.kernelPaths, config.backend,
+                       writes ? config.tracePath : std::string());
   const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
 

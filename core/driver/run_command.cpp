@@ -214,7 +214,10 @@ std::string measuredLabel(const std::string& backend, const ExecutionStats& stat
 }
 
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
-  const Runnable input(config.planPath, config.kernelPaths, config.backend, config.tracePath);
+  // Under mpirun only rank 0 writes the trace, so only its path is checked.
+  const bool writes = config.link == nullptr || config.link->rank() == 0;
+  const Runnable input(config.planPath, config.kernelPaths, config.backend,
+                       writes ? config.tracePath : std::string());
   const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
   // Refuse before anything is allocated when the run cannot fit in memory.

@@ -156,10 +156,13 @@ def run_plans(args, tmp):
         others = os.path.join(tmp, base + ".others")
         os.mkdir(root)
         os.mkdir(others)
-        argv = ["run", path, "--check", "--outputs", "out", "--format", "json"]
+        argv = ["run", path, "--check", "--outputs", "out", "--trace", "trace.json",
+                "--format", "json"]
         rc, out, err, _ = mpirun(args, [(1, root, argv), (k - 1, others, argv)], tmp)
         check(rc == 0, f"{base}: {k} ranks, exit {rc}")
         check(os.listdir(others) == [], f"{base}: ranks 1..{k - 1} wrote {os.listdir(others)}")
+        check(sorted(os.listdir(root)) == ["out", "trace.json"],
+              f"{base}: rank 0 wrote {sorted(os.listdir(root))}")
         try:
             doc = json.loads(out)  # exactly one document: rank 0's
         except json.JSONDecodeError as e:
