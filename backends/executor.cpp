@@ -237,6 +237,9 @@ int Executor::placeOf(u32 t) const {
 // while the workers go on.
 void Executor::sendTransfer(const Task& task) {
   const plan::Transfer& t = p_.transfers[task.a];
+  if (t.region.isEmpty()) {
+    return; // nothing to send, and its receiver expects nothing
+  }
   const Slot& source = slots_[task.reads[0]];
   Buffer packed = Buffer::host(source.dtype, t.region);
   backend_.copyRegion(buffers_[task.reads[0]].view(), packed.view(), t.region);
@@ -249,6 +252,9 @@ void Executor::sendTransfer(const Task& task) {
 void Executor::receiveTransfer(const Task& task) {
   const plan::Transfer& t = p_.transfers[task.a];
   const u32 s = task.creates[0];
+  if (t.region.isEmpty()) {
+    return; // as a copy of nothing: no buffer, no message
+  }
   buffers_[s] = allocate(slots_[s]);
   const int from = rankOf(slots_[task.reads[0]].device);
   Buffer staging = hostBuffers_ ? buffers_[s] : Buffer::host(slots_[s].dtype, t.region);
