@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -121,8 +122,10 @@ MpiRankLink::MpiRankLink() : state_(std::make_unique<State>()) {
   check(MPI_Comm_size(local, &localSize_), "MPI_Comm_size");
   MPI_Comm_free(&local);
   // tests/mpi: this rank fails mid-run, while the others wait for it.
+  // "R": rank R throws at its first send; "R:kill": it is killed there (SIGKILL).
   if (const char* fail = std::getenv("TAPESTRY_TEST_FAIL_RANK")) {
     failAtSend_ = std::string(fail) == std::to_string(rank_);
+    killAtSend_ = std::string(fail) == std::to_string(rank_) + ":kill";
   }
   state_->progress = std::jthread([this] { state_->run(); });
 }
@@ -140,6 +143,9 @@ MpiRankLink::~MpiRankLink() {
 }
 
 void MpiRankLink::send(int to, int tag, Buffer data) {
+  if (killAtSend_) {
+    std::raise(SIGKILL); // as if the node went away: no message, no MPI_Abort
+  }
   if (failAtSend_) {
     throw Error("test hook TAPESTRY_TEST_FAIL_RANK: rank " + std::to_string(rank_) +
                 " fails at its first message");

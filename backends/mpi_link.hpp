@@ -72,6 +72,7 @@ private:
   int localSize_ = 1;
   bool started_ = false;
   bool failAtSend_ = false; // TAPESTRY_TEST_FAIL_RANK names this rank (tests/mpi)
+  bool killAtSend_ = false; // ... with ":kill"
 };
 
 } // namespace tapestry::backend

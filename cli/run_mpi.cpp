@@ -1,6 +1,7 @@
 #include "cli/run_mpi.hpp"
 
 #include <ostream>
+#include <sstream>
 #include <streambuf>
 #include <string>
 
@@ -55,13 +56,16 @@ int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
       }
       return reportCurrentError(global, io);
     }
-    // The others may be waiting for this rank's messages: say why, end them all.
+    // The others may be waiting for this rank's messages: say why, end them
+    // all. One write, so that mpirun forwards the message as one piece.
+    std::ostringstream message;
     if (global.format != OutputFormat::Json) {
-      io.err << "rank " << link.rank() << " of " << link.ranks() << ": ";
+      message << "rank " << link.rank() << " of " << link.ranks() << ": ";
     }
-    const int reported = reportCurrentError(global, io);
+    Streams captured{io.out, message};
+    const int reported = reportCurrentError(global, captured);
+    io.err << message.str() << std::flush;
     io.out.flush();
-    io.err.flush();
     link.abort(reported);
   }
   // Every rank leaves with rank 0's status (--check's, say), or the first

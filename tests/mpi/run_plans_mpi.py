@@ -12,7 +12,8 @@ a rank past the plan's devices holds none), the text reports' rank line.
 
 --errors: a missing input file on one rank only, a missing plan on every rank,
 and a failure on one rank in the middle of the run (the test hook
-TAPESTRY_TEST_FAIL_RANK: that rank's first message fails) end every rank non-zero, each within 60 s, with the
+TAPESTRY_TEST_FAIL_RANK: that rank's first message fails, or with ":kill"
+the rank is killed there) end every rank non-zero, each within 60 s, with the
 message printed once.
 """
 import argparse
@@ -255,6 +256,12 @@ def run_errors(args, tmp):
         check(err.count("rank 1 of %d: error: test hook" % k) == 1,
               f"{command[0]}: rank 1's message printed once")
         check(secs < 60, f"{command[0]}: rank 1 failing took {secs:.0f} s")
+    # 4. Rank 1 is killed (SIGKILL) at its first message: mpirun ends the
+    # others, non-zero, within the minute.
+    rc, out, err, secs = mpirun(args, [(k, tmp, ["run", plan])], tmp, timeout=60,
+                                extra_env={"TAPESTRY_TEST_FAIL_RANK": "1:kill"})
+    check(rc is not None and rc != 0, f"rank 1 killed: exit {rc}")
+    check(secs < 60, f"rank 1 killed: took {secs:.0f} s")
 
 
 def main():
