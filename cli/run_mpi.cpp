@@ -41,7 +41,10 @@ int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
   try {
     code = command(root ? io.out : silent, root ? io.err : silent);
   } catch (const backend::RanksFailed& e) {
-    return e.code(); // rank e.rank() failed before the ranks met, and says why
+    // Rank e.rank() failed before the ranks met and says why: wait until it
+    // has (mpirun ends the job once a rank exits with an error).
+    link.exchangeStatus(e.code());
+    return e.code();
   } catch (...) {
     code = currentExitCode();
     if (!link.started()) {
@@ -52,9 +55,14 @@ int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
         ++lowest;
       }
       if (static_cast<int>(lowest) != link.rank()) {
-        return code; // a lower rank failed too and reports
+        link.exchangeStatus(code); // a lower rank failed too and reports
+        return code;
       }
-      return reportCurrentError(global, io);
+      const int reported = reportCurrentError(global, io);
+      io.out.flush();
+      io.err.flush();
+      link.exchangeStatus(reported); // the others leave once it is out
+      return reported;
     }
     // The others may be waiting for this rank's messages: say why, end them
     // all. One write, so that mpirun forwards the message as one piece.

@@ -19,7 +19,7 @@ using RankCommand = std::function<int(std::ostream& out, std::ostream& err)>;
 // (MPI_THREAD_MULTIPLE) and `config.link` the MPI link; rank 0 alone prints.
 // Every rank leaves with rank 0's exit code. An error before the ranks first
 // meet (loading the plan, reading inputs) is reported once, by the lowest
-// failing rank, and every rank exits with its code; an error after that (a
+// failing rank, and every rank exits with its code once the message is out; an error after that (a
 // kernel, a lost peer) is printed by its rank, which then ends every rank with
 // MPI_Abort, since the others may be waiting for its messages. Without MPI in
 // the build: a usage error (exit 2), from rank 0.

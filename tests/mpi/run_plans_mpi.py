@@ -242,6 +242,16 @@ def run_errors(args, tmp):
     check(rc == 1, f"one rank's missing inputs: exit {rc}, expected 1")
     check(err.count("error:") == 1, "one rank's missing inputs: the error printed once")
     check(secs < 60, f"one rank's missing inputs took {secs:.0f} s")
+    # ... in JSON: one error document on stdout, rank 1's.
+    rc, out, err, secs = mpirun(args, [(1, good, ["--format", "json", "run", plan]),
+                                       (k - 1, tmp, ["--format", "json", "run", plan,
+                                                     "--inputs", inputs])], tmp, timeout=60)
+    try:
+        doc = json.loads(out)
+        check(rc == 1 and doc["status"] == "error" and doc["exit_code"] == 1,
+              f"one rank's missing inputs in JSON: exit {rc}, {doc}")
+    except json.JSONDecodeError as e:
+        check(False, f"one rank's missing inputs in JSON: stdout is not one document ({e})")
     # 2. A missing plan on every rank: once, exit 1.
     rc, out, err, secs = mpirun(args, [(k, tmp, ["run", "missing.json"])], tmp, timeout=60)
     check(rc == 1, f"missing plan: exit {rc}, expected 1")
