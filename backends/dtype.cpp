@@ -48,8 +48,8 @@ std::size_t dtypeSize(DType dtype) {
   // From the one dtype table (core/expr/dtype.hpp), indexed by the enum.
   static const std::array<std::size_t, 6> sizes = [] {
     std::array<std::size_t, 6> out{};
-    for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
-                    DType::Int32, DType::Int64}) {
+    for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
+                    DType::Int64}) {
       out[static_cast<std::size_t>(d)] =
           static_cast<std::size_t>(expr::findDType(dtypeName(d))->bytes);
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -26,6 +27,58 @@ int usableHardwareThreads() {
     return CPU_COUNT(&set);
   }
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::vector<int> deviceRanks(const plan::ShardPlan& p, const cost::Target& target, int ranks) {
+  const int nDev = std::max(p.deviceCount, 1);
+  std::vector<int> rank(static_cast<std::size_t>(nDev), 0);
+  ranks = std::max(ranks, 1);
+  // Contiguous blocks of n items over `ranks`, the first n % ranks one longer.
+  auto block = [ranks](int i, int n) {
+    const int small = n / ranks;
+    const int extra = n % ranks;
+    return i < extra * (small + 1) ? i / (small + 1) : extra + (i - extra * (small + 1)) / small;
+  };
+  const int nodes = target.nodeCount();
+  if (nodes > 1 && nodes >= ranks) {
+    for (int d = 0; d < nDev; ++d) {
+      rank[static_cast<std::size_t>(d)] = block(std::min(target.nodeOf(d), nodes - 1), nodes);
+    }
+    return rank;
+  }
+  std::vector<char> isUsed(static_cast<std::size_t>(nDev), 0);
+  for (const plan::OpPlan& op : p.ops) {
+    for (const plan::Shard& s : op.shards) {
+      isUsed[static_cast<std::size_t>(s.device)] = 1;
+    }
+  }
+  const auto n = static_cast<int>(std::count(isUsed.begin(), isUsed.end(), 1));
+  int i = 0;
+  int current = 0;
+  for (int d = 0; d < nDev; ++d) {
+    if (isUsed[static_cast<std::size_t>(d)] != 0) {
+      current = block(i++, n);
+    }
+    rank[static_cast<std::size_t>(d)] = current;
+  }
+  return rank;
+}
+
+std::vector<std::vector<int>> rankDevices(const plan::ShardPlan& p,
+                                          const std::vector<int>& deviceRank, int ranks) {
+  std::vector<std::vector<int>> held(static_cast<std::size_t>(std::max(ranks, 1)));
+  std::vector<char> isUsed(deviceRank.size(), 0);
+  for (const plan::OpPlan& op : p.ops) {
+    for (const plan::Shard& s : op.shards) {
+      isUsed[static_cast<std::size_t>(s.device)] = 1;
+    }
+  }
+  for (std::size_t d = 0; d < deviceRank.size(); ++d) {
+    if (isUsed[d] != 0) {
+      held[static_cast<std::size_t>(deviceRank[d])].push_back(static_cast<int>(d));
+    }
+  }
+  return held;
 }
 
 namespace detail {
@@ -138,7 +191,175 @@ void Executor::runShard(const Task& task) {
   }
 }
 
-void Executor::runTask(const Task& task) {
+// ---------------------------------------------------------------- distributed runs
+
+void Executor::assignRoles(const ExecuteOptions& options) {
+  const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
+  link_ = options.link;
+  role_.assign(tasks_.size(), Role::Run);
+  if (link_ == nullptr) {
+    deviceRank_.assign(nDev, 0);
+    return;
+  }
+  checkInvariant(options.deviceRank.size() == nDev, "executor: a rank for every plan device");
+  deviceRank_ = options.deviceRank;
+  const std::size_t tags = p_.transfers.size() + slots_.size();
+  if (tags > static_cast<std::size_t>(link_->maxTag())) {
+    throw Error("this plan moves " + std::to_string(tags) +
+                " regions between ranks, more than the MPI library's largest message tag (" +
+                std::to_string(link_->maxTag()) + ")");
+  }
+  const int me = link_->rank();
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    const Task& task = tasks_[t];
+    const int to = rankOf(task.device);
+    if (task.kind != Task::Kind::Transfer) {
+      role_[t] = to == me ? Role::Run : Role::Elsewhere;
+      continue;
+    }
+    // A graph input on the host is on every rank (each holds all the inputs).
+    const int from = task.reads.empty() ? to : rankOf(slots_[task.reads[0]].device);
+    if (to == me) {
+      role_[t] = from == me ? Role::Run : Role::Receive;
+    } else {
+      role_[t] = from == me ? Role::Send : Role::Elsewhere;
+    }
+  }
+}
+
+int Executor::placeOf(u32 t) const {
+  const Task& task = tasks_[t];
+  return role_[t] == Role::Send ? slots_[task.reads[0]].device : task.device;
+}
+
+// Packs the transfer's region into a contiguous host buffer once its source is
+// ready (this task's dependencies) and hands it to the link, which sends it
+// while the workers go on.
+void Executor::sendTransfer(const Task& task) {
+  const plan::Transfer& t = p_.transfers[task.a];
+  if (t.region.isEmpty()) {
+    return; // nothing to send, and its receiver expects nothing
+  }
+  const Slot& source = slots_[task.reads[0]];
+  Buffer packed = Buffer::host(source.dtype, t.region);
+  backend_.copyRegion(buffers_[task.reads[0]].view(), packed.view(), t.region);
+  if (!hostBuffers_) {
+    backend_.synchronize();
+  }
+  link_->send(rankOf(t.to), static_cast<int>(task.a), std::move(packed));
+}
+
+void Executor::receiveTransfer(const Task& task) {
+  const plan::Transfer& t = p_.transfers[task.a];
+  const u32 s = task.creates[0];
+  if (t.region.isEmpty()) {
+    return; // as a copy of nothing: no buffer, no message
+  }
+  buffers_[s] = allocate(slots_[s]);
+  const int from = rankOf(slots_[task.reads[0]].device);
+  Buffer staging = hostBuffers_ ? buffers_[s] : Buffer::host(slots_[s].dtype, t.region);
+  const std::span<std::byte> into(staging.data(), static_cast<std::size_t>(staging.byteSize()));
+  if (!link_->receive(from, static_cast<int>(task.a), into, *cancel_)) {
+    return; // another task failed; its error is the one reported
+  }
+  if (!hostBuffers_) {
+    backend_.copyRegion(staging.view(), buffers_[s].view(), t.region);
+  }
+}
+
+// Each rank's vector: wall time, workers, counters, per device its bytes, per
+// task its times (doubles as their bits).
+void Executor::mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times, double start) const {
+  const auto nDev = stats.devices.size();
+  std::vector<std::int64_t> mine;
+  mine.push_back(std::bit_cast<std::int64_t>(stats.wallSeconds));
+  mine.push_back(std::bit_cast<std::int64_t>(start));
+  mine.push_back(stats.workers);
+  mine.push_back(static_cast<std::int64_t>(stats.kernelCalls));
+  mine.push_back(static_cast<std::int64_t>(stats.splitShards));
+  mine.push_back(static_cast<std::int64_t>(stats.assembledSelections));
+  mine.push_back(stats.assembledBytes);
+  constexpr std::size_t head = 7;
+  for (const DeviceMemory& d : stats.devices) {
+    mine.push_back(d.peakBytes);
+    mine.push_back(d.allocatedBytes);
+  }
+  for (const TaskTime& t : times) {
+    mine.push_back(std::bit_cast<std::int64_t>(t.start));
+    mine.push_back(std::bit_cast<std::int64_t>(t.end));
+    mine.push_back(t.worker);
+  }
+  const std::vector<std::vector<std::int64_t>> all = link_->allgather(mine);
+  std::vector<int> firstWorker(all.size(), 0);
+  const int blasThreads = stats.blasThreads; // this rank's
+  stats = ExecutionStats{};
+  stats.blasThreads = blasThreads;
+  stats.devices.resize(nDev);
+  int workers = 0;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const std::vector<std::int64_t>& v = all[r];
+    checkInvariant(v.size() == mine.size(), "executor: every rank reports the same plan");
+    firstWorker[r] = workers;
+    workers += static_cast<int>(v[2]);
+    stats.kernelCalls += static_cast<std::size_t>(v[3]);
+    stats.splitShards += static_cast<std::size_t>(v[4]);
+    stats.assembledSelections += static_cast<std::size_t>(v[5]);
+    stats.assembledBytes += v[6];
+    for (std::size_t d = 0; d < nDev; ++d) {
+      stats.devices[d].peakBytes += v[head + 2 * d];
+      stats.devices[d].allocatedBytes += v[head + 2 * d + 1];
+    }
+  }
+  // Times from the earliest rank's start. On one machine the ranks share the
+  // steady clock; across machines they cannot, and each rank's clock starts
+  // at the barrier that started the run (skewed by its latency).
+  const bool oneMachine = link_->ranksOnThisNode() == link_->ranks();
+  std::vector<double> offset(all.size(), 0.0);
+  if (oneMachine) {
+    double first = std::bit_cast<double>(all[0][1]);
+    for (const std::vector<std::int64_t>& v : all) {
+      first = std::min(first, std::bit_cast<double>(v[1]));
+    }
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      offset[r] = std::bit_cast<double>(all[r][1]) - first;
+    }
+  }
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    stats.wallSeconds = std::max(stats.wallSeconds, offset[r] + std::bit_cast<double>(all[r][0]));
+  }
+  stats.workers = workers;
+  const std::size_t base = head + 2 * nDev;
+  auto timeOn = [&](std::size_t r, std::size_t t) {
+    const std::vector<std::int64_t>& v = all[r];
+    return TaskTime{offset[r] + std::bit_cast<double>(v[base + 3 * t]),
+                    offset[r] + std::bit_cast<double>(v[base + 3 * t + 1]),
+                    firstWorker[r] + static_cast<int>(v[base + 3 * t + 2])};
+  };
+  for (std::size_t t = 0; t < times.size(); ++t) {
+    const Task& task = tasks_[t];
+    const auto r = static_cast<std::size_t>(rankOf(task.device));
+    times[t] = timeOn(r, t);
+    if (task.kind == Task::Kind::Transfer && !task.reads.empty()) {
+      // Across ranks a transfer starts when its send does (its source ready,
+      // on the source's clock), not when the receive began to wait for it.
+      const auto from = static_cast<std::size_t>(rankOf(slots_[task.reads[0]].device));
+      if (from != r) {
+        times[t].start = std::min(std::max(times[t].start, timeOn(from, t).start), times[t].end);
+      }
+    }
+  }
+}
+
+void Executor::runTask(u32 id) {
+  const Task& task = tasks_[id];
+  if (role_[id] == Role::Send) {
+    sendTransfer(task);
+    return;
+  }
+  if (role_[id] == Role::Receive) {
+    receiveTransfer(task);
+    return;
+  }
   switch (task.kind) {
   case Task::Kind::Resident: {
     const plan::Resident& r = p_.residents[task.a];
@@ -203,14 +424,40 @@ void Executor::release(const Task& task) {
   }
 }
 
+// Every graph output into one host buffer over the whole tensor. In a
+// distributed run rank 0 gathers: the other ranks send it their pieces (tag:
+// past the transfers', by slot) and return nothing.
 TensorBuffers Executor::gather() {
+  const int me = link_ != nullptr ? link_->rank() : 0;
+  const int tagBase = static_cast<int>(p_.transfers.size());
   TensorBuffers out;
   for (std::size_t t : g_.outputs) {
     const graph::Tensor& tensor = g_.tensors[t];
     const ZRange bounds = ZRange::fromShape(ZPoint(tensor.type.shape));
-    Buffer host = Buffer::host(parseDType(tensor.type.dtype), bounds);
+    Buffer host = me == 0 ? Buffer::host(parseDType(tensor.type.dtype), bounds) : Buffer();
+    // One piece of the output held on the slot's device: copied into `host`
+    // on rank 0, sent there from another rank.
+    auto piece = [&](u32 s, const ZRange& region) {
+      const int owner = rankOf(slots_[s].device);
+      if (owner == me && me == 0) {
+        backend_.copyRegion(buffers_[s].view(), host.view(), region);
+      } else if (owner == me) {
+        Buffer packed = Buffer::host(slots_[s].dtype, region);
+        backend_.copyRegion(buffers_[s].view(), packed.view(), region);
+        backend_.synchronize();
+        link_->send(0, tagBase + static_cast<int>(s), std::move(packed));
+      } else if (me == 0) {
+        Buffer packed = Buffer::host(slots_[s].dtype, region);
+        const std::atomic<bool> never{false};
+        link_->receive(owner, tagBase + static_cast<int>(s),
+                       {packed.data(), static_cast<std::size_t>(packed.byteSize())}, never);
+        backend_.copyRegion(packed.view(), host.view(), region);
+      }
+    };
     if (tensor.isGraphInput()) {
-      backend_.copyRegion(hostInputs_[t]->view(), host.view(), bounds);
+      if (me == 0) {
+        backend_.copyRegion(hostInputs_[t]->view(), host.view(), bounds);
+      }
     } else {
       const std::size_t op = *tensor.producer;
       const plan::OpPlan& opPlan = p_.ops[op];
@@ -218,22 +465,27 @@ TensorBuffers Executor::gather() {
       if (partial) {
         for (std::size_t r = opPlan.reductions.first; r < opPlan.reductions.second; ++r) {
           const plan::Reduction& red = p_.reductions[r];
-          if (red.tensor == t) {
-            backend_.copyRegion(buffers_[root(r)].view(), host.view(), red.region);
+          if (red.tensor == t && !red.region.isEmpty()) {
+            piece(root(r), red.region);
           }
         }
       } else {
         for (std::size_t k = 0; k < opPlan.shards.size(); ++k) {
           const u32 s = tile(op, k, t);
           if (!slots_[s].region.isEmpty()) {
-            backend_.copyRegion(buffers_[s].view(), host.view(), slots_[s].region);
+            piece(s, slots_[s].region);
           }
         }
       }
     }
-    out.emplace(tensor.name, std::move(host));
+    if (me == 0) {
+      out.emplace(tensor.name, std::move(host));
+    }
   }
   backend_.synchronize();
+  if (link_ != nullptr) {
+    link_->flush();
+  }
   return out;
 }
 
@@ -432,17 +684,31 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   for (std::size_t s = 0; s < slots_.size(); ++s) {
     remaining_[s].store(slots_[s].uses, std::memory_order_relaxed);
   }
+  hostBuffers_ = dynamic_cast<CpuBackend*>(&backend_) != nullptr;
+  assignRoles(options);
 
   // Devices become workers; with fewer workers, one serves several devices.
+  // In a distributed run, only this rank's devices.
   std::vector<int> used;
-  for (const Task& task : tasks_) {
-    checkInvariant(task.device >= 0 && static_cast<std::size_t>(task.device) < nDev,
+  for (u32 t = 0; t < tasks_.size(); ++t) {
+    checkInvariant(tasks_[t].device >= 0 && static_cast<std::size_t>(tasks_[t].device) < nDev,
                    "executor: a task's device is one of the plan's");
-    used.push_back(task.device);
+    if (role_[t] != Role::Elsewhere) {
+      used.push_back(placeOf(t));
+    }
   }
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());
-  const int cores = usableHardwareThreads();
+  int cores = usableHardwareThreads();
+  if (link_ != nullptr) {
+    // Ranks on one machine that mpirun did not bind to cores of their own
+    // (--oversubscribe, say) share its cores: each takes its part of them.
+    const int local = link_->ranksOnThisNode();
+    const auto machine = static_cast<int>(std::thread::hardware_concurrency());
+    if (local > 1 && machine > 0 && cores * local > machine) {
+      cores = std::max(1, cores / local);
+    }
+  }
   const int cap = options.threads > 0 ? options.threads : cores;
   const int workers = std::max(1, std::min(cap, static_cast<int>(used.size())));
   std::vector<int> workerOf(nDev, 0);
@@ -451,18 +717,25 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   }
   std::vector<std::vector<u32>> lists(static_cast<std::size_t>(workers));
   for (u32 t : order(schedule)) {
-    lists[static_cast<std::size_t>(workerOf[static_cast<std::size_t>(tasks_[t].device)])].push_back(
-        t);
+    if (role_[t] == Role::Elsewhere) {
+      continue;
+    }
+    // Another rank's tasks never finish here: what this one needs of them
+    // arrives as a message (a receive) or was never shared (every other
+    // dependency orders tasks on one device, or a transfer's send after its source).
+    std::erase_if(tasks_[t].deps, [this](u32 d) { return role_[d] == Role::Elsewhere; });
+    lists[static_cast<std::size_t>(workerOf[static_cast<std::size_t>(placeOf(t))])].push_back(t);
   }
 
   int blasThreads = 0;
-  if (dynamic_cast<CpuBackend*>(&backend_) != nullptr) {
+  if (hostBuffers_) {
     blasThreads = options.blasThreads > 0 ? options.blasThreads : std::max(1, cores / workers);
     CpuBackend::setBlasThreads(blasThreads);
   }
 
   auto done = std::make_unique<std::atomic<bool>[]>(tasks_.size());
   std::atomic<bool> failed{false};
+  cancel_ = &failed;
   std::mutex errorMutex;
   std::exception_ptr error;
   // Each worker writes the times of its own tasks only: two clock reads per
@@ -481,7 +754,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
       const double began = Backend::now();
       if (!failed.load(std::memory_order_acquire)) {
         try {
-          runTask(task);
+          runTask(t);
         } catch (...) {
           std::lock_guard<std::mutex> lock(errorMutex);
           if (!error) {
@@ -497,6 +770,9 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
     }
   };
 
+  if (link_ != nullptr) {
+    link_->barrier(); // every rank's clock starts here
+  }
   start = Backend::now();
   {
     std::vector<std::jthread> threads;
@@ -507,27 +783,34 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   }
   backend_.synchronize();
   const double end = Backend::now();
+  cancel_ = nullptr;
   if (error) {
     std::rethrow_exception(error);
+  }
+  if (link_ != nullptr) {
+    link_->flush();
   }
 
   Execution result;
   ExecutionStats& stats = result.stats;
   stats.wallSeconds = end - start;
-  stats.workers = workers;
+  stats.workers = used.empty() ? 0 : workers; // a rank past the plan's devices runs none
   stats.blasThreads = blasThreads;
   stats.devices.resize(nDev);
   for (std::size_t d = 0; d < nDev; ++d) {
     stats.devices[d].peakBytes = memory_[d].peak.load();
     stats.devices[d].allocatedBytes = memory_[d].allocated.load();
   }
-  countTasks(stats);
-  recordTimes(times, stats);
   stats.kernelCalls = kernelCalls_.load();
   stats.splitShards = split_.load();
   stats.assembledSelections = assembled_.load();
   stats.assembledBytes = assembledBytes_.load();
   result.outputs = gather();
+  if (link_ != nullptr) {
+    mergeStats(stats, times, start);
+  }
+  countTasks(stats);
+  recordTimes(times, stats);
   for (const auto& [name, buffer] : result.outputs) {
     stats.outputBytes += buffer.byteSize();
   }

@@ -19,8 +19,10 @@
 // they are gathered into whole-tensor host buffers.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -31,6 +33,50 @@
 
 namespace tapestry::backend {
 
+// The processes of a distributed run (`mpirun -n K tapestry run|bench`,
+// docs/distributed.md): each rank runs the tasks of the plan devices it holds,
+// and the link carries the regions that cross ranks. backends/ never includes
+// mpi.h: the MPI link (backends/mpi_link.hpp) implements this. Worker threads
+// call send, receive and pending concurrently; the collectives are called by
+// the thread that called execute, once every worker has stopped.
+class RankLink {
+public:
+  virtual ~RankLink() = default;
+  virtual int rank() const = 0;
+  virtual int ranks() const = 0;
+  // The largest message tag the link carries.
+  virtual int maxTag() const = 0;
+  // Ranks (this one included) running on this rank's machine.
+  virtual int ranksOnThisNode() const = 0;
+  // Starts sending `data`'s elements (a host buffer) to rank `to` under `tag`
+  // and returns at once; the link keeps the buffer until it has been sent.
+  virtual void send(int to, int tag, Buffer data) = 0;
+  // Receives the message from rank `from` under `tag` into `into` (exactly its
+  // size), returning true once it has arrived, or false once `stop` is set
+  // (a task of this rank failed: its peers will never send what it waits for).
+  virtual bool receive(int from, int tag, std::span<std::byte> into,
+                       const std::atomic<bool>& stop) = 0;
+  // Waits until every message this rank sent has left.
+  virtual void flush() = 0;
+  // Collectives: every rank's `local`, by rank.
+  virtual std::vector<std::vector<std::int64_t>>
+  allgather(const std::vector<std::int64_t>& local) = 0;
+  // Every rank waits for the others.
+  virtual void barrier() = 0;
+};
+
+// Which rank runs each plan device (one entry per device, max(deviceCount, 1)
+// of them), docs/distributed.md: the devices the plan uses, in order, split
+// into `ranks` contiguous blocks as even as possible (the first ranks get one
+// more); on a multi-node target with at least as many nodes as ranks, whole
+// nodes instead (contiguous blocks of nodes), so a node's devices share a rank.
+// Ranks past the used devices hold none. Unused devices go with the used device
+// before them (rank 0 when there is none).
+std::vector<int> deviceRanks(const plan::ShardPlan& p, const cost::Target& target, int ranks);
+// The devices each rank holds (per rank, ascending), the plan's used devices only.
+std::vector<std::vector<int>> rankDevices(const plan::ShardPlan& p,
+                                          const std::vector<int>& deviceRank, int ranks);
+
 struct ExecuteOptions {
   // Cap on worker threads; 0: one per device the plan uses, at most one per
   // hardware thread.
@@ -38,6 +84,15 @@ struct ExecuteOptions {
   // CPU backend: OpenBLAS threads inside one matrix product; 0: the hardware
   // threads divided among the workers (at least 1).
   int blasThreads = 0;
+  // A distributed run: this rank runs the tasks of the devices `deviceRank`
+  // (deviceRanks) gives it; a transfer from another rank's device is received
+  // from that rank, one to another rank's device is sent there once its source
+  // is ready (tag: the transfer's index). At the end every rank gets the merged
+  // statistics (each task's times from the rank that ran it; clocks started at
+  // a barrier) and rank 0 alone the outputs (the others' tiles sent to it;
+  // tags past the transfers'); the others' Execution::outputs are empty.
+  RankLink* link = nullptr;
+  std::vector<int> deviceRank = {};
 };
 
 // Byte counts of the executor's own allocator accounting.
@@ -59,7 +114,7 @@ struct TaskTime {
 
 struct ExecutionStats {
   double wallSeconds = 0;            // the tasks, from the first start to the last end
-  int workers = 0;                   // worker threads used
+  int workers = 0;                   // worker threads used (over every rank)
   int blasThreads = 0;               // OpenBLAS threads per product (CPU backend), else 0
   std::vector<DeviceMemory> devices; // one per plan device (ShardPlan::deviceCount)
   std::size_t shards = 0;            // non-empty shards run

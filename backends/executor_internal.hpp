@@ -75,6 +75,12 @@ public:
 
   Execution run(const ExecuteOptions& options, const cost::Simulation* schedule);
 
+  // What a task is on this rank of a distributed run (ExecuteOptions::link):
+  // run here; the send half of a transfer to another rank's device (on the
+  // source's device); the receive half of one from another rank's device; or
+  // another rank's task. Without a link every task runs here.
+  enum class Role : std::uint8_t { Run, Send, Receive, Elsewhere };
+
 private:
   // ---- setup
   void bindInputs(const TensorBuffers& inputs);
@@ -94,8 +100,19 @@ private:
   bool matches(const cost::Simulation& sim) const;
   std::vector<u32> order(const cost::Simulation* sim);
 
+  // ---- distributed runs
+  void assignRoles(const ExecuteOptions& options);
+  int rankOf(int device) const { return deviceRank_[static_cast<std::size_t>(device)]; }
+  int placeOf(u32 t) const; // the device whose worker runs task t here
+  void sendTransfer(const Task& task);
+  void receiveTransfer(const Task& task);
+  // Every rank's statistics and task times merged (each task's from the rank
+  // of its device); wall time to the last rank's end. `start`: this rank's
+  // clock at the start of its tasks (Backend::now()).
+  void mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times, double start) const;
+
   // ---- running
-  void runTask(const Task& task);
+  void runTask(u32 id);
   void runShard(const Task& task);
   void release(const Task& task);
   Buffer allocate(const Slot& slot);
@@ -128,6 +145,12 @@ private:
   std::atomic<std::size_t> split_{0}; // shards run as several kernel calls
   std::atomic<std::size_t> kernelCalls_{0};
   std::atomic<std::int64_t> assembledBytes_{0};
+
+  RankLink* link_ = nullptr;
+  std::vector<int> deviceRank_;         // per plan device; all 0 without a link
+  std::vector<Role> role_;              // per task
+  bool hostBuffers_ = false;            // the backend's buffers are host memory (receive in place)
+  std::atomic<bool>* cancel_ = nullptr; // set when a task failed: receives give up
 };
 
 } // namespace tapestry::backend::detail

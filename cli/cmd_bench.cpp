@@ -8,6 +8,7 @@
 
 #include "cli/app.hpp"
 #include "cli/execution_flags.hpp"
+#include "cli/run_mpi.hpp"
 #include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
@@ -33,6 +34,14 @@ void registerBench(CLI::App& app, Action& action) {
       applyGlobalOptions(global, *config);
       // The progress line is for people watching a terminal, never for logs.
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
+        return executeOnRanks( // mpirun -n K, K > 1
+            *config,
+            [config](std::ostream& out, std::ostream& err) {
+              return driver::benchCommand(*config, out, err);
+            },
+            *launch, global, io);
+      }
       return driver::benchCommand(*config, io.out, io.err);
     };
   });

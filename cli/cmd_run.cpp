@@ -6,6 +6,7 @@
 
 #include "cli/app.hpp"
 #include "cli/execution_flags.hpp"
+#include "cli/run_mpi.hpp"
 #include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
@@ -24,6 +25,14 @@ void registerRun(CLI::App& app, Action& action) {
   sub->callback([&action, config] {
     action = [config](const GlobalOptions& global, Streams& io) -> int {
       applyGlobalOptions(global, *config);
+      if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
+        return executeOnRanks( // mpirun -n K, K > 1
+            *config,
+            [config](std::ostream& out, std::ostream& err) {
+              return driver::runCommand(*config, out, err);
+            },
+            *launch, global, io);
+      }
       return driver::runCommand(*config, io.out, io.err);
     };
   });

@@ -230,15 +230,27 @@ void summarize(Timing& t, const RepeatLimits& limits) {
   t.mostRuns = static_cast<int>(t.times.size()) >= limits.most;
 }
 
+// Under mpirun every rank repeats as rank 0 decides (its clock is the one reported).
+bool repeatOnEveryRank(bool again, RankLink* link) {
+  if (link == nullptr) {
+    return again;
+  }
+  return link->allgather({again ? 1 : 0})[0][0] != 0;
+}
+
 // Runs the plan `--warmup` times, then until repeatAgain says stop. With a
 // breakdown, each row's measured time is the median over the timed runs of its
 // summed task durations, and each total the median of the run's rows summed.
 Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
                 const cost::Simulation& schedule, Backend& backend, const TensorBuffers& inputs,
                 const BenchConfig& config, const std::string& label, const PlanBreakdown* breakdown,
-                std::ostream& err) {
+                const cost::Target& target, std::ostream& err) {
   ExecuteOptions options;
   options.threads = config.threads;
+  if (config.link != nullptr) {
+    options.link = config.link;
+    options.deviceRank = deviceRanks(p, target, config.link->ranks());
+  }
   const RepeatLimits limits = repeatLimits(config);
   Timing timing;
   timing.predicted = schedule.objectives.timeS;
@@ -279,7 +291,7 @@ Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
     }
     timing.stats = std::move(run.stats);
     timing.elapsed = Backend::now() - begin;
-  } while (repeatAgain(timing.times, timing.elapsed, limits));
+  } while (repeatOnEveryRank(repeatAgain(timing.times, timing.elapsed, limits), config.link));
   summarize(timing, limits);
   if (breakdown != nullptr) {
     keepMedianRun(timing, busyRuns, runTimes);
@@ -538,6 +550,12 @@ void printBenchText(const BenchReport& r, std::ostream& out) {
     out << " to " << limits.most << " runs, until stable,";
   }
   out << " after " << r.config.warmup << " warm-up" << (r.config.warmup == 1 ? "" : "s") << "\n";
+  if (r.config.link != nullptr) {
+    const int ranks = r.config.link->ranks();
+    out << describeRanks(rankDevices(r.loaded.plan,
+                                     deviceRanks(r.loaded.plan, r.loaded.target, ranks), ranks))
+        << "\n";
+  }
   const std::size_t w = 16;
   out << padded("", 15) << padded("measured", w) << padded("predicted", w)
       << padded("measured/pred", w) << padded("achieved", w) << "workers\n";
@@ -640,7 +658,10 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     text << "--max-seconds: " << config.maxSeconds << " is not a time (expected seconds >= 0)";
     throw UsageError(text.str());
   }
-  const Runnable input(config.planPath, config.kernelPaths, config.backend, config.tracePath);
+  // Under mpirun only rank 0 writes the trace, so only its path is checked.
+  const bool writes = config.link == nullptr || config.link->rank() == 0;
+  const Runnable input(config.planPath, config.kernelPaths, config.backend,
+                       writes ? config.tracePath : std::string());
   const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
 
@@ -669,12 +690,19 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
       config.backend == "cpu" ? inputs : inputsOnDevice(backend, inputs, 0);
   const PlanBreakdown breakdown(g, loaded.plan, loaded.simulation);
   const Timing planTiming = timePlan(g, loaded.plan, loaded.simulation, backend, timedInputs,
-                                     config, "plan", &breakdown, err);
-  const Timing singleTiming =
-      timePlan(g, single, singleSim, backend, timedInputs, config, "single device", nullptr, err);
+                                     config, "plan", &breakdown, loaded.target, err);
+  // Under mpirun the baseline's device 0 is on rank 0; the others take part
+  // in its runs' collectives only.
+  const Timing singleTiming = timePlan(g, single, singleSim, backend, timedInputs, config,
+                                       "single device", nullptr, loaded.target, err);
+  if (config.link != nullptr && config.link->rank() != 0) {
+    return 0; // rank 0 reports
+  }
   std::optional<Timing> callTiming;
 #if TAPESTRY_HAVE_CUDA
-  callTiming = timeSingleCall(backend, g, timedInputs, config, singleSim.objectives.timeS);
+  if (config.link == nullptr) {
+    callTiming = timeSingleCall(backend, g, timedInputs, config, singleSim.objectives.timeS);
+  }
 #endif
   if (config.progress) {
     err << "\r\033[K" << std::flush;
@@ -703,6 +731,12 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     doc["max_seconds"] = limits.seconds;
     doc["warmup"] = config.warmup;
     doc["flops"] = flops;
+    if (config.link != nullptr) {
+      doc["ranks"] = config.link->ranks();
+      doc["rank_devices"] =
+          rankDevices(loaded.plan, deviceRanks(loaded.plan, loaded.target, config.link->ranks()),
+                      config.link->ranks());
+    }
     doc["plan"] = timingJson(planTiming, flops, devicesUsed(loaded.plan));
     doc["single_device"] = timingJson(singleTiming, flops, devicesUsed(single));
     doc["speedup"] =

@@ -115,6 +115,22 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+std::string describeRanks(const std::vector<std::vector<int>>& rankDevices) {
+  std::string text = "on " + plural(rankDevices.size(), "rank", "ranks") + ":";
+  for (std::size_t r = 0; r < rankDevices.size(); ++r) {
+    text += (r == 0 ? " rank " : ", rank ") + std::to_string(r);
+    if (rankDevices[r].empty()) {
+      text += " no device";
+      continue;
+    }
+    text += rankDevices[r].size() == 1 ? " device" : " devices";
+    for (int d : rankDevices[r]) {
+      text += " " + std::to_string(d);
+    }
+  }
+  return text;
+}
+
 // ---------------------------------------------------------------- traces
 
 render::TaskIntervals measuredIntervals(const ExecutionStats& stats) {

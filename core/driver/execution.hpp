@@ -55,6 +55,9 @@ std::size_t devicesUsed(const plan::ShardPlan& p);
 // "1 device", "2 devices".
 std::string plural(std::size_t n, const char* one, const char* many);
 double median(std::vector<double> values);
+// Under mpirun: "on 2 ranks: rank 0 devices 0 1, rank 1 devices 2 3" (a rank
+// past the plan's devices: "rank 2 no device").
+std::string describeRanks(const std::vector<std::vector<int>>& rankDevices);
 
 // ---- traces (--trace, tapestry trace; core/render/trace.hpp)
 

@@ -80,9 +80,10 @@ struct RunReport {
   const plan::LoadedPlan& loaded;
   const Execution& run;
   const std::vector<OutputCheck>& checks;
-  std::string backend;     // its name
-  std::int64_t inputBytes; // of the graph inputs
-  bool ok;                 // every check passed (true without --check)
+  std::string backend;         // its name
+  std::int64_t inputBytes;     // of the graph inputs
+  bool ok;                     // every check passed (true without --check)
+  std::vector<int> deviceRank; // under mpirun: each plan device's rank; else empty
 };
 
 Json checkToJson(const std::vector<OutputCheck>& checks, bool ok) {
@@ -115,6 +116,10 @@ void printRunJson(const RunReport& r, std::ostream& out) {
   doc["backend"] = r.backend;
   doc["devices"] = r.loaded.plan.deviceCount;
   doc["devices_used"] = devicesUsed(r.loaded.plan);
+  if (r.config.link != nullptr) {
+    doc["ranks"] = r.config.link->ranks();
+    doc["rank_devices"] = rankDevices(r.loaded.plan, r.deviceRank, r.config.link->ranks());
+  }
   doc["workers"] = stats.workers;
   doc["blas_threads"] = stats.blasThreads;
   doc["shards"] = stats.shards;
@@ -170,6 +175,9 @@ void printRunText(const RunReport& r, std::ostream& err) {
       << plural(static_cast<std::size_t>(stats.workers), "worker thread", "worker threads") << ", "
       << r.backend << "): " << cost::formatTime(stats.wallSeconds) << " (predicted "
       << cost::formatTime(r.loaded.simulation.objectives.timeS) << ")\n";
+  if (r.config.link != nullptr) {
+    err << describeRanks(rankDevices(r.loaded.plan, r.deviceRank, r.config.link->ranks())) << "\n";
+  }
   std::int64_t peak = 0;
   std::int64_t predictedPeak = 0;
   for (std::size_t d = 0; d < stats.devices.size(); ++d) {
@@ -206,7 +214,10 @@ std::string measuredLabel(const std::string& backend, const ExecutionStats& stat
 }
 
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
-  const Runnable input(config.planPath, config.kernelPaths, config.backend, config.tracePath);
+  // Under mpirun only rank 0 writes the trace, so only its path is checked.
+  const bool writes = config.link == nullptr || config.link->rank() == 0;
+  const Runnable input(config.planPath, config.kernelPaths, config.backend,
+                       writes ? config.tracePath : std::string());
   const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
   // Refuse before anything is allocated when the run cannot fit in memory.
@@ -220,7 +231,14 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   Backend& backend = *planBackend;
   ExecuteOptions options;
   options.threads = config.threads;
+  if (config.link != nullptr) {
+    options.link = config.link;
+    options.deviceRank = deviceRanks(loaded.plan, loaded.target, config.link->ranks());
+  }
   const Execution run = execute(loaded, backend, inputs, options);
+  if (config.link != nullptr && config.link->rank() != 0) {
+    return 0; // rank 0 holds the outputs, writes, checks and reports
+  }
   if (!config.outputsDir.empty()) {
     writeTensors(run.outputs, outputNames(g), config.outputsDir);
   }
@@ -242,7 +260,8 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   const bool ok =
       std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.ok; });
 
-  const RunReport report{config, loaded, run, checks, backend.name(), totalBytes(inputs), ok};
+  const RunReport report{
+      config, loaded, run, checks, backend.name(), totalBytes(inputs), ok, options.deviceRank};
   if (config.json) {
     printRunJson(report, out);
   } else if (!config.quiet) {

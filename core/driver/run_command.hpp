@@ -34,6 +34,10 @@ struct ExecutionOptions {
   bool json = false;     // --format json: a summary document on `out`
   bool quiet = false;
   bool verbose = false;
+  // Under `mpirun -n K` (K > 1, cli/run_mpi.cpp): this process's rank. Each
+  // rank runs its devices' tasks (backend::deviceRanks); rank 0 alone writes
+  // files, checks and reports.
+  backend::RankLink* link = nullptr;
 };
 
 struct RunConfig : ExecutionOptions {

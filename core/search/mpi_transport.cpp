@@ -40,9 +40,11 @@ void await(MPI_Request& request, const char* what) {
 
 } // namespace
 
-MpiSession::MpiSession() {
+MpiSession::MpiSession(bool workerThreads) {
   int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  check(MPI_Init_thread(nullptr, nullptr, workerThreads ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+                        &provided),
+        "MPI_Init_thread");
 }
 
 MpiSession::~MpiSession() {

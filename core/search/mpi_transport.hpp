@@ -12,11 +12,13 @@
 
 namespace tapestry::search {
 
-// Initializes MPI (funneled: only the calling thread talks MPI; the search's
-// evaluation threads never do) and finalizes it when destroyed.
+// Initializes MPI and finalizes it when destroyed. The search asks for
+// MPI_THREAD_FUNNELED (only the calling thread talks MPI; its evaluation threads
+// never do); run and bench for MPI_THREAD_MULTIPLE (`workerThreads`: the
+// executor's workers send and receive, backends/mpi_link.hpp).
 class MpiSession {
 public:
-  MpiSession();
+  explicit MpiSession(bool workerThreads = false);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;

@@ -14,13 +14,19 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -649,6 +655,178 @@ TEST_CASE("every shard, transfer and reduction is timed on the worker that ran i
   const plan::ShardPlan split = plan::buildPlan(mlp, 4, reductionSplit(mlp, 4));
   CpuBackend four(4);
   checkTaskTimes(split, execute(mlp, split, four, drawInputs(mlp, 1), ExecuteOptions{0, 1}).stats);
+}
+
+// ---------------------------------------------------------------- ranks
+
+namespace {
+
+// K ranks of a distributed run as threads of this process: what MpiRankLink
+// does over MPI, with a mailbox per (from, to, tag) and a rendezvous for the
+// collectives.
+struct Mailroom {
+  explicit Mailroom(int k) : ranks(k), gathered(static_cast<std::size_t>(k)) {}
+  int ranks;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::tuple<int, int, int>, std::deque<Buffer>> mail;
+  std::vector<std::vector<std::int64_t>> gathered, result;
+  int arrived = 0;
+  int round = 0;
+};
+
+class ThreadLink : public RankLink {
+public:
+  ThreadLink(Mailroom& room, int rank) : room_(room), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int ranks() const override { return room_.ranks; }
+  int maxTag() const override { return 1 << 30; }
+  int ranksOnThisNode() const override { return room_.ranks; } // one steady clock
+  void send(int to, int tag, Buffer data) override {
+    std::lock_guard<std::mutex> lock(room_.mutex);
+    room_.mail[{rank_, to, tag}].push_back(std::move(data));
+    room_.changed.notify_all();
+  }
+  bool receive(int from, int tag, std::span<std::byte> into,
+               const std::atomic<bool>& stop) override {
+    std::unique_lock<std::mutex> lock(room_.mutex);
+    std::deque<Buffer>& box = room_.mail[{from, rank_, tag}];
+    while (box.empty()) {
+      if (stop.load()) {
+        return false;
+      }
+      room_.changed.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    REQUIRE(static_cast<std::size_t>(box.front().byteSize()) == into.size());
+    std::memcpy(into.data(), box.front().data(), into.size());
+    box.pop_front();
+    return true;
+  }
+  void flush() override {}
+  std::vector<std::vector<std::int64_t>>
+  allgather(const std::vector<std::int64_t>& local) override {
+    std::unique_lock<std::mutex> lock(room_.mutex);
+    const int round = room_.round;
+    room_.gathered[static_cast<std::size_t>(rank_)] = local;
+    if (++room_.arrived == room_.ranks) {
+      room_.result = room_.gathered;
+      room_.arrived = 0;
+      ++room_.round;
+      room_.changed.notify_all();
+    } else {
+      room_.changed.wait(lock, [&] { return room_.round != round; });
+    }
+    return room_.result;
+  }
+  void barrier() override { allgather({0}); }
+
+private:
+  Mailroom& room_;
+  int rank_;
+};
+
+// Runs plan `p` on `ranks` threads as ranks; each rank's Execution.
+std::vector<Execution> runOnRanks(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                                  const cost::Target& target, const TensorBuffers& inputs,
+                                  int ranks) {
+  Mailroom room(ranks);
+  std::vector<Execution> runs(static_cast<std::size_t>(ranks));
+  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          ThreadLink link(room, r);
+          CpuBackend backend(p.deviceCount);
+          ExecuteOptions options{0, 1};
+          options.link = &link;
+          options.deviceRank = deviceRanks(p, target, ranks);
+          runs[static_cast<std::size_t>(r)] = execute(g, p, backend, inputs, options);
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(r)] = e.what();
+        }
+      });
+    }
+  }
+  for (const std::string& e : errors) {
+    REQUIRE(e.empty());
+  }
+  return runs;
+}
+
+} // namespace
+
+TEST_CASE("devices go to ranks in contiguous blocks, whole nodes where they fit", "[executor]") {
+  const graph::ExpandedGraph g = testGraph("mlp.json");
+  // The used devices in order, split into contiguous blocks as even as
+  // possible, the first ranks one longer; ranks past them hold none.
+  auto blocks = [](const std::vector<int>& used, int ranks) {
+    std::vector<std::vector<int>> held(static_cast<std::size_t>(ranks));
+    const std::size_t small = used.size() / static_cast<std::size_t>(ranks);
+    const std::size_t extra = used.size() % static_cast<std::size_t>(ranks);
+    std::size_t next = 0;
+    for (std::size_t r = 0; r < held.size(); ++r) {
+      for (std::size_t i = 0; i < small + (r < extra ? 1 : 0); ++i) {
+        held[r].push_back(used[next++]);
+      }
+    }
+    return held;
+  };
+  const cost::Target eight = cost::loadTarget("h100x8");
+  for (int devices : {2, 5, 8}) {
+    const plan::ShardPlan p = plan::buildPlan(g, 8, reductionSplit(g, devices));
+    const std::vector<int> used = rankDevices(p, deviceRanks(p, eight, 1), 1)[0];
+    REQUIRE(used.size() >= 2);
+    for (int ranks : {1, 2, 3, 4, 9}) {
+      CHECK(rankDevices(p, deviceRanks(p, eight, ranks), ranks) == blocks(used, ranks));
+    }
+  }
+  // Two nodes of 8: whole nodes while there are at least as many nodes as
+  // ranks, else blocks of the used devices.
+  const cost::Target nodes = cost::loadTarget("2x-h100x8");
+  const plan::ShardPlan p = plan::buildPlan(g, 16, reductionSplit(g, 16));
+  const std::vector<int> byRank = deviceRanks(p, nodes, 2);
+  for (int d = 0; d < 16; ++d) {
+    CHECK(byRank[static_cast<std::size_t>(d)] == nodes.nodeOf(d));
+  }
+  const std::vector<int> used = rankDevices(p, deviceRanks(p, nodes, 1), 1)[0];
+  CHECK(rankDevices(p, deviceRanks(p, nodes, 4), 4) == blocks(used, 4));
+}
+
+TEST_CASE("ranks run their devices' tasks and rank 0 gets the outputs bit for bit", "[executor]") {
+  for (const char* name : {"convnet_2dev.json", "mm_relu_2dev.json", "mlp_2dev.json"}) {
+    const plan::LoadedPlan loaded =
+        driver::loadRunnable(std::string(TAPESTRY_TESTDATA_DIR) + "/plans/" + name, lib());
+    const graph::ExpandedGraph& g = loaded.graph;
+    const plan::ShardPlan& p = loaded.plan;
+    const TensorBuffers inputs = drawInputs(g, 3);
+    CpuBackend backend(p.deviceCount);
+    const Execution one = execute(g, p, backend, inputs, ExecuteOptions{0, 1});
+    for (int ranks : {2, 3}) {
+      const std::vector<Execution> runs = runOnRanks(g, p, loaded.target, inputs, ranks);
+      for (std::size_t r = 1; r < runs.size(); ++r) {
+        CHECK(runs[r].outputs.empty());
+        CHECK(runs[r].stats.wallSeconds == runs[0].stats.wallSeconds); // the same merged stats
+      }
+      const ExecutionStats& stats = runs[0].stats;
+      CHECK(stats.transfers == one.stats.transfers);
+      CHECK(stats.reductionSteps == one.stats.reductionSteps);
+      CHECK(stats.kernelCalls == one.stats.kernelCalls);
+      CHECK(stats.workers == one.stats.workers); // one per device, over the ranks
+      for (std::size_t d = 0; d < stats.devices.size(); ++d) {
+        CHECK(stats.devices[d].allocatedBytes == one.stats.devices[d].allocatedBytes);
+      }
+      REQUIRE(runs[0].outputs.size() == one.outputs.size());
+      for (const auto& [output, buffer] : one.outputs) {
+        const Buffer& got = runs[0].outputs.at(output);
+        REQUIRE(got.byteSize() == buffer.byteSize());
+        CHECK(std::memcmp(got.data(), buffer.data(), static_cast<std::size_t>(buffer.byteSize())) ==
+              0);
+      }
+      checkTaskTimes(p, stats);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- errors

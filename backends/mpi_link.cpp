@@ -1,0 +1,255 @@
+#include "backends/mpi_link.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <mpi.h>
+
+namespace tapestry::backend {
+
+namespace {
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    throw InternalError(std::string(what) + " failed: " + std::string(text, length));
+  }
+}
+
+// Polls a request: yielding for the first 100 us (most messages between ranks
+// of one machine arrive within that, and a sleep costs Linux's 50 us timer
+// slack at least), then with sleeps of up to 200 us rather than MPI's busy
+// loop: ranks often outnumber cores (mpirun --oversubscribe), and a rank
+// spinning at a receive would take the CPU from one still computing. False
+// when `stop` was set first (the request is cancelled).
+bool await(MPI_Request& request, const char* what, const std::atomic<bool>* stop = nullptr) {
+  const auto began = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    int done = 0;
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    if (done) {
+      return true;
+    }
+    if (stop != nullptr && stop->load(std::memory_order_acquire)) {
+      MPI_Cancel(&request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+      return false;
+    }
+    if (std::chrono::steady_clock::now() - began < std::chrono::microseconds(100)) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
+  }
+}
+
+int messageSize(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw Error("a region of " + std::to_string(bytes) +
+                " bytes crosses ranks; one MPI message carries at most 2 GiB");
+  }
+  return static_cast<int>(bytes);
+}
+
+} // namespace
+
+struct MpiRankLink::State {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::vector<MPI_Request> requests; // pending sends, parallel to `buffers`
+  std::vector<Buffer> buffers;
+  bool stop = false;
+  std::jthread progress;
+
+  // Tests every pending send, dropping those done; under `mutex`.
+  void test() {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      int done = 0;
+      check(MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (!done) {
+        requests[kept] = requests[i];
+        buffers[kept] = std::move(buffers[i]);
+        ++kept;
+      }
+    }
+    requests.resize(kept);
+    buffers.resize(kept);
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stop) {
+      if (requests.empty()) {
+        wake.wait(lock, [this] { return stop || !requests.empty(); });
+        continue;
+      }
+      test();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      lock.lock();
+    }
+  }
+};
+
+MpiRankLink::MpiRankLink() : state_(std::make_unique<State>()) {
+  int level = 0;
+  check(MPI_Query_thread(&level), "MPI_Query_thread");
+  if (level < MPI_THREAD_MULTIPLE) {
+    throw Error("this MPI library does not provide MPI_THREAD_MULTIPLE, which run and bench "
+                "under mpirun need (the executor's worker threads send and receive)");
+  }
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &state_->comm), "MPI_Comm_dup");
+  // Communication errors keep MPI's default handler (MPI_ERRORS_ARE_FATAL):
+  // they abort the whole job, so no rank is left waiting on a broken one.
+  check(MPI_Comm_rank(state_->comm, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(state_->comm, &size_), "MPI_Comm_size");
+  void* value = nullptr;
+  int found = 0;
+  check(MPI_Comm_get_attr(state_->comm, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr");
+  if (found != 0 && value != nullptr) {
+    maxTag_ = *static_cast<int*>(value);
+  }
+  MPI_Comm local = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(state_->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+        "MPI_Comm_split_type");
+  check(MPI_Comm_size(local, &localSize_), "MPI_Comm_size");
+  MPI_Comm_free(&local);
+  // tests/mpi: this rank fails mid-run, while the others wait for it.
+  // "R": rank R throws at its first send; "R:kill": it is killed there (SIGKILL).
+  if (const char* fail = std::getenv("TAPESTRY_TEST_FAIL_RANK")) {
+    failAtSend_ = std::string(fail) == std::to_string(rank_);
+    killAtSend_ = std::string(fail) == std::to_string(rank_) + ":kill";
+  }
+  state_->progress = std::jthread([this] { state_->run(); });
+}
+
+MpiRankLink::~MpiRankLink() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stop = true;
+  }
+  state_->wake.notify_all();
+  state_->progress = std::jthread();
+  if (state_->comm != MPI_COMM_NULL) {
+    MPI_Comm_free(&state_->comm);
+  }
+}
+
+void MpiRankLink::send(int to, int tag, Buffer data) {
+  if (killAtSend_) {
+    std::raise(SIGKILL); // as if the node went away: no message, no MPI_Abort
+  }
+  if (failAtSend_) {
+    throw Error("test hook TAPESTRY_TEST_FAIL_RANK: rank " + std::to_string(rank_) +
+                " fails at its first message");
+  }
+  const int bytes = messageSize(static_cast<std::size_t>(data.byteSize()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    check(MPI_Isend(data.data(), bytes, MPI_BYTE, to, tag, state_->comm, &request), "MPI_Isend");
+    state_->requests.push_back(request);
+    state_->buffers.push_back(std::move(data));
+  }
+  state_->wake.notify_all();
+}
+
+bool MpiRankLink::receive(int from, int tag, std::span<std::byte> into,
+                          const std::atomic<bool>& stop) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(
+      MPI_Irecv(into.data(), messageSize(into.size()), MPI_BYTE, from, tag, state_->comm, &request),
+      "MPI_Irecv");
+  return await(request, "MPI_Irecv", &stop);
+}
+
+void MpiRankLink::flush() {
+  auto pause = std::chrono::microseconds(5);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->test();
+      if (state_->requests.empty()) {
+        return;
+      }
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(200));
+  }
+}
+
+std::vector<std::vector<std::int64_t>>
+MpiRankLink::allgather(const std::vector<std::int64_t>& local) {
+  // Lengths first, then the words (int64 travels as MPI_INT64_T).
+  const int n = size_;
+  const long long mine = static_cast<long long>(local.size());
+  std::vector<long long> lengths(static_cast<std::size_t>(n));
+  MPI_Request request = MPI_REQUEST_NULL;
+  check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, lengths.data(), 1, MPI_LONG_LONG, state_->comm,
+                       &request),
+        "MPI_Iallgather");
+  await(request, "MPI_Iallgather");
+  std::vector<int> counts(static_cast<std::size_t>(n));
+  std::vector<int> displacements(static_cast<std::size_t>(n));
+  long long total = 0;
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (lengths[i] > (1LL << 27) || total > (1LL << 27)) {
+      throw InternalError("rank statistics too large for one MPI collective");
+    }
+    counts[i] = static_cast<int>(lengths[i]);
+    displacements[i] = static_cast<int>(total);
+    total += lengths[i];
+  }
+  std::vector<std::int64_t> words(static_cast<std::size_t>(total));
+  check(MPI_Iallgatherv(local.data(), static_cast<int>(local.size()), MPI_INT64_T, words.data(),
+                        counts.data(), displacements.data(), MPI_INT64_T, state_->comm, &request),
+        "MPI_Iallgatherv");
+  await(request, "MPI_Iallgatherv");
+  std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const auto begin = words.begin() + displacements[i];
+    all[i].assign(begin, begin + counts[i]);
+  }
+  return all;
+}
+
+std::vector<int> MpiRankLink::exchangeStatus(int code) {
+  std::vector<int> codes;
+  for (const std::vector<std::int64_t>& v : allgather({code})) {
+    codes.push_back(v.empty() ? 0 : static_cast<int>(v[0]));
+  }
+  return codes;
+}
+
+void MpiRankLink::barrier() {
+  const std::vector<int> codes = exchangeStatus(0);
+  for (std::size_t r = 0; r < codes.size(); ++r) {
+    if (codes[r] != 0) {
+      throw RanksFailed(static_cast<int>(r), codes[r]);
+    }
+  }
+  started_ = true;
+}
+
+void MpiRankLink::abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code); // MPI_Abort does not return
+}
+
+} // namespace tapestry::backend

@@ -1,0 +1,29 @@
+// `mpirun -n K tapestry run|bench ...` (docs/distributed.md): the command as
+// one rank of a distributed execution. Kept out of cmd_run.cpp and
+// cmd_bench.cpp so that only this file knows whether the binary has MPI.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+
+#include "cli/app.hpp"
+#include "core/driver/run_command.hpp"
+#include "core/search/island.hpp"
+
+namespace tapestry::cli {
+
+// What runs on every rank: the driver's command with config.link set.
+using RankCommand = std::function<int(std::ostream& out, std::ostream& err)>;
+
+// Runs `command` as rank launch.rank of launch.size (> 1) with MPI initialized
+// (MPI_THREAD_MULTIPLE) and `config.link` the MPI link; rank 0 alone prints.
+// Every rank leaves with rank 0's exit code. An error before the ranks first
+// meet (loading the plan, reading inputs) is reported once, by the lowest
+// failing rank, and every rank exits with its code once the message is out; an error after that (a
+// kernel, a lost peer) is printed by its rank, which then ends every rank with
+// MPI_Abort, since the others may be waiting for its messages. Without MPI in
+// the build: a usage error (exit 2), from rank 0.
+int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
+                   const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io);
+
+} // namespace tapestry::cli
