@@ -3,6 +3,7 @@
 #include "backends/calibration.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -307,27 +308,6 @@ private:
   int devices_;
 };
 
-// latency + bytes / bandwidth: the smallest copy's time, and the slope between
-// 256 KiB and 4 MiB (the sizes of most transfers; larger copies pay page
-// faults for fresh memory, which the measured table keeps).
-cost::LinkSpec fitLink(const std::vector<std::pair<double, double>>& points) {
-  cost::LinkSpec link;
-  link.latency = points.front().second;
-  auto at = [&](double bytes) {
-    for (const auto& p : points) {
-      if (p.first >= bytes) {
-        return p;
-      }
-    }
-    return points.back();
-  };
-  const auto [b0, t0] = at(256.0 * 1024);
-  const auto [b1, t1] = at(4.0 * 1024 * 1024);
-  const double slope = (t1 - t0) / (b1 - b0);
-  link.bandwidth = slope > 0 ? 1 / slope : b1 / t1;
-  return link;
-}
-
 } // namespace
 
 cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
@@ -461,6 +441,71 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   base.profile = std::move(profile);
   report("done");
   return base;
+}
+
+// latency + bytes / bandwidth: the smallest copy's time, and the slope between
+// 256 KiB and 4 MiB (the sizes of most transfers; larger copies pay page
+// faults for fresh memory, which the measured table keeps).
+cost::LinkSpec fitLink(const std::vector<std::pair<double, double>>& points) {
+  cost::LinkSpec link;
+  link.latency = points.front().second;
+  auto at = [&](double bytes) {
+    for (const auto& p : points) {
+      if (p.first >= bytes) {
+        return p;
+      }
+    }
+    return points.back();
+  };
+  const auto [b0, t0] = at(256.0 * 1024);
+  const auto [b1, t1] = at(4.0 * 1024 * 1024);
+  const double slope = (t1 - t0) / (b1 - b0);
+  link.bandwidth = slope > 0 ? 1 / slope : b1 / t1;
+  return link;
+}
+
+std::vector<std::pair<double, double>> measureRankLink(RankLink& link, double seconds) {
+  link.barrier();
+  std::vector<std::pair<double, double>> points;
+  const int me = link.rank();
+  if (me <= 1 && link.ranks() > 1) {
+    const std::atomic<bool> stop{false};
+    constexpr int kPing = 1; // rank 0 to 1
+    constexpr int kPong = 2; // rank 1 to 0 (messages between a pair keep their order)
+    constexpr int kSizes = 8;
+    for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
+      // The same count on both ranks: the share of the budget over a guess of
+      // one round trip (20 us + 1 GB/s each way), 3 to 200 of them.
+      const double guess = 2 * (20e-6 + static_cast<double>(bytes) / 1e9);
+      const int repeats =
+          static_cast<int>(std::clamp(std::floor(seconds / kSizes / guess), 3.0, 200.0));
+      const std::vector<std::int64_t> shape{bytes / 4};
+      const Buffer out = Buffer::host(DType::Float32, shape);
+      const Buffer in = Buffer::host(DType::Float32, shape);
+      const std::span<std::byte> into(in.data(), static_cast<std::size_t>(bytes));
+      std::vector<double> times;
+      for (int r = 0; r <= repeats; ++r) { // the first one warms up
+        if (me == 0) {
+          const double t0 = Backend::now();
+          link.send(1, kPing, out);
+          link.receive(1, kPong, into, stop);
+          if (r > 0) {
+            times.push_back(Backend::now() - t0);
+          }
+        } else {
+          link.receive(0, kPing, into, stop);
+          link.send(0, kPong, out);
+        }
+      }
+      link.flush();
+      if (me == 0) {
+        std::sort(times.begin(), times.end());
+        points.emplace_back(static_cast<double>(bytes), times[times.size() / 2] / 2);
+      }
+    }
+  }
+  link.barrier();
+  return points;
 }
 
 } // namespace tapestry::backend

@@ -18,8 +18,11 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/executor.hpp"
 #include "core/cost/target.hpp"
 #include "core/metakernel/library.hpp"
 
@@ -39,5 +42,18 @@ struct CalibrationOptions {
 cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
                        cost::Target base, const std::string& machine, const std::string& date,
                        const CalibrationOptions& options = {});
+
+// `mpirun -n K tapestry calibrate` (docs/distributed.md): round trips of
+// 4 KiB to 64 MiB between ranks 0 and 1 over `link`, as the executor's
+// cross-rank transfers make them (a packed host buffer sent, received into
+// another). Every rank calls it (ranks past 1 only meet the others at its
+// barriers). Returns, on rank 0, (bytes, one-way seconds) per size: half the
+// median round trip, over about `seconds` in all; empty on the others.
+std::vector<std::pair<double, double>> measureRankLink(RankLink& link, double seconds);
+
+// latency + bytes / bandwidth fitted to (bytes, seconds) points as calibrate
+// fits the copies between devices: the smallest size's time, and the slope
+// between 256 KiB and 4 MiB.
+cost::LinkSpec fitLink(const std::vector<std::pair<double, double>>& points);
 
 } // namespace tapestry::backend

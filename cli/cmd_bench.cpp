@@ -36,7 +36,7 @@ void registerBench(CLI::App& app, Action& action) {
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
         return executeOnRanks( // mpirun -n K, K > 1
-            *config,
+            config->link,
             [config](std::ostream& out, std::ostream& err) {
               return driver::benchCommand(*config, out, err);
             },

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/app.hpp"
+#include "cli/run_mpi.hpp"
 #include "core/driver/calibrate_command.hpp"
 
 namespace tapestry::cli {
@@ -34,6 +35,14 @@ void registerCalibrate(CLI::App& app, Action& action) {
       config->json = global.format == OutputFormat::Json;
       config->quiet = global.quiet;
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
+        return executeOnRanks( // mpirun -n K, K > 1: the link between ranks too
+            config->link,
+            [config](std::ostream& out, std::ostream& err) {
+              return driver::calibrateCommand(*config, out, err);
+            },
+            *launch, global, io, "calibrate");
+      }
       return driver::calibrateCommand(*config, io.out, io.err);
     };
   });

@@ -27,7 +27,7 @@ void registerRun(CLI::App& app, Action& action) {
       applyGlobalOptions(global, *config);
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
         return executeOnRanks( // mpirun -n K, K > 1
-            *config,
+            config->link,
             [config](std::ostream& out, std::ostream& err) {
               return driver::runCommand(*config, out, err);
             },

@@ -28,12 +28,14 @@ protected:
 
 } // namespace
 
-int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
-                   const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io) {
+int executeOnRanks(backend::RankLink*& slot, const RankCommand& command,
+                   const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io,
+                   const std::string& what) {
   (void)launch; // MPI itself says who is who
+  (void)what;
   search::MpiSession session(true);
   backend::MpiRankLink link;
-  config.link = &link;
+  slot = &link;
   const bool root = link.rank() == 0;
   NullBuffer nothing;
   std::ostream silent(&nothing);
@@ -88,14 +90,14 @@ int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
 
 #else
 
-int executeOnRanks(driver::ExecutionOptions&, const RankCommand&, const search::LaunchInfo& launch,
-                   const GlobalOptions&, Streams&) {
+int executeOnRanks(backend::RankLink*&, const RankCommand&, const search::LaunchInfo& launch,
+                   const GlobalOptions&, Streams&, const std::string& what) {
   if (launch.rank != 0) {
     return quietRankExit(static_cast<int>(ExitCode::Usage)); // rank 0 says why
   }
-  throw UsageError("this tapestry was built without MPI, so it cannot run a plan as " +
+  throw UsageError("this tapestry was built without MPI, so it cannot " + what + " as " +
                    std::to_string(launch.size) +
-                   " ranks under mpirun (each would run the whole plan); rebuild with MPI "
+                   " ranks under mpirun (each would do all of it); rebuild with MPI "
                    "(libopenmpi-dev, see docs/distributed.md) or run one process");
 }
 

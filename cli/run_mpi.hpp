@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <string>
 
 #include "cli/app.hpp"
 #include "core/driver/run_command.hpp"
@@ -16,14 +17,17 @@ namespace tapestry::cli {
 using RankCommand = std::function<int(std::ostream& out, std::ostream& err)>;
 
 // Runs `command` as rank launch.rank of launch.size (> 1) with MPI initialized
-// (MPI_THREAD_MULTIPLE) and `config.link` the MPI link; rank 0 alone prints.
+// (MPI_THREAD_MULTIPLE) and `link` the MPI link; rank 0 alone prints.
 // Every rank leaves with rank 0's exit code. An error before the ranks first
 // meet (loading the plan, reading inputs) is reported once, by the lowest
 // failing rank, and every rank exits with its code once the message is out; an error after that (a
 // kernel, a lost peer) is printed by its rank, which then ends every rank with
 // MPI_Abort, since the others may be waiting for its messages. Without MPI in
 // the build: a usage error (exit 2), from rank 0.
-int executeOnRanks(driver::ExecutionOptions& config, const RankCommand& command,
-                   const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io);
+// `link` is where the command finds the ranks (config.link); `what` names the
+// command in the refusal of a build without MPI ("run a plan", "calibrate").
+int executeOnRanks(backend::RankLink*& link, const RankCommand& command,
+                   const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io,
+                   const std::string& what = "run a plan");
 
 } // namespace tapestry::cli

@@ -1,5 +1,7 @@
 #include "core/driver/calibrate_command.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -8,6 +10,7 @@
 #include <ostream>
 
 #include "backends/calibration.hpp"
+#include "backends/executor.hpp"
 #include "backends/machine_probe.hpp"
 #include "core/cost/target.hpp"
 #include "core/cost/units.hpp"
@@ -20,6 +23,12 @@
 namespace tapestry::driver {
 
 namespace {
+
+using backend::Buffer;
+using backend::DType;
+
+// The message with which rank 0 tells the others that it has measured.
+constexpr int kCalibratedTag = 3;
 
 std::string today() {
   const std::time_t now = std::time(nullptr);
@@ -50,13 +59,25 @@ void drawProgress(std::ostream& err, double fraction, std::string_view what) {
 
 // The --format json summary.
 Json summaryJson(const CalibrateConfig& config, const cost::Target& measured, double seconds,
-                 const std::string& saved) {
+                 const std::string& saved, const std::vector<std::pair<double, double>>& ranks) {
   const cost::Profile& p = *measured.profile;
   Json doc = Json::object();
   doc["status"] = "ok";
   doc["backend"] = p.backend;
   doc["machine"] = p.machine;
   doc["devices"] = measured.deviceCount();
+  if (measured.nodes && !ranks.empty()) {
+    Json link = Json::object();
+    link["ranks"] = measured.nodes->count;
+    link["latency_s"] = measured.nodes->interNode.latency;
+    link["bandwidth_bytes_per_s"] = measured.nodes->interNode.bandwidth;
+    Json points = Json::array();
+    for (const auto& [bytes, t] : ranks) {
+      points.push_back(Json{{"bytes", bytes}, {"seconds", t}});
+    }
+    link["one_way"] = std::move(points);
+    doc["inter_rank"] = std::move(link);
+  }
   doc["seconds"] = seconds;
   doc["task_overhead_s"] = p.taskOverhead;
   Json families = Json::array();
@@ -94,8 +115,17 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
     }
     to << "\n";
   }
+  if (measured.nodes && config.link != nullptr) {
+    to << "  " << measured.nodes->count << " ranks as nodes of " << measured.nodes->devicesPerNode
+       << (measured.nodes->devicesPerNode == 1 ? " device" : " devices") << "; between ranks "
+       << cost::formatBandwidth(measured.nodes->interNode.bandwidth) << " "
+       << cost::formatTime(measured.nodes->interNode.latency) << "\n";
+  }
   if (!saved.empty()) {
     to << "  saved as this machine's calibration: " << saved << " (--target local uses it)\n";
+  } else if (config.link != nullptr) {
+    to << "  not saved as this machine's calibration: a target of " << config.link->ranks()
+       << " ranks\n";
   } else if (config.save) {
     to << "  not saved as this machine's calibration: --devices " << config.devices
        << " is not the whole machine\n";
@@ -122,6 +152,11 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
   }
   if (config.devices < 0) {
     throw UsageError("--devices must be at least 1");
+  }
+  if (config.link != nullptr && config.outputPath.empty()) {
+    throw UsageError("under mpirun, calibrate writes a target of " +
+                     std::to_string(config.link->ranks()) +
+                     " ranks (one node each): give -o TARGET.yaml");
   }
   requireBackend(config.backend); // exit 4 for cuda without a GPU, before any work
   backend::installGpuProbe();
@@ -157,8 +192,39 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
     };
   }
   const auto start = std::chrono::steady_clock::now();
-  const cost::Target measured =
+  std::vector<std::pair<double, double>> rankPoints;
+  if (config.link != nullptr) {
+    if (config.progress) {
+      drawProgress(err, 0, "between ranks");
+    }
+    rankPoints = backend::measureRankLink(*config.link, 0.1 * config.budgetSeconds);
+    if (config.link->rank() != 0) {
+      // Wait for rank 0's measurements without a busy core: a receive sleeps.
+      std::int64_t done = 0;
+      const std::atomic<bool> stop{false};
+      config.link->receive(0, kCalibratedTag,
+                           std::span<std::byte>(reinterpret_cast<std::byte*>(&done), sizeof done),
+                           stop);
+      return 0;
+    }
+  }
+  cost::Target measured =
       backend::calibrate(*backend, library, std::move(base), label, today(), options);
+  if (config.link != nullptr) {
+    const int ranks = config.link->ranks();
+    for (int r = 1; r < ranks; ++r) {
+      Buffer done = Buffer::host(DType::Int64, std::vector<std::int64_t>{1});
+      config.link->send(r, kCalibratedTag, std::move(done));
+    }
+    config.link->flush();
+    // One node per rank, as `mpirun -n K run` maps them (docs/distributed.md).
+    const int perNode = std::max(1, measured.devices.count / ranks);
+    measured.devices.count = perNode * ranks;
+    measured.nodes = cost::NodeSpec{ranks, perNode, backend::fitLink(rankPoints)};
+    measured.name = "local-" + std::to_string(ranks) + "-ranks";
+    measured.description += "; " + std::to_string(ranks) + " MPI ranks as nodes of " +
+                            std::to_string(perNode) + (perNode == 1 ? " device" : " devices");
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (config.progress) {
@@ -172,7 +238,7 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
   const std::string yaml =
       "# Measured by `tapestry calibrate` (docs/cost-model.md).\n" + cost::toYaml(measured);
   std::string saved;
-  if (config.save && wholeMachine) {
+  if (config.save && wholeMachine && config.link == nullptr) {
     saved = cost::calibrationPath(gpu ? machine : described);
     if (saved.empty()) {
       throw Error("cannot save the calibration: neither XDG_CACHE_HOME nor HOME is set "
@@ -186,7 +252,7 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
   }
 
   if (config.json && config.outputPath != "-") {
-    out << summaryJson(config, measured, seconds, saved).dump(2) << "\n";
+    out << summaryJson(config, measured, seconds, saved, rankPoints).dump(2) << "\n";
   } else if (!config.quiet && !config.json) {
     printSummary(config, measured, label, seconds, saved,
                  config.outputPath == "-" ? err : out); // stdout may hold the target

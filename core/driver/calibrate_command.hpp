@@ -8,6 +8,10 @@
 #include <iosfwd>
 #include <string>
 
+namespace tapestry::backend {
+class RankLink;
+}
+
 namespace tapestry::driver {
 
 struct CalibrateConfig {
@@ -19,6 +23,12 @@ struct CalibrateConfig {
   bool json = false;           // --format json: a summary document on `out`
   bool quiet = false;
   bool progress = false; // a progress bar on `err` (the CLI sets it when stderr is a TTY)
+  // Under `mpirun -n K` (K > 1): the ranks. Ranks 0 and 1 measure the link
+  // between them; rank 0 then calibrates the machine while the others wait,
+  // and writes a target of K nodes (one per rank) whose inter_node link is the
+  // measured one (docs/distributed.md). -o is required; nothing is saved as
+  // this machine's calibration.
+  backend::RankLink* link = nullptr;
 };
 
 // Returns 0. An unusable backend is BackendUnavailable (exit 4), bad flags are

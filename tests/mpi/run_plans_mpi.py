@@ -274,18 +274,54 @@ def run_errors(args, tmp):
     check(secs < 60, f"rank 1 killed: took {secs:.0f} s")
 
 
+def run_calibrate(args, tmp):
+    """`mpirun -n K tapestry calibrate`: the link between ranks, measured into a
+    target of K nodes that optimize reads and `mpirun -n K run` runs."""
+    k = args.ranks
+    cache = {"XDG_CACHE_HOME": os.path.join(tmp, "cache")}
+    rc, out, err, _ = mpirun(args, [(k, tmp, ["calibrate", "--budget-seconds", "1"])], tmp,
+                             extra_env=cache)
+    check(rc == 2 and "give -o TARGET.yaml" in err and err.count("error:") == 1,
+          f"calibrate without -o: exit {rc}, one usage error")
+    rc, out, err, _ = mpirun(args, [(k, tmp, ["--format", "json", "calibrate", "--budget-seconds",
+                                              "1", "-o", "ranks.yaml"])], tmp, extra_env=cache)
+    check(rc == 0, f"calibrate: exit {rc}")
+    doc = json.loads(out) if rc == 0 else {}
+    link = doc.get("inter_rank", {})
+    check(link.get("ranks") == k and link.get("latency_s", 0) > 0 and
+          link.get("bandwidth_bytes_per_s", 0) > 0 and len(link.get("one_way", [])) == 8,
+          f"calibrate json: inter_rank {link}")
+    check(doc.get("saved") is None and not os.path.exists(cache["XDG_CACHE_HOME"]),
+          "calibrate under mpirun saved a calibration for --target local")
+    check(sorted(os.listdir(tmp)) == ["ranks.yaml"], f"calibrate wrote {os.listdir(tmp)}")
+    if rc != 0:
+        return
+    plan = os.path.join(tmp, "plan.json")
+    rc, _, _ = tapestry(args, ["optimize", os.path.join(args.testdata, "graphs", "mlp.json"),
+                               "--target", "ranks.yaml", "--seed", "1", "--iterations", "30",
+                               "-o", plan, "-q"], tmp)
+    check(rc == 0, f"optimize for the calibrated {k}-rank target: exit {rc}")
+    if rc == 0:
+        rc, out, err, _ = mpirun(args, [(k, tmp, ["--format", "json", "run", plan, "--check"])],
+                                 tmp)
+        doc = json.loads(out) if rc == 0 else {}
+        check(rc == 0 and doc.get("ranks") == k and doc.get("check", {}).get("ok") is True,
+              f"run --check of its plan on {k} ranks: exit {rc}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--testdata", required=True)
     ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("mode", choices=["plans", "report", "errors"])
+    ap.add_argument("mode", choices=["plans", "report", "errors", "calibrate"])
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.testdata = os.path.abspath(args.testdata)
     with tempfile.TemporaryDirectory(prefix="tapestry-mpi-run-") as tmp:
-        {"plans": run_plans, "report": run_report, "errors": run_errors}[args.mode](args, tmp)
+        {"plans": run_plans, "report": run_report, "errors": run_errors,
+         "calibrate": run_calibrate}[args.mode](args, tmp)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
         return 1
