@@ -153,7 +153,10 @@ graph::ExpandedGraph widenToFloat64(const graph::ExpandedGraph& g) {
     // that names a dtype computes the float64 graph.
     std::vector<std::pair<std::string, std::string>> dtypes;
     for (const auto& [name, binding] : op.application.bindings.all()) {
-      const std::string_view d = binding.value.isDType() ? binding.value.asDType().name : "";
+      if (!binding.value.isDType()) {
+        continue;
+      }
+      const std::string& d = binding.value.asDType().name;
       if (d == "float32" || d == "float16" || d == "bfloat16") {
         dtypes.emplace_back(name, binding.source);
       }
