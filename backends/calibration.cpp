@@ -308,6 +308,34 @@ private:
   int devices_;
 };
 
+// Copies: between two devices and from the host, 4 KiB to 64 MiB, with a
+// tenth of the budget; fits the target's links and host link to them.
+void measureCopies(Bench& bench, int devices, double budget, cost::Target& base,
+                   cost::Profile& profile) {
+  const double each = 0.1 * budget / (devices > 1 ? 28 : 14);
+  std::vector<std::pair<double, double>> between, fromHost;
+  for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
+    const auto b = static_cast<double>(bytes);
+    between.emplace_back(b, bench.copyTime(bytes, 0, devices > 1 ? 1 : 0, each));
+    fromHost.emplace_back(b, bench.copyTime(bytes, kHostDevice, 0, each));
+    if (devices > 1) {
+      profile.linkCopiesAll.push_back({b, bench.copyTimeAll(bytes, false, each)});
+      profile.hostCopiesAll.push_back({b, bench.copyTimeAll(bytes, true, each)});
+    }
+  }
+  base.links = fitLink(between);
+  base.host = fitLink(fromHost);
+  for (const auto& [bytes, seconds] : between) {
+    profile.linkCopies.push_back({bytes, seconds});
+  }
+  for (const auto& [bytes, seconds] : fromHost) {
+    profile.hostCopies.push_back({bytes, seconds});
+  }
+  if (base.nodes) {
+    base.nodes->interNode = base.links;
+  }
+}
+
 } // namespace
 
 cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
@@ -348,32 +376,8 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
     }
   }
 
-  // Copies: between two devices and from the host, 4 KiB to 64 MiB.
   report("copies");
-  {
-    const double each = 0.1 * budget / (devices > 1 ? 28 : 14);
-    std::vector<std::pair<double, double>> between, fromHost;
-    for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
-      const auto b = static_cast<double>(bytes);
-      between.emplace_back(b, bench.copyTime(bytes, 0, devices > 1 ? 1 : 0, each));
-      fromHost.emplace_back(b, bench.copyTime(bytes, kHostDevice, 0, each));
-      if (devices > 1) {
-        profile.linkCopiesAll.push_back({b, bench.copyTimeAll(bytes, false, each)});
-        profile.hostCopiesAll.push_back({b, bench.copyTimeAll(bytes, true, each)});
-      }
-    }
-    base.links = fitLink(between);
-    base.host = fitLink(fromHost);
-    for (const auto& [bytes, seconds] : between) {
-      profile.linkCopies.push_back({bytes, seconds});
-    }
-    for (const auto& [bytes, seconds] : fromHost) {
-      profile.hostCopies.push_back({bytes, seconds});
-    }
-    if (base.nodes) {
-      base.nodes->interNode = base.links;
-    }
-  }
+  measureCopies(bench, devices, budget, base, profile);
 
   // Kernel families, each with an equal share of what is left.
   const std::vector<FamilyCase> cases = familyCases();

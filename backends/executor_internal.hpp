@@ -59,6 +59,15 @@ std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shar
                              const std::vector<Slot>& slots, const std::vector<u32>& reads,
                              const std::vector<char>& separable);
 
+// The plan's devices (this rank's) spread over the workers, and each worker's
+// tasks in the order it takes them (executor_order.cpp).
+struct WorkerLists {
+  std::vector<int> devices; // the devices with a task here, ascending
+  int cores = 1;            // the hardware threads this process may use
+  int workers = 1;
+  std::vector<std::vector<u32>> lists;
+};
+
 class Executor {
 public:
   Executor(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
@@ -99,6 +108,7 @@ private:
   void submitTransfer(std::size_t i);
   bool matches(const cost::Simulation& sim) const;
   std::vector<u32> order(const cost::Simulation* sim);
+  WorkerLists workerLists(const ExecuteOptions& options, const cost::Simulation* schedule);
 
   // ---- distributed runs
   void assignRoles(const ExecuteOptions& options);

@@ -642,9 +642,8 @@ void printBenchText(const BenchReport& r, std::ostream& out) {
   }
 }
 
-} // namespace
-
-int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err) {
+// The usage errors of bench's numeric flags.
+void checkBenchFlags(const BenchConfig& config) {
   if (config.repeat < 1 || config.warmup < 0) {
     throw UsageError("bench needs --repeat >= 1 and --warmup >= 0");
   }
@@ -658,6 +657,55 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     text << "--max-seconds: " << config.maxSeconds << " is not a time (expected seconds >= 0)";
     throw UsageError(text.str());
   }
+}
+
+// bench --format json: the report of both timings (and of the one-call
+// baseline on CUDA).
+Json benchJson(const BenchReport& r, const Timing* callTiming, std::int64_t flops) {
+  const BenchConfig& config = r.config;
+  const plan::LoadedPlan& loaded = r.loaded;
+  const RepeatLimits limits = repeatLimits(config);
+  Json doc = Json::object();
+  doc["status"] = "ok";
+  doc["plan_file"] = r.file;
+  doc["graph"] = r.g.name;
+  doc["backend"] = r.backend;
+  doc["target"] = loaded.target.name;
+  doc["repeat"] = config.repeat;
+  doc["max_repeat"] = limits.most;
+  doc["max_seconds"] = limits.seconds;
+  doc["warmup"] = config.warmup;
+  doc["flops"] = flops;
+  if (config.link != nullptr) {
+    doc["ranks"] = config.link->ranks();
+    doc["rank_devices"] =
+        rankDevices(loaded.plan, deviceRanks(loaded.plan, loaded.target, config.link->ranks()),
+                    config.link->ranks());
+  }
+  const Timing& planTiming = r.plan;
+  doc["plan"] = timingJson(planTiming, flops, devicesUsed(loaded.plan));
+  doc["single_device"] = timingJson(r.singleDevice, flops, devicesUsed(r.single));
+  doc["speedup"] =
+      planTiming.measured > 0 ? Json(r.singleDevice.measured / planTiming.measured) : Json(nullptr);
+  if (callTiming != nullptr) {
+    doc["single_call"] = timingJson(*callTiming, flops, 1);
+    doc["plan_over_single_call"] =
+        planTiming.measured > 0 ? Json(callTiming->measured / planTiming.measured) : Json(nullptr);
+  }
+  breakdownJson(planTiming, doc);
+  if (!config.tracePath.empty()) {
+    Json trace = Json::object();
+    trace["output"] = config.tracePath;
+    trace["run"] = planTiming.medianRun;
+    doc["trace"] = trace;
+  }
+  return doc;
+}
+
+} // namespace
+
+int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err) {
+  checkBenchFlags(config);
   // Under mpirun only rank 0 writes the trace, so only its path is checked.
   const bool writes = config.link == nullptr || config.link->rank() == 0;
   const Runnable input(config.planPath, config.kernelPaths, config.backend,
@@ -718,51 +766,15 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
 
   const std::int64_t flops = g.totalFlops();
   const std::string file = displayName(config.planPath);
+  const BenchReport report{config,     file,         g,         loaded, single, backend.name(),
+                           planTiming, singleTiming, callTiming};
   if (config.json) {
-    const RepeatLimits limits = repeatLimits(config);
-    Json doc = Json::object();
-    doc["status"] = "ok";
-    doc["plan_file"] = file;
-    doc["graph"] = g.name;
-    doc["backend"] = backend.name();
-    doc["target"] = loaded.target.name;
-    doc["repeat"] = config.repeat;
-    doc["max_repeat"] = limits.most;
-    doc["max_seconds"] = limits.seconds;
-    doc["warmup"] = config.warmup;
-    doc["flops"] = flops;
-    if (config.link != nullptr) {
-      doc["ranks"] = config.link->ranks();
-      doc["rank_devices"] =
-          rankDevices(loaded.plan, deviceRanks(loaded.plan, loaded.target, config.link->ranks()),
-                      config.link->ranks());
-    }
-    doc["plan"] = timingJson(planTiming, flops, devicesUsed(loaded.plan));
-    doc["single_device"] = timingJson(singleTiming, flops, devicesUsed(single));
-    doc["speedup"] =
-        planTiming.measured > 0 ? Json(singleTiming.measured / planTiming.measured) : Json(nullptr);
-    if (callTiming) {
-      doc["single_call"] = timingJson(*callTiming, flops, 1);
-      doc["plan_over_single_call"] = planTiming.measured > 0
-                                         ? Json(callTiming->measured / planTiming.measured)
-                                         : Json(nullptr);
-    }
-    breakdownJson(planTiming, doc);
-    if (!config.tracePath.empty()) {
-      Json trace = Json::object();
-      trace["output"] = config.tracePath;
-      trace["run"] = planTiming.medianRun;
-      doc["trace"] = trace;
-    }
-    out << doc.dump(2) << "\n";
+    out << benchJson(report, callTiming ? &*callTiming : nullptr, flops).dump(2) << "\n";
     return 0;
   }
-  if (config.quiet) {
-    return 0;
+  if (!config.quiet) {
+    printBenchText(report, out);
   }
-  printBenchText(BenchReport{config, file, g, loaded, single, backend.name(), planTiming,
-                             singleTiming, callTiming},
-                 out);
   return 0;
 }
 

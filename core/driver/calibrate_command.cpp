@@ -135,9 +135,8 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
   }
 }
 
-} // namespace
-
-int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostream& err) {
+// The usage errors of calibrate's flags, found before a minute of measuring.
+void checkCalibrateFlags(const CalibrateConfig& config) {
   if (!(config.budgetSeconds >= 0.05) || !std::isfinite(config.budgetSeconds)) {
     throw UsageError("--budget-seconds: expected a number of seconds of at least 0.05");
   }
@@ -158,6 +157,12 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
                      std::to_string(config.link->ranks()) +
                      " ranks (one node each): give -o TARGET.yaml");
   }
+}
+
+} // namespace
+
+int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostream& err) {
+  checkCalibrateFlags(config);
   requireBackend(config.backend); // exit 4 for cuda without a GPU, before any work
   backend::installGpuProbe();
   const cost::MachineInfo& machine = cost::probeMachine();

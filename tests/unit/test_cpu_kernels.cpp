@@ -265,7 +265,8 @@ double applyUnary(const std::string& k, double x) {
 }
 
 // The naive result of a one-operation graph's kernel: outputs in port order,
-// list ports flattened.
+// list ports flattened. Over 120 lines: one plain branch per standard kernel,
+// read side by side as the tests' reference semantics.
 std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>& in) {
   const std::string& k = op.kernel;
   const Json& params = op.application.params;
@@ -522,7 +523,9 @@ void checkNaive(const graph::ExpandedGraph& g, const Inputs& in) {
 enum class ViewMode { Copy, Sub, Whole };
 
 // Runs the op split by `split` (parts per index dim), each shard on views of
-// only its selections, and compares with the unsharded result.
+// only its selections, and compares with the unsharded result. Over 120 lines:
+// the shard loop with its three view modes and the per-dtype comparison is one
+// sequence that a failure report walks through.
 void checkSharded(const graph::ExpandedGraph& g, const Inputs& in, const Shape& split,
                   ViewMode mode, Backend& backend) {
   const graph::Operation& op = g.operations[0];

@@ -311,6 +311,7 @@ TEST_CASE("built-in targets load with their published figures", "[builtins]") {
   }
 }
 
+// Over 120 lines: a table of bad target files, one row per located diagnostic.
 TEST_CASE("target YAML errors are located at the offending value", "[yaml]") {
   struct Case {
     const char* file;
