@@ -13,47 +13,14 @@
 
 #include <mpi.h>
 
+#include "core/search/mpi_util.hpp"
+
 namespace tapestry::backend {
 
 namespace {
 
-void check(int code, const char* what) {
-  if (code != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(code, text, &length);
-    throw InternalError(std::string(what) + " failed: " + std::string(text, length));
-  }
-}
-
-// Polls a request: yielding for the first 100 us (most messages between ranks
-// of one machine arrive within that, and a sleep costs Linux's 50 us timer
-// slack at least), then with sleeps of up to 200 us rather than MPI's busy
-// loop: ranks often outnumber cores (mpirun --oversubscribe), and a rank
-// spinning at a receive would take the CPU from one still computing. False
-// when `stop` was set first (the request is cancelled).
-bool await(MPI_Request& request, const char* what, const std::atomic<bool>* stop = nullptr) {
-  const auto began = std::chrono::steady_clock::now();
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
-    if (done) {
-      return true;
-    }
-    if (stop != nullptr && stop->load(std::memory_order_acquire)) {
-      MPI_Cancel(&request);
-      MPI_Wait(&request, MPI_STATUS_IGNORE);
-      return false;
-    }
-    if (std::chrono::steady_clock::now() - began < std::chrono::microseconds(100)) {
-      std::this_thread::yield();
-      continue;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
-  }
-}
+using search::mpi::await;
+using search::mpi::check;
 
 int messageSize(std::size_t bytes) {
   if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
@@ -194,39 +161,9 @@ void MpiRankLink::flush() {
 
 std::vector<std::vector<std::int64_t>>
 MpiRankLink::allgather(const std::vector<std::int64_t>& local) {
-  // Lengths first, then the words (int64 travels as MPI_INT64_T).
-  const int n = size_;
-  const long long mine = static_cast<long long>(local.size());
-  std::vector<long long> lengths(static_cast<std::size_t>(n));
-  MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, lengths.data(), 1, MPI_LONG_LONG, state_->comm,
-                       &request),
-        "MPI_Iallgather");
-  await(request, "MPI_Iallgather");
-  std::vector<int> counts(static_cast<std::size_t>(n));
-  std::vector<int> displacements(static_cast<std::size_t>(n));
-  long long total = 0;
-  for (int r = 0; r < n; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    if (lengths[i] > (1LL << 27) || total > (1LL << 27)) {
-      throw InternalError("rank statistics too large for one MPI collective");
-    }
-    counts[i] = static_cast<int>(lengths[i]);
-    displacements[i] = static_cast<int>(total);
-    total += lengths[i];
-  }
-  std::vector<std::int64_t> words(static_cast<std::size_t>(total));
-  check(MPI_Iallgatherv(local.data(), static_cast<int>(local.size()), MPI_INT64_T, words.data(),
-                        counts.data(), displacements.data(), MPI_INT64_T, state_->comm, &request),
-        "MPI_Iallgatherv");
-  await(request, "MPI_Iallgatherv");
-  std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    const auto begin = words.begin() + displacements[i];
-    all[i].assign(begin, begin + counts[i]);
-  }
-  return all;
+  return search::mpi::allgather(state_->comm, size_, local, 1LL << 27,
+                                "rank statistics too large for one MPI collective",
+                                std::chrono::microseconds(200));
 }
 
 std::vector<int> MpiRankLink::exchangeStatus(int code) {

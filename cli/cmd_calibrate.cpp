@@ -8,6 +8,7 @@
 
 #include "cli/app.hpp"
 #include "cli/run_mpi.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/calibrate_command.hpp"
 
 namespace tapestry::cli {
@@ -32,8 +33,7 @@ void registerCalibrate(CLI::App& app, Action& action) {
   sub->callback([&action, config, noSave] {
     config->save = !*noSave;
     action = [config](const GlobalOptions& global, Streams& io) -> int {
-      config->json = global.format == OutputFormat::Json;
-      config->quiet = global.quiet;
+      bindGlobalOptions(global, *config);
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
         return executeOnRanks( // mpirun -n K, K > 1: the link between ranks too

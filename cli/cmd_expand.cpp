@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/expand_command.hpp"
 
 namespace tapestry::cli {
@@ -23,14 +24,7 @@ void registerExpand(CLI::App& app, Action& action) {
                   "Output file (expanded/v1 JSON), - for stdout");
   sub->add_flag("--override-kernels", config->overrideKernels,
                 "Let -k files redefine standard-library kernels");
-  sub->callback([&action, config] {
-    action = [config](const GlobalOptions& global, Streams& io) -> int {
-      config->json = global.format == OutputFormat::Json;
-      config->quiet = global.quiet;
-      config->verbose = global.verbose;
-      return driver::expandCommand(*config, io.out, io.err);
-    };
-  });
+  runDriverOnSelect(*sub, action, config, driver::expandCommand);
 }
 
 } // namespace tapestry::cli

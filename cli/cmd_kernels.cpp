@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/kernels_command.hpp"
 
 namespace tapestry::cli {
@@ -13,8 +14,7 @@ Action kernelsAction(std::shared_ptr<driver::KernelsConfig> config,
                      driver::KernelsConfig::Action what) {
   return [config, what](const GlobalOptions& global, Streams& io) -> int {
     config->action = what;
-    config->json = global.format == OutputFormat::Json;
-    config->quiet = global.quiet;
+    bindGlobalOptions(global, *config);
     return driver::runKernelsCommand(*config, io.out, io.err);
   };
 }

@@ -9,6 +9,7 @@
 
 #include "cli/app.hpp"
 #include "cli/optimize_mpi.hpp"
+#include "cli/subcommand.hpp"
 #include "cli/validators.hpp"
 #include "core/diag/interrupt.hpp"
 #include "core/driver/optimize_command.hpp"
@@ -79,9 +80,7 @@ void registerOptimize(CLI::App& app, Action& action) {
       if (memoryCap->count() > 0) {
         config->memoryCap = args->memoryCap;
       }
-      config->json = global.format == OutputFormat::Json;
-      config->quiet = global.quiet;
-      config->verbose = global.verbose;
+      bindGlobalOptions(global, *config);
       // The progress line is for people watching a terminal, never for logs.
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
       // A first SIGINT/SIGTERM stops the stochastic search at the next generation

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/render_command.hpp"
 
 namespace tapestry::cli {
@@ -60,9 +61,7 @@ void registerRender(CLI::App& app, Action& action) {
         config->view = parseView(args->view);
       }
       config->options.maxNodes = static_cast<std::size_t>(args->maxNodes);
-      config->json = global.format == OutputFormat::Json;
-      config->quiet = global.quiet;
-      config->verbose = global.verbose;
+      bindGlobalOptions(global, *config);
       return driver::renderCommand(*config, io.out, io.err);
     };
   });

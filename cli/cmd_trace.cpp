@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/trace_command.hpp"
 
 namespace tapestry::cli {
@@ -23,14 +24,7 @@ void registerTrace(CLI::App& app, Action& action) {
                   "Trace file (Chrome trace JSON), - for stdout");
   sub->add_option("-k,--kernels", config->kernelPaths,
                   "Extra metakernel YAML file or directory (repeatable)");
-  sub->callback([&action, config] {
-    action = [config](const GlobalOptions& global, Streams& io) -> int {
-      config->json = global.format == OutputFormat::Json;
-      config->quiet = global.quiet;
-      config->verbose = global.verbose;
-      return driver::traceCommand(*config, io.out, io.err);
-    };
-  });
+  runDriverOnSelect(*sub, action, config, driver::traceCommand);
 }
 
 } // namespace tapestry::cli

@@ -19,11 +19,8 @@ int quietRankExit(int code) {
   return code;
 }
 
-#if TAPESTRY_HAVE_MPI
-
 namespace {
 
-// Where the output of ranks other than 0 goes.
 class NullBuffer : public std::streambuf {
 protected:
   int overflow(int c) override { return traits_type::not_eof(c); }
@@ -32,6 +29,14 @@ protected:
 
 } // namespace
 
+std::ostream& silentStream() {
+  static NullBuffer nothing;
+  static std::ostream silent(&nothing);
+  return silent;
+}
+
+#if TAPESTRY_HAVE_MPI
+
 int optimizeOnIslands(driver::OptimizeConfig config, const search::LaunchInfo& launch,
                       const GlobalOptions& global, Streams& io) {
   (void)launch; // MPI itself says who is who
@@ -39,8 +44,7 @@ int optimizeOnIslands(driver::OptimizeConfig config, const search::LaunchInfo& l
   search::MpiTransport transport;
   config.islands = &transport;
   const bool root = transport.rank() == 0;
-  NullBuffer nothing;
-  std::ostream silent(&nothing);
+  std::ostream& silent = silentStream();
   if (!root) {
     config.progress = false;
   }

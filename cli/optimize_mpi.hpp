@@ -3,6 +3,8 @@
 // so that only this file knows whether the binary was built with MPI.
 #pragma once
 
+#include <ostream>
+
 #include "cli/app.hpp"
 #include "core/driver/optimize_command.hpp"
 #include "core/search/island.hpp"
@@ -24,5 +26,8 @@ int optimizeOnIslands(driver::OptimizeConfig config, const search::LaunchInfo& l
 // MPI there is no collective to wait on rank 0 with, and a silent rank that
 // exited at once could have mpirun take rank 0 down before its message is out.
 int quietRankExit(int code);
+
+// A stream that writes nowhere: where the output of ranks other than 0 goes.
+std::ostream& silentStream();
 
 } // namespace tapestry::cli

@@ -17,17 +17,6 @@ namespace tapestry::cli {
 
 #if TAPESTRY_HAVE_MPI
 
-namespace {
-
-// Where the reports of ranks other than 0 go.
-class NullBuffer : public std::streambuf {
-protected:
-  int overflow(int c) override { return traits_type::not_eof(c); }
-  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
-
-} // namespace
-
 int executeOnRanks(backend::RankLink*& slot, const RankCommand& command,
                    const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io,
                    const std::string& what) {
@@ -37,8 +26,7 @@ int executeOnRanks(backend::RankLink*& slot, const RankCommand& command,
   backend::MpiRankLink link;
   slot = &link;
   const bool root = link.rank() == 0;
-  NullBuffer nothing;
-  std::ostream silent(&nothing);
+  std::ostream& silent = silentStream();
   int code = 0;
   try {
     code = command(root ? io.out : silent, root ? io.err : silent);

@@ -320,35 +320,34 @@ std::string scaledLabel(double value, double scale, const char* unit) {
   return formatNumber(value / scale) + " " + unit;
 }
 
+// The unit a value is shown in: the largest power of `step` (up to the last of
+// `units` units) that leaves it under 999.5 (which would print as "1e+03 KiB").
+std::pair<double, std::size_t> unitFor(double value, double step, std::size_t units) {
+  double scale = 1;
+  std::size_t u = 0;
+  while (std::fabs(value) / scale >= 999.5 && u + 1 < units) {
+    scale *= step;
+    ++u;
+  }
+  return {scale, u};
+}
+
 } // namespace
 
 std::string formatBytes(double bytes) {
   static constexpr std::array<const char*, 6> units = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = bytes;
-  double scale = 1;
-  std::size_t u = 0;
-  // 999.5 and up would print as "1e+03 KiB"; move to the next unit instead.
-  while (std::fabs(value) / scale >= 999.5 && u + 1 < units.size()) {
-    scale *= 1024;
-    ++u;
-  }
+  const auto [scale, u] = unitFor(bytes, 1024, units.size());
   if (u == 0) {
     return formatNumber(bytes) + " B";
   }
-  return scaledLabel(value, scale, units[u]);
+  return scaledLabel(bytes, scale, units[u]);
 }
 
 std::string formatFlops(double flops) {
   static constexpr std::array<const char*, 7> units = {"FLOP",  "kFLOP", "MFLOP", "GFLOP",
                                                        "TFLOP", "PFLOP", "EFLOP"};
-  double value = flops;
-  double scale = 1;
-  std::size_t u = 0;
-  while (std::fabs(value) / scale >= 999.5 && u + 1 < units.size()) {
-    scale *= 1000;
-    ++u;
-  }
-  return scaledLabel(value, scale, units[u]);
+  const auto [scale, u] = unitFor(flops, 1000, units.size());
+  return scaledLabel(flops, scale, units[u]);
 }
 
 std::string formatSeconds(double seconds) {

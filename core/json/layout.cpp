@@ -129,25 +129,21 @@ void JsonLayout::atomDone(std::size_t keyStart, std::size_t start) {
 }
 
 JsonLayout& JsonLayout::beginObject() {
-  std::size_t keyStart = beginValue();
-  Item item;
-  item.keyStart = keyStart;
-  item.start = text_.size();
-  item.container = true;
-  item.object = true;
-  text_ += '{';
-  open_.push_back(items_.size());
-  items_.push_back(item);
-  return *this;
+  return beginContainer(true);
 }
 
 JsonLayout& JsonLayout::beginArray() {
+  return beginContainer(false);
+}
+
+JsonLayout& JsonLayout::beginContainer(bool object) {
   std::size_t keyStart = beginValue();
   Item item;
   item.keyStart = keyStart;
   item.start = text_.size();
   item.container = true;
-  text_ += '[';
+  item.object = object;
+  text_ += object ? '{' : '[';
   open_.push_back(items_.size());
   items_.push_back(item);
   return *this;

@@ -67,6 +67,7 @@ private:
   // Writes the separator (arrays) and counts the value in its container;
   // returns where its `"key": ` starts (its own start outside objects).
   std::size_t beginValue();
+  JsonLayout& beginContainer(bool object);
   void atomDone(std::size_t keyStart, std::size_t start);
   void print(std::size_t item, std::size_t indent, std::size_t column, std::size_t width,
              std::string& out) const;

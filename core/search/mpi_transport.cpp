@@ -8,35 +8,13 @@
 #include <mpi.h>
 
 #include "core/diag/error.hpp"
+#include "core/search/mpi_util.hpp"
 
 namespace tapestry::search {
 
 namespace {
 
-void check(int code, const char* what) {
-  if (code != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(code, text, &length);
-    throw InternalError(std::string(what) + " failed: " + std::string(text, length));
-  }
-}
-
-// Waits for a nonblocking collective by polling with short sleeps rather than
-// in MPI's busy loop: ranks often outnumber cores (mpirun --oversubscribe), and
-// a rank spinning at an exchange would take the CPU from one still searching.
-void await(MPI_Request& request, const char* what) {
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
-    if (done) {
-      return;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
-  }
-}
+using mpi::check;
 
 } // namespace
 
@@ -75,37 +53,11 @@ MpiTransport::~MpiTransport() {
 
 std::vector<std::vector<std::int64_t>>
 MpiTransport::allgather(const std::vector<std::int64_t>& local) {
-  // Lengths first, then the words (int64 travels as MPI_INT64_T).
-  const int n = size_;
-  const long long mine = static_cast<long long>(local.size());
-  std::vector<long long> lengths(static_cast<std::size_t>(n));
-  MPI_Request request = MPI_REQUEST_NULL;
-  check(MPI_Iallgather(&mine, 1, MPI_LONG_LONG, lengths.data(), 1, MPI_LONG_LONG, comm_->comm,
-                       &request),
-        "MPI_Iallgather");
-  await(request, "MPI_Iallgather");
-  std::vector<int> counts(static_cast<std::size_t>(n));
-  std::vector<int> displacements(static_cast<std::size_t>(n));
-  long long total = 0;
-  for (int r = 0; r < n; ++r) {
-    if (lengths[static_cast<std::size_t>(r)] > (1LL << 30) || total > (1LL << 30)) {
-      throw InternalError("island message too large for one MPI collective");
-    }
-    counts[static_cast<std::size_t>(r)] = static_cast<int>(lengths[static_cast<std::size_t>(r)]);
-    displacements[static_cast<std::size_t>(r)] = static_cast<int>(total);
-    total += lengths[static_cast<std::size_t>(r)];
-  }
-  std::vector<std::int64_t> words(static_cast<std::size_t>(total));
-  check(MPI_Iallgatherv(local.data(), static_cast<int>(local.size()), MPI_INT64_T, words.data(),
-                        counts.data(), displacements.data(), MPI_INT64_T, comm_->comm, &request),
-        "MPI_Iallgatherv");
-  await(request, "MPI_Iallgatherv");
-  std::vector<std::vector<std::int64_t>> all(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    const auto begin = words.begin() + displacements[static_cast<std::size_t>(r)];
-    all[static_cast<std::size_t>(r)].assign(begin, begin + counts[static_cast<std::size_t>(r)]);
-  }
-  return all;
+  // The island exchange waits with sleeps of up to 1 ms: a generation takes far
+  // longer than a message.
+  return mpi::allgather(comm_->comm, size_, local, 1LL << 30,
+                        "island message too large for one MPI collective",
+                        std::chrono::milliseconds(1));
 }
 
 } // namespace tapestry::search

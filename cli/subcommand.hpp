@@ -1,0 +1,38 @@
+// What every subcommand file (cli/cmd_*.cpp) does the same way: copy the
+// global flags into its config struct, and set the action that runs its
+// driver function.
+#pragma once
+
+#include <memory>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.hpp"
+
+namespace tapestry::cli {
+
+// Copies --format, -q and -v into a command's config (verbose where it has one).
+template <class Config> void bindGlobalOptions(const GlobalOptions& global, Config& config) {
+  config.json = global.format == OutputFormat::Json;
+  config.quiet = global.quiet;
+  if constexpr (requires { config.verbose; }) {
+    config.verbose = global.verbose;
+  }
+}
+
+// When `sub` is selected, `action` runs `command(*config, out, err)` after
+// the global flags are bound: for a subcommand whose flags bind straight into
+// its config struct.
+template <class Config, class Command>
+void runDriverOnSelect(CLI::App& sub, Action& action, std::shared_ptr<Config> config,
+                       Command command) {
+  sub.callback([&action, config, command] {
+    action = [config, command](const GlobalOptions& global, Streams& io) -> int {
+      bindGlobalOptions(global, *config);
+      return command(*config, io.out, io.err);
+    };
+  });
+}
+
+} // namespace tapestry::cli
