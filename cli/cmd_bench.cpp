@@ -9,15 +9,16 @@
 #include "cli/app.hpp"
 #include "cli/execution_flags.hpp"
 #include "cli/run_mpi.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
 
 void registerBench(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::BenchConfig>();
-  CLI::App* sub = app.add_subcommand(
-      "bench", "Time a plan against its predicted time and the unsharded single-device baseline");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(
+      app, "bench",
+      "Time a plan against its predicted time and the unsharded single-device baseline");
   addExecutionFlags(sub, *config, "Seed the inputs are drawn from");
   sub->add_option("--repeat", config->repeat, "Fewest timed repetitions (the median is reported)")
       ->check(CLI::Range(1, 100000));
@@ -31,7 +32,7 @@ void registerBench(CLI::App& app, Action& action) {
       ->check(CLI::Range(0, 100000));
   sub->callback([&action, config] {
     action = [config](const GlobalOptions& global, Streams& io) -> int {
-      applyGlobalOptions(global, *config);
+      bindGlobalOptions(global, *config);
       // The progress line is for people watching a terminal, never for logs.
       config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {

@@ -15,10 +15,10 @@ namespace tapestry::cli {
 
 void registerCalibrate(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::CalibrateConfig>();
-  CLI::App* sub = app.add_subcommand(
-      "calibrate", "Measure this machine through a real backend and write a target with a "
-                   "measured profile (what --target local then uses)");
-  sub->fallthrough();
+  CLI::App* sub =
+      addSubcommand(app, "calibrate",
+                    "Measure this machine through a real backend and write a target with a "
+                    "measured profile (what --target local then uses)");
   sub->add_option("--backend", config->backend, "Backend to measure: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--devices", config->devices,

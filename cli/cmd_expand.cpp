@@ -11,15 +11,14 @@ namespace tapestry::cli {
 
 void registerExpand(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::ExpandConfig>();
-  CLI::App* sub = app.add_subcommand(
-      "expand", "Expand a graph: apply metakernels to every operation, infer shapes, index spaces "
-                "and index projection functions");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(
+      app, "expand",
+      "Expand a graph: apply metakernels to every operation, infer shapes, index spaces "
+      "and index projection functions");
   sub->add_option("GRAPH", config->graphPath,
                   "Graph file (graph/v1 or expanded/v1 JSON), or - for stdin")
       ->required();
-  sub->add_option("-k,--kernels", config->kernelPaths,
-                  "Extra metakernel YAML file or directory (repeatable)");
+  addKernelPaths(sub, config->kernelPaths);
   sub->add_option("-o,--output", config->outputPath,
                   "Output file (expanded/v1 JSON), - for stdout");
   sub->add_flag("--override-kernels", config->overrideKernels,

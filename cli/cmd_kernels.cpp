@@ -22,28 +22,23 @@ Action kernelsAction(std::shared_ptr<driver::KernelsConfig> config,
 
 void registerKernels(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::KernelsConfig>();
-  CLI::App* sub =
-      app.add_subcommand("kernels", "List, print or validate metakernels (the standard library "
-                                    "and any -k files)");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(app, "kernels",
+                                "List, print or validate metakernels (the standard library "
+                                "and any -k files)");
   sub->require_subcommand(1);
-  sub->add_option("-k,--kernels", config->kernelPaths,
-                  "Extra metakernel YAML file or directory (repeatable)");
+  addKernelPaths(sub, config->kernelPaths);
   sub->add_flag("--override-kernels", config->overrideKernels,
                 "Let -k files redefine standard-library kernels");
 
   using What = driver::KernelsConfig::Action;
-  CLI::App* list = sub->add_subcommand("list", "List kernels with their ports, params and doc");
-  list->fallthrough();
+  CLI::App* list = addSubcommand(*sub, "list", "List kernels with their ports, params and doc");
   list->callback([&action, config] { action = kernelsAction(config, What::List); });
 
-  CLI::App* show = sub->add_subcommand("show", "Print one kernel's template");
-  show->fallthrough();
+  CLI::App* show = addSubcommand(*sub, "show", "Print one kernel's template");
   show->add_option("NAME", config->name, "Kernel name")->required();
   show->callback([&action, config] { action = kernelsAction(config, What::Show); });
 
-  CLI::App* check = sub->add_subcommand("check", "Validate every kernel (exit 3 on failure)");
-  check->fallthrough();
+  CLI::App* check = addSubcommand(*sub, "check", "Validate every kernel (exit 3 on failure)");
   check->callback([&action, config] { action = kernelsAction(config, What::Check); });
 }
 

@@ -28,14 +28,13 @@ struct OptionalFlags {
 void registerOptimize(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::OptimizeConfig>();
   auto args = std::make_shared<OptionalFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "optimize", "Search shardings and device placements; keep the Pareto front over (time, "
-                  "peak memory per device, bytes moved)");
-  sub->fallthrough();
+  CLI::App* sub =
+      addSubcommand(app, "optimize",
+                    "Search shardings and device placements; keep the Pareto front over (time, "
+                    "peak memory per device, bytes moved)");
   sub->add_option("GRAPH", config->graphPath, "Graph file (user or expanded), or - for stdin")
       ->required();
-  sub->add_option("-k,--kernels", config->kernelPaths,
-                  "Extra metakernel YAML file or directory (repeatable)");
+  addKernelPaths(sub, config->kernelPaths);
   sub->add_option("--target", config->target, "Built-in target name or target YAML file");
   sub->add_option("--seed", config->seed, "Random seed (the search is deterministic per seed)");
   auto* budget = sub->add_option("--budget-seconds", args->budgetSeconds, "Time budget")

@@ -34,9 +34,8 @@ render::View parseView(const std::string& name) {
 void registerRender(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::RenderConfig>();
   auto args = std::make_shared<RenderFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "render", "Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(
+      app, "render", "Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz");
   sub->add_option("FILE", config->inputPath,
                   "Graph, expanded graph, plan, front or trace JSON; - for stdin")
       ->required();
@@ -53,8 +52,7 @@ void registerRender(CLI::App& app, Action& action) {
                 "one node per operation and device, alike devices once (plan view)");
   sub->add_option("--max-nodes", args->maxNodes, "Refuse to draw more nodes than this")
       ->check(CLI::Range(1, 1000000000));
-  sub->add_option("-k,--kernels", config->kernelPaths,
-                  "Extra metakernel YAML file or directory (repeatable)");
+  addKernelPaths(sub, config->kernelPaths);
   sub->callback([&action, config, args] {
     action = [config, args](const GlobalOptions& global, Streams& io) -> int {
       if (!args->view.empty()) {

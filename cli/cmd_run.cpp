@@ -7,16 +7,17 @@
 #include "cli/app.hpp"
 #include "cli/execution_flags.hpp"
 #include "cli/run_mpi.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/run_command.hpp"
 
 namespace tapestry::cli {
 
 void registerRun(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::RunConfig>();
-  CLI::App* sub = app.add_subcommand(
-      "run", "Execute a plan shard by shard on a backend; --check compares with the unsharded "
-             "graph");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(
+      app, "run",
+      "Execute a plan shard by shard on a backend; --check compares with the unsharded "
+      "graph");
   addExecutionFlags(sub, *config, "Seed for drawing inputs when --inputs is not given");
   sub->add_option("--inputs", config->inputsDir, "Directory with one NAME.npy per graph input");
   sub->add_option("--outputs", config->outputsDir, "Directory to write NAME.npy per graph output");
@@ -24,7 +25,7 @@ void registerRun(CLI::App& app, Action& action) {
                 "Also run the unsharded graph and compare outputs (exit 3 on mismatch)");
   sub->callback([&action, config] {
     action = [config](const GlobalOptions& global, Streams& io) -> int {
-      applyGlobalOptions(global, *config);
+      bindGlobalOptions(global, *config);
       if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
         return executeOnRanks( // mpirun -n K, K > 1
             config->link,

@@ -12,18 +12,17 @@ namespace tapestry::cli {
 
 void registerTrace(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::TraceConfig>();
-  CLI::App* sub = app.add_subcommand(
-      "trace", "Write a plan's predicted schedule as a Chrome trace (open it in Perfetto); run "
-               "--trace and bench --trace add a measured run beside it");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(
+      app, "trace",
+      "Write a plan's predicted schedule as a Chrome trace (open it in Perfetto); run "
+      "--trace and bench --trace add a measured run beside it");
   sub->add_option("PLAN", config->planPath,
                   "Plan (plan/v1), or a graph as the single-device plan (graph/v1, expanded/v1); "
                   "- for stdin")
       ->required();
   sub->add_option("-o,--output", config->outputPath,
                   "Trace file (Chrome trace JSON), - for stdout");
-  sub->add_option("-k,--kernels", config->kernelPaths,
-                  "Extra metakernel YAML file or directory (repeatable)");
+  addKernelPaths(sub, config->kernelPaths);
   runDriverOnSelect(*sub, action, config, driver::traceCommand);
 }
 

@@ -1,4 +1,5 @@
 #include "cli/execution_flags.hpp"
+#include "cli/subcommand.hpp"
 
 namespace tapestry::cli {
 
@@ -7,8 +8,7 @@ void addExecutionFlags(CLI::App* sub, driver::ExecutionOptions& options, const c
                   "Plan (plan/v1), or a graph run on one device (graph/v1, expanded/v1); - for "
                   "stdin")
       ->required();
-  sub->add_option("-k,--kernels", options.kernelPaths,
-                  "Extra metakernel YAML file or directory (repeatable)");
+  addKernelPaths(sub, options.kernelPaths);
   sub->add_option("--backend", options.backend, "Backend: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--threads", options.threads,
@@ -20,12 +20,6 @@ void addExecutionFlags(CLI::App* sub, driver::ExecutionOptions& options, const c
   sub->add_option("--trace", options.tracePath,
                   "Also write a Chrome trace (open it in Perfetto) of the run beside its "
                   "prediction to this file");
-}
-
-void applyGlobalOptions(const GlobalOptions& global, driver::ExecutionOptions& options) {
-  options.json = global.format == OutputFormat::Json;
-  options.quiet = global.quiet;
-  options.verbose = global.verbose;
 }
 
 } // namespace tapestry::cli

@@ -13,7 +13,4 @@ namespace tapestry::cli {
 // the parse). `seedHelp` says what the seed is for in this command.
 void addExecutionFlags(CLI::App* sub, driver::ExecutionOptions& options, const char* seedHelp);
 
-// Copies the global output flags (--format, --quiet, --verbose) into `options`.
-void applyGlobalOptions(const GlobalOptions& global, driver::ExecutionOptions& options);
-
 } // namespace tapestry::cli

@@ -5,12 +5,29 @@
 
 #include <memory>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
 
 namespace tapestry::cli {
+
+// Adds subcommand `name` to `app`; it accepts the global flags after its own
+// (fallthrough).
+inline CLI::App* addSubcommand(CLI::App& app, const std::string& name,
+                               const std::string& description) {
+  CLI::App* sub = app.add_subcommand(name, description);
+  sub->fallthrough();
+  return sub;
+}
+
+// -k/--kernels: extra metakernel files or directories, for every command that
+// reads a graph.
+inline void addKernelPaths(CLI::App* sub, std::vector<std::string>& paths) {
+  sub->add_option("-k,--kernels", paths, "Extra metakernel YAML file or directory (repeatable)");
+}
 
 // Copies --format, -q and -v into a command's config (verbose where it has one).
 template <class Config> void bindGlobalOptions(const GlobalOptions& global, Config& config) {
