@@ -40,6 +40,8 @@ const std::map<std::string, FnInfo, std::less<>>& functionTable() {
     t.emplace("slice", FnInfo{Fn::Slice, {"x", "axis", "start", "stop"}, 4});
     t.emplace("maximum", FnInfo{Fn::Maximum, {"a", "b"}, 2});
     t.emplace("minimum", FnInfo{Fn::Minimum, {"a", "b"}, 2});
+    t.emplace("pow", FnInfo{Fn::Pow, {"a", "b"}, 2});
+    t.emplace("where", FnInfo{Fn::Where, {"condition", "a", "b"}, 3});
     return t;
   }();
   return table;

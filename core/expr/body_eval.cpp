@@ -2,6 +2,7 @@
 // names, lists, arithmetic with broadcasting, '@', and calls (the reductions
 // and data movement they dispatch to are in body_ops.cpp).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -197,14 +198,20 @@ BodyValue Evaluator::binary(const BodyNode& n) {
   }
   static const char* spelling[] = {"+", "-", "*", "/", "**", "@"};
   const std::string op = spelling[static_cast<int>(n.op)];
+  return arithmetic(n.op, "'" + op + "'", n.opColumn, {&n.children[0], &n.children[1]}, a, b);
+}
+
+BodyValue Evaluator::arithmetic(BodyOp op, const std::string& what, int column,
+                                std::array<const BodyNode*, 2> at, const BodyValue& a,
+                                const BodyValue& b) {
   for (const auto* side : {&a, &b}) {
     if (side->kind != Kind::Number && side->kind != Kind::Block) {
-      const BodyNode& at = side == &a ? n.children[0] : n.children[1];
-      throw ExprError(at.column, "'" + op + "' needs blocks or numbers, got " + describe(*side));
+      throw ExprError(at[side == &a ? 0 : 1]->column,
+                      what + " needs blocks or numbers, got " + describe(*side));
     }
   }
-  auto apply = [&](double x, double y) {
-    switch (n.op) {
+  auto apply = [op](double x, double y) {
+    switch (op) {
     case BodyOp::Add:
       return x + y;
     case BodyOp::Sub:
@@ -222,28 +229,27 @@ BodyValue Evaluator::binary(const BodyNode& n) {
   };
   if (a.kind == Kind::Number && b.kind == Kind::Number) {
     return number(apply(a.number, b.number),
-                  a.isInt && b.isInt && n.op != BodyOp::Div && n.op != BodyOp::Pow);
+                  a.isInt && b.isInt && op != BodyOp::Div && op != BodyOp::Pow);
   }
   std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
   if (a.kind == Kind::Block && b.kind == Kind::Block && a.type.dtype != b.type.dtype) {
-    throw ExprError(n.opColumn, "'" + op + "' of a " + a.type.dtype + " block and a " +
-                                    b.type.dtype + " block; cast one (cast(x, " + a.type.dtype +
-                                    "))");
+    throw ExprError(column, what + " of a " + a.type.dtype + " block and a " + b.type.dtype +
+                                " block; cast one (cast(x, " + a.type.dtype + "))");
   }
   if (!isFloatDType(dtype)) {
-    if (n.op == BodyOp::Div) {
-      throw ExprError(n.opColumn, "'/' of " + dtype +
-                                      " blocks: integer blocks do not divide; cast to a float "
-                                      "dtype first");
+    if (op == BodyOp::Div) {
+      throw ExprError(column, what + " of " + dtype +
+                                  " blocks: integer blocks do not divide; cast to a float "
+                                  "dtype first");
     }
     for (const auto* side : {&a, &b}) {
       if (side->kind == Kind::Number && !side->isInt) {
-        const BodyNode& at = side == &a ? n.children[0] : n.children[1];
-        throw ExprError(at.column, "a fractional number with a " + dtype + " block");
+        throw ExprError(at[side == &a ? 0 : 1]->column,
+                        "a fractional number with a " + dtype + " block");
       }
     }
   }
-  return elementwise(n.opColumn, "'" + op + "'", a, b, dtype, apply);
+  return elementwise(column, what, a, b, dtype, apply);
 }
 
 template <class F>
@@ -372,6 +378,13 @@ BodyValue Evaluator::call(const BodyNode& n) {
     return concat(n, args);
   case Fn::Slice:
     return slice(n, args);
+  case Fn::Pow: {
+    BodyValue a = eval(*args[0]);
+    BodyValue b = eval(*args[1]);
+    return arithmetic(BodyOp::Pow, "pow()", n.column, {args[0], args[1]}, a, b);
+  }
+  case Fn::Where:
+    return where(n, args);
   case Fn::Maximum:
   case Fn::Minimum: {
     BodyValue a = eval(*args[0]);
@@ -401,6 +414,66 @@ BodyValue Evaluator::call(const BodyNode& n) {
   default:
     return unary(n, info.fn, eval(*args[0]));
   }
+}
+
+BodyValue Evaluator::where(const BodyNode& n, const std::vector<const BodyNode*>& args) {
+  BodyValue c = eval(*args[0]);
+  BodyValue a = eval(*args[1]);
+  BodyValue b = eval(*args[2]);
+  if (c.kind == Kind::Block ? c.type.dtype != "bool" : c.kind != Kind::Bool) {
+    throw ExprError(args[0]->column,
+                    "where(): condition must be a bool block or true/false, got " + describe(c));
+  }
+  for (const auto* side : {&a, &b}) {
+    if (side->kind != Kind::Number && side->kind != Kind::Block) {
+      throw ExprError(args[side == &a ? 1 : 2]->column,
+                      "where(): a and b must be blocks or numbers, got " + describe(*side));
+    }
+  }
+  if (a.kind == Kind::Block && b.kind == Kind::Block && a.type.dtype != b.type.dtype) {
+    throw ExprError(n.column, "where() of a " + a.type.dtype + " block and a " + b.type.dtype +
+                                  " block; cast one (cast(x, " + a.type.dtype + "))");
+  }
+  if (a.kind == Kind::Number && b.kind == Kind::Number) {
+    if (c.kind == Kind::Bool) {
+      return c.boolean ? a : b;
+    }
+    throw ExprError(n.column, "where(): a or b must be a block, to give the result its dtype");
+  }
+  const std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
+  for (const auto* side : {&a, &b}) {
+    if (side->kind == Kind::Number && !side->isInt && !isFloatDType(dtype)) {
+      throw ExprError(args[side == &a ? 1 : 2]->column,
+                      "a fractional number with a " + dtype + " block");
+    }
+  }
+  auto shapeOf = [](const BodyValue& v) { return v.kind == Kind::Block ? v.type.shape : Shape{}; };
+  std::optional<Shape> ab = broadcastShapes(shapeOf(a), shapeOf(b));
+  std::optional<Shape> out = ab ? broadcastShapes(shapeOf(c), *ab) : std::nullopt;
+  if (!out) {
+    throw ExprError(n.column, "where() cannot broadcast " + shapeText(shapeOf(c)) + ", " +
+                                  shapeText(shapeOf(a)) + " and " + shapeText(shapeOf(b)));
+  }
+  BodyValue r = BodyValue::block(BlockType{*out, dtype});
+  if (!numeric()) {
+    return r;
+  }
+  r.data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(*out)));
+  const double condition = c.boolean ? 1.0 : 0.0;
+  auto at = [](const BodyValue& v, const double* scalar) {
+    return v.kind == Kind::Block ? v.data->data() : scalar;
+  };
+  const double* pc = at(c, &condition);
+  const double* pa = at(a, &a.number);
+  const double* pb = at(b, &b.number);
+  double* pr = r.data->data();
+  forEachElement(*out,
+                 {broadcastStrides(shapeOf(c), *out), broadcastStrides(shapeOf(a), *out),
+                  broadcastStrides(shapeOf(b), *out)},
+                 [&](std::int64_t i, const std::vector<std::int64_t>& off) {
+                   pr[i] = pc[off[0]] != 0.0 ? pa[off[1]] : pb[off[2]];
+                 });
+  return r;
 }
 
 BodyValue Evaluator::unary(const BodyNode& n, Fn fn, BodyValue x) {

@@ -4,6 +4,7 @@
 // and data movement (body_ops.cpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -50,6 +51,8 @@ enum class Fn : std::uint8_t {
   Slice,
   Maximum,
   Minimum,
+  Pow,
+  Where,
 };
 
 struct FnInfo {
@@ -154,6 +157,12 @@ private:
   BodyValue name(const BodyNode& n);
   BodyValue list(const BodyNode& n);
   BodyValue binary(const BodyNode& n);
+  // + - * / ** and pow(): blocks or numbers, NumPy broadcasting; `at` are the
+  // operands' nodes (for the columns of errors about them).
+  BodyValue arithmetic(BodyOp op, const std::string& what, int column,
+                       std::array<const BodyNode*, 2> at, const BodyValue& a, const BodyValue& b);
+  // where(condition, a, b): a bool block (or bool) picks a or b, all three broadcast.
+  BodyValue where(const BodyNode& n, const std::vector<const BodyNode*>& args);
   template <class F>
   BodyValue elementwise(int column, const std::string& what, const BodyValue& a, const BodyValue& b,
                         const std::string& dtype, F&& f);
