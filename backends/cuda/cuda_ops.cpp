@@ -569,6 +569,12 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("sub", &binaryKernel<BinaryOp::Sub, true>);
     r.add("mul", &binaryKernel<BinaryOp::Mul, true>);
     r.add("div", &binaryKernel<BinaryOp::Div, false>);
+    r.add("erf", &unaryKernel<UnaryOp::Erf, false>);
+    r.add("sqrt", &unaryKernel<UnaryOp::Sqrt, false>);
+    r.add("reciprocal", &unaryKernel<UnaryOp::Reciprocal, false>);
+    r.add("log", &unaryKernel<UnaryOp::Log, false>);
+    r.add("abs", &unaryKernel<UnaryOp::Abs, true>);
+    r.add("pow", &binaryKernel<BinaryOp::Pow, false>);
     r.add("matmul", &matmulKernel);
     r.add("linear", &linearKernel);
     r.add("conv2d", &conv2dKernel);
@@ -578,6 +584,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("softmax", &softmaxKernel);
     r.add("layernorm", &layernormKernel);
     r.add("transpose", &transposeKernel);
+    r.add("slice", &transposeKernel); // a copy through the IPFs, as transpose
     r.add("reshape", &reshapeKernel);
     r.add("cast", &castKernel);
     r.add("concat", &concatKernel);
@@ -586,6 +593,12 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     return r;
   }();
   return kernels;
+}
+
+const std::vector<std::string>& cudaStagedKernels() {
+  static const std::vector<std::string> names = {"add_scalar", "clip",        "mul_scalar",
+                                                 "pow_scalar", "rdiv_scalar", "rsub_scalar"};
+  return names;
 }
 
 } // namespace tapestry::cuda

@@ -93,6 +93,30 @@ __device__ inline float mathTanh(float x) {
 __device__ inline double mathTanh(double x) {
   return tanh(x);
 }
+__device__ inline float mathSqrt(float x) {
+  return sqrtf(x);
+}
+__device__ inline double mathSqrt(double x) {
+  return sqrt(x);
+}
+__device__ inline float mathLog(float x) {
+  return logf(x);
+}
+__device__ inline double mathLog(double x) {
+  return log(x);
+}
+__device__ inline float mathAbs(float x) {
+  return fabsf(x);
+}
+__device__ inline double mathAbs(double x) {
+  return fabs(x);
+}
+__device__ inline float mathPow(float a, float b) {
+  return powf(a, b);
+}
+__device__ inline double mathPow(double a, double b) {
+  return pow(a, b);
+}
 __device__ inline float mathExp(float x) {
   return expf(x);
 }
@@ -131,9 +155,12 @@ unsigned blocksFor(i64 work) {
 
 template <class C> __device__ C applyUnary(UnaryOp op, C x) {
   if constexpr (kIsInt<C>) {
-    // Only relu and neg accept integers (the host rejects the rest).
-    if (op == UnaryOp::Neg) {
+    // Only relu, neg and abs accept integers (the host rejects the rest).
+    if (op == UnaryOp::Neg || (op == UnaryOp::Abs && x < C(0))) {
       return wrapSub(0, x);
+    }
+    if (op == UnaryOp::Abs) {
+      return x;
     }
     return x < C(0) ? C(0) : x;
   } else {
@@ -148,6 +175,16 @@ template <class C> __device__ C applyUnary(UnaryOp op, C x) {
       return mathExp(x);
     case UnaryOp::Sigmoid:
       return C(1) / (C(1) + mathExp(-x));
+    case UnaryOp::Erf:
+      return mathErf(x);
+    case UnaryOp::Sqrt:
+      return mathSqrt(x);
+    case UnaryOp::Reciprocal:
+      return C(1) / x;
+    case UnaryOp::Log:
+      return mathLog(x);
+    case UnaryOp::Abs:
+      return mathAbs(x);
     case UnaryOp::Neg:
       break;
     }
@@ -165,6 +202,7 @@ template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
     case BinaryOp::Mul:
       return wrapMul(a, b);
     case BinaryOp::Div:
+    case BinaryOp::Pow:
       break; // rejected on the host
     }
     return 0;
@@ -176,6 +214,8 @@ template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
       return a - b;
     case BinaryOp::Mul:
       return a * b;
+    case BinaryOp::Pow:
+      return mathPow(a, b);
     case BinaryOp::Div:
       break;
     }

@@ -31,8 +31,8 @@ struct DeviceWalk {
   std::int64_t stride[kMaxWalkOperands][kMaxWalkDims] = {};
 };
 
-enum class UnaryOp : int { Relu, Gelu, Tanh, Exp, Sigmoid, Neg };
-enum class BinaryOp : int { Add, Sub, Mul, Div };
+enum class UnaryOp : int { Relu, Gelu, Tanh, Exp, Sigmoid, Neg, Erf, Sqrt, Reciprocal, Log, Abs };
+enum class BinaryOp : int { Add, Sub, Mul, Div, Pow };
 enum class CombineOp : int { Sum, Max, Min, Prod }; // metakernel::Combine
 enum class ReduceOp : int { Sum, Mean, Max };
 
