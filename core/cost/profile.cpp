@@ -59,6 +59,7 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"mul_scalar", "elementwise"},
     {"rsub_scalar", "elementwise"},
     {"rdiv_scalar", "elementwise"},
+    {"where", "elementwise"},
     {"gelu", "activation"},
     {"tanh", "activation"},
     {"exp", "activation"},

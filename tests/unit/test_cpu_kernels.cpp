@@ -897,7 +897,9 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
   std::vector<std::string> names = cpu().kernelNames();
   for (const metakernel::Metakernel* k : lib().kernels()) {
     INFO(k->name);
-    CHECK(cpu().hasKernel(k->name));
+    // ... but where, whose condition is bool: the backends hold no bool tensors
+    // (backends/dtype.hpp), so no backend runs it, natively or from its body.
+    CHECK(cpu().hasKernel(k->name) == (k->name != "where"));
   }
   CHECK(names.size() == 37);
   CHECK(cpu().name() == "cpu");

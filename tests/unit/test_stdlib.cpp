@@ -147,7 +147,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 33);
+  CHECK(bodies == 34);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -358,6 +358,29 @@ TEST_CASE("stdlib: ONNX unary, clip and scalar kernels", "[stdlib]") {
   CHECK_THAT(errorOf("mul_scalar", {{"input", {T({3})}}}, {{"value", "two"}}),
              Contains("param value: expected float, got string"));
   CHECK(run("pow_scalar", {{"input", {T({10})}}}).flops == 40);
+}
+
+TEST_CASE("stdlib: where broadcasts condition, X and Y", "[stdlib]") {
+  Application a = run("where", {{"condition", {T({8, 1, 1}, "bool")}},
+                                {"X", {T({3, 1}, "int64")}},
+                                {"Y", {T({5}, "int64")}}});
+  CHECK(indexShape(a) == Ints{8, 3, 5});
+  CHECK(outT(a) == T({8, 3, 5}, "int64"));
+  CHECK(inIpf(a, "condition") == ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 0}}, {0, 0, 0}, {1, 1, 1}));
+  CHECK(inIpf(a, "X") == ipf({{0, 1, 0}, {0, 0, 0}}, {0, 0}, {1, 1}));
+  CHECK(inIpf(a, "Y") == ipf({{0, 0, 1}}, {0}, {1}));
+  CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+  CHECK(a.reductionDims.empty());
+  CHECK(a.body != nullptr);
+  CHECK_THAT(
+      errorOf("where", {{"condition", {T({4}, "float32")}}, {"X", {T({4})}}, {"Y", {T({4})}}}),
+      Contains("$cdtype is float32 from condition, expected one of"));
+  CHECK_THAT(
+      errorOf("where",
+              {{"condition", {T({4}, "bool")}}, {"X", {T({4})}}, {"Y", {T({4}, "float16")}}}),
+      Contains("$dtype is float32 from X but float16 from Y"));
+  CHECK_THAT(errorOf("where", {{"condition", {T({3}, "bool")}}, {"X", {T({4})}}, {"Y", {T({4})}}}),
+             Contains("cannot broadcast [3] with [4]"));
 }
 
 // ---------------------------------------------------------------- reductions
@@ -956,6 +979,22 @@ Case randomCase(const std::string& k, Rng& rng) {
       left -= take;
     }
     return {k, {{"input", {T(s)}}}, {{"axis", axis}, {"sections", jsonInts(sections)}}};
+  }
+  if (k == "where") {
+    Ints out = randShape(rng, 0, 3);
+    auto operand = [&] {
+      Ints s(out.begin() + uni(rng, 0, static_cast<std::int64_t>(out.size())), out.end());
+      for (auto& d : s) {
+        if (uni(rng, 0, 2) == 0) {
+          d = 1;
+        }
+      }
+      return s;
+    };
+    return {k,
+            {{"condition", {T(operand(), "bool")}},
+             {"X", {T(uni(rng, 0, 1) == 0 ? out : operand(), "int32")}},
+             {"Y", {T(operand(), "int32")}}}};
   }
   if (k == "slice") {
     Ints s = randShape(rng, 0, 3);
