@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <string>
-#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -29,11 +28,6 @@ struct KernelContext {
 // Enqueues the kernel's work on ctx.stream (the caller waits for it).
 using CudaKernel = void (*)(const backend::KernelCall&, const KernelContext&);
 const backend::KernelRegistry<CudaKernel>& cudaKernels();
-// The CPU backend's native kernels that have no native CUDA kernel, sorted:
-// the kernels with float params (clip, the *_scalar kernels), whose device
-// code would need the params passed down; they run from their bodies, staged
-// through host memory (docs/cuda.md).
-const std::vector<std::string>& cudaStagedKernels();
 
 // Error "backend cuda: WHAT: <CUDA's message> (<error name>)" unless success.
 void checkCuda(cudaError_t status, const std::string& what);
