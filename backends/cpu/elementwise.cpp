@@ -1,5 +1,6 @@
-// Elementwise kernels: relu, gelu, tanh, exp, sigmoid, neg (unary) and add,
-// sub, mul, div (binary, NumPy broadcasting). Every operand is walked through
+// Elementwise kernels: relu, gelu, tanh, exp, sigmoid, neg, erf, sqrt,
+// reciprocal, log, abs (unary); clip and the *_scalar kernels (unary with float
+// params); add, sub, mul, div, pow (binary, NumPy broadcasting). Every operand is walked through
 // its IPF, so broadcasting (zero rows), any shard and any view layout take the
 // same path; unit-stride runs get a loop the compiler can vectorize.
 #include <cmath>
@@ -43,6 +44,73 @@ struct Neg {
     }
   }
 };
+struct Erf {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::erf(x); }
+};
+struct Sqrt {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::sqrt(x); }
+};
+struct Reciprocal {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return C(1) / x; }
+};
+struct Log {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::log(x); }
+};
+struct Abs {
+  static constexpr bool kInts = true;
+  template <class C> C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>) {
+      return x < 0 ? wrapSub(0, x) : x;
+    } else {
+      return std::fabs(x);
+    }
+  }
+};
+
+// Unary kernels with float params (floats only). Bounds and values are
+// doubles; each element computes in its compute type C, as the other kernels.
+struct Clip {
+  static constexpr bool kInts = false;
+  double lo;
+  double hi;
+  explicit Clip(const KernelCall& call)
+      : lo(floatParam(call.op, "min")), hi(floatParam(call.op, "max")) {}
+  // In double, so that a bound beyond C's range (the defaults) compares
+  // exactly; NaN fails both tests and stays NaN.
+  template <class C> C operator()(C x) const {
+    const double v = static_cast<double>(x);
+    return v < lo ? static_cast<C>(lo) : v > hi ? static_cast<C>(hi) : x;
+  }
+};
+struct ScalarValue {
+  static constexpr bool kInts = false;
+  double value;
+  explicit ScalarValue(const KernelCall& call) : value(floatParam(call.op, "value")) {}
+};
+struct AddScalar : ScalarValue {
+  using ScalarValue::ScalarValue;
+  template <class C> C operator()(C x) const { return x + static_cast<C>(value); }
+};
+struct MulScalar : ScalarValue {
+  using ScalarValue::ScalarValue;
+  template <class C> C operator()(C x) const { return x * static_cast<C>(value); }
+};
+struct RsubScalar : ScalarValue {
+  using ScalarValue::ScalarValue;
+  template <class C> C operator()(C x) const { return static_cast<C>(value) - x; }
+};
+struct RdivScalar : ScalarValue {
+  using ScalarValue::ScalarValue;
+  template <class C> C operator()(C x) const { return static_cast<C>(value) / x; }
+};
+struct PowScalar : ScalarValue {
+  using ScalarValue::ScalarValue;
+  template <class C> C operator()(C x) const { return std::pow(x, static_cast<C>(value)); }
+};
 
 struct Add {
   static constexpr bool kInts = true;
@@ -78,13 +146,16 @@ struct Div {
   static constexpr bool kInts = false;
   template <class C> C operator()(C a, C b) const { return a / b; }
 };
+struct Pow {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C a, C b) const { return std::pow(a, b); }
+};
 
-template <class T, class Op> void unaryTyped(const KernelCall& call) {
+template <class T, class Op> void unaryTyped(const KernelCall& call, const Op& op) {
   const Walk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
   const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
   const T* x = a.ptr<T>();
   T* y = r.ptr<T>();
-  const Op op;
   forEachRun<2>(call.index, {&a, &r},
                 [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
                     const std::array<std::int64_t, 2>& st) {
@@ -146,8 +217,16 @@ template <class Op> void unaryKernel(const KernelCall& call) {
     if constexpr (kIsInt<T> && !Op::kInts) {
       unsupportedDType(call, dtype);
     } else {
-      unaryTyped<T, Op>(call);
+      unaryTyped<T, Op>(call, Op{});
     }
+  });
+}
+
+// A unary kernel whose op reads the call's float params (clip, *_scalar).
+template <class Op> void paramKernel(const KernelCall& call) {
+  dispatchFloat(call, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    unaryTyped<T, Op>(call, Op(call));
   });
 }
 
@@ -180,6 +259,18 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   registry.add("sub", &binaryKernel<Sub>);
   registry.add("mul", &binaryKernel<Mul>);
   registry.add("div", &binaryKernel<Div>);
+  registry.add("erf", &unaryKernel<Erf>);
+  registry.add("sqrt", &unaryKernel<Sqrt>);
+  registry.add("reciprocal", &unaryKernel<Reciprocal>);
+  registry.add("log", &unaryKernel<Log>);
+  registry.add("abs", &unaryKernel<Abs>);
+  registry.add("clip", &paramKernel<Clip>);
+  registry.add("add_scalar", &paramKernel<AddScalar>);
+  registry.add("mul_scalar", &paramKernel<MulScalar>);
+  registry.add("rsub_scalar", &paramKernel<RsubScalar>);
+  registry.add("rdiv_scalar", &paramKernel<RdivScalar>);
+  registry.add("pow_scalar", &paramKernel<PowScalar>);
+  registry.add("pow", &binaryKernel<Pow>);
 }
 
 } // namespace tapestry::backend::cpu

@@ -1,4 +1,4 @@
-// Data movement: transpose, reshape, cast, concat, split. Each is a copy of the
+// Data movement: transpose, slice, reshape, cast, concat, split. Each is a copy of the
 // shard's index points from the input walk to the output walk (the IPFs say
 // where each point lives in each tensor); list ports copy only the part of the
 // shard that falls inside each element, which may be none.
@@ -123,6 +123,7 @@ void splitKernel(const KernelCall& call) {
 
 void registerShapeKernels(CpuRegistry& registry) {
   registry.add("transpose", &copyKernel);
+  registry.add("slice", &copyKernel); // the input IPF is offset by starts
   registry.add("reshape", &reshapeKernel);
   registry.add("cast", &castKernel);
   registry.add("concat", &concatKernel);

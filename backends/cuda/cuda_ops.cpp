@@ -154,11 +154,20 @@ template <UnaryOp op, bool ints> void unaryKernel(const KernelCall& call, const 
   if (!ints && isInt(dtype)) {
     unsupportedDType(call, dtype);
   }
+  // The float params of clip and the *_scalar kernels (UnaryOp says which).
+  double p0 = 0;
+  double p1 = 0;
+  if constexpr (op == UnaryOp::Clip) {
+    p0 = floatParam(call.op, "min");
+    p1 = floatParam(call.op, "max");
+  } else if constexpr (op >= UnaryOp::AddScalar) {
+    p0 = floatParam(call.op, "value");
+  }
   const ViewWalk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
   const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
-  checkCuda(
-      launchUnary(op, elementType(dtype), a.base, r.base, walkOf(call.index, {&a, &r}), c.stream),
-      what(call));
+  checkCuda(launchUnary(op, elementType(dtype), a.base, r.base, walkOf(call.index, {&a, &r}),
+                        c.stream, p0, p1),
+            what(call));
 }
 
 template <BinaryOp op, bool ints>
@@ -569,6 +578,18 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("sub", &binaryKernel<BinaryOp::Sub, true>);
     r.add("mul", &binaryKernel<BinaryOp::Mul, true>);
     r.add("div", &binaryKernel<BinaryOp::Div, false>);
+    r.add("erf", &unaryKernel<UnaryOp::Erf, false>);
+    r.add("sqrt", &unaryKernel<UnaryOp::Sqrt, false>);
+    r.add("reciprocal", &unaryKernel<UnaryOp::Reciprocal, false>);
+    r.add("log", &unaryKernel<UnaryOp::Log, false>);
+    r.add("abs", &unaryKernel<UnaryOp::Abs, true>);
+    r.add("pow", &binaryKernel<BinaryOp::Pow, false>);
+    r.add("clip", &unaryKernel<UnaryOp::Clip, false>);
+    r.add("add_scalar", &unaryKernel<UnaryOp::AddScalar, false>);
+    r.add("mul_scalar", &unaryKernel<UnaryOp::MulScalar, false>);
+    r.add("rsub_scalar", &unaryKernel<UnaryOp::RsubScalar, false>);
+    r.add("rdiv_scalar", &unaryKernel<UnaryOp::RdivScalar, false>);
+    r.add("pow_scalar", &unaryKernel<UnaryOp::PowScalar, false>);
     r.add("matmul", &matmulKernel);
     r.add("linear", &linearKernel);
     r.add("conv2d", &conv2dKernel);
@@ -578,6 +599,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("softmax", &softmaxKernel);
     r.add("layernorm", &layernormKernel);
     r.add("transpose", &transposeKernel);
+    r.add("slice", &transposeKernel); // a copy through the IPFs, as transpose
     r.add("reshape", &reshapeKernel);
     r.add("cast", &castKernel);
     r.add("concat", &concatKernel);

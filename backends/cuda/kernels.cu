@@ -93,6 +93,30 @@ __device__ inline float mathTanh(float x) {
 __device__ inline double mathTanh(double x) {
   return tanh(x);
 }
+__device__ inline float mathSqrt(float x) {
+  return sqrtf(x);
+}
+__device__ inline double mathSqrt(double x) {
+  return sqrt(x);
+}
+__device__ inline float mathLog(float x) {
+  return logf(x);
+}
+__device__ inline double mathLog(double x) {
+  return log(x);
+}
+__device__ inline float mathAbs(float x) {
+  return fabsf(x);
+}
+__device__ inline double mathAbs(double x) {
+  return fabs(x);
+}
+__device__ inline float mathPow(float a, float b) {
+  return powf(a, b);
+}
+__device__ inline double mathPow(double a, double b) {
+  return pow(a, b);
+}
 __device__ inline float mathExp(float x) {
   return expf(x);
 }
@@ -129,11 +153,14 @@ unsigned blocksFor(i64 work) {
 
 // ---------------------------------------------------------------- elementwise
 
-template <class C> __device__ C applyUnary(UnaryOp op, C x) {
+template <class C> __device__ C applyUnary(UnaryOp op, C x, double p0, double p1) {
   if constexpr (kIsInt<C>) {
-    // Only relu and neg accept integers (the host rejects the rest).
-    if (op == UnaryOp::Neg) {
+    // Only relu, neg and abs accept integers (the host rejects the rest).
+    if (op == UnaryOp::Neg || (op == UnaryOp::Abs && x < C(0))) {
       return wrapSub(0, x);
+    }
+    if (op == UnaryOp::Abs) {
+      return x;
     }
     return x < C(0) ? C(0) : x;
   } else {
@@ -148,6 +175,30 @@ template <class C> __device__ C applyUnary(UnaryOp op, C x) {
       return mathExp(x);
     case UnaryOp::Sigmoid:
       return C(1) / (C(1) + mathExp(-x));
+    case UnaryOp::Erf:
+      return mathErf(x);
+    case UnaryOp::Sqrt:
+      return mathSqrt(x);
+    case UnaryOp::Reciprocal:
+      return C(1) / x;
+    case UnaryOp::Log:
+      return mathLog(x);
+    case UnaryOp::Abs:
+      return mathAbs(x);
+    case UnaryOp::Clip: { // in double, as the CPU backend: NaN fails both tests
+      const double v = static_cast<double>(x);
+      return v < p0 ? static_cast<C>(p0) : v > p1 ? static_cast<C>(p1) : x;
+    }
+    case UnaryOp::AddScalar:
+      return x + static_cast<C>(p0);
+    case UnaryOp::MulScalar:
+      return x * static_cast<C>(p0);
+    case UnaryOp::RsubScalar:
+      return static_cast<C>(p0) - x;
+    case UnaryOp::RdivScalar:
+      return static_cast<C>(p0) / x;
+    case UnaryOp::PowScalar:
+      return mathPow(x, static_cast<C>(p0));
     case UnaryOp::Neg:
       break;
     }
@@ -165,6 +216,7 @@ template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
     case BinaryOp::Mul:
       return wrapMul(a, b);
     case BinaryOp::Div:
+    case BinaryOp::Pow:
       break; // rejected on the host
     }
     return 0;
@@ -176,6 +228,8 @@ template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
       return a - b;
     case BinaryOp::Mul:
       return a * b;
+    case BinaryOp::Pow:
+      return mathPow(a, b);
     case BinaryOp::Div:
       break;
     }
@@ -242,11 +296,12 @@ template <class T> __device__ typename Num<T>::C identityOf(CombineOp op) {
   }
 }
 
-template <class T> __global__ void unaryKernel(UnaryOp op, const T* x, T* y, DeviceWalk w) {
+template <class T>
+__global__ void unaryKernel(UnaryOp op, const T* x, T* y, DeviceWalk w, double p0, double p1) {
   TAPESTRY_GRID_LOOP(i, w.count) {
     i64 off[2];
     walkOffsets<2>(w, i, off);
-    y[off[1]] = Num<T>::store(applyUnary(op, Num<T>::load(x[off[0]])));
+    y[off[1]] = Num<T>::store(applyUnary(op, Num<T>::load(x[off[0]]), p0, p1));
   }
 }
 
@@ -528,14 +583,14 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
 // ---------------------------------------------------------------- launchers
 
 cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, double p0, double p1) {
   if (w.count == 0) {
     return cudaSuccess;
   }
   return dispatch(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     unaryKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(op, static_cast<const T*>(x),
-                                                                static_cast<T*>(y), w);
+                                                                static_cast<T*>(y), w, p0, p1);
     return cudaGetLastError();
   });
 }

@@ -31,14 +31,33 @@ struct DeviceWalk {
   std::int64_t stride[kMaxWalkOperands][kMaxWalkDims] = {};
 };
 
-enum class UnaryOp : int { Relu, Gelu, Tanh, Exp, Sigmoid, Neg };
-enum class BinaryOp : int { Add, Sub, Mul, Div };
+// The last six read float params: Clip p0 = min, p1 = max; the *Scalar ops p0 = value.
+enum class UnaryOp : int {
+  Relu,
+  Gelu,
+  Tanh,
+  Exp,
+  Sigmoid,
+  Neg,
+  Erf,
+  Sqrt,
+  Reciprocal,
+  Log,
+  Abs,
+  Clip,
+  AddScalar,
+  MulScalar,
+  RsubScalar,
+  RdivScalar,
+  PowScalar
+};
+enum class BinaryOp : int { Add, Sub, Mul, Div, Pow };
 enum class CombineOp : int { Sum, Max, Min, Prod }; // metakernel::Combine
 enum class ReduceOp : int { Sum, Mean, Max };
 
-// y = op(x); operands 0: x, 1: y.
+// y = op(x); operands 0: x, 1: y; p0, p1: the op's float params (UnaryOp).
 cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,
-                        cudaStream_t stream);
+                        cudaStream_t stream, double p0 = 0, double p1 = 0);
 // y = op(a, b); operands 0: a, 1: b, 2: y (a zero stride broadcasts).
 cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const void* b, void* y,
                          const DeviceWalk& w, cudaStream_t stream);

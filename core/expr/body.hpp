@@ -18,7 +18,8 @@
 // rsqrt, tanh, erf, abs, neg, sigmoid, relu, gelu), reductions sum, mean, max,
 // min (axis=int|list, keepdims=bool; no axis: every dim), transpose(x, perm=),
 // reshape(x, shape=) (one -1 allowed), cast(x, DTYPE), concat(LIST, axis=),
-// slice(x, axis=, start=, stop=), maximum(a, b), minimum(a, b).
+// slice(x, axis=, start=, stop=), maximum(a, b), minimum(a, b), pow(a, b) (as
+// `**`), where(condition, a, b) (a bool block picks a or b; all three broadcast).
 #pragma once
 
 #include <cstdint>

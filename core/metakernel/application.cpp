@@ -256,7 +256,9 @@ void Applier::bindParams() {
     } else if (std::optional<std::string> problem = checkParamValue(p.type, *value)) {
       throw Error("param " + p.name + ": " + *problem);
     }
-    a_.params[p.name] = *value;
+    // A float param given as an integer (`max: 6`) is still a float: bodies
+    // and backends read floats only.
+    a_.params[p.name] = p.type == ParamType::Float ? Json(value->get<double>()) : *value;
     switch (p.type) {
     case ParamType::Int:
       a_.bindings.bind(p.name, expr::Value(value->get<std::int64_t>()), "params");

@@ -210,3 +210,72 @@ TEST_CASE("body evaluation errors say what and where", "[body]") {
   Failure pair = e.fail("a, b = x");
   CHECK(pair.message == "2 names but the value is a block [2, 3] float64");
 }
+
+TEST_CASE("bodies: pow() and where() broadcast over every operand", "[body]") {
+  Env e;
+  e.env.inputs.emplace("x", block({2, 3}, {1, 2, 3, 4, 5, 6}));
+  e.env.inputs.emplace("p", block({3}, {0, 0.5, 2}));
+  e.env.inputs.emplace("c", block({2, 1}, {1, 0}, "bool"));
+  e.env.numbers["v"] = 3;
+  auto out = e.run("a = pow(x, p); b = pow(2, x); s = pow(a=x, b=$v); "
+                   "w = where(c, x, -x); t = where(c, p, 0); u = where(true, 1, 2); "
+                   "k = where(condition=c, a=x, b=pow(x, 2))");
+  CHECK(out.at("a").type == BlockType{{2, 3}, "float64"});
+  CHECK(out.at("a").data->at(1) == Approx(std::sqrt(2.0)));
+  CHECK(out.at("a").data->at(5) == 36);
+  CHECK(*out.at("b").data == std::vector<double>{2, 4, 8, 16, 32, 64});
+  CHECK(out.at("s").data->at(3) == 64);
+  CHECK(*out.at("w").data == std::vector<double>{1, 2, 3, -4, -5, -6});
+  CHECK(out.at("t").type == BlockType{{2, 3}, "float64"}); // [2, 1] x [3] x []
+  CHECK(*out.at("t").data == std::vector<double>{0, 0.5, 2, 0, 0, 0});
+  CHECK(out.at("u").kind == BodyValue::Kind::Number);
+  CHECK(out.at("u").number == 1);
+  CHECK(*out.at("k").data == std::vector<double>{1, 2, 3, 16, 25, 36});
+  // Types only: the same shapes and dtypes, no data.
+  e.env.numeric = false;
+  e.env.inputs.clear();
+  e.env.inputs.emplace("x", BodyValue::block(BlockType{{4, 1, 5}, "float16"}));
+  e.env.inputs.emplace("c", BodyValue::block(BlockType{{3, 1}, "bool"}));
+  auto types = e.run("r = where(c, pow(x, 2), x)");
+  CHECK(types.at("r").type == BlockType{{4, 3, 5}, "float16"});
+  CHECK(types.at("r").data == nullptr);
+}
+
+TEST_CASE("pow() and where() errors say what and where", "[body]") {
+  Env e;
+  e.env.inputs.emplace("x", block({2, 3}, {1, 2, 3, 4, 5, 6}));
+  e.env.inputs.emplace("v", block({4}, {1, 2, 3, 4}));
+  e.env.inputs.emplace("i", block({3}, {1, 2, 3}, "int32"));
+  e.env.inputs.emplace("c", block({2, 1}, {1, 0}, "bool"));
+  e.bindings.bind("perm", Value::ints({1, 0}), "params");
+  Failure bc = e.fail("y = pow(x, v)");
+  CHECK(bc.column == 5);
+  CHECK(bc.message == "pow() cannot broadcast [2, 3] with [4]");
+  Failure list = e.fail("y = pow(x, $perm)");
+  CHECK(list.column == 12);
+  CHECK(list.message == "pow() needs blocks or numbers, got a list");
+  Failure mixed = e.fail("y = pow(x, cast(x, float32))");
+  CHECK_THAT(mixed.message, Catch::Matchers::StartsWith("pow() of a float64 block and a float32"));
+  Failure frac = e.fail("y = pow(i, 0.5)");
+  CHECK(frac.column == 12);
+  CHECK(frac.message == "a fractional number with a int32 block");
+  Failure cond = e.fail("y = where(x, x, x)");
+  CHECK(cond.column == 11);
+  CHECK(cond.message == "where(): condition must be a bool block or true/false, got a block "
+                        "[2, 3] float64");
+  Failure notBool = e.fail("y = where(1, x, x)");
+  CHECK(notBool.message == "where(): condition must be a bool block or true/false, got a number");
+  Failure side = e.fail("y = where(c, x, $perm)");
+  CHECK(side.column == 17);
+  CHECK(side.message == "where(): a and b must be blocks or numbers, got a list");
+  Failure dt = e.fail("y = where(c, x, i)");
+  CHECK(dt.column == 5);
+  CHECK_THAT(dt.message, Catch::Matchers::StartsWith("where() of a float64 block and a int32"));
+  Failure shape = e.fail("y = where(c, x, v)");
+  CHECK(shape.message == "where() cannot broadcast [2, 1], [2, 3] and [4]");
+  Failure scalars = e.fail("y = where(c, 1, 2)");
+  CHECK(scalars.message == "where(): a or b must be a block, to give the result its dtype");
+  Failure arity = parseFailure("y = where(c, x)");
+  CHECK(arity.column == 5);
+  CHECK_THAT(arity.message, Catch::Matchers::StartsWith("where() needs argument 'b'"));
+}

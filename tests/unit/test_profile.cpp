@@ -127,11 +127,13 @@ TEST_CASE("bad profiles: located errors, exit 1") {
 )");
   CHECK(family.code == ExitCode::InvalidInput);
   CHECK(family.location == "t.yaml:9:13");
-  CHECK(family.message ==
-        "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
-        "activation, reduction, normalization, copy, transpose, linear, conv2d, add, sub, mul, div, "
-        "relu, neg, cast, gelu, tanh, exp, sigmoid, sum, mean, max, softmax, layernorm, concat, "
-        "split, reshape, embedding)");
+  CHECK(
+      family.message ==
+      "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
+      "activation, reduction, normalization, copy, transpose, linear, conv2d, add, sub, mul, div, "
+      "relu, neg, cast, sqrt, reciprocal, abs, clip, add_scalar, mul_scalar, rsub_scalar, "
+      "rdiv_scalar, where, gelu, tanh, exp, sigmoid, erf, log, pow, pow_scalar, sum, mean, max, "
+      "softmax, layernorm, concat, split, reshape, embedding, slice)");
   CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
                    "    sigmoid: {size: flops, alone: [[1, 1]]}\n")
             .message ==

@@ -147,7 +147,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 20);
+  CHECK(bodies == 34);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -269,7 +269,7 @@ TEST_CASE("stdlib: linear", "[stdlib]") {
 // ---------------------------------------------------------------- elementwise
 
 TEST_CASE("stdlib: binary elementwise broadcasting", "[stdlib]") {
-  for (const char* k : {"add", "sub", "mul", "div"}) {
+  for (const char* k : {"add", "sub", "mul", "div", "pow"}) {
     INFO(k);
     Application same = run(k, {{"A", {T({4, 5})}}, {"B", {T({4, 5})}}});
     CHECK(indexShape(same) == Ints{4, 5});
@@ -278,7 +278,7 @@ TEST_CASE("stdlib: binary elementwise broadcasting", "[stdlib]") {
     CHECK(inIpf(same, "B") == IndexProjection::identity(2));
     CHECK(outIpf(same, "result") == IndexProjection::identity(2));
     CHECK(same.reductionDims.empty());
-    CHECK(same.flops == 20);
+    CHECK(same.flops == (std::string(k) == "pow" ? 80 : 20)); // pow: 4 per point
 
     Application b = run(k, {{"A", {T({8, 1, 5})}}, {"B", {T({3, 1})}}});
     CHECK(indexShape(b) == Ints{8, 3, 5});
@@ -298,6 +298,9 @@ TEST_CASE("stdlib: binary elementwise broadcasting", "[stdlib]") {
   CHECK(outT(run("add", {{"A", {T({3}, "int32")}}, {"B", {T({3}, "int32")}}})) == T({3}, "int32"));
   CHECK_THAT(errorOf("div", {{"A", {T({3}, "int32")}}, {"B", {T({3}, "int32")}}}),
              Contains("$dtype is int32 from A, expected one of"));
+  CHECK_THAT(errorOf("pow", {{"A", {T({3}, "int64")}}, {"B", {T({3}, "int64")}}}),
+             Contains("$dtype is int64 from A, expected one of"));
+  CHECK(run("pow", {{"A", {T({10})}}, {"B", {T({1})}}}).flops == 40);
 }
 
 TEST_CASE("stdlib: unary elementwise", "[stdlib]") {
@@ -318,6 +321,66 @@ TEST_CASE("stdlib: unary elementwise", "[stdlib]") {
   CHECK(outT(run("neg", {{"input", {T({3}, "int64")}}})) == T({3}, "int64"));
   CHECK_THAT(errorOf("exp", {{"input", {T({3}, "int64")}}}),
              Contains("$dtype is int64 from input, expected one of"));
+}
+
+TEST_CASE("stdlib: ONNX unary, clip and scalar kernels", "[stdlib]") {
+  for (const char* k : {"erf", "sqrt", "reciprocal", "log", "abs", "clip", "add_scalar",
+                        "mul_scalar", "rsub_scalar", "rdiv_scalar", "pow_scalar"}) {
+    INFO(k);
+    Application a = run(k, {{"input", {T({2, 3, 4}, "bfloat16")}}});
+    CHECK(indexShape(a) == Ints{2, 3, 4});
+    CHECK(outT(a) == T({2, 3, 4}, "bfloat16"));
+    CHECK(inIpf(a, "input") == IndexProjection::identity(3));
+    CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+    CHECK(a.reductionDims.empty());
+    CHECK(a.flopsPerPoint >= 1);
+    CHECK(a.body != nullptr);
+    Application s = run(k, {{"input", {T({})}}});
+    CHECK(s.index.rank() == 0);
+    if (std::string(k) != "abs") {
+      CHECK_THAT(errorOf(k, {{"input", {T({3}, "int32")}}}),
+                 Contains("$dtype is int32 from input, expected one of"));
+    }
+  }
+  CHECK(outT(run("abs", {{"input", {T({3}, "int64")}}})) == T({3}, "int64"));
+  // Float params and their defaults reach the application (and so the backends).
+  CHECK(run("clip", {{"input", {T({3})}}}).params["min"] == Json(-1.7976931348623157e308));
+  CHECK(run("clip", {{"input", {T({3})}}}).params["max"] == Json(1.7976931348623157e308));
+  Application relu6 = run("clip", {{"input", {T({3})}}}, {{"min", 0}, {"max", 6}});
+  CHECK(relu6.params["max"] == Json(6));
+  CHECK(relu6.params["max"].is_number_float()); // a float param given as an int is a float
+  CHECK(relu6.params["min"].is_number_float());
+  CHECK(run("add_scalar", {{"input", {T({3})}}}).params["value"] == Json(0));
+  CHECK(run("rsub_scalar", {{"input", {T({3})}}}).params["value"] == Json(0));
+  for (const char* k : {"mul_scalar", "rdiv_scalar", "pow_scalar"}) {
+    CHECK(run(k, {{"input", {T({3})}}}).params["value"] == Json(1));
+  }
+  CHECK_THAT(errorOf("mul_scalar", {{"input", {T({3})}}}, {{"value", "two"}}),
+             Contains("param value: expected float, got string"));
+  CHECK(run("pow_scalar", {{"input", {T({10})}}}).flops == 40);
+}
+
+TEST_CASE("stdlib: where broadcasts condition, X and Y", "[stdlib]") {
+  Application a = run("where", {{"condition", {T({8, 1, 1}, "bool")}},
+                                {"X", {T({3, 1}, "int64")}},
+                                {"Y", {T({5}, "int64")}}});
+  CHECK(indexShape(a) == Ints{8, 3, 5});
+  CHECK(outT(a) == T({8, 3, 5}, "int64"));
+  CHECK(inIpf(a, "condition") == ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 0}}, {0, 0, 0}, {1, 1, 1}));
+  CHECK(inIpf(a, "X") == ipf({{0, 1, 0}, {0, 0, 0}}, {0, 0}, {1, 1}));
+  CHECK(inIpf(a, "Y") == ipf({{0, 0, 1}}, {0}, {1}));
+  CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+  CHECK(a.reductionDims.empty());
+  CHECK(a.body != nullptr);
+  CHECK_THAT(
+      errorOf("where", {{"condition", {T({4}, "float32")}}, {"X", {T({4})}}, {"Y", {T({4})}}}),
+      Contains("$cdtype is float32 from condition, expected one of"));
+  CHECK_THAT(
+      errorOf("where",
+              {{"condition", {T({4}, "bool")}}, {"X", {T({4})}}, {"Y", {T({4}, "float16")}}}),
+      Contains("$dtype is float32 from X but float16 from Y"));
+  CHECK_THAT(errorOf("where", {{"condition", {T({3}, "bool")}}, {"X", {T({4})}}, {"Y", {T({4})}}}),
+             Contains("cannot broadcast [3] with [4]"));
 }
 
 // ---------------------------------------------------------------- reductions
@@ -489,6 +552,29 @@ void checkConcatReads(const Application& a, std::int64_t ax) {
 }
 
 } // namespace
+
+TEST_CASE("stdlib: slice", "[stdlib]") {
+  Application a = run("slice", {{"input", {T({6, 5, 4}, "int32")}}},
+                      {{"starts", {1, 0, 2}}, {"ends", {4, 5, 3}}});
+  CHECK(indexShape(a) == Ints{3, 5, 1});
+  CHECK(outT(a) == T({3, 5, 1}, "int32"));
+  CHECK(inIpf(a, "input") ==
+        ipf({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, {1, 0, 2}, {1, 1, 1})); // offset by starts
+  CHECK(outIpf(a, "result") == IndexProjection::identity(3));
+  CHECK(a.reductionDims.empty());
+  CHECK(a.flops == 0);
+  Application s =
+      run("slice", {{"input", {T({})}}}, {{"starts", Json::array()}, {"ends", Json::array()}});
+  CHECK(s.index.rank() == 0);
+  CHECK(inIpf(s, "input").outputRank() == 0);
+  CHECK_THAT(errorOf("slice", {{"input", {T({6, 5})}}}, {{"starts", {1}}, {"ends", {4, 5}}}),
+             Contains("starts and ends must have one entry per dim of the input"));
+  for (const auto& [starts, ends] :
+       std::vector<std::pair<Ints, Ints>>{{{-1, 0}, {4, 5}}, {{3, 0}, {2, 5}}, {{0, 0}, {7, 5}}}) {
+    CHECK_THAT(errorOf("slice", {{"input", {T({6, 5})}}}, {{"starts", starts}, {"ends", ends}}),
+               Contains("every dim needs 0 <= start <= end <= its size"));
+  }
+}
 
 TEST_CASE("stdlib: concat", "[stdlib]") {
   SECTION("last axis") {
@@ -814,7 +900,7 @@ Case randomCase(const std::string& k, Rng& rng) {
     x.push_back(kk);
     return {k, {{"X", {T(x)}}, {"W", {T({kk, n})}}, {"bias", {T({n})}}}};
   }
-  if (k == "add" || k == "sub" || k == "mul" || k == "div") {
+  if (k == "add" || k == "sub" || k == "mul" || k == "div" || k == "pow") {
     Ints out = randShape(rng, 0, 3);
     auto operand = [&] {
       Ints s(out.begin() + uni(rng, 0, static_cast<std::int64_t>(out.size())), out.end());
@@ -831,8 +917,13 @@ Case randomCase(const std::string& k, Rng& rng) {
     }
     return {k, {{"A", {T(a)}}, {"B", {T(b)}}}};
   }
-  if (k == "relu" || k == "gelu" || k == "tanh" || k == "exp" || k == "sigmoid" || k == "neg") {
+  if (k == "relu" || k == "gelu" || k == "tanh" || k == "exp" || k == "sigmoid" || k == "neg" ||
+      k == "erf" || k == "sqrt" || k == "reciprocal" || k == "log" || k == "abs" || k == "clip") {
     return {k, {{"input", {T(randShape(rng, 0, 3))}}}};
+  }
+  if (k == "add_scalar" || k == "mul_scalar" || k == "rsub_scalar" || k == "rdiv_scalar" ||
+      k == "pow_scalar") {
+    return {k, {{"input", {T(randShape(rng, 0, 3))}}}, {{"value", 0.5}}};
   }
   if (k == "cast") {
     return {k, {{"input", {T(randShape(rng, 0, 3))}}}, {{"dtype", pick({"float16", "int32"})}}};
@@ -888,6 +979,31 @@ Case randomCase(const std::string& k, Rng& rng) {
       left -= take;
     }
     return {k, {{"input", {T(s)}}}, {{"axis", axis}, {"sections", jsonInts(sections)}}};
+  }
+  if (k == "where") {
+    Ints out = randShape(rng, 0, 3);
+    auto operand = [&] {
+      Ints s(out.begin() + uni(rng, 0, static_cast<std::int64_t>(out.size())), out.end());
+      for (auto& d : s) {
+        if (uni(rng, 0, 2) == 0) {
+          d = 1;
+        }
+      }
+      return s;
+    };
+    return {k,
+            {{"condition", {T(operand(), "bool")}},
+             {"X", {T(uni(rng, 0, 1) == 0 ? out : operand(), "int32")}},
+             {"Y", {T(operand(), "int32")}}}};
+  }
+  if (k == "slice") {
+    Ints s = randShape(rng, 0, 3);
+    Ints starts, ends;
+    for (std::int64_t d : s) {
+      starts.push_back(uni(rng, 0, d - 1));
+      ends.push_back(uni(rng, starts.back() + 1, d));
+    }
+    return {k, {{"input", {T(s)}}}, {{"starts", jsonInts(starts)}, {"ends", jsonInts(ends)}}};
   }
   if (k == "reshape") {
     Ints s = randShape(rng, 1, 3);
@@ -1014,7 +1130,7 @@ void checkProperties(const Case& c) {
 
   // Inputs: the whole index range reads inside each tensor (list ports: after
   // intersection with the tensor's bounds), and reads all of it (conv2d only
-  // partially: a stride may skip the last rows).
+  // partially: a stride may skip the last rows; slice: the box starts..ends).
   for (const PortResult& in : a.inputs) {
     for (std::size_t t = 0; t < in.tensors.size(); ++t) {
       INFO("input " << in.name << "[" << t << "]");
@@ -1026,7 +1142,10 @@ void checkProperties(const Case& c) {
       if (!paddedConv) {
         CHECK(bounds.contains(read));
       }
-      if (c.kernel != "conv2d") {
+      if (c.kernel == "slice") {
+        CHECK(read.start() == ZPoint(c.params["starts"].get<Ints>()));
+        CHECK(read.end() == ZPoint(c.params["ends"].get<Ints>()));
+      } else if (c.kernel != "conv2d") {
         CHECK(read == bounds);
       }
     }

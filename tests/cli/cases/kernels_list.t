@@ -4,6 +4,7 @@ $ tapestry kernels list | grep -c '^matmul(X, W) -> result$'
 $ cd $TESTDATA && tapestry kernels list -k metakernels/user_ops.yaml | grep -A1 -E '^(scale|rowsum)\('
 rowsum(input) -> result
     Sums each row of a matrix.
+--
 scale(input; factor: float = 2.0) -> result
     result = factor * input, elementwise.
 $ cd $TESTDATA && tapestry --format json kernels list -k metakernels/user_ops.yaml | python3 -c 'import json,sys; ks=json.load(sys.stdin)["kernels"]; print(json.dumps([k for k in ks if k["name"] in ("scale","rowsum")], indent=1))'
