@@ -882,6 +882,8 @@ Ints randReshape(Rng& rng, const Ints& in) {
   return out;
 }
 
+// Over 120 lines: one branch per standard kernel, the random operands each
+// kernel accepts, read side by side.
 Case randomCase(const std::string& k, Rng& rng) {
   auto pick = [&](std::initializer_list<const char*> xs) {
     return std::string(*(xs.begin() + uni(rng, 0, static_cast<std::int64_t>(xs.size()) - 1)));

@@ -1,0 +1,65 @@
+"""The models that `tapestry import` is checked on against PyTorch (tests/torch,
+bench/torch_cpu.py): the architectures of scripts/make_onnx_models.py, built
+with weights, each with its input and the names the ONNX export gives them.
+
+Needs torch 1.13 and torchvision 0.14 (Debian's /usr/bin/python3 has them).
+"""
+import io
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torchvision
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from make_onnx_models import OPSET, Gpt2Block, Mlp3  # noqa: E402
+
+
+class Case:
+    def __init__(self, name, build, shape, input_name, output_name):
+        self.name = name
+        self.build = build  # () -> nn.Module, seeded, in eval mode
+        self.shape = shape
+        self.input_name = input_name
+        self.output_name = output_name
+
+    def model(self):
+        torch.manual_seed(0)
+        return self.build().eval()
+
+    def input(self):
+        gen = torch.Generator().manual_seed(1)
+        return torch.randn(*self.shape, generator=gen)
+
+    def export(self, model, path):
+        """The ONNX file of `model` with its weights (opset 17, folded constants)."""
+        buf = io.BytesIO()
+        torch.onnx.export(model, self.input(), buf, opset_version=OPSET, export_params=True,
+                          input_names=[self.input_name], output_names=[self.output_name],
+                          do_constant_folding=True)
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+
+
+def _encoder_layer():
+    return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
+                                      batch_first=True)
+
+
+# Images are batch 2 at 32 x 32: small enough for CI, and a batch that a
+# data-parallel plan can split.
+CASES = [
+    Case("mlp3", Mlp3, (4, 16), "x", "y"),
+    Case("resnet18", torchvision.models.resnet18, (2, 3, 32, 32), "image", "logits"),
+    Case("resnet50", torchvision.models.resnet50, (2, 3, 32, 32), "image", "logits"),
+    Case("mobilenet_v2", torchvision.models.mobilenet_v2, (2, 3, 32, 32), "image", "logits"),
+    Case("bert_layer", _encoder_layer, (2, 8, 64), "x", "y"),
+    Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
+]
+
+
+def npy_name(tensor):
+    """A tensor's .npy file name: its name percent-encoded (docs/reference/formats.md)."""
+    safe = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+    return "".join(chr(b) if b in safe else "%%%02X" % b for b in tensor.encode()) + ".npy"
