@@ -2,7 +2,8 @@
 // shard's index range [N, O, OH, OW, C, KH, KW] picks the output block and the
 // part of the reduction (C, KH, KW) it sums; rows of the input outside the
 // tensor (padding) read zeros, so the input view only needs the selection
-// clipped to the tensor's bounds.
+// clipped to the tensor's bounds. With groups == O (depthwise style) output
+// channel o reads input channels gmul*o + cg, so each o is its own product.
 #include <algorithm>
 #include <vector>
 
@@ -12,7 +13,11 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
-template <class T> void conv2dTyped(const KernelCall& call) {
+// Output channels [o0, o0 + Os) of the shard, reading input channel
+// cBase + c for index channel c (cBase is gmul*o0 for a depthwise-style conv,
+// whose callers pass one o at a time, and 0 otherwise).
+template <class T>
+void conv2dChannels(const KernelCall& call, std::int64_t o0, std::int64_t Os, std::int64_t cBase) {
   using C = typename Num<T>::C; // float or double
   const TensorView& in = call.inputs[0][0];
   const TensorView& wt = call.inputs[1][0];
@@ -25,7 +30,6 @@ template <class T> void conv2dTyped(const KernelCall& call) {
 
   const ZPoint& s = call.index.start();
   const ZPoint& e = call.index.end();
-  const std::int64_t o0 = s[1], Os = e[1] - s[1];
   const std::int64_t oh0 = s[2], OHs = e[2] - s[2];
   const std::int64_t ow0 = s[3], OWs = e[3] - s[3];
   const std::int64_t c0 = s[4], Cs = e[4] - s[4];
@@ -76,7 +80,7 @@ template <class T> void conv2dTyped(const KernelCall& call) {
               }
               // Row ih of channel c from the view's first column.
               const std::int64_t w0 = in.region.start()[3];
-              const std::int64_t base[4] = {n, c0 + c, ih, w0};
+              const std::int64_t base[4] = {n, cBase + c0 + c, ih, w0};
               const T* src = in.at<T>(base);
               for (std::int64_t ow = 0; ow < OWs; ++ow) {
                 const std::int64_t iw = sw * (ow0 + ow) + dw * (kw0 + kw) - pw;
@@ -98,6 +102,18 @@ template <class T> void conv2dTyped(const KernelCall& call) {
         }
       }
     }
+  }
+}
+
+template <class T> void conv2dTyped(const KernelCall& call) {
+  const std::int64_t gmul = intBinding(call.op, "gmul");
+  const std::int64_t o0 = call.index.start()[1], o1 = call.index.end()[1];
+  if (gmul == 0) {
+    conv2dChannels<T>(call, o0, o1 - o0, 0);
+    return;
+  }
+  for (std::int64_t o = o0; o < o1; ++o) {
+    conv2dChannels<T>(call, o, 1, gmul * o);
   }
 }
 

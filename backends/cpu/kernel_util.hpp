@@ -29,6 +29,7 @@ void registerReduceKernels(CpuRegistry& registry);
 void registerNormalizationKernels(CpuRegistry& registry);
 void registerShapeKernels(CpuRegistry& registry);
 void registerEmbeddingKernels(CpuRegistry& registry);
+void registerPoolKernels(CpuRegistry& registry);
 
 // C[m x n] = A[m x k] · B[k x n], dense row-major float64, through cblas_dgemm.
 void denseGemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,

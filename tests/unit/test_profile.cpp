@@ -127,11 +127,12 @@ TEST_CASE("bad profiles: located errors, exit 1") {
 )");
   CHECK(family.code == ExitCode::InvalidInput);
   CHECK(family.location == "t.yaml:9:13");
-  CHECK(family.message ==
-        "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
-        "activation, reduction, normalization, copy, transpose, linear, conv2d, add, sub, mul, div, "
-        "relu, neg, cast, gelu, tanh, exp, sigmoid, sum, mean, max, softmax, layernorm, concat, "
-        "split, reshape, embedding)");
+  CHECK(
+      family.message ==
+      "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, elementwise, "
+      "activation, reduction, normalization, copy, transpose, linear, conv2d, add, sub, mul, div, "
+      "relu, neg, cast, gelu, tanh, exp, sigmoid, sum, mean, max, maxpool2d, avgpool2d, "
+      "global_avgpool, softmax, layernorm, batchnorm, concat, split, reshape, embedding, gather)");
   CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
                    "    sigmoid: {size: flops, alone: [[1, 1]]}\n")
             .message ==
