@@ -37,8 +37,8 @@ template <class T, class F> void forEachWindow(const KernelCall& call, const Win
   const TensorView& out = call.outputs[0][0];
   const ZPoint& s = call.index.start();
   const ZPoint& e = call.index.end();
-  // Every window holds an input element (padding < kernel), so a non-empty
-  // shard has an input view; h0, w0 are its first row and column.
+  // With padding < kernel a shard's window box always overlaps the input, so a
+  // non-empty shard has an input view; h0, w0 are its first row and column.
   if (call.index.isEmpty()) {
     return;
   }

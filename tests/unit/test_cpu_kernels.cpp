@@ -954,10 +954,13 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
                       R"({"X": "x", "W": "w"})"));
   }
   // Broadcast batch dims: x[B, S, D] @ w[D, F], [1, H, S, D] @ [B, H, D, S],
-  // and an operand with both fewer dims and a size-1 one.
-  const std::vector<std::pair<Shape, Shape>> broadcast = {
-      {{2, 3, 4}, {4, 5}}, {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}}};
-  for (const std::string& dt : {std::string("float32"), std::string("int64")}) {
+  // an operand with both fewer dims and a size-1 one, and a 2-D X.
+  const std::vector<std::pair<Shape, Shape>> broadcast = {{{2, 3, 4}, {4, 5}},
+                                                          {{1, 2, 3, 4}, {3, 2, 4, 3}},
+                                                          {{3, 2, 4}, {2, 1, 4, 5}},
+                                                          {{3, 4}, {2, 4, 5}}};
+  for (const std::string& dt :
+       {std::string("float32"), std::string("float16"), std::string("int64")}) {
     for (const auto& [x, w] : broadcast) {
       INFO(dt << " " << shapeJson(x) << " @ " << shapeJson(w));
       checkKernel(oneOp("matmul", {{"x", dt, x}, {"w", dt, w}}, R"({"X": "x", "W": "w"})"));
