@@ -58,15 +58,18 @@ template <class T, class I> void gatherTyped(const KernelCall& call) {
     return;
   }
   // Outer points: the pre and batch dims; the post dims of one outer point are
-  // walked in the result and in data together.
+  // one box in the result and in data, copied in runs (forEachRun).
   const std::size_t outer = ax + nb;
   std::vector<std::int64_t> start(idx.start().begin(), idx.start().begin() + outer);
   std::vector<std::int64_t> end(idx.end().begin(), idx.end().begin() + outer);
-  std::vector<std::int64_t> postStart(idx.start().begin() + outer, idx.start().end());
-  std::vector<std::int64_t> postEnd(idx.end().begin() + outer, idx.end().end());
-  const ZRange post{ZPoint(postStart), ZPoint(postEnd)};
-  std::vector<std::int64_t> at(idx.rank());
+  const std::vector<std::int64_t> extent = idx.shape().vector();
+  const std::vector<std::int64_t> postExtent(extent.begin() + static_cast<std::ptrdiff_t>(outer),
+                                             extent.end());
+  const Walk toOut{nullptr, {out.strides.begin() + outer, out.strides.end()}};
+  const Walk fromData{nullptr, {data.strides.begin() + ax + 1, data.strides.end()}};
+  std::vector<std::int64_t> at = idx.start().vector();
   std::vector<std::int64_t> from(data.rank());
+  std::copy(at.begin() + outer, at.end(), from.begin() + ax + 1);
   ZRange(ZPoint(start), ZPoint(end)).forEachPoint([&](const ZPoint& o) {
     const std::span<const std::int64_t> b = o.coords().subspan(ax, nb);
     std::int64_t j = static_cast<std::int64_t>(*indices.at<I>(b));
@@ -81,11 +84,15 @@ template <class T, class I> void gatherTyped(const KernelCall& call) {
     std::copy(o.begin(), o.end(), at.begin());
     std::copy(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ax), from.begin());
     from[ax] = j;
-    post.forEachPoint([&](const ZPoint& q) {
-      std::copy(q.begin(), q.end(), at.begin() + static_cast<std::ptrdiff_t>(outer));
-      std::copy(q.begin(), q.end(), from.begin() + static_cast<std::ptrdiff_t>(ax) + 1);
-      *out.at<T>(at) = *data.at<T>(from);
-    });
+    T* dst = out.at<T>(at);
+    const T* src = data.at<T>(from);
+    forEachRun<2>(std::span<const std::int64_t>(postExtent), {&toOut, &fromData},
+                  [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
+                      const std::array<std::int64_t, 2>& st) {
+                    for (std::int64_t i = 0; i < len; ++i) {
+                      dst[off[0] + i * st[0]] = src[off[1] + i * st[1]];
+                    }
+                  });
   });
 }
 
