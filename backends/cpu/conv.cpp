@@ -3,7 +3,7 @@
 // part of the reduction (C, KH, KW) it sums; rows of the input outside the
 // tensor (padding) read zeros, so the input view only needs the selection
 // clipped to the tensor's bounds. With groups == O (depthwise style) output
-// channel o reads input channels gmul*o + cg, so each o is its own product.
+// channel o reads input channels gmul*o + cg: summed tap by tap instead.
 #include <algorithm>
 #include <vector>
 
@@ -13,11 +13,8 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
-// Output channels [o0, o0 + Os) of the shard, reading input channel
-// cBase + c for index channel c (cBase is gmul*o0 for a depthwise-style conv,
-// whose callers pass one o at a time, and 0 otherwise).
-template <class T>
-void conv2dChannels(const KernelCall& call, std::int64_t o0, std::int64_t Os, std::int64_t cBase) {
+// groups == 1: im2col of the shard's input box and one gemm with its weights.
+template <class T> void conv2dGemm(const KernelCall& call) {
   using C = typename Num<T>::C; // float or double
   const TensorView& in = call.inputs[0][0];
   const TensorView& wt = call.inputs[1][0];
@@ -30,6 +27,7 @@ void conv2dChannels(const KernelCall& call, std::int64_t o0, std::int64_t Os, st
 
   const ZPoint& s = call.index.start();
   const ZPoint& e = call.index.end();
+  const std::int64_t o0 = s[1], Os = e[1] - s[1];
   const std::int64_t oh0 = s[2], OHs = e[2] - s[2];
   const std::int64_t ow0 = s[3], OWs = e[3] - s[3];
   const std::int64_t c0 = s[4], Cs = e[4] - s[4];
@@ -80,7 +78,7 @@ void conv2dChannels(const KernelCall& call, std::int64_t o0, std::int64_t Os, st
               }
               // Row ih of channel c from the view's first column.
               const std::int64_t w0 = in.region.start()[3];
-              const std::int64_t base[4] = {n, cBase + c0 + c, ih, w0};
+              const std::int64_t base[4] = {n, c0 + c, ih, w0};
               const T* src = in.at<T>(base);
               for (std::int64_t ow = 0; ow < OWs; ++ow) {
                 const std::int64_t iw = sw * (ow0 + ow) + dw * (kw0 + kw) - pw;
@@ -105,16 +103,78 @@ void conv2dChannels(const KernelCall& call, std::int64_t o0, std::int64_t Os, st
   }
 }
 
+// groups == O (depthwise style): a product per output channel would be a
+// 1 x C/groups*KH*KW gemv, so the taps are summed directly, a row of outputs
+// at a time (as the pools do): acc[j] += weight[o, c, kh, kw] * input[n,
+// gmul*o + c, ih, iw(j)] for the shard's (c, kh, kw), taps in the padding left
+// out.
+template <class T> void depthwiseTyped(const KernelCall& call, std::int64_t gmul) {
+  using C = typename Num<T>::C;
+  const TensorView& in = call.inputs[0][0];
+  const TensorView& wt = call.inputs[1][0];
+  const TensorView& out = call.outputs[0][0];
+  const graph::Operation& op = call.op;
+  const std::int64_t sh = intBinding(op, "sh"), sw = intBinding(op, "sw");
+  const std::int64_t ph = intBinding(op, "ph"), pw = intBinding(op, "pw");
+  const std::int64_t dh = intBinding(op, "dh"), dw = intBinding(op, "dw");
+  const std::int64_t H = intBinding(op, "H"), W = intBinding(op, "W");
+  const ZPoint& s = call.index.start();
+  const ZPoint& e = call.index.end();
+  // A shard that sees only padding reads nothing (its input view may be absent).
+  const bool anyInput =
+      !call.index.isEmpty() &&
+      !selection(inputIpf(call, 0), call.index, op.application.inputs[0].tensors[0].shape)
+           .isEmpty();
+  const std::int64_t h0 = anyInput ? in.region.start()[2] : 0;
+  const std::int64_t w0 = anyInput ? in.region.start()[3] : 0;
+  const std::int64_t ow0 = s[3], OWs = e[3] - s[3];
+  std::vector<TapSpan> taps(static_cast<std::size_t>(e[6] - s[6])); // output columns per kw
+  for (std::int64_t kw = s[6]; kw < e[6]; ++kw) {
+    taps[static_cast<std::size_t>(kw - s[6])] = tapsInside(sw * ow0 + dw * kw - pw, sw, OWs, W);
+  }
+  std::vector<C> acc(static_cast<std::size_t>(OWs));
+  for (std::int64_t n = s[0]; n < e[0]; ++n) {
+    for (std::int64_t o = s[1]; o < e[1]; ++o) {
+      for (std::int64_t oh = s[2]; oh < e[2]; ++oh) {
+        std::fill(acc.begin(), acc.end(), C(0));
+        for (std::int64_t c = s[4]; c < e[4] && anyInput; ++c) {
+          const std::int64_t corner[4] = {n, gmul * o + c, h0, w0};
+          const T* plane = in.at<T>(corner);
+          for (std::int64_t kh = s[5]; kh < e[5]; ++kh) {
+            const std::int64_t ih = sh * oh + dh * kh - ph;
+            if (ih < 0 || ih >= H) {
+              continue;
+            }
+            const T* row = plane + (ih - h0) * in.strides[2];
+            for (std::int64_t kw = s[6]; kw < e[6]; ++kw) {
+              const std::int64_t tap[4] = {o, c, kh, kw};
+              const C wv = Num<T>::load(*wt.at<T>(tap));
+              const TapSpan q = taps[static_cast<std::size_t>(kw - s[6])];
+              const std::int64_t col = sw * ow0 + dw * kw - pw - w0;
+              for (std::int64_t j = q.lo; j < q.hi; ++j) {
+                acc[static_cast<std::size_t>(j)] +=
+                    wv * static_cast<C>(Num<T>::load(row[(col + j * sw) * in.strides[3]]));
+              }
+            }
+          }
+        }
+        const std::int64_t at[4] = {n, o, oh, ow0};
+        T* dst = out.at<T>(at);
+        for (std::int64_t j = 0; j < OWs; ++j) {
+          dst[j * out.strides[3]] = Num<T>::store(acc[static_cast<std::size_t>(j)]);
+        }
+      }
+    }
+  }
+}
+
 template <class T> void conv2dTyped(const KernelCall& call) {
   const std::int64_t gmul = intBinding(call.op, "gmul");
-  const std::int64_t o0 = call.index.start()[1], o1 = call.index.end()[1];
-  if (gmul == 0) {
-    conv2dChannels<T>(call, o0, o1 - o0, 0);
+  if (gmul != 0) {
+    depthwiseTyped<T>(call, gmul);
     return;
   }
-  for (std::int64_t o = o0; o < o1; ++o) {
-    conv2dChannels<T>(call, o, 1, gmul * o);
-  }
+  conv2dGemm<T>(call);
 }
 
 void conv2dKernel(const KernelCall& call) {

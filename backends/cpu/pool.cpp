@@ -30,16 +30,6 @@ Window windowOf(const graph::Operation& op, bool dilated) {
                 intBinding(op, "W")};
 }
 
-// The window offsets k < K whose position base + d*k lies in [0, n): [lo, hi).
-struct Span {
-  std::int64_t lo, hi;
-};
-Span inside(std::int64_t base, std::int64_t d, std::int64_t K, std::int64_t n) {
-  const std::int64_t lo = base >= 0 ? 0 : (-base + d - 1) / d;
-  const std::int64_t hi = base >= n ? 0 : std::min(K, (n - base + d - 1) / d);
-  return {lo, std::max(lo, hi)};
-}
-
 // One windowed pool over the shard, a row of outputs at a time: acc[j] for
 // output column j starts at op.init and takes op.add(acc, v) for every window
 // element inside the input, tap by tap (kh, kw) across the row, so that
@@ -60,13 +50,13 @@ template <class T, class Op> void poolRows(const KernelCall& call, const Window&
   const std::int64_t ow0 = s[3], OWs = e[3] - s[3];
   // Per tap column kw, the output columns j whose tap lies inside the input;
   // per output column, how many of its taps do.
-  std::vector<Span> taps(static_cast<std::size_t>(w.KW));
+  std::vector<TapSpan> taps(static_cast<std::size_t>(w.KW));
   for (std::int64_t kw = 0; kw < w.KW; ++kw) {
-    taps[static_cast<std::size_t>(kw)] = inside(w.sw * ow0 + w.dw * kw - w.pw, w.sw, OWs, w.W);
+    taps[static_cast<std::size_t>(kw)] = tapsInside(w.sw * ow0 + w.dw * kw - w.pw, w.sw, OWs, w.W);
   }
   std::vector<std::int64_t> colCount(static_cast<std::size_t>(OWs));
   for (std::int64_t j = 0; j < OWs; ++j) {
-    const Span k = inside(w.sw * (ow0 + j) - w.pw, w.dw, w.KW, w.W);
+    const TapSpan k = tapsInside(w.sw * (ow0 + j) - w.pw, w.dw, w.KW, w.W);
     colCount[static_cast<std::size_t>(j)] = k.hi - k.lo;
   }
   const std::int64_t s2 = in.strides[2], s3 = in.strides[3], step = w.sw * s3;
@@ -77,12 +67,12 @@ template <class T, class Op> void poolRows(const KernelCall& call, const Window&
       const T* plane = in.at<T>(corner);
       for (std::int64_t oh = s[2]; oh < e[2]; ++oh) {
         const std::int64_t ih0 = w.sh * oh - w.ph; // the window's first row
-        const Span rows = inside(ih0, w.dh, w.KH, w.H);
+        const TapSpan rows = tapsInside(ih0, w.dh, w.KH, w.H);
         std::fill(acc.begin(), acc.end(), op.init);
         for (std::int64_t kh = rows.lo; kh < rows.hi; ++kh) {
           const T* row = plane + (ih0 + w.dh * kh - h0) * s2;
           for (std::int64_t kw = 0; kw < w.KW; ++kw) {
-            const Span j = taps[static_cast<std::size_t>(kw)];
+            const TapSpan j = taps[static_cast<std::size_t>(kw)];
             // Column of output column 0's tap, relative to the view's first.
             const std::int64_t col = (w.sw * ow0 + w.dw * kw - w.pw - w0) * s3;
             for (std::int64_t q = j.lo; q < j.hi; ++q) {
