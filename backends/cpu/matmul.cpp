@@ -201,6 +201,18 @@ template <class T> void matmulTyped(const KernelCall& call) {
   const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
   const IndexProjection& xIpf = inputIpf(call, 0);
   const IndexProjection& wIpf = inputIpf(call, 1);
+  if (nb > 0 && !idx.isEmpty()) {
+    // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
+    const Walk x = walkThrough(X, xIpf, idx);
+    const Walk w = walkThrough(W, wIpf, idx);
+    const Walk r = walkThrough(R, outputIpf(call, 0), idx);
+    if (const std::optional<MergedRows> rows = mergeMatmulRows(idx, x, w, r)) {
+      matmulBlock<T>(rows->rows, N, K, x.ptr<T>(), rows->xRowStride, X.strides[rx + 1], w.ptr<T>(),
+                     W.strides[rw], W.strides[rw + 1], r.ptr<T>(), rows->rRowStride,
+                     R.strides[nb + 1], nullptr);
+      return;
+    }
+  }
   forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
     const ZPoint corner(join(b, {m0, n0, k0}));
     const T* a = X.at<T>(xIpf.apply(corner).start().coords());

@@ -289,6 +289,18 @@ void matmulKernel(const KernelCall& call, const KernelContext& c) {
   const std::size_t rx = X.rank() - 2, rw = W.rank() - 2;
   const std::int64_t m0 = idx.start()[nb], n0 = idx.start()[nb + 1], k0 = idx.start()[nb + 2];
   const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
+  if (nb > 0 && !idx.isEmpty()) {
+    // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
+    const ViewWalk x = walkThrough(X, inputIpf(call, 0), idx);
+    const ViewWalk w = walkThrough(W, inputIpf(call, 1), idx);
+    const ViewWalk r = walkThrough(R, outputIpf(call, 0), idx);
+    if (const std::optional<backend::MergedRows> rows = backend::mergeMatmulRows(idx, x, w, r)) {
+      gemm(c, R.dtype, rows->rows, N, K, x.base, rows->xRowStride, X.strides[rx + 1], w.base,
+           W.strides[rw], W.strides[rw + 1], r.base, rows->rRowStride, R.strides[nb + 1], nullptr,
+           0);
+      return;
+    }
+  }
   forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
     const ZPoint corner(join(b, {m0, n0, k0}));
     gemm(c, R.dtype, M, N, K, pointAt(X, inputIpf(call, 0).apply(corner).start().coords()),

@@ -955,10 +955,11 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
   }
   // Broadcast batch dims: x[B, S, D] @ w[D, F], [1, H, S, D] @ [B, H, D, S],
   // an operand with both fewer dims and a size-1 one, and a 2-D X.
-  const std::vector<std::pair<Shape, Shape>> broadcast = {{{2, 3, 4}, {4, 5}},
-                                                          {{1, 2, 3, 4}, {3, 2, 4, 3}},
-                                                          {{3, 2, 4}, {2, 1, 4, 5}},
-                                                          {{3, 4}, {2, 4, 5}}};
+  const std::vector<std::pair<Shape, Shape>> broadcast = {
+      {{2, 3, 4}, {4, 5}},      {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}},
+      {{3, 4}, {2, 4, 5}},      {{4, 1, 6}, {6, 5}}, // one product of 4 rows (mergeMatmulRows)
+                                                     // where the views allow
+      {{2, 1, 3, 4}, {1, 4, 2}}};
   for (const std::string& dt :
        {std::string("float32"), std::string("float16"), std::string("int64")}) {
     for (const auto& [x, w] : broadcast) {
