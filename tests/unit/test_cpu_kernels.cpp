@@ -954,12 +954,12 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
                       R"({"X": "x", "W": "w"})"));
   }
   // Broadcast batch dims: x[B, S, D] @ w[D, F], [1, H, S, D] @ [B, H, D, S],
-  // an operand with both fewer dims and a size-1 one, and a 2-D X.
+  // an operand with both fewer dims and a size-1 one, and a 2-D X. Where W is
+  // one matrix for the shard and the views allow, the rows merge into one
+  // product (mergeMatmulRows): [4, 1, 6] @ [6, 5] is one product of 4 rows.
   const std::vector<std::pair<Shape, Shape>> broadcast = {
-      {{2, 3, 4}, {4, 5}},      {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}},
-      {{3, 4}, {2, 4, 5}},      {{4, 1, 6}, {6, 5}}, // one product of 4 rows (mergeMatmulRows)
-                                                     // where the views allow
-      {{2, 1, 3, 4}, {1, 4, 2}}};
+      {{2, 3, 4}, {4, 5}}, {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}},
+      {{3, 4}, {2, 4, 5}}, {{4, 1, 6}, {6, 5}},          {{2, 1, 3, 4}, {1, 4, 2}}};
   for (const std::string& dt :
        {std::string("float32"), std::string("float16"), std::string("int64")}) {
     for (const auto& [x, w] : broadcast) {
