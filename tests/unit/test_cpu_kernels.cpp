@@ -28,6 +28,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
+#include "backends/walk.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
@@ -972,6 +973,31 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
                     R"({"X": "x", "W": "w"})"));
   checkKernel(oneOp("matmul", {{"x", "float64", {6, 1}}, {"w", "float64", {1, 4}}},
                     R"({"X": "x", "W": "w"})"));
+}
+
+TEST_CASE("mergeMatmulRows: one product when W is one matrix for the shard", "[cpu][kernel]") {
+  // Index [B, S, m, n, k] = [4, 3, 2, 5, 6]: X [4, 3, 2, 6] dense, result [4, 3, 2, 5] dense.
+  const ZRange index = ZRange::fromShape({4, 3, 2, 5, 6});
+  const StrideWalk x{nullptr, {36, 12, 6, 0, 1}};
+  const StrideWalk r{nullptr, {30, 10, 5, 1, 0}};
+  const StrideWalk w{nullptr, {0, 0, 0, 1, 5}}; // W [6, 5], broadcast over B and S
+  const std::optional<MergedRows> all = mergeMatmulRows(index, x, w, r);
+  REQUIRE(all.has_value());
+  CHECK(all->rows == 24);
+  CHECK(all->xRowStride == 6);
+  CHECK(all->rRowStride == 5);
+  // W moves along S: one product per batch point.
+  CHECK_FALSE(mergeMatmulRows(index, x, StrideWalk{nullptr, {0, 30, 0, 1, 5}}, r).has_value());
+  // X's rows are not equally spaced (a view wider than the shard's m extent).
+  CHECK_FALSE(mergeMatmulRows(index, StrideWalk{nullptr, {48, 16, 6, 0, 1}}, w, r).has_value());
+  // m of extent 1 and a batch dim of extent 1: rows start at the next dim that moves.
+  const ZRange single = ZRange::fromShape({4, 1, 1, 5, 6});
+  const std::optional<MergedRows> rows = mergeMatmulRows(
+      single, StrideWalk{nullptr, {6, 6, 6, 0, 1}}, w, StrideWalk{nullptr, {5, 5, 5, 1, 0}});
+  REQUIRE(rows.has_value());
+  CHECK(rows->rows == 4);
+  CHECK(rows->xRowStride == 6);
+  CHECK(rows->rRowStride == 5);
 }
 
 TEST_CASE("matmul on transposed and strided views", "[cpu][kernel]") {
