@@ -300,6 +300,37 @@ void naivePool(const std::string& k, const Json& params, const Tensor& in, Tenso
   }
 }
 
+// batchnorm (per-channel constants along axis 1) and gather (along an axis,
+// negative indices counted from its end).
+void naiveChannelsAndGather(const std::string& k, const Json& params, const std::vector<Tensor>& in,
+                            Tensor& r) {
+  const std::int64_t count = numel(r.shape);
+  if (k == "batchnorm") {
+    const std::int64_t C = in[0].shape[1];
+    const std::int64_t inner = count / in[0].shape[0] / C;
+    const double eps = params["epsilon"].get<double>();
+    for (std::int64_t i = 0; i < count; ++i) {
+      const auto c = static_cast<std::size_t>((i / inner) % C);
+      r.v[i] = (in[0].v[i] - in[3].v[c]) / std::sqrt(in[4].v[c] + eps) * in[1].v[c] + in[2].v[c];
+    }
+    return;
+  }
+  const Shape& ds = in[0].shape;
+  const auto ax = static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), ds.size()));
+  const std::size_t nb = in[1].shape.size();
+  for (std::int64_t i = 0; i < count; ++i) {
+    Shape o = unravel(i, r.shape);
+    Shape b(o.begin() + static_cast<std::ptrdiff_t>(ax),
+            o.begin() + static_cast<std::ptrdiff_t>(ax + nb));
+    auto j = static_cast<std::int64_t>(in[1].at(b));
+    j = j < 0 ? j + ds[ax] : j;
+    Shape from(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ax));
+    from.push_back(j);
+    from.insert(from.end(), o.begin() + static_cast<std::ptrdiff_t>(ax + nb), o.end());
+    r.v[i] = in[0].at(from);
+  }
+}
+
 // The naive result of a one-operation graph's kernel: outputs in port order,
 // list ports flattened.
 std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>& in) {
@@ -498,30 +529,8 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
     r.v = in[0].v; // row-major order is unchanged
   } else if (k == "maxpool2d" || k == "avgpool2d" || k == "global_avgpool") {
     naivePool(k, params, in[0], r);
-  } else if (k == "batchnorm") {
-    const std::int64_t C = in[0].shape[1];
-    const std::int64_t inner = count / in[0].shape[0] / C;
-    const double eps = params["epsilon"].get<double>();
-    for (std::int64_t i = 0; i < count; ++i) {
-      const auto c = static_cast<std::size_t>((i / inner) % C);
-      r.v[i] = (in[0].v[i] - in[3].v[c]) / std::sqrt(in[4].v[c] + eps) * in[1].v[c] + in[2].v[c];
-    }
-  } else if (k == "gather") {
-    const Shape& ds = in[0].shape;
-    const auto ax =
-        static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), ds.size()));
-    const std::size_t nb = in[1].shape.size();
-    for (std::int64_t i = 0; i < count; ++i) {
-      Shape o = unravel(i, r.shape);
-      Shape b(o.begin() + static_cast<std::ptrdiff_t>(ax),
-              o.begin() + static_cast<std::ptrdiff_t>(ax + nb));
-      auto j = static_cast<std::int64_t>(in[1].at(b));
-      j = j < 0 ? j + ds[ax] : j;
-      Shape from(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ax));
-      from.push_back(j);
-      from.insert(from.end(), o.begin() + static_cast<std::ptrdiff_t>(ax + nb), o.end());
-      r.v[i] = in[0].at(from);
-    }
+  } else if (k == "batchnorm" || k == "gather") {
+    naiveChannelsAndGather(k, params, in, r);
   } else {
     FAIL("no naive reference for " << k);
   }
