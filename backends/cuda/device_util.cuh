@@ -1,6 +1,6 @@
 // Device-side helpers shared by the CUDA backend's kernel files (kernels.cu,
 // kernels_nn.cu): dispatch on the element type, compute types and rounding
-// (Num), wrapping integer arithmetic, walk offsets and the grid-stride loop.
+// (Num), walk offsets, the grid-stride loop and conv views.
 // Not a public header: included by .cu files only.
 #pragma once
 
@@ -69,35 +69,6 @@ template <> struct Num<std::int32_t> {
 };
 
 template <class T> constexpr bool kIsInt = std::is_integral<T>::value;
-
-__device__ inline i64 wrapAdd(i64 a, i64 b) {
-  return static_cast<i64>(static_cast<u64>(a) + static_cast<u64>(b));
-}
-__device__ inline i64 wrapSub(i64 a, i64 b) {
-  return static_cast<i64>(static_cast<u64>(a) - static_cast<u64>(b));
-}
-__device__ inline i64 wrapMul(i64 a, i64 b) {
-  return static_cast<i64>(static_cast<u64>(a) * static_cast<u64>(b));
-}
-
-__device__ inline float mathErf(float x) {
-  return erff(x);
-}
-__device__ inline double mathErf(double x) {
-  return erf(x);
-}
-__device__ inline float mathTanh(float x) {
-  return tanhf(x);
-}
-__device__ inline double mathTanh(double x) {
-  return tanh(x);
-}
-__device__ inline float mathExp(float x) {
-  return expf(x);
-}
-__device__ inline double mathExp(double x) {
-  return exp(x);
-}
 
 // Element offsets of walk point i for the first N operands.
 template <int N> __device__ inline void walkOffsets(const DeviceWalk& w, i64 i, i64 (&off)[N]) {

@@ -16,6 +16,35 @@ namespace tapestry::cuda {
 
 namespace {
 
+__device__ inline i64 wrapAdd(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<u64>(a) + static_cast<u64>(b));
+}
+__device__ inline i64 wrapSub(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<u64>(a) - static_cast<u64>(b));
+}
+__device__ inline i64 wrapMul(i64 a, i64 b) {
+  return static_cast<i64>(static_cast<u64>(a) * static_cast<u64>(b));
+}
+
+__device__ inline float mathErf(float x) {
+  return erff(x);
+}
+__device__ inline double mathErf(double x) {
+  return erf(x);
+}
+__device__ inline float mathTanh(float x) {
+  return tanhf(x);
+}
+__device__ inline double mathTanh(double x) {
+  return tanh(x);
+}
+__device__ inline float mathExp(float x) {
+  return expf(x);
+}
+__device__ inline double mathExp(double x) {
+  return exp(x);
+}
+
 // ---------------------------------------------------------------- elementwise
 
 template <class C> __device__ C applyUnary(UnaryOp op, C x) {
