@@ -32,12 +32,13 @@ std::uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
-// The smallest table size V of the embeddings that read `tensor` as indices.
+// The smallest table size V (the gathered axis's length) of the embeddings and
+// gathers that read `tensor` as indices.
 std::optional<std::int64_t> embeddingBound(const graph::ExpandedGraph& g, std::size_t tensor) {
   std::optional<std::int64_t> bound;
   for (std::size_t opIndex : g.tensors[tensor].consumers) {
     const graph::Operation& op = g.operations[opIndex];
-    if (op.kernel != "embedding") {
+    if (op.kernel != "embedding" && op.kernel != "gather") {
       continue;
     }
     for (const graph::PortTensors& port : op.inputs) {

@@ -33,4 +33,28 @@ StrideWalk walkDense(std::byte* data, std::span<const std::int64_t> extent) {
   return StrideWalk{data, rowMajorStrides(extent)};
 }
 
+std::optional<MergedRows> mergeMatmulRows(const ZRange& index, const StrideWalk& x,
+                                          const StrideWalk& w, const StrideWalk& r) {
+  const std::size_t nb = index.rank() - 3; // batch dims; dim nb is m
+  MergedRows merged{index.extent(nb), x.stride[nb], r.stride[nb]};
+  for (std::size_t d = nb; d-- > 0;) {
+    const std::int64_t extent = index.extent(d);
+    if (extent == 1) {
+      continue;
+    }
+    if (w.stride[d] != 0) {
+      return std::nullopt;
+    }
+    if (merged.rows == 1) {
+      merged = MergedRows{extent, x.stride[d], r.stride[d]};
+    } else if (x.stride[d] == merged.xRowStride * merged.rows &&
+               r.stride[d] == merged.rRowStride * merged.rows) {
+      merged.rows *= extent;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return merged;
+}
+
 } // namespace tapestry::backend

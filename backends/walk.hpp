@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,5 +30,18 @@ StrideWalk walkThrough(const TensorView& view, const IndexProjection& ipf, const
 StrideWalk walkRegion(const TensorView& view, const ZRange& region);
 // A dense row-major buffer of `extent` walked from its first element.
 StrideWalk walkDense(std::byte* data, std::span<const std::int64_t> extent);
+
+// matmul's shard (index [b..., m, n, k]) as one product of `rows` x K: when W
+// is the same matrix at every batch point of the shard (its walk does not move
+// along any batch dim of extent > 1: W broadcast, as x[B, S, D] @ W[D, F]) and
+// the shard's (b..., m) rows of X and of the result are equally spaced, with
+// row strides xRowStride and rRowStride. Walks over `index`, as walkThrough's.
+struct MergedRows {
+  std::int64_t rows = 0;
+  std::int64_t xRowStride = 0;
+  std::int64_t rRowStride = 0;
+};
+std::optional<MergedRows> mergeMatmulRows(const ZRange& index, const StrideWalk& x,
+                                          const StrideWalk& w, const StrideWalk& r);
 
 } // namespace tapestry::backend

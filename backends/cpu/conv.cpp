@@ -2,7 +2,8 @@
 // shard's index range [N, O, OH, OW, C, KH, KW] picks the output block and the
 // part of the reduction (C, KH, KW) it sums; rows of the input outside the
 // tensor (padding) read zeros, so the input view only needs the selection
-// clipped to the tensor's bounds.
+// clipped to the tensor's bounds. With groups == O (depthwise style) output
+// channel o reads input channels gmul*o + cg: summed tap by tap instead.
 #include <algorithm>
 #include <vector>
 
@@ -12,7 +13,8 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
-template <class T> void conv2dTyped(const KernelCall& call) {
+// groups == 1: im2col of the shard's input box and one gemm with its weights.
+template <class T> void conv2dGemm(const KernelCall& call) {
   using C = typename Num<T>::C; // float or double
   const TensorView& in = call.inputs[0][0];
   const TensorView& wt = call.inputs[1][0];
@@ -99,6 +101,80 @@ template <class T> void conv2dTyped(const KernelCall& call) {
       }
     }
   }
+}
+
+// groups == O (depthwise style): a product per output channel would be a
+// 1 x C/groups*KH*KW gemv, so the taps are summed directly, a row of outputs
+// at a time (as the pools do): acc[j] += weight[o, c, kh, kw] * input[n,
+// gmul*o + c, ih, iw(j)] for the shard's (c, kh, kw), taps in the padding left
+// out.
+template <class T> void depthwiseTyped(const KernelCall& call, std::int64_t gmul) {
+  using C = typename Num<T>::C;
+  const TensorView& in = call.inputs[0][0];
+  const TensorView& wt = call.inputs[1][0];
+  const TensorView& out = call.outputs[0][0];
+  const graph::Operation& op = call.op;
+  const std::int64_t sh = intBinding(op, "sh"), sw = intBinding(op, "sw");
+  const std::int64_t ph = intBinding(op, "ph"), pw = intBinding(op, "pw");
+  const std::int64_t dh = intBinding(op, "dh"), dw = intBinding(op, "dw");
+  const std::int64_t H = intBinding(op, "H"), W = intBinding(op, "W");
+  const ZPoint& s = call.index.start();
+  const ZPoint& e = call.index.end();
+  // A shard that sees only padding reads nothing (its input view may be absent).
+  const bool anyInput =
+      !call.index.isEmpty() &&
+      !selection(inputIpf(call, 0), call.index, op.application.inputs[0].tensors[0].shape)
+           .isEmpty();
+  const std::int64_t h0 = anyInput ? in.region.start()[2] : 0;
+  const std::int64_t w0 = anyInput ? in.region.start()[3] : 0;
+  const std::int64_t ow0 = s[3], OWs = e[3] - s[3];
+  std::vector<TapSpan> taps(static_cast<std::size_t>(e[6] - s[6])); // output columns per kw
+  for (std::int64_t kw = s[6]; kw < e[6]; ++kw) {
+    taps[static_cast<std::size_t>(kw - s[6])] = tapsInside(sw * ow0 + dw * kw - pw, sw, OWs, W);
+  }
+  std::vector<C> acc(static_cast<std::size_t>(OWs));
+  for (std::int64_t n = s[0]; n < e[0]; ++n) {
+    for (std::int64_t o = s[1]; o < e[1]; ++o) {
+      for (std::int64_t oh = s[2]; oh < e[2]; ++oh) {
+        std::fill(acc.begin(), acc.end(), C(0));
+        for (std::int64_t c = s[4]; c < e[4] && anyInput; ++c) {
+          const std::int64_t corner[4] = {n, gmul * o + c, h0, w0};
+          const T* plane = in.at<T>(corner);
+          for (std::int64_t kh = s[5]; kh < e[5]; ++kh) {
+            const std::int64_t ih = sh * oh + dh * kh - ph;
+            if (ih < 0 || ih >= H) {
+              continue;
+            }
+            const T* row = plane + (ih - h0) * in.strides[2];
+            for (std::int64_t kw = s[6]; kw < e[6]; ++kw) {
+              const std::int64_t tap[4] = {o, c, kh, kw};
+              const C wv = Num<T>::load(*wt.at<T>(tap));
+              const TapSpan q = taps[static_cast<std::size_t>(kw - s[6])];
+              const std::int64_t col = sw * ow0 + dw * kw - pw - w0;
+              for (std::int64_t j = q.lo; j < q.hi; ++j) {
+                acc[static_cast<std::size_t>(j)] +=
+                    wv * static_cast<C>(Num<T>::load(row[(col + j * sw) * in.strides[3]]));
+              }
+            }
+          }
+        }
+        const std::int64_t at[4] = {n, o, oh, ow0};
+        T* dst = out.at<T>(at);
+        for (std::int64_t j = 0; j < OWs; ++j) {
+          dst[j * out.strides[3]] = Num<T>::store(acc[static_cast<std::size_t>(j)]);
+        }
+      }
+    }
+  }
+}
+
+template <class T> void conv2dTyped(const KernelCall& call) {
+  const std::int64_t gmul = intBinding(call.op, "gmul");
+  if (gmul != 0) {
+    depthwiseTyped<T>(call, gmul);
+    return;
+  }
+  conv2dGemm<T>(call);
 }
 
 void conv2dKernel(const KernelCall& call) {

@@ -27,6 +27,7 @@ const cpu::CpuRegistry& registry() {
     cpu::registerNormalizationKernels(r);
     cpu::registerShapeKernels(r);
     cpu::registerEmbeddingKernels(r);
+    cpu::registerPoolKernels(r);
     return r;
   }();
   return kernels;

@@ -4,6 +4,7 @@
 // the operation's params and bindings. Not a public header.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -29,6 +30,7 @@ void registerReduceKernels(CpuRegistry& registry);
 void registerNormalizationKernels(CpuRegistry& registry);
 void registerShapeKernels(CpuRegistry& registry);
 void registerEmbeddingKernels(CpuRegistry& registry);
+void registerPoolKernels(CpuRegistry& registry);
 
 // C[m x n] = A[m x k] · B[k x n], dense row-major float64, through cblas_dgemm.
 void denseGemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
@@ -183,6 +185,19 @@ void forEachRun(const ZRange& index, const std::array<const Walk*, N>& walks, F&
 
 // Copies `region` from one view to another of the same dtype.
 void copyViews(const TensorView& src, const TensorView& dst, const ZRange& region);
+
+// ---------------------------------------------------------------- windows
+
+// The window taps k < K whose position base + d*k lies in [0, n): [lo, hi)
+// (empty: lo == hi). Pools and the depthwise conv use it to skip padding.
+struct TapSpan {
+  std::int64_t lo, hi;
+};
+inline TapSpan tapsInside(std::int64_t base, std::int64_t d, std::int64_t K, std::int64_t n) {
+  const std::int64_t lo = base >= 0 ? 0 : (-base + d - 1) / d;
+  const std::int64_t hi = base >= n ? 0 : std::min(K, (n - base + d - 1) / d);
+  return {lo, std::max(lo, hi)};
+}
 
 // ---------------------------------------------------------------- matrix products
 

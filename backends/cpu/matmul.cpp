@@ -186,21 +186,40 @@ std::vector<std::int64_t> join(std::vector<std::int64_t> head,
   return head;
 }
 
-// matmul: index [b..., m, n, k]; X [b..., m, k], W [b..., k, n], result [b..., m, n].
+// matmul: index [b..., m, n, k]; X [bx..., m, k], W [bw..., k, n], result
+// [b..., m, n], where b is the NumPy broadcast of bx and bw. Each operand's
+// corner for a batch point comes from its IPF, which reads element 0 along a
+// batch dim the operand lacks or has as 1; its matrix strides are its last two.
 template <class T> void matmulTyped(const KernelCall& call) {
   const TensorView& X = call.inputs[0][0];
   const TensorView& W = call.inputs[1][0];
   const TensorView& R = call.outputs[0][0];
   const ZRange& idx = call.index;
   const std::size_t nb = idx.rank() - 3;
+  const std::size_t rx = X.rank() - 2, rw = W.rank() - 2;
   const std::int64_t m0 = idx.start()[nb], n0 = idx.start()[nb + 1], k0 = idx.start()[nb + 2];
   const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
+  const IndexProjection& xIpf = inputIpf(call, 0);
+  const IndexProjection& wIpf = inputIpf(call, 1);
+  if (nb > 0 && !idx.isEmpty()) {
+    // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
+    const Walk x = walkThrough(X, xIpf, idx);
+    const Walk w = walkThrough(W, wIpf, idx);
+    const Walk r = walkThrough(R, outputIpf(call, 0), idx);
+    if (const std::optional<MergedRows> rows = mergeMatmulRows(idx, x, w, r)) {
+      matmulBlock<T>(rows->rows, N, K, x.ptr<T>(), rows->xRowStride, X.strides[rx + 1], w.ptr<T>(),
+                     W.strides[rw], W.strides[rw + 1], r.ptr<T>(), rows->rRowStride,
+                     R.strides[nb + 1], nullptr);
+      return;
+    }
+  }
   forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
-    const T* a = X.at<T>(join(b, {m0, k0}));
-    const T* w = W.at<T>(join(b, {k0, n0}));
+    const ZPoint corner(join(b, {m0, n0, k0}));
+    const T* a = X.at<T>(xIpf.apply(corner).start().coords());
+    const T* w = W.at<T>(wIpf.apply(corner).start().coords());
     T* r = R.at<T>(join(b, {m0, n0}));
-    matmulBlock<T>(M, N, K, a, X.strides[nb], X.strides[nb + 1], w, W.strides[nb],
-                   W.strides[nb + 1], r, R.strides[nb], R.strides[nb + 1], nullptr);
+    matmulBlock<T>(M, N, K, a, X.strides[rx], X.strides[rx + 1], w, W.strides[rw],
+                   W.strides[rw + 1], r, R.strides[nb], R.strides[nb + 1], nullptr);
   });
 }
 

@@ -285,19 +285,38 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
   }
 }
 
-// matmul: index [b..., m, n, k]; X [b..., m, k], W [b..., k, n], result [b..., m, n].
+// matmul: index [b..., m, n, k]; X [bx..., m, k], W [bw..., k, n], result
+// [b..., m, n] with b the NumPy broadcast of bx and bw: one product per batch
+// point, each operand's corner from its IPF (element 0 along a batch dim it
+// lacks or has as 1), its matrix strides its last two.
 void matmulKernel(const KernelCall& call, const KernelContext& c) {
   const TensorView& X = call.inputs[0][0];
   const TensorView& W = call.inputs[1][0];
   const TensorView& R = call.outputs[0][0];
   const ZRange& idx = call.index;
   const std::size_t nb = idx.rank() - 3;
+  const std::size_t rx = X.rank() - 2, rw = W.rank() - 2;
   const std::int64_t m0 = idx.start()[nb], n0 = idx.start()[nb + 1], k0 = idx.start()[nb + 2];
   const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
+  if (nb > 0 && !idx.isEmpty()) {
+    // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
+    const ViewWalk x = walkThrough(X, inputIpf(call, 0), idx);
+    const ViewWalk w = walkThrough(W, inputIpf(call, 1), idx);
+    const ViewWalk r = walkThrough(R, outputIpf(call, 0), idx);
+    if (const std::optional<backend::MergedRows> rows = backend::mergeMatmulRows(idx, x, w, r)) {
+      gemm(c, R.dtype, rows->rows, N, K, x.base, rows->xRowStride, X.strides[rx + 1], w.base,
+           W.strides[rw], W.strides[rw + 1], r.base, rows->rRowStride, R.strides[nb + 1], nullptr,
+           0);
+      return;
+    }
+  }
   forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
-    gemm(c, R.dtype, M, N, K, pointAt(X, join(b, {m0, k0})), X.strides[nb], X.strides[nb + 1],
-         pointAt(W, join(b, {k0, n0})), W.strides[nb], W.strides[nb + 1],
-         pointAt(R, join(b, {m0, n0})), R.strides[nb], R.strides[nb + 1], nullptr, 0);
+    const ZPoint corner(join(b, {m0, n0, k0}));
+    gemm(c, R.dtype, M, N, K, pointAt(X, inputIpf(call, 0).apply(corner).start().coords()),
+         X.strides[rx], X.strides[rx + 1],
+         pointAt(W, inputIpf(call, 1).apply(corner).start().coords()), W.strides[rw],
+         W.strides[rw + 1], pointAt(R, join(b, {m0, n0})), R.strides[nb], R.strides[nb + 1],
+         nullptr, 0);
   });
 }
 
@@ -362,6 +381,7 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
   p.dw = intBinding(op, "dw");
   p.H = intBinding(op, "H");
   p.W = intBinding(op, "W");
+  p.gmul = intBinding(op, "gmul");
   for (std::size_t d = 0; d < 7; ++d) {
     p.begin[d] = call.index.start()[d];
     p.end[d] = call.index.end()[d];
@@ -373,6 +393,73 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
       call.inputs[0][0].present();
   checkCuda(launchConv2d(elementType(dtype), convView(call.inputs[0][0]),
                          convView(call.inputs[1][0]), convView(call.outputs[0][0]), p, c.stream),
+            what(call));
+}
+
+// ---------------------------------------------------------------- pooling
+
+// maxpool2d, avgpool2d: index [N, C, OH, OW], a whole window per point.
+template <bool max> void pool2dKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  if (call.index.isEmpty()) {
+    return;
+  }
+  const graph::Operation& op = call.op;
+  PoolParams p;
+  p.max = max;
+  p.sh = intBinding(op, "sh");
+  p.sw = intBinding(op, "sw");
+  p.ph = intBinding(op, "ph");
+  p.pw = intBinding(op, "pw");
+  p.dh = max ? intBinding(op, "dh") : 1;
+  p.dw = max ? intBinding(op, "dw") : 1;
+  p.KH = intBinding(op, "KH");
+  p.KW = intBinding(op, "KW");
+  p.H = intBinding(op, "H");
+  p.W = intBinding(op, "W");
+  p.divisor = !max && intBinding(op, "count_include_pad") != 0 ? p.KH * p.KW : 0;
+  for (std::size_t d = 0; d < 4; ++d) {
+    p.begin[d] = call.index.start()[d];
+    p.end[d] = call.index.end()[d];
+  }
+  checkCuda(launchPool2d(elementType(dtype), convView(call.inputs[0][0]),
+                         convView(call.outputs[0][0]), p, c.stream),
+            what(call));
+}
+
+// global_avgpool: index [N, C, H, W]; the shard's (h, w) box is one window
+// whose sum is divided by the full H*W (its partial of the mean).
+void globalAvgpoolKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  if (call.index.isEmpty()) {
+    return;
+  }
+  const ZPoint& s = call.index.start();
+  const ZPoint& e = call.index.end();
+  PoolParams p;
+  p.max = false;
+  p.sh = 0;
+  p.sw = 0;
+  p.ph = -s[2];
+  p.pw = -s[3];
+  p.KH = e[2] - s[2];
+  p.KW = e[3] - s[3];
+  p.H = intBinding(call.op, "H");
+  p.W = intBinding(call.op, "W");
+  p.divisor = intBinding(call.op, "HW");
+  for (std::size_t d = 0; d < 2; ++d) {
+    p.begin[d] = s[d];
+    p.end[d] = e[d];
+  }
+  p.end[2] = p.end[3] = 1;
+  checkCuda(launchPool2d(elementType(dtype), convView(call.inputs[0][0]),
+                         convView(call.outputs[0][0]), p, c.stream),
             what(call));
 }
 
@@ -563,6 +650,108 @@ void embeddingKernel(const KernelCall& call, const KernelContext& c) {
               " rows");
 }
 
+// gather: result[pre..., b..., post...] = data[pre..., indices[b...], post...];
+// index = the result's shape. The embedding launch with a table "row" along
+// data's axis: operand 0 the index element (constant along pre and post), 1
+// the result element, 2 data at row 0 (constant along b).
+void gatherKernel(const KernelCall& call, const KernelContext& c) {
+  const TensorView& data = call.inputs[0][0];
+  const TensorView& indices = call.inputs[1][0];
+  const TensorView& out = call.outputs[0][0];
+  if (!isInt(indices.dtype)) {
+    unsupportedDType(call, indices.dtype);
+  }
+  const ZRange& idx = call.index;
+  if (idx.isEmpty()) {
+    return;
+  }
+  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+  const auto nb = static_cast<std::size_t>(intBinding(call.op, "nb"));
+  const std::int64_t V = intBinding(call.op, "V");
+  const std::vector<std::int64_t> start = idx.start().vector();
+  ViewWalk ix;
+  ix.base = pointAt(indices, std::span(start).subspan(ax, nb));
+  ix.stride.assign(idx.rank(), 0);
+  std::copy(indices.strides.begin(), indices.strides.end(), ix.stride.begin() + ax);
+  ViewWalk o;
+  o.base = pointAt(out, start);
+  o.stride = out.strides;
+  ViewWalk column;
+  std::vector<std::int64_t> corner(start.begin(), start.begin() + ax);
+  corner.push_back(0);
+  corner.insert(corner.end(), start.begin() + ax + nb, start.end());
+  column.base = pointAt(data, corner);
+  column.stride.assign(idx.rank(), 0);
+  for (std::size_t d = 0; d < data.rank(); ++d) {
+    if (d != ax) {
+      column.stride[d < ax ? d : d - 1 + nb] = data.strides[d];
+    }
+  }
+  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
+  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
+  checkCuda(launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
+                            data.strides[ax], V, ix.base, o.base, walkOf(idx, {&ix, &o, &column}),
+                            reinterpret_cast<unsigned long long*>(bad.get()), c.stream, true),
+            what(call));
+  unsigned long long first = 0;
+  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
+            what(call));
+  checkCuda(cudaStreamSynchronize(c.stream), what(call));
+  if (first == ~0ULL) {
+    return;
+  }
+  // The smallest bad point in row-major order; its b coordinates name the index.
+  std::vector<std::int64_t> point(idx.rank());
+  auto rest = static_cast<std::int64_t>(first);
+  for (std::size_t d = idx.rank(); d-- > 0;) {
+    point[d] = idx.start()[d] + rest % idx.extent(d);
+    rest /= idx.extent(d);
+  }
+  const std::vector<std::int64_t> b(point.begin() + ax, point.begin() + ax + nb);
+  std::int64_t value = 0;
+  if (indices.dtype == DType::Int32) {
+    std::int32_t v32 = 0;
+    checkCuda(cudaMemcpy(&v32, pointAt(indices, b), sizeof v32, cudaMemcpyDeviceToHost),
+              what(call));
+    value = v32;
+  } else {
+    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
+              what(call));
+  }
+  throw Error("operation " + call.op.name + " (gather): indices" + ZPoint(b).toString() + " is " +
+              std::to_string(value) + ", outside [-" + std::to_string(V) + ", " +
+              std::to_string(V) + ") (data's axis " + std::to_string(ax) + " has " +
+              std::to_string(V) + " elements)");
+}
+
+// batchnorm: index = the input's shape [N, C, spatial...]; operand 2 of the
+// walk counts channels from the shard's first.
+void batchnormKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  if (call.index.isEmpty()) {
+    return;
+  }
+  const ViewWalk x = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk y = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  ViewWalk channel;
+  channel.stride.assign(call.index.rank(), 0);
+  channel.stride[1] = 1;
+  const std::int64_t c0 = call.index.start()[1];
+  const void* vectors[4];
+  std::int64_t strides[4];
+  for (std::size_t k = 0; k < 4; ++k) { // scale, bias, mean, var
+    vectors[k] = pointAt(call.inputs[k + 1][0], std::span(&c0, 1));
+    strides[k] = call.inputs[k + 1][0].strides[0];
+  }
+  checkCuda(launchBatchnorm(elementType(dtype), x.base, y.base,
+                            walkOf(call.index, {&x, &y, &channel}), vectors, strides,
+                            floatParam(call.op, "epsilon"), c.stream),
+            what(call));
+}
+
 } // namespace
 
 const backend::KernelRegistry<CudaKernel>& cudaKernels() {
@@ -593,11 +782,15 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("matmul", &matmulKernel);
     r.add("linear", &linearKernel);
     r.add("conv2d", &conv2dKernel);
+    r.add("maxpool2d", &pool2dKernel<true>);
+    r.add("avgpool2d", &pool2dKernel<false>);
+    r.add("global_avgpool", &globalAvgpoolKernel);
     r.add("sum", &reduceKernel<ReduceOp::Sum>);
     r.add("mean", &reduceKernel<ReduceOp::Mean>);
     r.add("max", &reduceKernel<ReduceOp::Max>);
     r.add("softmax", &softmaxKernel);
     r.add("layernorm", &layernormKernel);
+    r.add("batchnorm", &batchnormKernel);
     r.add("transpose", &transposeKernel);
     r.add("slice", &transposeKernel); // a copy through the IPFs, as transpose
     r.add("reshape", &reshapeKernel);
@@ -605,6 +798,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("concat", &concatKernel);
     r.add("split", &splitKernel);
     r.add("embedding", &embeddingKernel);
+    r.add("gather", &gatherKernel);
     return r;
   }();
   return kernels;

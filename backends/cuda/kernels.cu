@@ -10,66 +10,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
+#include "backends/cuda/device_util.cuh"
 
 namespace tapestry::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr std::int64_t kMaxBlocks = 65535;
-
-using i64 = std::int64_t;
-using u64 = std::uint64_t;
-
-template <class T> struct Tag { using type = T; };
-
-template <class F> cudaError_t dispatch(ElementType type, F&& f) {
-  switch (type) {
-  case ElementType::Float32:
-    return f(Tag<float>{});
-  case ElementType::Float64:
-    return f(Tag<double>{});
-  case ElementType::Float16:
-    return f(Tag<__half>{});
-  case ElementType::BFloat16:
-    return f(Tag<__nv_bfloat16>{});
-  case ElementType::Int32:
-    return f(Tag<std::int32_t>{});
-  case ElementType::Int64:
-    return f(Tag<std::int64_t>{});
-  }
-  return cudaErrorInvalidValue;
-}
-
-// Num<T>::C is the type T computes in; load / store convert (store rounds to
-// nearest even, or wraps integers), as backends/cpu/kernel_util.hpp.
-template <class T> struct Num {
-  using C = T;
-  static __device__ C load(T x) { return x; }
-  static __device__ T store(C c) { return c; }
-};
-template <> struct Num<__half> {
-  using C = float;
-  static __device__ float load(__half x) { return __half2float(x); }
-  static __device__ __half store(float c) { return __float2half_rn(c); }
-};
-template <> struct Num<__nv_bfloat16> {
-  using C = float;
-  static __device__ float load(__nv_bfloat16 x) { return __bfloat162float(x); }
-  static __device__ __nv_bfloat16 store(float c) { return __float2bfloat16_rn(c); }
-};
-template <> struct Num<std::int32_t> {
-  using C = i64;
-  static __device__ i64 load(std::int32_t x) { return x; }
-  static __device__ std::int32_t store(i64 c) { // wraps
-    return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<u64>(c)));
-  }
-};
-
-template <class T> constexpr bool kIsInt = std::is_integral<T>::value;
 
 __device__ inline i64 wrapAdd(i64 a, i64 b) {
   return static_cast<i64>(static_cast<u64>(a) + static_cast<u64>(b));
@@ -123,33 +68,6 @@ __device__ inline float mathExp(float x) {
 __device__ inline double mathExp(double x) {
   return exp(x);
 }
-
-// Element offsets of walk point i for the first N operands.
-template <int N> __device__ inline void walkOffsets(const DeviceWalk& w, i64 i, i64 (&off)[N]) {
-  for (int k = 0; k < N; ++k) {
-    off[k] = 0;
-  }
-  for (int d = w.rank - 1; d >= 0; --d) {
-    const i64 e = w.extent[d];
-    const i64 c = i % e;
-    i /= e;
-    for (int k = 0; k < N; ++k) {
-      off[k] += c * w.stride[k][d];
-    }
-  }
-}
-
-unsigned blocksFor(i64 work) {
-  i64 blocks = (work + kThreads - 1) / kThreads;
-  if (blocks > kMaxBlocks) {
-    blocks = kMaxBlocks;
-  }
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-#define TAPESTRY_GRID_LOOP(i, count)                                                               \
-  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count);               \
-       i += static_cast<i64>(gridDim.x) * blockDim.x)
 
 // ---------------------------------------------------------------- elementwise
 
@@ -494,11 +412,12 @@ __global__ void layernormKernel(const T* x, T* y, const T* gamma, i64 gs, const 
 
 template <class T, class I>
 __global__ void embeddingKernel(const T* table, i64 rowStride, i64 rows, const I* indices, T* out,
-                                DeviceWalk w, unsigned long long* bad) {
+                                DeviceWalk w, unsigned long long* bad, bool wrapNegative) {
   TAPESTRY_GRID_LOOP(i, w.count) {
     i64 off[3];
     walkOffsets<3>(w, i, off);
-    const i64 row = static_cast<i64>(indices[off[0]]);
+    i64 row = static_cast<i64>(indices[off[0]]);
+    row = wrapNegative && row < 0 ? row + rows : row;
     if (row < 0 || row >= rows) {
       atomicMin(bad, static_cast<unsigned long long>(i));
       continue;
@@ -534,11 +453,6 @@ __global__ void simpleMatmulKernel(i64 M, i64 N, i64 K, const T* A, i64 rsA, i64
   }
 }
 
-__device__ inline i64 convOffset(const ConvView& v, i64 a, i64 b, i64 c, i64 d) {
-  return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +
-         (c - v.start[2]) * v.stride[2] + (d - v.start[3]) * v.stride[3];
-}
-
 template <class T>
 __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, ConvParams p) {
   using C = typename Num<T>::C;
@@ -568,7 +482,7 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
             if (iw < 0 || iw >= p.W) {
               continue;
             }
-            acc += Num<T>::load(in[convOffset(input, n, c, ih, iw)]) *
+            acc += Num<T>::load(in[convOffset(input, n, p.gmul * o + c, ih, iw)]) *
                    Num<T>::load(wt[convOffset(weight, o, c, kh, kw)]);
           }
         }
@@ -732,7 +646,7 @@ cudaError_t launchLayernorm(ElementType type, const void* x, void* y, const void
 cudaError_t launchEmbedding(ElementType type, ElementType indexType, const void* table,
                             std::int64_t tableRowStride, std::int64_t rows, const void* indices,
                             void* out, const DeviceWalk& w, unsigned long long* badPoint,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, bool wrapNegative) {
   if (w.count == 0) {
     return cudaSuccess;
   }
@@ -744,11 +658,13 @@ cudaError_t launchEmbedding(ElementType type, ElementType indexType, const void*
     if (indexType == ElementType::Int32) {
       embeddingKernel<T, std::int32_t><<<blocksFor(w.count), kThreads, 0, stream>>>(
           static_cast<const T*>(table), tableRowStride, rows,
-          static_cast<const std::int32_t*>(indices), static_cast<T*>(out), w, badPoint);
+          static_cast<const std::int32_t*>(indices), static_cast<T*>(out), w, badPoint,
+          wrapNegative);
     } else {
       embeddingKernel<T, std::int64_t><<<blocksFor(w.count), kThreads, 0, stream>>>(
           static_cast<const T*>(table), tableRowStride, rows,
-          static_cast<const std::int64_t*>(indices), static_cast<T*>(out), w, badPoint);
+          static_cast<const std::int64_t*>(indices), static_cast<T*>(out), w, badPoint,
+          wrapNegative);
     }
     return cudaGetLastError();
   });

@@ -96,10 +96,19 @@ cudaError_t launchLayernorm(ElementType type, const void* x, void* y, const void
 // 1: the output element, 2: the table column at row 0). An index outside
 // [0, rows) sets *badPoint to the smallest such walk point (atomicMin; the
 // caller initializes it to INT64_MAX) and writes nothing there.
+// With wrapNegative (gather), an index in [-rows, 0) reads row index + rows.
 cudaError_t launchEmbedding(ElementType type, ElementType indexType, const void* table,
                             std::int64_t tableRowStride, std::int64_t rows, const void* indices,
                             void* out, const DeviceWalk& w, unsigned long long* badPoint,
-                            cudaStream_t stream);
+                            cudaStream_t stream, bool wrapNegative = false);
+
+// batchnorm: y = (x - mean[c]) · scale[c] / sqrt(var[c] + eps) + bias[c];
+// operands 0: x, 1: y, 2: the point's channel relative to the shard's first
+// (stride 1 along the channel dim, 0 elsewhere). vectors[4] are scale, bias,
+// mean and var at the shard's first channel, with their element strides.
+cudaError_t launchBatchnorm(ElementType type, const void* x, void* y, const DeviceWalk& w,
+                            const void* const (&vectors)[4], const std::int64_t (&strides)[4],
+                            double eps, cudaStream_t stream);
 
 // C[M, N] = A[M, K]·B[K, N] (+ C when accumulate, floats only) for any dtype
 // and strides, a thread per element of C: the integer products (wrapping, like
@@ -118,7 +127,8 @@ struct ConvView {
 };
 struct ConvParams {
   std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, H = 0, W = 0;
-  std::int64_t begin[7] = {}; // the shard's index range [N, O, OH, OW, C, KH, KW]
+  std::int64_t gmul = 0;      // input channel = gmul*o + c (depthwise style), or c
+  std::int64_t begin[7] = {}; // the shard's index range [N, O, OH, OW, C/groups, KH, KW]
   std::int64_t end[7] = {};
   bool anyInput = true; // false: the shard reads only padding (zeros)
 };
@@ -126,5 +136,20 @@ struct ConvParams {
 // the shard sums its part of (C, KH, KW) in the compute type and stores once.
 cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
                          const ConvView& output, const ConvParams& params, cudaStream_t stream);
+
+// Windowed pooling over a 4-d view: a thread per output element (n, c, oh, ow)
+// of the shard reads input (n, c, sh*oh + dh*kh - ph, sw*ow + dw*kw - pw) for
+// kh < KH, kw < KW inside [0, H) x [0, W), and stores the max (max: true) or
+// the sum over `divisor` (0: the number of elements read). global_avgpool is
+// the window of the shard's (h, w) box: sh = sw = 0, ph = -h0, pw = -w0.
+struct PoolParams {
+  bool max = true;
+  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, KH = 1, KW = 1, H = 0, W = 0;
+  std::int64_t divisor = 0;
+  std::int64_t begin[4] = {}; // the shard's output range [N, C, OH, OW]
+  std::int64_t end[4] = {};
+};
+cudaError_t launchPool2d(ElementType type, const ConvView& input, const ConvView& output,
+                         const PoolParams& params, cudaStream_t stream);
 
 } // namespace tapestry::cuda

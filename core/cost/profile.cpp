@@ -17,9 +17,11 @@ const std::vector<KernelFamily>& kernelFamilies() {
       {"elementwise", WorkMeasure::Bytes,
        "elementwise arithmetic, relu and casts; reduction combines"},
       {"activation", WorkMeasure::Bytes, "transcendental activations (tanh, gelu, exp, sigmoid)"},
-      {"reduction", WorkMeasure::Bytes, "reductions along a dim (sum, mean, max)"},
-      {"normalization", WorkMeasure::Bytes, "softmax and layernorm"},
-      {"copy", WorkMeasure::Bytes, "contiguous copies (concat, split, reshape, embedding)"},
+      {"reduction", WorkMeasure::Bytes,
+       "reductions along a dim (sum, mean, max) and pooling (maxpool2d, avgpool2d, "
+       "global_avgpool)"},
+      {"normalization", WorkMeasure::Bytes, "softmax, layernorm and batchnorm"},
+      {"copy", WorkMeasure::Bytes, "contiguous copies (concat, split, reshape, embedding, gather)"},
       {"transpose", WorkMeasure::Bytes, "strided copies (transpose)"},
   };
   return families;
@@ -71,13 +73,19 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"sum", "reduction"},
     {"mean", "reduction"},
     {"max", "reduction"},
+    // pooling reads each input element about once, like a reduction
+    {"maxpool2d", "reduction"},
+    {"avgpool2d", "reduction"},
+    {"global_avgpool", "reduction"},
     {"softmax", "normalization"},
     {"layernorm", "normalization"},
+    {"batchnorm", "normalization"},
     {"concat", "copy"},
     {"split", "copy"},
     {"reshape", "copy"},
     {"embedding", "copy"},
     {"slice", "copy"},
+    {"gather", "copy"},
     {"transpose", "transpose"},
 };
 

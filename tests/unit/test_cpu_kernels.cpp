@@ -29,6 +29,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
+#include "backends/walk.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
@@ -308,6 +309,72 @@ bool hasFloatParams(const std::string& k) {
          k == "rdiv_scalar" || k == "pow_scalar";
 }
 
+// Pools over NCHW: each output element's window read element by element,
+// positions outside the input skipped (-infinity for max; left out of the
+// average's divisor unless count_include_pad).
+void naivePool(const std::string& k, const Json& params, const Tensor& in, Tensor& r) {
+  const Shape& is = in.shape;
+  const bool global = k == "global_avgpool";
+  auto pair = [&](const char* name, std::int64_t fallback) {
+    return params.contains(name) ? params[name].get<Shape>() : Shape{fallback, fallback};
+  };
+  const Shape kernel = global ? Shape{is[2], is[3]} : pair("kernel", 1);
+  const Shape stride = pair("stride", 1), padding = pair("padding", 0);
+  const Shape dilation = pair("dilation", 1);
+  const bool includePad =
+      params.contains("count_include_pad") && params["count_include_pad"].get<bool>();
+  for (std::int64_t i = 0; i < numel(r.shape); ++i) {
+    Shape o = unravel(i, r.shape); // n, c, oh, ow
+    double acc = k == "maxpool2d" ? -INFINITY : 0;
+    std::int64_t inside = 0;
+    for (std::int64_t kh = 0; kh < kernel[0]; ++kh) {
+      for (std::int64_t kw = 0; kw < kernel[1]; ++kw) {
+        const std::int64_t ih = o[2] * stride[0] + kh * dilation[0] - padding[0];
+        const std::int64_t iw = o[3] * stride[1] + kw * dilation[1] - padding[1];
+        if (ih < 0 || ih >= is[2] || iw < 0 || iw >= is[3]) {
+          continue;
+        }
+        const double v = in.at({o[0], o[1], ih, iw});
+        acc = k == "maxpool2d" ? std::max(acc, v) : acc + v;
+        ++inside;
+      }
+    }
+    const std::int64_t divisor = includePad ? kernel[0] * kernel[1] : inside;
+    r.v[static_cast<std::size_t>(i)] = k == "maxpool2d" ? acc : acc / static_cast<double>(divisor);
+  }
+}
+
+// batchnorm (per-channel constants along axis 1) and gather (along an axis,
+// negative indices counted from its end).
+void naiveChannelsAndGather(const std::string& k, const Json& params, const std::vector<Tensor>& in,
+                            Tensor& r) {
+  const std::int64_t count = numel(r.shape);
+  if (k == "batchnorm") {
+    const std::int64_t C = in[0].shape[1];
+    const std::int64_t inner = count / in[0].shape[0] / C;
+    const double eps = params["epsilon"].get<double>();
+    for (std::int64_t i = 0; i < count; ++i) {
+      const auto c = static_cast<std::size_t>((i / inner) % C);
+      r.v[i] = (in[0].v[i] - in[3].v[c]) / std::sqrt(in[4].v[c] + eps) * in[1].v[c] + in[2].v[c];
+    }
+    return;
+  }
+  const Shape& ds = in[0].shape;
+  const auto ax = static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), ds.size()));
+  const std::size_t nb = in[1].shape.size();
+  for (std::int64_t i = 0; i < count; ++i) {
+    Shape o = unravel(i, r.shape);
+    Shape b(o.begin() + static_cast<std::ptrdiff_t>(ax),
+            o.begin() + static_cast<std::ptrdiff_t>(ax + nb));
+    auto j = static_cast<std::int64_t>(in[1].at(b));
+    j = j < 0 ? j + ds[ax] : j;
+    Shape from(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(ax));
+    from.push_back(j);
+    from.insert(from.end(), o.begin() + static_cast<std::ptrdiff_t>(ax + nb), o.end());
+    r.v[i] = in[0].at(from);
+  }
+}
+
 // The naive result of a one-operation graph's kernel: outputs in port order,
 // list ports flattened. Over 120 lines: one plain branch per standard kernel,
 // read side by side as the tests' reference semantics.
@@ -350,15 +417,21 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
                             : ab[0] / ab[1];
     }
   } else if (k == "matmul") {
-    const Shape& xs = in[0].shape;
-    const std::size_t nb = xs.size() - 2;
-    const std::int64_t K = xs.back();
+    const std::size_t nb = r.shape.size() - 2;
+    const std::int64_t K = in[0].shape.back();
+    auto batchOf = [&](const Shape& o, const Shape& s) { // NumPy broadcasting of batch dims
+      Shape idx(s.size() - 2);
+      for (std::size_t d = 0; d < idx.size(); ++d) {
+        idx[d] = s[d] == 1 ? 0 : o[nb - idx.size() + d];
+      }
+      return idx;
+    };
     for (std::int64_t i = 0; i < count; ++i) {
       Shape o = unravel(i, r.shape);
       double s = 0;
       for (std::int64_t kk = 0; kk < K; ++kk) {
-        Shape xi(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(nb));
-        Shape wi = xi;
+        Shape xi = batchOf(o, in[0].shape);
+        Shape wi = batchOf(o, in[1].shape);
         xi.push_back(o[nb]);
         xi.push_back(kk);
         wi.push_back(kk);
@@ -472,16 +545,18 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
     const auto dilation = params["dilation"].get<Shape>();
     const Shape& is = in[0].shape;
     const Shape& ws = in[1].shape;
+    const std::int64_t groups = params["groups"].get<std::int64_t>();
     for (std::int64_t i = 0; i < count; ++i) {
       Shape o = unravel(i, r.shape); // n, o, oh, ow
       double s = 0;
-      for (std::int64_t c = 0; c < is[1]; ++c) {
+      const std::int64_t cBase = groups == 1 ? 0 : o[1] * ws[1]; // the group's first channel
+      for (std::int64_t c = 0; c < ws[1]; ++c) {
         for (std::int64_t kh = 0; kh < ws[2]; ++kh) {
           for (std::int64_t kw = 0; kw < ws[3]; ++kw) {
             const std::int64_t ih = o[2] * stride[0] + kh * dilation[0] - padding[0];
             const std::int64_t iw = o[3] * stride[1] + kw * dilation[1] - padding[1];
             if (ih >= 0 && ih < is[2] && iw >= 0 && iw < is[3]) {
-              s += in[0].at({o[0], c, ih, iw}) * in[1].at({o[1], c, kh, kw});
+              s += in[0].at({o[0], cBase + c, ih, iw}) * in[1].at({o[1], c, kh, kw});
             }
           }
         }
@@ -511,6 +586,10 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       }
       r.v[i] = in[0].at(idx);
     }
+  } else if (k == "maxpool2d" || k == "avgpool2d" || k == "global_avgpool") {
+    naivePool(k, params, in[0], r);
+  } else if (k == "batchnorm" || k == "gather") {
+    naiveChannelsAndGather(k, params, in, r);
   } else {
     FAIL("no naive reference for " << k);
   }
@@ -904,7 +983,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     // (backends/dtype.hpp), so no backend runs it, natively or from its body.
     CHECK(cpu().hasKernel(k->name) == (k->name != "where"));
   }
-  CHECK(names.size() == 37);
+  CHECK(names.size() == 42);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1004,11 +1083,50 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
     checkKernel(oneOp("matmul", {{"x", dt, {2, 3, 4, 5}}, {"w", dt, {2, 3, 5, 3}}},
                       R"({"X": "x", "W": "w"})"));
   }
+  // Broadcast batch dims: x[B, S, D] @ w[D, F], [1, H, S, D] @ [B, H, D, S],
+  // an operand with both fewer dims and a size-1 one, and a 2-D X. Where W is
+  // one matrix for the shard and the views allow, the rows merge into one
+  // product (mergeMatmulRows): [4, 1, 6] @ [6, 5] is one product of 4 rows.
+  const std::vector<std::pair<Shape, Shape>> broadcast = {
+      {{2, 3, 4}, {4, 5}}, {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}},
+      {{3, 4}, {2, 4, 5}}, {{4, 1, 6}, {6, 5}},          {{2, 1, 3, 4}, {1, 4, 2}}};
+  for (const std::string& dt :
+       {std::string("float32"), std::string("float16"), std::string("int64")}) {
+    for (const auto& [x, w] : broadcast) {
+      INFO(dt << " " << shapeJson(x) << " @ " << shapeJson(w));
+      checkKernel(oneOp("matmul", {{"x", dt, x}, {"w", dt, w}}, R"({"X": "x", "W": "w"})"));
+    }
+  }
   // Degenerate rows and columns (gemv-like shapes) through cblas.
   checkKernel(oneOp("matmul", {{"x", "float32", {1, 9}}, {"w", "float32", {9, 1}}},
                     R"({"X": "x", "W": "w"})"));
   checkKernel(oneOp("matmul", {{"x", "float64", {6, 1}}, {"w", "float64", {1, 4}}},
                     R"({"X": "x", "W": "w"})"));
+}
+
+TEST_CASE("mergeMatmulRows: one product when W is one matrix for the shard", "[cpu][kernel]") {
+  // Index [B, S, m, n, k] = [4, 3, 2, 5, 6]: X [4, 3, 2, 6] dense, result [4, 3, 2, 5] dense.
+  const ZRange index = ZRange::fromShape({4, 3, 2, 5, 6});
+  const StrideWalk x{nullptr, {36, 12, 6, 0, 1}};
+  const StrideWalk r{nullptr, {30, 10, 5, 1, 0}};
+  const StrideWalk w{nullptr, {0, 0, 0, 1, 5}}; // W [6, 5], broadcast over B and S
+  const std::optional<MergedRows> all = mergeMatmulRows(index, x, w, r);
+  REQUIRE(all.has_value());
+  CHECK(all->rows == 24);
+  CHECK(all->xRowStride == 6);
+  CHECK(all->rRowStride == 5);
+  // W moves along S: one product per batch point.
+  CHECK_FALSE(mergeMatmulRows(index, x, StrideWalk{nullptr, {0, 30, 0, 1, 5}}, r).has_value());
+  // X's rows are not equally spaced (a view wider than the shard's m extent).
+  CHECK_FALSE(mergeMatmulRows(index, StrideWalk{nullptr, {48, 16, 6, 0, 1}}, w, r).has_value());
+  // m of extent 1 and a batch dim of extent 1: rows start at the next dim that moves.
+  const ZRange single = ZRange::fromShape({4, 1, 1, 5, 6});
+  const std::optional<MergedRows> rows = mergeMatmulRows(
+      single, StrideWalk{nullptr, {6, 6, 6, 0, 1}}, w, StrideWalk{nullptr, {5, 5, 5, 1, 0}});
+  REQUIRE(rows.has_value());
+  CHECK(rows->rows == 4);
+  CHECK(rows->xRowStride == 6);
+  CHECK(rows->rRowStride == 5);
 }
 
 TEST_CASE("matmul on transposed and strided views", "[cpu][kernel]") {
@@ -1180,6 +1298,151 @@ TEST_CASE("conv2d: stride, padding, dilation; C, KH, KW split into partials", "[
       INFO(dt << " " << shapeJson(c.input) << " " << c.params);
       checkKernel(oneOp("conv2d", {{"x", dt, c.input}, {"w", dt, c.weight}},
                         R"({"input": "x", "weight": "w"})", c.params));
+    }
+  }
+}
+
+TEST_CASE("conv2d groups == O: depthwise and grouped channels, shards split", "[cpu][kernel]") {
+  struct Case {
+    Shape input;
+    Shape weight;
+    const char* params;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, R"({"groups": 4, "padding": [1, 1]})"},
+      {{2, 6, 5, 5}, {3, 2, 3, 3}, R"({"groups": 3, "stride": [2, 2], "padding": [1, 0]})"},
+      {{1, 3, 7, 6}, {3, 1, 3, 2}, R"({"groups": 3, "dilation": [2, 1], "padding": [2, 1]})"},
+  };
+  for (const std::string& dt : kFloats) {
+    for (const Case& c : cases) {
+      INFO(dt << " " << shapeJson(c.input) << " " << c.params);
+      checkKernel(oneOp("conv2d", {{"x", dt, c.input}, {"w", dt, c.weight}},
+                        R"({"input": "x", "weight": "w"})", c.params));
+    }
+  }
+}
+
+TEST_CASE("maxpool2d and avgpool2d: windows, padding, dilation, output shards", "[cpu][kernel]") {
+  const std::vector<std::pair<Shape, const char*>> maxCases = {
+      {{2, 3, 7, 7}, R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})"},
+      {{1, 2, 6, 5},
+       R"({"kernel": [2, 3], "stride": [1, 2], "padding": [1, 1], "dilation": [2, 1]})"},
+      {{1, 2, 4, 4}, R"({"kernel": [2, 2], "stride": [2, 2]})"},
+  };
+  const std::vector<std::pair<Shape, const char*>> avgCases = {
+      {{2, 3, 7, 7}, R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})"},
+      {{1, 2, 5, 6},
+       R"({"kernel": [3, 2], "stride": [1, 2], "padding": [2, 1], "count_include_pad": true})"},
+      {{1, 2, 4, 4}, R"({"kernel": [2, 2], "stride": [2, 2]})"},
+  };
+  for (const std::string& dt : kFloats) {
+    for (const auto& [shape, params] : maxCases) {
+      INFO("maxpool2d " << dt << " " << shapeJson(shape) << " " << params);
+      checkKernel(oneOp("maxpool2d", {{"x", dt, shape}}, R"({"input": "x"})", params));
+    }
+    for (const auto& [shape, params] : avgCases) {
+      INFO("avgpool2d " << dt << " " << shapeJson(shape) << " " << params);
+      checkKernel(oneOp("avgpool2d", {{"x", dt, shape}}, R"({"input": "x"})", params));
+    }
+  }
+}
+
+TEST_CASE("pool padding: -infinity for max, left out of (or counted in) the average",
+          "[cpu][kernel]") {
+  // All inputs negative: a max that read padding as 0 would return 0. A 3 x 3
+  // window at stride 1 and padding 1 over a 2 x 2 input covers all 4 elements
+  // and 5 padding positions.
+  const char* params = R"({"kernel": [3, 3], "padding": [1, 1]})";
+  Buffer x = Buffer::host(DType::Float32, {1, 1, 2, 2});
+  const float values2x2[4] = {-4, -3, -2, -1};
+  std::copy(values2x2, values2x2 + 4, x.elements<float>().begin());
+  auto run = [&](const char* kernel, const char* p) {
+    graph::ExpandedGraph g =
+        oneOp(kernel, {{"x", "float32", {1, 1, 2, 2}}}, R"({"input": "x"})", p);
+    std::vector<Buffer> out = runWhole(g, makeInputs(g, 1, {{"x", x}}));
+    const auto got = out[0].elements<float>();
+    return std::vector<float>(got.begin(), got.end());
+  };
+  CHECK(run("maxpool2d", params) == std::vector<float>{-1, -1, -1, -1});
+  // Every 3 x 3 window around a 2 x 2 input covers all 4 elements: mean -2.5,
+  // or -10 / 9 when the 5 padding positions count.
+  CHECK(run("avgpool2d", params) == std::vector<float>{-2.5f, -2.5f, -2.5f, -2.5f});
+  const std::vector<float> withPad =
+      run("avgpool2d", R"({"kernel": [3, 3], "padding": [1, 1], "count_include_pad": true})");
+  for (float v : withPad) {
+    CHECK(v == Approx(-10.0 / 9.0));
+  }
+  // A 2 x 2 window, stride 1, padding 1: the corner windows hold one element.
+  const std::vector<float> corner =
+      run("avgpool2d", R"({"kernel": [2, 2], "stride": [2, 2], "padding": [1, 1]})");
+  CHECK(corner == std::vector<float>{-4, -3, -2, -1});
+}
+
+TEST_CASE("global_avgpool: H and W split into partials of the full mean", "[cpu][kernel]") {
+  for (const std::string& dt : kFloats) {
+    for (const Shape& s : {Shape{2, 3, 5, 4}, Shape{1, 2, 1, 7}}) {
+      INFO(dt << " " << shapeJson(s));
+      checkKernel(oneOp("global_avgpool", {{"x", dt, s}}, R"({"input": "x"})"));
+    }
+  }
+}
+
+TEST_CASE("batchnorm: per-channel constants, every dim split", "[cpu][kernel]") {
+  for (const std::string& dt : kFloats) {
+    for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{5, 4}, Shape{1, 3, 2, 2, 3}}) {
+      INFO(dt << " " << shapeJson(s));
+      const Shape c = {s[1]};
+      graph::ExpandedGraph g =
+          oneOp("batchnorm", {{"x", dt, s}, {"g", dt, c}, {"b", dt, c}, {"m", dt, c}, {"v", dt, c}},
+                R"({"input": "x", "scale": "g", "bias": "b", "mean": "m", "var": "v"})",
+                R"({"epsilon": 0.001})");
+      // Variances must be positive.
+      checkKernel(g, 1, {{"v", randomBuffer(parseDType(dt), c, 5, 0.25, 2.0)}});
+    }
+  }
+}
+
+TEST_CASE("gather along any axis, negative indices wrap, bad ones are input errors",
+          "[cpu][kernel]") {
+  struct Case {
+    Shape data;
+    Shape indices;
+    std::int64_t axis;
+  };
+  const std::vector<Case> cases = {
+      {{10, 6}, {3, 4}, 0}, {{2, 7, 3}, {5}, 1}, {{4, 5}, {2, 2}, -1}, {{6}, {}, 0}};
+  for (const std::string& dt :
+       {std::string("float32"), std::string("bfloat16"), std::string("int64")}) {
+    for (const char* it : {"int32", "int64"}) {
+      for (const Case& c : cases) {
+        INFO(dt << " " << it << " " << shapeJson(c.data) << " " << shapeJson(c.indices) << " "
+                << c.axis);
+        checkKernel(oneOp("gather", {{"d", dt, c.data}, {"i", it, c.indices}},
+                          R"({"data": "d", "indices": "i"})",
+                          R"({"axis": )" + std::to_string(c.axis) + "}"));
+      }
+    }
+  }
+  // Negative indices count from the end of the axis, like ONNX.
+  graph::ExpandedGraph g = oneOp("gather", {{"d", "float32", {2, 5}}, {"i", "int64", {3}}},
+                                 R"({"data": "d", "indices": "i"})", R"({"axis": 1})");
+  Buffer idx = Buffer::host(DType::Int64, {3});
+  const std::int64_t picks[3] = {-1, 0, -5};
+  std::copy(picks, picks + 3, idx.elements<std::int64_t>().begin());
+  Inputs in = makeInputs(g, 1, {{"i", idx}});
+  checkNaive(g, in);
+  const std::vector<double> data = values(in.buffers[0]);
+  const std::vector<double> got = values(runWhole(g, in)[0]);
+  CHECK(got == std::vector<double>{data[4], data[0], data[0], data[9], data[5], data[5]});
+  for (std::int64_t bad : {5, -6}) {
+    idx.elements<std::int64_t>()[1] = bad;
+    try {
+      runWhole(g, makeInputs(g, 1, {{"i", idx}}));
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.exitCode() == ExitCode::InvalidInput);
+      CHECK(e.message() == "operation op (gather): indices[1] is " + std::to_string(bad) +
+                               ", outside [-5, 5) (data's axis 1 has 5 elements)");
     }
   }
 }

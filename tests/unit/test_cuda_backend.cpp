@@ -268,8 +268,9 @@ int main() {
   }
   stridedCopies();
   embeddingError();
-  for (const std::string name : {"tiny.json", "mlp.json", "convnet.json",
-                                 "concat_split_embedding.json", "transformer_block.json"}) {
+  for (const std::string name :
+       {"tiny.json", "mlp.json", "convnet.json", "concat_split_embedding.json",
+        "transformer_block.json", "mobilenet_block.json"}) {
     manyPlans(name,
               graph::loadAndExpand(std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name, lib()));
   }

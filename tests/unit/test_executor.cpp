@@ -501,8 +501,12 @@ TEST_CASE("a body staged through host memory (the CUDA backend's path) equals th
 
 TEST_CASE("every testdata graph runs under many plans and equals the unsharded graph",
           "[executor][testdata]") {
-  const std::vector<std::string> names{"tiny.json", "mlp.json", "convnet.json",
-                                       "concat_split_embedding.json", "transformer_block.json"};
+  const std::vector<std::string> names{"tiny.json",
+                                       "mlp.json",
+                                       "convnet.json",
+                                       "concat_split_embedding.json",
+                                       "transformer_block.json",
+                                       "mobilenet_block.json"};
   for (const std::string& name : names) {
     INFO("graph " << name);
     const graph::ExpandedGraph g = testGraph(name);

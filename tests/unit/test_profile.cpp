@@ -133,7 +133,8 @@ TEST_CASE("bad profiles: located errors, exit 1") {
       "activation, reduction, normalization, copy, transpose, linear, conv2d, add, sub, mul, div, "
       "relu, neg, cast, sqrt, reciprocal, abs, clip, add_scalar, mul_scalar, rsub_scalar, "
       "rdiv_scalar, where, gelu, tanh, exp, sigmoid, erf, log, pow, pow_scalar, sum, mean, max, "
-      "softmax, layernorm, concat, split, reshape, embedding, slice)");
+      "maxpool2d, avgpool2d, global_avgpool, softmax, layernorm, batchnorm, concat, split, "
+      "reshape, embedding, slice, gather)");
   CHECK(badProfile("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels:\n"
                    "    sigmoid: {size: flops, alone: [[1, 1]]}\n")
             .message ==

@@ -135,7 +135,8 @@ TEST_CASE("stdlib: every SPEC §4.3 kernel is in the embedded library", "[stdlib
 TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][body]") {
   // Which kernels have a body is part of the contract (docs/reference/kernels.md);
   // test_cpu_kernels runs each body against its native kernel.
-  const std::vector<std::string> without = {"conv2d", "embedding", "reshape", "split"};
+  const std::vector<std::string> without = {"conv2d",    "embedding", "reshape", "split",
+                                            "maxpool2d", "avgpool2d", "gather"};
   std::size_t bodies = 0;
   for (const Metakernel* k : lib().kernels()) {
     INFO(k->name);
@@ -147,7 +148,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 34);
+  CHECK(bodies == 36);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -217,11 +218,32 @@ TEST_CASE("stdlib: matmul", "[stdlib]") {
                                {0, 0, 0, 0}, {1, 1, 1, 1}));
     CHECK(a.reductionDims == dims({4}));
   }
+  SECTION("batch dims broadcast like NumPy") {
+    // x[B, S, D] @ W[D, F]: W's missing batch dims read element 0.
+    Application a = run("matmul", {{"X", {T({2, 3, 5})}}, {"W", {T({5, 4})}}});
+    CHECK(bindInts(a, "batch") == Ints{2});
+    CHECK(indexShape(a) == Ints{2, 3, 4, 5});
+    CHECK(outT(a) == T({2, 3, 4}));
+    CHECK(inIpf(a, "X") == ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}, {0, 0, 0}, {1, 1, 1}));
+    CHECK(inIpf(a, "W") == ipf({{0, 0, 0, 1}, {0, 0, 1, 0}}, {0, 0}, {1, 1}));
+    CHECK(a.reductionDims == dims({3}));
+    // [1, H, S, D] @ [B, H, D, S]: X's size-1 batch dim is a constant-0 row.
+    Application b = run("matmul", {{"X", {T({1, 2, 3, 4})}}, {"W", {T({5, 2, 4, 3})}}});
+    CHECK(indexShape(b) == Ints{5, 2, 3, 3, 4});
+    CHECK(outT(b) == T({5, 2, 3, 3}));
+    CHECK(inIpf(b, "X") == ipf({{0, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 0, 1}},
+                               {0, 0, 0, 0}, {1, 1, 1, 1}));
+    // [B, S, D] @ [B, 1, D, F] (X has fewer dims, W a size-1 one).
+    Application c = run("matmul", {{"X", {T({3, 2, 4})}}, {"W", {T({2, 1, 4, 5})}}});
+    CHECK(outT(c) == T({2, 3, 2, 5}));
+    CHECK(inIpf(c, "W") == ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}},
+                               {0, 0, 0, 0}, {1, 1, 1, 1}));
+  }
   SECTION("bad inputs") {
     CHECK_THAT(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({5, 6})}}}),
                Contains("$k is 4 from X but 5 from W"));
     CHECK_THAT(errorOf("matmul", {{"X", {T({2, 8, 4})}}, {"W", {T({3, 4, 6})}}}),
-               Contains("$batch is [2] from X but [3] from W"));
+               Contains("cannot broadcast [2] with [3]"));
     CHECK_THAT(errorOf("matmul", {{"X", {T({8})}}, {"W", {T({8, 6})}}}),
                Contains("expects rank at least 2"));
     CHECK_THAT(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({4, 6}, "float64")}}}),
@@ -785,9 +807,38 @@ TEST_CASE("stdlib: conv2d", "[stdlib]") {
     CHECK(read.start() == ZPoint{0, 0, -1, -2});
     CHECK(read.end() == ZPoint{1, 2, 18, 17});
   }
+  SECTION("groups == O: output channel o reads input channels gmul*o + cg") {
+    // MobileNet's depthwise conv (O == C == groups) and a grouped one with two
+    // input channels per output channel.
+    Application a = run("conv2d", {{"input", {T({2, 4, 6, 6})}}, {"weight", {T({4, 1, 3, 3})}}},
+                        {{"groups", 4}, {"padding", {1, 1}}});
+    CHECK(bindInt(a, "gmul") == 1);
+    CHECK(indexShape(a) == Ints{2, 4, 6, 6, 1, 3, 3});
+    CHECK(outT(a) == T({2, 4, 6, 6}));
+    CHECK(inIpf(a, "input") == ipf({{1, 0, 0, 0, 0, 0, 0},
+                                    {0, 1, 0, 0, 1, 0, 0},
+                                    {0, 0, 1, 0, 0, 1, 0},
+                                    {0, 0, 0, 1, 0, 0, 1}},
+                                   {0, 0, -1, -1}, {1, 1, 1, 1}));
+    CHECK(a.reductionDims == dims({4, 5, 6}));
+    Application b = run("conv2d", {{"input", {T({1, 6, 5, 5})}}, {"weight", {T({3, 2, 3, 3})}}},
+                        {{"groups", 3}});
+    CHECK(bindInt(b, "gmul") == 2);
+    CHECK(indexShape(b) == Ints{1, 3, 3, 3, 2, 3, 3});
+    // Output channels [1, 3) read input channels [2, 6).
+    ZRange part(ZPoint{0, 1, 0, 0, 0, 0, 0}, ZPoint{1, 3, 3, 3, 2, 3, 3});
+    CHECK(inIpf(b, "input").apply(part) == ZRange(ZPoint{0, 2, 0, 0}, ZPoint{1, 6, 5, 5}));
+  }
   SECTION("bad inputs") {
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 9})}}, {"weight", {T({4, 2, 3, 3})}}}),
-               Contains("$C is 3 from input but 2 from weight"));
+               Contains("the weight's input channels (dim 1) must be the input's channels C "
+                        "divided by groups"));
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({1, 8, 5, 5})}}, {"weight", {T({4, 2, 3, 3})}}},
+                       {{"groups", 2}}),
+               Contains("groups must be 1 or the number of output channels O"));
+    CHECK_THAT(errorOf("conv2d", {{"input", {T({1, 8, 5, 5})}}, {"weight", {T({4, 1, 3, 3})}}},
+                       {{"groups", 4}}),
+               Contains("must be the input's channels C divided by groups"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 2, 2})}}, {"weight", {T({4, 3, 3, 3})}}}),
                Contains("the dilated filter must fit in the padded input"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({2, 3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}},
@@ -798,6 +849,115 @@ TEST_CASE("stdlib: conv2d", "[stdlib]") {
                Contains("stride, padding and dilation must each have 2 entries"));
     CHECK_THAT(errorOf("conv2d", {{"input", {T({3, 8, 8})}}, {"weight", {T({4, 3, 3, 3})}}}),
                Contains("expects rank 4"));
+  }
+}
+
+// ---------------------------------------------------------------- pooling
+
+TEST_CASE("stdlib: maxpool2d and avgpool2d read a whole window per output point", "[stdlib]") {
+  SECTION("maxpool2d, stride, padding and dilation") {
+    Application a =
+        run("maxpool2d", {{"input", {T({2, 3, 9, 8})}}},
+            {{"kernel", {3, 2}}, {"stride", {2, 1}}, {"padding", {1, 1}}, {"dilation", {2, 1}}});
+    CHECK(bindInt(a, "OH") == (9 + 2 - 2 * 2 - 1) / 2 + 1);
+    CHECK(bindInt(a, "OW") == 8 + 2 - 1);
+    CHECK(indexShape(a) == Ints{2, 3, 4, 9});
+    CHECK(outT(a) == T({2, 3, 4, 9}));
+    CHECK(inIpf(a, "input") == ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 2, 0}, {0, 0, 0, 1}},
+                                   {0, 0, -1, -1}, {1, 1, 5, 2}));
+    CHECK(outIpf(a, "result") == IndexProjection::identity(4));
+    CHECK(a.reductionDims.empty());
+    CHECK(a.flops == 2 * 3 * 4 * 9 * 3 * 2);
+    // The padded read reaches outside the input on both sides.
+    ZRange read = inIpf(a, "input").apply(a.index);
+    CHECK(read.start() == ZPoint{0, 0, -1, -1});
+    CHECK(read.end() == ZPoint{2, 3, 10, 9});
+  }
+  SECTION("avgpool2d") {
+    Application a = run("avgpool2d", {{"input", {T({1, 2, 7, 7}, "float16")}}},
+                        {{"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}}});
+    CHECK(indexShape(a) == Ints{1, 2, 4, 4});
+    CHECK(outT(a) == T({1, 2, 4, 4}, "float16"));
+    CHECK(inIpf(a, "input") == ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 2, 0}, {0, 0, 0, 2}},
+                                   {0, 0, -1, -1}, {1, 1, 3, 3}));
+  }
+  SECTION("bad params") {
+    const Inputs in = {{"input", {T({1, 1, 4, 4})}}};
+    CHECK_THAT(errorOf("maxpool2d", in), Contains("kernel"));
+    CHECK_THAT(errorOf("maxpool2d", in, {{"kernel", {2, 2}}, {"padding", {2, 0}}}),
+               Contains("padding must be at least 0 and smaller than the kernel"));
+    CHECK_THAT(errorOf("maxpool2d", in, {{"kernel", {2, 0}}}),
+               Contains("kernel, stride and dilation must be at least 1"));
+    CHECK_THAT(errorOf("maxpool2d", in, {{"kernel", {5, 1}}}),
+               Contains("the dilated window must fit in the padded input"));
+    CHECK_THAT(errorOf("avgpool2d", in, {{"kernel", {2}}}),
+               Contains("kernel, stride and padding must each have 2 entries"));
+    CHECK_THAT(errorOf("avgpool2d", {{"input", {T({1, 1, 4, 4}, "int32")}}}, {{"kernel", {2, 2}}}),
+               Contains("$dtype is int32 from input, expected one of"));
+  }
+}
+
+TEST_CASE("stdlib: global_avgpool sums H and W as reduction dims", "[stdlib]") {
+  Application a = run("global_avgpool", {{"input", {T({2, 5, 7, 3})}}});
+  CHECK(bindInt(a, "HW") == 21);
+  CHECK(indexShape(a) == Ints{2, 5, 7, 3});
+  CHECK(outT(a) == T({2, 5, 1, 1}));
+  CHECK(outIpf(a, "result") ==
+        ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, {0, 0, 0, 0}, {1, 1, 1, 1}));
+  CHECK(a.reductionDims == dims({2, 3}));
+  CHECK(a.reductionSplittable);
+  CHECK(*a.output("result")->combine == Combine::Sum);
+  CHECK_THAT(errorOf("global_avgpool", {{"input", {T({2, 5, 7})}}}), Contains("expects rank 4"));
+}
+
+TEST_CASE("stdlib: batchnorm reads element c of each [C] vector", "[stdlib]") {
+  const Inputs vectors = {
+      {"scale", {T({3})}}, {"bias", {T({3})}}, {"mean", {T({3})}}, {"var", {T({3})}}};
+  Inputs in = vectors;
+  in.insert(in.begin(), {"input", {T({2, 3, 4, 5})}});
+  Application a = run("batchnorm", in);
+  CHECK(indexShape(a) == Ints{2, 3, 4, 5});
+  CHECK(outT(a) == T({2, 3, 4, 5}));
+  CHECK(bindInts(a, "cs") == Ints{-1, 1, 1});
+  CHECK(inIpf(a, "input") == IndexProjection::identity(4));
+  CHECK(inIpf(a, "var") == ipf({{0, 1, 0, 0}}, {0}, {1}));
+  CHECK(outIpf(a, "result") == IndexProjection::identity(4));
+  CHECK(a.reductionDims.empty());
+  in[0] = {"input", {T({6, 3})}};
+  CHECK(bindInts(run("batchnorm", in), "cs") == Ints{-1});
+  in[0] = {"input", {T({3})}};
+  CHECK_THAT(errorOf("batchnorm", in), Contains("expects rank at least 2"));
+}
+
+TEST_CASE("stdlib: gather along any axis", "[stdlib]") {
+  SECTION("axis 1 of [A, V, B] by [I, J] indices") {
+    Application a =
+        run("gather", {{"data", {T({2, 7, 3})}}, {"indices", {T({4, 5}, "int64")}}}, {{"axis", 1}});
+    CHECK(bindInt(a, "V") == 7);
+    CHECK(indexShape(a) == Ints{2, 4, 5, 3});
+    CHECK(outT(a) == T({2, 4, 5, 3}));
+    CHECK(inIpf(a, "data") ==
+          ipf({{1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 1}}, {0, 0, 0}, {1, 7, 1}));
+    CHECK(inIpf(a, "indices") == ipf({{0, 1, 0, 0}, {0, 0, 1, 0}}, {0, 0}, {1, 1}));
+    CHECK(outIpf(a, "result") == IndexProjection::identity(4));
+  }
+  SECTION("negative axis, scalar indices, rank-1 data") {
+    Application a = run("gather", {{"data", {T({5, 6}, "int32")}}, {"indices", {T({}, "int32")}}},
+                        {{"axis", -1}});
+    CHECK(indexShape(a) == Ints{5});
+    CHECK(outT(a) == T({5}, "int32"));
+    Application b = run("gather", {{"data", {T({9})}}, {"indices", {T({3}, "int64")}}});
+    CHECK(indexShape(b) == Ints{3});
+    CHECK(inIpf(b, "data") == ipf({{0}}, {0}, {9}));
+  }
+  SECTION("bad inputs") {
+    CHECK_THAT(
+        errorOf("gather", {{"data", {T({2, 5})}}, {"indices", {T({4}, "int32")}}}, {{"axis", -3}}),
+        Contains("axis must be a dim of data"));
+    CHECK_THAT(errorOf("gather", {{"data", {T({})}}, {"indices", {T({4}, "int32")}}}),
+               Contains("data must have at least one dim"));
+    CHECK_THAT(errorOf("gather", {{"data", {T({4})}}, {"indices", {T({4}, "float32")}}}),
+               Contains("$itype is float32 from indices, expected one of: int32, int64"));
   }
 }
 
@@ -891,7 +1051,14 @@ Case randomCase(const std::string& k, Rng& rng) {
   if (k == "matmul") {
     Ints b = randShape(rng, 0, 2, 3);
     std::int64_t m = uni(rng, 1, 4), kk = uni(rng, 1, 4), n = uni(rng, 1, 4);
-    Ints x = b, w = b;
+    auto operand = [&] { // broadcasting: drop leading dims, make some 1
+      Ints s(b.begin() + uni(rng, 0, static_cast<std::int64_t>(b.size())), b.end());
+      for (auto& d : s) {
+        d = uni(rng, 0, 2) == 0 ? 1 : d;
+      }
+      return uni(rng, 0, 1) == 0 ? b : s;
+    };
+    Ints x = operand(), w = operand();
     x.insert(x.end(), {m, kk});
     w.insert(w.end(), {kk, n});
     return {k, {{"X", {T(x)}}, {"W", {T(w)}}}};
@@ -1019,12 +1186,52 @@ Case randomCase(const std::string& k, Rng& rng) {
     std::int64_t h = dilation[0] * (kh - 1) + 1 + uni(rng, 0, 4);
     std::int64_t w = dilation[1] * (kw - 1) + 1 + uni(rng, 0, 4);
     std::int64_t c = uni(rng, 1, 2);
-    return {
-        k,
-        {{"input", {T({uni(rng, 1, 2), c, h, w})}}, {"weight", {T({uni(rng, 1, 2), c, kh, kw})}}},
-        {{"stride", jsonInts(stride)},
-         {"padding", jsonInts(padding)},
-         {"dilation", jsonInts(dilation)}}};
+    // groups == O (depthwise style) half of the time: weight [O, C/O, KH, KW].
+    const std::int64_t groups = uni(rng, 0, 1) == 0 ? 1 : uni(rng, 1, 3);
+    const std::int64_t o = groups == 1 ? uni(rng, 1, 2) : groups;
+    return {k,
+            {{"input", {T({uni(rng, 1, 2), c * groups, h, w})}}, {"weight", {T({o, c, kh, kw})}}},
+            {{"stride", jsonInts(stride)},
+             {"padding", jsonInts(padding)},
+             {"dilation", jsonInts(dilation)},
+             {"groups", groups}}};
+  }
+  if (k == "maxpool2d" || k == "avgpool2d") {
+    const bool dilated = k == "maxpool2d";
+    Ints kernel = {uni(rng, 1, 3), uni(rng, 1, 3)};
+    Ints stride = {uni(rng, 1, 2), uni(rng, 1, 2)};
+    Ints padding = {uni(rng, 0, kernel[0] - 1), uni(rng, 0, kernel[1] - 1)};
+    Ints dilation = {dilated ? uni(rng, 1, 2) : 1, dilated ? uni(rng, 1, 2) : 1};
+    std::int64_t h = dilation[0] * (kernel[0] - 1) + 1 + uni(rng, 0, 4);
+    std::int64_t w = dilation[1] * (kernel[1] - 1) + 1 + uni(rng, 0, 4);
+    Json params = {
+        {"kernel", jsonInts(kernel)}, {"stride", jsonInts(stride)}, {"padding", jsonInts(padding)}};
+    if (dilated) {
+      params["dilation"] = jsonInts(dilation);
+    } else {
+      params["count_include_pad"] = uni(rng, 0, 1) == 1;
+    }
+    return {k, {{"input", {T({uni(rng, 1, 2), uni(rng, 1, 3), h, w})}}}, params};
+  }
+  if (k == "batchnorm") {
+    Ints s = randShape(rng, 2, 4);
+    Ints c = {s[1]};
+    return {k,
+            {{"input", {T(s)}},
+             {"scale", {T(c)}},
+             {"bias", {T(c)}},
+             {"mean", {T(c)}},
+             {"var", {T(c)}}}};
+  }
+  if (k == "gather") {
+    Ints data = randShape(rng, 1, 3);
+    auto r = static_cast<std::int64_t>(data.size());
+    return {k,
+            {{"data", {T(data)}}, {"indices", {T(randShape(rng, 0, 2), pick({"int32", "int64"}))}}},
+            {{"axis", uni(rng, -r, r - 1)}}};
+  }
+  if (k == "global_avgpool") {
+    return {k, {{"input", {T({uni(rng, 1, 2), uni(rng, 1, 3), uni(rng, 1, 4), uni(rng, 1, 4)})}}}};
   }
   if (k == "embedding") {
     return {k,
@@ -1098,8 +1305,10 @@ void checkProperties(const Case& c) {
   INFO(describe(c));
   Application a = run(c.kernel, c.inputs, c.params);
   REQUIRE(a.index.size() <= 20000);
-  const bool paddedConv =
-      c.kernel == "conv2d" && (c.params["padding"][0] != 0 || c.params["padding"][1] != 0);
+  // Windowed kernels: padding reads outside the input, and a stride may skip
+  // the input's last rows.
+  const bool windowed = c.kernel == "conv2d" || c.kernel == "maxpool2d" || c.kernel == "avgpool2d";
+  const bool paddedConv = windowed && (c.params["padding"][0] != 0 || c.params["padding"][1] != 0);
   if (c.kernel == "concat") {
     checkConcatReads(a, bindInt(a, "ax"));
   }
@@ -1147,7 +1356,7 @@ void checkProperties(const Case& c) {
       if (c.kernel == "slice") {
         CHECK(read.start() == ZPoint(c.params["starts"].get<Ints>()));
         CHECK(read.end() == ZPoint(c.params["ends"].get<Ints>()));
-      } else if (c.kernel != "conv2d") {
+      } else if (!windowed) {
         CHECK(read == bounds);
       }
     }

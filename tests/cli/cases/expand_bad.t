@@ -241,8 +241,8 @@ $ cd $TESTDATA && tapestry expand bad/graphs/shape_mismatch.json -o $OLDPWD/out.
 bad/graphs/shape_mismatch.json:9:5: error: at /operations/0: fc (matmul): X is [4, 8] and W is [9, 2]: $k is 8 from X but 9 from W
     {"name": "fc", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}
     ^
-<stdlib>/matmul.yaml:LINE:COL: note: in kernel matmul, shape pattern "[$batch..., $k, $n]" (built in; 'tapestry kernels show matmul' prints it)
-    W: {shape: "[$batch..., $k, $n]", dtype: "$dtype", ipf: "[@[:-3]..., @[-1], @[-2]] :> [1...]"}
+<stdlib>/matmul.yaml:LINE:COL: note: in kernel matmul, shape pattern "[$bw..., $k, $n]" (built in; 'tapestry kernels show matmul' prints it)
+    W: {shape: "[$bw..., $k, $n]", dtype: "$dtype", ipf: "[broadcast_rows(@[:-3], $bw)..., @[-1], @[-2]] :> [1...]"}
                 ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/shape_not_array.json -o $OLDPWD/out.json

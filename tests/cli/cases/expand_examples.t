@@ -20,6 +20,10 @@ $ tapestry expand $TESTDATA/graphs/concat_split_embedding.json | diff - $TESTDAT
 same
 $ tapestry expand $TESTDATA/expanded/concat_split_embedding.expanded.json | diff - $TESTDATA/expanded/concat_split_embedding.expanded.json && echo same
 same
+$ tapestry expand $TESTDATA/graphs/mobilenet_block.json | diff - $TESTDATA/expanded/mobilenet_block.expanded.json && echo same
+same
+$ tapestry expand $TESTDATA/expanded/mobilenet_block.expanded.json | diff - $TESTDATA/expanded/mobilenet_block.expanded.json && echo same
+same
 $ tapestry expand - -o - < $TESTDATA/graphs/mlp.json | diff - $TESTDATA/expanded/mlp.expanded.json && echo same
 same
 $ tapestry expand $TESTDATA/graphs/convnet.json -o out.json

@@ -7,6 +7,7 @@ $ for p in $TESTDATA/plans/*.json; do n=$(basename $p .json); tapestry render $p
 convnet_2dev: same as the golden file
 mlp_2dev: same as the golden file
 mm_relu_2dev: same as the golden file
+mobilenet_block_2dev: same as the golden file
 $ tapestry optimize $TESTDATA/graphs/transformer_block.json --target 2x-h100x8 --seed 1 --iterations 30 -q -o tb.json && tapestry render tb.json --view timeline | diff - $TESTDATA/render/timeline/transformer_block_2x-h100x8.dot > /dev/null && echo "transformer_block on 2x-h100x8: same as the golden file" && rm tb.json
 transformer_block on 2x-h100x8: same as the golden file
 ## Every format draws: svg (valid XML), png, pdf.

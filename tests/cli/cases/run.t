@@ -11,6 +11,9 @@ check y (float32): max error E, unsharded E, bound B ok
 $ cd $TESTDATA && tapestry run plans/convnet_2dev.json --check 2>&1 | grep '^check' | sed -E 's/max error [^,]+, unsharded [^,]+, bound [^ ]+/max error E, unsharded E, bound B/'
 check logits (float32): max error E, unsharded E, bound B ok
 check probs (float32): max error E, unsharded E, bound B ok
+$ cd $TESTDATA && tapestry run plans/mobilenet_block_2dev.json --check 2>&1 | grep '^check' | sed -E 's/max error [^,]+, unsharded [^,]+, bound [^ ]+/max error E, unsharded E, bound B/'
+check logits (float32): max error E, unsharded E, bound B ok
+check picked (float32): max error E, unsharded E, bound B ok
 $ cd $TESTDATA && tapestry run plans/mlp_2dev.json --check 2>&1 | sed -E 's/[0-9.]+(us|ms|s)\b/T/g; s/ [0-9.]+(B|KiB|MiB|GiB)/ M/g; s/max error [^,]+, unsharded [^,]+, bound [^ ]+/max error E, unsharded E, bound B/; s/[0-9]+ worker threads?/W workers/'
 ran plans/mlp_2dev.json (graph mlp): 12 shards, 24 transfers, 0 reduction steps on 2 devices (W workers, cpu): T (predicted T)
 memory: peak per device M (predicted M), inputs M, outputs M

@@ -1,0 +1,119 @@
+// The CUDA backend's kernels for the pooling and normalization kernels of
+// metakernels/pool.yaml and batchnorm (see kernels.hpp); each mirrors its CPU
+// counterpart (backends/cpu/pool.cpp, normalization.cpp).
+#include "backends/cuda/kernels.hpp"
+
+#include "backends/cuda/device_util.cuh"
+
+namespace tapestry::cuda {
+
+namespace {
+
+template <class T> __global__ void pool2dKernel(ConvView input, ConvView output, PoolParams p) {
+  using C = typename Num<T>::C;
+  const T* in = static_cast<const T*>(input.data);
+  T* out = static_cast<T*>(const_cast<void*>(output.data));
+  const i64 Cs = p.end[1] - p.begin[1], OHs = p.end[2] - p.begin[2], OWs = p.end[3] - p.begin[3];
+  TAPESTRY_GRID_LOOP(e, (p.end[0] - p.begin[0]) * Cs * OHs * OWs) {
+    i64 rest = e;
+    const i64 ow = p.begin[3] + rest % OWs;
+    rest /= OWs;
+    const i64 oh = p.begin[2] + rest % OHs;
+    rest /= OHs;
+    const i64 c = p.begin[1] + rest % Cs;
+    const i64 n = p.begin[0] + rest / Cs;
+    C acc = p.max ? -C(INFINITY) : C(0);
+    i64 count = 0;
+    for (i64 kh = 0; kh < p.KH; ++kh) {
+      const i64 ih = p.sh * oh + p.dh * kh - p.ph;
+      if (ih < 0 || ih >= p.H) {
+        continue;
+      }
+      for (i64 kw = 0; kw < p.KW; ++kw) {
+        const i64 iw = p.sw * ow + p.dw * kw - p.pw;
+        if (iw < 0 || iw >= p.W) {
+          continue;
+        }
+        const C v = Num<T>::load(in[convOffset(input, n, c, ih, iw)]);
+        if (p.max) {
+          acc = (v > acc || isnan(v)) ? v : acc; // NaN propagates
+        } else {
+          acc += v;
+        }
+        ++count;
+      }
+    }
+    if (!p.max) {
+      acc /= C(p.divisor > 0 ? p.divisor : count);
+    }
+    out[convOffset(output, n, c, oh, ow)] = Num<T>::store(acc);
+  }
+}
+
+template <class T> struct BatchnormVectors {
+  const T* at[4];
+  i64 stride[4];
+};
+
+template <class T>
+__global__ void batchnormKernel(const T* x, T* y, DeviceWalk w, BatchnormVectors<T> v, double eps) {
+  using C = typename Num<T>::C;
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[3];
+    walkOffsets<3>(w, i, off);
+    const i64 c = off[2];
+    const double var = static_cast<double>(Num<T>::load(v.at[3][c * v.stride[3]]));
+    const C mul = static_cast<C>(static_cast<double>(Num<T>::load(v.at[0][c * v.stride[0]])) /
+                                 sqrt(var + eps));
+    const C bias = Num<T>::load(v.at[1][c * v.stride[1]]);
+    const C mean = Num<T>::load(v.at[2][c * v.stride[2]]);
+    y[off[1]] = Num<T>::store((Num<T>::load(x[off[0]]) - mean) * mul + bias);
+  }
+}
+
+} // namespace
+
+cudaError_t launchPool2d(ElementType type, const ConvView& input, const ConvView& output,
+                         const PoolParams& params, cudaStream_t stream) {
+  i64 count = 1;
+  for (int d = 0; d < 4; ++d) {
+    count *= params.end[d] - params.begin[d];
+  }
+  if (count <= 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      return cudaErrorInvalidValue;
+    } else {
+      pool2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, output, params);
+      return cudaGetLastError();
+    }
+  });
+}
+
+cudaError_t launchBatchnorm(ElementType type, const void* x, void* y, const DeviceWalk& w,
+                            const void* const (&vectors)[4], const std::int64_t (&strides)[4],
+                            double eps, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatch(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      return cudaErrorInvalidValue;
+    } else {
+      BatchnormVectors<T> v{};
+      for (int k = 0; k < 4; ++k) {
+        v.at[k] = static_cast<const T*>(vectors[k]);
+        v.stride[k] = strides[k];
+      }
+      batchnormKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), w, v, eps);
+      return cudaGetLastError();
+    }
+  });
+}
+
+} // namespace tapestry::cuda
