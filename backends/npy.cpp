@@ -174,6 +174,25 @@ std::optional<DType> dtypeOfDescr(std::string_view descr) {
 
 } // namespace
 
+std::string npyFileName(std::string_view name) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string file;
+  file.reserve(name.size() + 4);
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    if (plain) {
+      file += c;
+    } else {
+      file += '%';
+      file += kHex[u >> 4];
+      file += kHex[u & 0xF];
+    }
+  }
+  return file + ".npy";
+}
+
 std::string pythonShape(const std::vector<std::int64_t>& shape) {
   std::string out = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {

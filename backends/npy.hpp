@@ -38,6 +38,13 @@ std::string encodeNpy(const TensorView& view);
 // Writes encodeNpy(view) to `path` atomically (temporary file, then rename).
 void writeNpy(const std::string& path, const TensorView& view);
 
+// The file name of tensor `name` in an --inputs, --outputs or --weights
+// directory (SPEC §5.1): NAME percent-encoded, every byte outside
+// `A-Z a-z 0-9 . _ -` as `%XX` (upper-case hex), then ".npy". Names of the
+// old rule ([A-Za-z_][A-Za-z0-9_.]*) are unchanged: "x" -> "x.npy",
+// "onnx::Conv_1" -> "onnx%3A%3AConv_1.npy".
+std::string npyFileName(std::string_view name);
+
 // "(4, 8)", "(5,)", "()": a shape as NumPy prints it.
 std::string pythonShape(const std::vector<std::int64_t>& shape);
 
