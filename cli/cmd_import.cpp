@@ -17,7 +17,8 @@ void registerImport(CLI::App& app, Action& action) {
   sub->add_option("MODEL", config->modelPath, "ONNX model file (.onnx)")->required();
   sub->add_option("-o,--output", config->outputPath, "Output file (graph/v1 JSON), - for stdout");
   sub->add_option("--weights", config->weightsDir,
-                  "Write the initializers' data as DIR/NAME.npy (what run --inputs reads)");
+                  "Write the data of the constant inputs as DIR/NAME.npy (what run --inputs reads)")
+      ->option_text("DIR");
   sub->add_option("--dim", config->dims, "Bind a symbolic dim: NAME=N (repeatable)")
       ->option_text("NAME=N");
   sub->callback([&action, config] {
