@@ -165,6 +165,32 @@ def bad_models(out):
               [img, w], [res], name="asym"), f"{out}/asymmetric_pads.onnx")
 
 
+def fuzz_findings(out):
+    """Small reproductions of what mutated models found (docs/reliability.md)."""
+    f32 = TensorProto.FLOAT
+    img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 5])
+    w = helper.make_tensor_value_info("w", f32, [2, 1, 3, 3])
+    res = helper.make_tensor_value_info("res", f32, None)
+    # libonnx 1.12's shape inference divides by the stride: SIGFPE.
+    save(tiny([helper.make_node("Conv", ["img", "w"], ["res"], name="conv", strides=[1, 0],
+                                group=2)], [img, w], [res], name="stride0"),
+         f"{out}/fuzz_conv_stride0.onnx")
+    # A Relu without inputs: mapping read input 0 (protobuf CHECK failure, abort).
+    x = helper.make_tensor_value_info("x", f32, [2, 4])
+    y = helper.make_tensor_value_info("y", f32, [2, 4])
+    save(tiny([helper.make_node("Relu", [], ["y"], name="act")], [x], [y], name="noinputs"),
+         f"{out}/fuzz_no_inputs.onnx")
+    # A tensor name with a byte that is not printable ASCII (not UTF-8 either).
+    # (a placeholder of the same length is replaced in the bytes: python's
+    # protobuf takes only UTF-8 strings)
+    y2 = helper.make_tensor_value_info("y~", f32, [2, 4])
+    model = tiny([helper.make_node("Relu", ["x"], ["y~"], name="act")], [x], [y2], name="badname")
+    data = model.SerializeToString().replace(b"y~", b"y\xff")
+    with open(f"{out}/fuzz_name_byte.onnx", "wb") as f:
+        f.write(data)
+    print(f"wrote {out}/fuzz_name_byte.onnx")
+
+
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -172,6 +198,7 @@ def main():
     args = ap.parse_args()
     good_models(os.path.join(args.out, "onnx"))
     bad_models(os.path.join(args.out, "bad", "onnx"))
+    fuzz_findings(os.path.join(args.out, "bad", "onnx"))
 
 
 if __name__ == "__main__":

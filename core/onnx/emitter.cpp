@@ -1,9 +1,47 @@
 // The emission state of an import: names, aliases, constants read, operations.
+#include <cmath>
+
 #include "core/diag/error.hpp"
 #include "core/graph/graph.hpp"
 #include "core/onnx/internal.hpp"
 
 namespace tapestry::onnx_import::detail {
+
+std::string printable(const std::string& text) {
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7F) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xF];
+    }
+  }
+  return out;
+}
+
+std::string quoted(const std::string& name) {
+  std::string out = "\"";
+  for (char c : printable(name)) {
+    if (c == '"') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+void checkName(const std::string& file, const std::string& what, const std::string& name) {
+  if (!graph::isValidName(name)) {
+    throw Error(SourceLocation{file, 0, 0, {}},
+                what + " name " + quoted(name) +
+                    " is not a valid tapestry name (names are 1 to 256 printable ASCII "
+                    "characters other than space, '\"' and '\\')");
+  }
+}
 
 Emitter::Emitter(std::string file, const std::map<std::string, TensorType>& types,
                  const std::map<std::string, Constant>& constants)
@@ -24,10 +62,7 @@ std::string Emitter::resolve(const std::string& name) const {
 std::string Emitter::use(const std::string& name) {
   const std::string n = resolve(name);
   if (constants_.count(n) != 0 && usedSet_.insert(n).second) {
-    if (!graph::isValidName(n)) {
-      throw Error(SourceLocation{file_, 0, 0, {}},
-                  "constant name \"" + n + "\" is not a valid tapestry name");
-    }
+    checkName(file_, "constant", n);
     used_.push_back(n);
   }
   return n;
@@ -104,9 +139,19 @@ std::string Emitter::addConstant(const std::string& name, Constant c) {
 
 void Emitter::emit(const std::string& name, const std::string& kernel, Json params, Json inputs,
                    Json outputs) {
-  if (!graph::isValidName(name)) {
-    throw Error(SourceLocation{file_, 0, 0, {}},
-                "operation name \"" + name + "\" is not a valid tapestry name");
+  checkName(file_, "operation", name);
+  for (const Json* ports : {&inputs, &outputs}) {
+    for (const auto& [port, tensors] : ports->items()) {
+      for (const Json& t : tensors.is_array() ? tensors : Json::array({tensors})) {
+        checkName(file_, "tensor", t.get<std::string>());
+      }
+    }
+  }
+  for (const auto& [param, value] : params.items()) {
+    if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+      throw Error(SourceLocation{file_, 0, 0, {}},
+                  "operation " + name + ": param " + param + " is not a finite number");
+    }
   }
   Json op = Json::object();
   op["name"] = name;

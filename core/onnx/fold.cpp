@@ -36,6 +36,22 @@ std::string where(const NodeProto& node) {
   return "node " + node.name() + " (" + node.op_type() + ")";
 }
 
+// Whether a shape read from a constant is one to fold to: dims >= 0, at most
+// kFoldLimit elements (and no overflow on the way).
+bool foldableShape(const Shape& s) {
+  std::int64_t n = 1;
+  for (std::int64_t d : s) {
+    if (d < 0 || d > kFoldLimit) {
+      return false;
+    }
+    n *= d;
+    if (n > kFoldLimit) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Shape broadcastShapes(const NodeProto& node, const Shape& a, const Shape& b) {
   Shape out(std::max(a.size(), b.size()), 1);
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -349,6 +365,9 @@ std::optional<Constant> foldValueOp(const NodeProto& node, const std::vector<con
   }
   if (op == "Expand") {
     const Shape target = in[1]->ints();
+    if (!foldableShape(target)) {
+      return std::nullopt;
+    }
     const Constant ones = makeConstant(
         in[0]->type, target, std::vector<double>(static_cast<std::size_t>(product(target)), 0.0));
     return elementwise(node, {in[0], &ones}, in[0]->type,
@@ -387,9 +406,13 @@ std::optional<std::vector<Constant>> fold(const NodeProto& node,
   }
   const std::string& op = node.op_type();
   if (op == "ConstantOfShape") {
-    const Shape shape = inputs.at(0)->ints();
-    if (product(shape) > kFoldLimit)
+    if (inputs.empty() || inputs[0] == nullptr) {
       return std::nullopt;
+    }
+    const Shape shape = inputs[0]->ints();
+    if (!foldableShape(shape)) {
+      return std::nullopt;
+    }
     Constant value = makeConstant(TensorProto::FLOAT, {1}, {0.0});
     if (const ::onnx::AttributeProto* a = findAttribute(node, "value")) {
       value = decodeTensor(a->t(), where(node));

@@ -42,6 +42,62 @@ int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
   fail(file, "the model imports no opset of the default ONNX domain");
 }
 
+// Checks each node's input and output counts against its ONNX schema (when
+// ONNX knows the operator), so that mapping and folding may read the inputs
+// the operator requires.
+void checkArity(const ::onnx::GraphProto& g, int opset, const std::string& file) {
+  for (const ::onnx::NodeProto& node : g.node()) {
+    const ::onnx::OpSchema* schema =
+        ::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain());
+    if (schema == nullptr) {
+      continue;
+    }
+    const int in = node.input_size();
+    const int out = node.output_size();
+    bool ok = in >= schema->min_input() && in <= schema->max_input() &&
+              out >= schema->min_output() && out <= schema->max_output() && out >= 1 &&
+              !node.output(0).empty();
+    for (int i = 0; ok && i < std::min(in, schema->min_input()); ++i) {
+      ok = !node.input(i).empty();
+    }
+    if (!ok) {
+      fail(file, "node " + node.name() + " (" + node.op_type() + ") has " + std::to_string(in) +
+                     " inputs and " + std::to_string(out) + " outputs, which opset " +
+                     std::to_string(opset) + " of " + node.op_type() + " does not allow");
+    }
+  }
+}
+
+// ONNX's shape inference divides by strides and group and indexes by
+// kernel_shape unchecked (a stride of 0 is a SIGFPE in libonnx 1.12): window
+// attributes are checked before it runs.
+void checkWindows(const ::onnx::GraphProto& g, const std::string& file) {
+  static const std::set<std::string> windowed = {"Conv",        "ConvTranspose",  "MaxPool",
+                                                 "AveragePool", "LpPool",         "ConvInteger",
+                                                 "QLinearConv", "MaxRoundingPool"};
+  for (const ::onnx::NodeProto& node : g.node()) {
+    if (windowed.count(node.op_type()) == 0) {
+      continue;
+    }
+    for (const ::onnx::AttributeProto& a : node.attribute()) {
+      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                            a.name() == "kernel_shape" || a.name() == "group";
+      const bool nonNegative = a.name() == "pads" || a.name() == "output_padding";
+      bool ok = true;
+      for (std::int64_t v : a.ints()) {
+        ok = ok && (positive ? v >= 1 : !nonNegative || v >= 0);
+      }
+      if (a.name() == "group") {
+        ok = a.i() >= 1;
+      }
+      if (!ok) {
+        fail(file, "node " + node.name() + " (" + node.op_type() + "): attribute " + a.name() +
+                       " must be " + (positive ? "positive" : "non-negative"));
+      }
+    }
+  }
+}
+
 // Sets every symbolic dim of the graph inputs that --dim names to its value.
 void bindDims(::onnx::GraphProto& g, const ImportOptions& options) {
   std::set<std::string> seen;
@@ -98,7 +154,7 @@ void inferShapes(::onnx::ModelProto& model, const std::string& file) {
   model.mutable_graph()->clear_value_info();
   try {
     ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(),
-                                         ::onnx::ShapeInferenceOptions(false, 0, true));
+                                         ::onnx::ShapeInferenceOptions(false, 0, false));
   } catch (const std::exception& e) {
     fail(file, std::string("ONNX shape inference failed: ") + e.what());
   }
@@ -237,9 +293,7 @@ Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Cons
       fail(file, "graph input " + v.name() + " has element type " + std::to_string(t.elem_type()) +
                      ", which tapestry has no dtype for");
     }
-    if (!graph::isValidName(v.name())) {
-      fail(file, "graph input name \"" + v.name() + "\" is not a valid tapestry name");
-    }
+    checkName(file, "graph input", v.name());
     tensors[v.name()] = Json{{"dtype", dtype}, {"shape", shape}};
   }
   return tensors;
@@ -262,8 +316,10 @@ std::vector<std::string> supportedOperators() {
   return mappedOperators();
 }
 
-ImportResult importModel(const std::string& bytes, const std::string& file,
-                         const ImportOptions& options) {
+namespace {
+
+ImportResult importChecked(const std::string& bytes, const std::string& file,
+                           const ImportOptions& options) {
   ::onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) {
     fail(file, "not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or "
@@ -280,14 +336,18 @@ ImportResult importModel(const std::string& bytes, const std::string& file,
   bindDims(g, options);
 
   Folding f;
-  for (const ::onnx::TensorProto& t : g.initializer()) {
-    f.constants[t.name()] = decodeTensor(t, file + ": initializer " + t.name());
-  }
   for (int i = 0; i < g.node_size(); ++i) {
     ::onnx::NodeProto& node = *g.mutable_node(i);
     if (node.name().empty()) {
       node.set_name(node.op_type() + "_" + std::to_string(i));
     }
+  }
+  checkArity(g, opset, file);
+  checkWindows(g, file);
+  for (const ::onnx::TensorProto& t : g.initializer()) {
+    f.constants[t.name()] = decodeTensor(t, file + ": initializer " + t.name());
+  }
+  for (const ::onnx::NodeProto& node : g.node()) {
     f.live.push_back(node);
   }
   std::map<std::string, TensorType> types;
@@ -338,16 +398,31 @@ ImportResult importModel(const std::string& bytes, const std::string& file,
   doc["tapestry"] = "graph/v1";
   doc["name"] = name;
   const std::size_t slash = file.find_last_of('/');
-  doc["doc"] = "imported from " + (slash == std::string::npos ? file : file.substr(slash + 1)) +
-               " (producer " +
-               (model.producer_name().empty() ? std::string("unknown") : model.producer_name()) +
-               (model.producer_version().empty() ? "" : " " + model.producer_version()) +
-               ", opset " + std::to_string(opset) + ")";
+  doc["doc"] =
+      "imported from " + printable(slash == std::string::npos ? file : file.substr(slash + 1)) +
+      " (producer " +
+      (model.producer_name().empty() ? std::string("unknown") : printable(model.producer_name())) +
+      (model.producer_version().empty() ? "" : " " + printable(model.producer_version())) +
+      ", opset " + std::to_string(opset) + ")";
   doc["tensors"] = tensors;
   doc["operations"] = std::move(e.operations());
   doc["outputs"] = outputs;
   result.graph = std::move(doc);
   return result;
+}
+
+} // namespace
+
+ImportResult importModel(const std::string& bytes, const std::string& file,
+                         const ImportOptions& options) {
+  try {
+    return importChecked(bytes, file, options);
+  } catch (Error& e) {
+    // Names in messages come from the model and may be any bytes; diagnostics
+    // (and --format json errors) stay printable ASCII.
+    e.diagnostic().message = printable(e.diagnostic().message);
+    throw;
+  }
 }
 
 } // namespace tapestry::onnx_import

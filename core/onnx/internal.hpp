@@ -70,6 +70,14 @@ std::string stringAttribute(const ::onnx::NodeProto& node, const std::string& na
 // Normalizes axis `a` (negative counts from the end) for `rank`; Error when out of range.
 std::int64_t normalizeAxis(std::int64_t a, std::int64_t rank, const std::string& what);
 
+// `name` in double quotes, printable ASCII as is and any other byte as \xNN
+// (names from a model may be any bytes; diagnostics and JSON must stay valid).
+std::string quoted(const std::string& name);
+// `text` with every byte outside printable ASCII as \xNN.
+std::string printable(const std::string& text);
+// Throws Error at `file` unless `name` is a valid graph/v1 name.
+void checkName(const std::string& file, const std::string& what, const std::string& name);
+
 // ---------------------------------------------------------------- mapping
 
 // What a mapping sees of one tensor: its dtype and concrete shape when known.

@@ -34,7 +34,8 @@ std::optional<double> scalarOf(const Emitter& e, const std::string& name) {
   if (c == nullptr || c->count() != 1 || !c->present || !isFoldable(c->type)) {
     return std::nullopt;
   }
-  return c->values()[0];
+  const double v = c->values()[0];
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; // JSON holds no inf
 }
 
 std::vector<std::int64_t> constantInts(Emitter& e, const NodeProto& node, int i, const char* what) {
@@ -216,6 +217,11 @@ Window window(Emitter& e, const NodeProto& node, const Shape& in, Shape kernel) 
     w.stride = {1, 1};
   if (w.dilation.empty())
     w.dilation = {1, 1};
+  for (const Shape* v : {&w.kernel, &w.stride, &w.dilation}) {
+    if (v->size() != 2 || (*v)[0] < 1 || (*v)[1] < 1) {
+      e.fail(node, "kernel_shape, strides and dilations must be 2 positive numbers each");
+    }
+  }
   w.padding = symmetricPads(e, node, in, w.kernel, w.stride, w.dilation);
   return w;
 }

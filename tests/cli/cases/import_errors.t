@@ -26,6 +26,15 @@ $ cd $TESTDATA && tapestry import bad/onnx/future_opset.onnx -o $OLDPWD/out.json
 $ cd $TESTDATA && tapestry import bad/onnx/asymmetric_pads.onnx -o $OLDPWD/out.json
 ! bad/onnx/asymmetric_pads.onnx: error: node conv (Conv): padding [1, 1, 0, 0] is not symmetric ([top, left, bottom, right] with top == bottom and left == right); tapestry's kernels pad both sides alike
 [exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_conv_stride0.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_conv_stride0.onnx: error: node conv (Conv): attribute strides must be positive
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_no_inputs.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_no_inputs.onnx: error: node act (Relu) has 0 inputs and 1 outputs, which opset 17 of Relu does not allow
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_name_byte.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_name_byte.onnx: error: tensor name "y\xff" is not a valid tapestry name (names are 1 to 256 printable ASCII characters other than space, '"' and '\')
+[exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx -o $OLDPWD/out.json
 ! bad/onnx: error: is a directory, expected an ONNX model file
 [exit 1]
