@@ -322,6 +322,8 @@ void layernorm(Emitter& e, const NodeProto& node) {
   if (outputUsed(node, 1) || outputUsed(node, 2)) {
     e.fail(node, "its Mean or InvStdDev output is used");
   }
+  const std::string input = e.use(node.input(0));
+  const std::string gamma = e.use(node.input(1));
   std::string beta;
   if (hasInput(node, 2)) {
     beta = e.use(node.input(2));
@@ -333,8 +335,7 @@ void layernorm(Emitter& e, const NodeProto& node) {
                      std::vector<double>(static_cast<std::size_t>(in.back()), 0.0)));
   }
   e.emit(e.opName(node, ""), "layernorm", Json{{"eps", floatAttribute(node, "epsilon", 1e-5f)}},
-         Json{{"input", e.use(node.input(0))}, {"gamma", e.use(node.input(1))}, {"beta", beta}},
-         result(node));
+         Json{{"input", input}, {"gamma", gamma}, {"beta", beta}}, result(node));
 }
 
 // ReduceMean/Sum/Max over several axes: a chain of single-axis reductions,

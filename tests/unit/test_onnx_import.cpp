@@ -289,6 +289,116 @@ TEST_CASE("bad models are errors that say what is wrong", "[onnx]") {
   CHECK(failureOf([&] { empty.import(); }).message == "the model's graph has no nodes");
 }
 
+void setFloat(::onnx::NodeProto& n, const std::string& name, float v) {
+  ::onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+TEST_CASE("Gemm with alpha, beta and a 2-D C is matmul, scalings and an add", "[onnx]") {
+  Model m;
+  m.input("a", {3, 4}).input("b", {5, 3}).input("c", {4, 5});
+  ::onnx::NodeProto& n = m.node("Gemm", {"a", "b", "c"}, {"y"}, "g");
+  setInt(n, "transA", 1);
+  setInt(n, "transB", 1);
+  setFloat(n, "alpha", 2.0f);
+  setFloat(n, "beta", 0.5f);
+  m.output("y");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"g/transpose_A:transpose", "g/transpose_B:transpose",
+                                            "g:matmul", "g/alpha:mul_scalar", "g/beta:mul_scalar",
+                                            "g/add_C:add"});
+  CHECK(op(r, 3).at("params").at("value") == 2.0);
+  CHECK(op(r, 4).at("params").at("value") == 0.5);
+  CHECK(op(r, 5).at("outputs").at("result") == "y");
+}
+
+TEST_CASE("pools, global pooling, batchnorm and depthwise convolution", "[onnx]") {
+  Model m;
+  m.input("x", {1, 4, 8, 8}).input("dw", {4, 1, 3, 3});
+  m.input("s", {4}).input("b", {4}).input("mu", {4}).input("var", {4});
+  ::onnx::NodeProto& conv = m.node("Conv", {"x", "dw"}, {"c"}, "depthwise");
+  setInt(conv, "group", 4);
+  ::onnx::AttributeProto* pad = conv.add_attribute();
+  pad->set_name("auto_pad");
+  pad->set_type(::onnx::AttributeProto::STRING);
+  pad->set_s("SAME_UPPER");
+  setFloat(m.node("BatchNormalization", {"c", "s", "b", "mu", "var"}, {"n"}, "bn"), "epsilon",
+           1e-3f);
+  ::onnx::NodeProto& mp = m.node("MaxPool", {"n"}, {"p"}, "pool");
+  setInts(mp, "kernel_shape", {2, 2});
+  setInts(mp, "strides", {2, 2});
+  ::onnx::NodeProto& ap = m.node("AveragePool", {"p"}, {"q"}, "avg");
+  setInts(ap, "kernel_shape", {3, 3});
+  setInts(ap, "pads", {1, 1, 1, 1});
+  setInt(ap, "count_include_pad", 1);
+  m.node("GlobalAveragePool", {"q"}, {"y"}, "gap");
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 5);
+  CHECK(op(r, 0).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [1, 1],
+                                                 "dilation": [1, 1], "groups": 4})"));
+  CHECK(op(r, 1).at("kernel") == "batchnorm");
+  CHECK(op(r, 1).at("inputs").at("var") == "var");
+  CHECK(op(r, 2).at("kernel") == "maxpool2d");
+  CHECK(op(r, 2).at("params") == Json::parse(R"({"kernel": [2, 2], "stride": [2, 2],
+                                                 "padding": [0, 0], "dilation": [1, 1]})"));
+  CHECK(op(r, 3).at("kernel") == "avgpool2d");
+  CHECK(op(r, 3).at("params").at("count_include_pad") == true);
+  CHECK(op(r, 4).at("kernel") == "global_avgpool");
+
+  Model ceil;
+  ceil.input("x", {1, 1, 5, 5});
+  ::onnx::NodeProto& c = ceil.node("MaxPool", {"x"}, {"y"}, "pool");
+  setInts(c, "kernel_shape", {2, 2});
+  setInts(c, "strides", {2, 2});
+  setInt(c, "ceil_mode", 1);
+  ceil.output("y");
+  CHECK_THAT(failureOf([&] { ceil.import(); }).message,
+             Contains("node pool (MaxPool): ceil_mode 1 changes the output shape here"));
+}
+
+TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx]") {
+  Model m;
+  m.input("x", {2, 6}).input("ids", {3}, ::onnx::TensorProto::INT64);
+  m.input("cond", {2, 6}, ::onnx::TensorProto::BOOL);
+  m.floats("gamma", {6}, {1, 1, 1, 1, 1, 1}).floats("table", {10, 6}, std::vector<float>(60, 0.5f));
+  m.floats("lo", {}, {0}).floats("hi", {}, {6}).ints("parts", {2}, {2, 4});
+  m.node("LayerNormalization", {"x", "gamma"}, {"ln"}, "norm");
+  setInt(m.node("Split", {"ln", "parts"}, {"s0", "s1"}, "split"), "axis", 1);
+  m.node("Gather", {"table", "ids"}, {"emb"}, "lookup");
+  m.node("Where", {"cond", "x", "ln"}, {"w"}, "mask");
+  m.node("Clip", {"w", "lo", "hi"}, {"c"}, "relu6");
+  setInt(m.node("Cast", {"ids"}, {"ids32"}, "cast"), "to", ::onnx::TensorProto::INT32);
+  setInt(m.node("Concat", {"s1", "s0"}, {"cat"}, "cat"), "axis", 1);
+  m.node("Flatten", {"emb"}, {"flat"}, "flatten");
+  for (const char* o : {"c", "ids32", "cat", "flat"}) {
+    m.output(o);
+  }
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 8);
+  CHECK(op(r, 0).at("kernel") == "layernorm");
+  CHECK(op(r, 0).at("inputs").at("beta") == "norm/beta"); // a zero constant
+  CHECK(op(r, 1).at("params") == Json::parse(R"({"axis": 1, "sections": [2, 4]})"));
+  CHECK(op(r, 1).at("outputs").at("results") == Json::array({"s0", "s1"}));
+  CHECK(op(r, 2).at("kernel") == "embedding");
+  CHECK(op(r, 3).at("inputs") == Json::parse(R"({"condition": "cond", "X": "x", "Y": "ln"})"));
+  CHECK(op(r, 4).at("params") == Json::parse(R"({"min": 0.0, "max": 6.0})"));
+  CHECK(op(r, 5).at("params").at("dtype") == "int32");
+  CHECK(op(r, 6).at("inputs").at("tensors") == Json::array({"s1", "s0"}));
+  CHECK(op(r, 7).at("params").at("shape") == Json::array({3, 6}));
+  std::vector<std::string> names;
+  for (const TensorData& t : r.constants) {
+    names.push_back(t.name);
+  }
+  CHECK(names == std::vector<std::string>{"gamma", "norm/beta", "table"});
+}
+
 TEST_CASE("the supported operator list is sorted and names the mapped operators", "[onnx]") {
   const std::vector<std::string> ops = supportedOperators();
   CHECK(std::is_sorted(ops.begin(), ops.end()));
