@@ -5,7 +5,8 @@ the PyTorch module the model was exported from.
 
     /usr/bin/python3 scripts/check_onnx_import.py --bin build/release/bin/tapestry [MODEL...]
 
-MODEL is one of mlp3, bert_layer (the models of scripts/make_onnx_models.py
+MODEL is one of mlp3, bert_layer, bert_layer_dynamic (imported with
+--dim batch=3 --dim seq=5: the shape arithmetic of a dynamic export folded; the models of scripts/make_onnx_models.py
 whose constants `--weights` writes). Needs torch 1.13 (Debian's
 /usr/bin/python3). Until the standard library has every kernel the imported
 graphs use, this is how their mapping is checked beyond shapes; then `tapestry
@@ -86,7 +87,7 @@ def module_and_input(name):
     torch.manual_seed(0)
     if name == "mlp3":
         return models.Mlp3(), torch.randn(4, 16)
-    if name == "bert_layer":
+    if name in ("bert_layer", "bert_layer_dynamic"):
         return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
                                           batch_first=True), torch.randn(2, 8, 64)
     raise SystemExit(f"check_onnx_import: unknown model {name}")
@@ -95,12 +96,13 @@ def module_and_input(name):
 def check(binary, src, name, work):
     weights = os.path.join(work, name)
     graph_path = os.path.join(work, name + ".json")
+    dims = ["--dim", "batch=3", "--dim", "seq=5"] if name.endswith("_dynamic") else []
     subprocess.run([binary, "import", os.path.join(src, "testdata", "onnx", name + ".onnx"),
-                    "-q", "-o", graph_path, "--weights", weights], check=True)
+                    "-q", "-o", graph_path, "--weights", weights] + dims, check=True)
     graph = json.load(open(graph_path))
     module, x = module_and_input(name)
     module.eval()
-    x = torch.randn(*x.shape)
+    x = torch.randn(3, 5, 64) if name.endswith("_dynamic") else torch.randn(*x.shape)
     env = {"x": x}
     for tensor in graph["tensors"]:
         path = os.path.join(weights, npy_name(tensor))
@@ -125,7 +127,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--src", default=root)
-    ap.add_argument("models", nargs="*", default=["mlp3", "bert_layer"])
+    ap.add_argument("models", nargs="*", default=["mlp3", "bert_layer", "bert_layer_dynamic"])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         ok = all([check(os.path.abspath(args.bin), args.src, m, work) for m in args.models])

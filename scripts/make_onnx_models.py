@@ -8,7 +8,8 @@ them). Writes, deterministically (torch.manual_seed(0), opset 17):
 
   testdata/onnx/       mlp3 (and mlp3_dynamic, its batch dim named "batch"),
                        resnet18, resnet50 and mobilenet_v2 (structure
-                       only: export_params=False), bert_layer, gpt2_block
+                       only: export_params=False), bert_layer (and
+                       bert_layer_dynamic: batch and seq dims named), gpt2_block
   testdata/bad/onnx/   one file per bad input of tests/cli/cases/import_errors.t,
                        most made by hand with onnx.helper
 
@@ -104,6 +105,8 @@ def good_models(out):
     layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
                                        batch_first=True)
     export(layer, torch.randn(2, 8, 64), f"{out}/bert_layer.onnx", ["x"], ["y"])
+    export(layer, torch.randn(2, 8, 64), f"{out}/bert_layer_dynamic.onnx", ["x"], ["y"],
+           dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
     torch.manual_seed(0)
     export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block.onnx", ["x"], ["y"])
 

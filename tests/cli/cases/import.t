@@ -59,6 +59,14 @@ $ tapestry --format json import $TESTDATA/onnx/mlp3.onnx -o mlp3.json --weights 
 }
 $ tapestry import $TESTDATA/onnx/mlp3_dynamic.onnx --dim batch=8 | jq -c '.tensors.x'
 {"dtype":"float32","shape":[8,16]}
+$ tapestry import $TESTDATA/onnx/bert_layer_dynamic.onnx --dim batch=3 --dim seq=5 -o bert_dynamic.json && jq -c '.tensors.x, [.operations[] | select(.kernel == "reshape") | .params.shape]' bert_dynamic.json
+imported bert_layer_dynamic: 106 ONNX nodes (76 folded) -> 31 operations, 14 inputs -> bert_dynamic.json
+{"dtype":"float32","shape":[3,5,64]}
+[[5,12,16],[5,12,16],[5,12,16],[15,64],[5,3,64]]
+[created bert_dynamic.json]
+$ cd $TESTDATA && tapestry import onnx/bert_layer_dynamic.onnx --dim batch=3 -o $OLDPWD/bert_dynamic.json
+! onnx/bert_layer_dynamic.onnx: error: graph input x has the symbolic dim seq (dim 1); bind it with --dim seq=N
+[exit 1]
 $ tapestry import $TESTDATA/onnx/mlp3.onnx -v -o - > /dev/null
 ! imported mlp3: 5 ONNX nodes (0 folded) -> 8 operations, 7 inputs -> <stdout>
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -q -o bert.json --weights wb && ls wb | sed -n 1,2p && jq -r '.operations[0:3][] | .name' bert.json
