@@ -428,7 +428,16 @@ std::optional<std::vector<Constant>> fold(const NodeProto& node,
       return std::nullopt;
     }
   }
-  if (inputs.empty() || inputs[0] == nullptr) {
+  // Absent inputs (empty names) are optional ones of Slice (axes, steps) and
+  // Squeeze/Unsqueeze (axes) only; any other is left to the mapping's checks.
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const bool optional =
+        (op == "Slice" && i >= 3) || ((op == "Squeeze" || op == "Unsqueeze") && i >= 1);
+    if (inputs[i] == nullptr && !optional) {
+      return std::nullopt;
+    }
+  }
+  if (inputs.empty()) {
     return std::nullopt;
   }
   std::optional<Constant> out = foldShapeOp(node, inputs);

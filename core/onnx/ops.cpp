@@ -229,6 +229,9 @@ Window window(Emitter& e, const NodeProto& node, const Shape& in, Shape kernel) 
 void conv(Emitter& e, const NodeProto& node) {
   const Shape in = e.shapeOf(node, node.input(0));
   const Shape weight = e.shapeOf(node, node.input(1));
+  if (in.size() != 4 || weight.size() != 4) {
+    e.fail(node, "only 2-D convolutions ([N, C, H, W] input, [O, C, KH, KW] weight) are supported");
+  }
   Shape kernel = intsAttribute(node, "kernel_shape");
   if (kernel.empty() && weight.size() >= 2) {
     kernel.assign(weight.begin() + 2, weight.end());
@@ -407,7 +410,11 @@ void split(Emitter& e, const NodeProto& node) {
   Shape sections;
   Json results = Json::array();
   for (const std::string& out : node.output()) {
-    sections.push_back(e.shapeOf(node, out)[static_cast<std::size_t>(axis)]);
+    const Shape shape = e.shapeOf(node, out);
+    if (shape.size() != static_cast<std::size_t>(rank)) {
+      e.fail(node, "output " + out + " does not have the rank of the input");
+    }
+    sections.push_back(shape[static_cast<std::size_t>(axis)]);
     results.push_back(out);
   }
   e.emit(e.opName(node, ""), "split", Json{{"axis", axis}, {"sections", intsJson(sections)}},
