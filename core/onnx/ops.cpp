@@ -80,8 +80,18 @@ void alias(Emitter& e, const NodeProto& node) {
 // a one-element tensor, which is exact where mul_scalar(1/c) would round.
 void binary(Emitter& e, const NodeProto& node) {
   const std::string& op = node.op_type();
-  const std::optional<double> a = scalarOf(e, node.input(0));
-  const std::optional<double> b = scalarOf(e, node.input(1));
+  // A one-element operand of higher rank than the other would add dims to the
+  // result ([4] + [[c]] is [1, 4]): it stays a tensor.
+  auto scalarOperand = [&](int i) -> std::optional<double> {
+    const std::optional<double> v = scalarOf(e, node.input(i));
+    const std::optional<Shape> other = e.knownShape(node.input(1 - i));
+    if (!v || !other || e.constant(node.input(i))->shape.size() > other->size()) {
+      return std::nullopt;
+    }
+    return v;
+  };
+  const std::optional<double> a = scalarOperand(0);
+  const std::optional<double> b = scalarOperand(1);
   const std::string name = e.opName(node, "");
   auto scalar = [&](const char* kernel, int operand, double value) {
     e.emit(name, kernel, Json{{"value", value}}, Json{{"input", e.use(node.input(operand))}},

@@ -191,6 +191,15 @@ TEST_CASE("one-element constant operands give the scalar forms", "[onnx]") {
   CHECK(op(r, 5).at("kernel") == "pow_scalar");
   REQUIRE(r.constants.size() == 1);
   CHECK(r.constants[0].shape.empty());
+
+  // [4] + [[c]] is [1, 4]: the one-element operand of higher rank stays a tensor
+  Model ranked;
+  ranked.input("x", {4}).floats("c", {1, 1}, {2.0f});
+  ranked.node("Add", {"x", "c"}, {"y"}, "add");
+  ranked.output("y");
+  const ImportResult k = ranked.import();
+  CHECK(op(k, 0).at("kernel") == "add");
+  CHECK(expandImported(k).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 4});
 }
 
 TEST_CASE("Conv with a bias: conv2d, a reshape of the bias to [O,1,1], an add", "[onnx]") {
