@@ -9,6 +9,7 @@
 // truncated headers and data of the wrong length, each located at the file.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,18 @@ const char* npyDescr(DType dtype);
 // with spaces to a multiple of 64 bytes, '\n'): version 1.0, or 2.0 when the
 // dict does not fit in 65535 bytes.
 std::string npyHeader(DType dtype, const std::vector<std::int64_t>& shape);
+std::string npyHeader(const std::string& descr, const std::vector<std::int64_t>& shape);
+
+// The descr a .npy file of graph dtype `dtype` has: npyDescr's for the dtypes
+// the backends execute, and '|b1' bool, '|i1' int8, '|u1' uint8, '<i2' int16,
+// '<u4' uint32, '<u8' uint64, which only `import --weights` writes (for NumPy
+// and the like; `run --inputs` reads the executable ones). nullopt for the
+// rest (uint16, since '<u2' means bfloat16 here; complex; float8).
+std::optional<std::string> npyDescrOf(std::string_view dtype);
+// Writes a .npy file of C-order little-endian `bytes` atomically.
+void writeNpyBytes(const std::string& path, const std::string& descr,
+                   const std::vector<std::int64_t>& shape, const std::string& bytes);
+
 // The whole file for a host view (its region's shape, C order).
 std::string encodeNpy(const TensorView& view);
 // Writes encodeNpy(view) to `path` atomically (temporary file, then rename).

@@ -5,9 +5,10 @@ the PyTorch module the model was exported from.
 
     /usr/bin/python3 scripts/check_onnx_import.py --bin build/release/bin/tapestry [MODEL...]
 
-MODEL is one of mlp3, bert_layer, bert_layer_dynamic (imported with
---dim batch=3 --dim seq=5: the shape arithmetic of a dynamic export folded; the models of scripts/make_onnx_models.py
-whose constants `--weights` writes). Needs torch 1.13 (Debian's
+MODEL is one of mlp3, bert_layer, bert_layer_dynamic (imported with --dim
+batch=3 --dim seq=5: the shape arithmetic of a dynamic export folded) and
+gpt2_block (its causal mask a bool constant), models of
+scripts/make_onnx_models.py; default all four. Needs torch 1.13 (Debian's
 /usr/bin/python3). Until the standard library has every kernel the imported
 graphs use, this is how their mapping is checked beyond shapes; then `tapestry
 run --check` on the imported graph is the real test. Prints the largest
@@ -90,6 +91,8 @@ def module_and_input(name):
     if name in ("bert_layer", "bert_layer_dynamic"):
         return nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
                                           batch_first=True), torch.randn(2, 8, 64)
+    if name == "gpt2_block":
+        return models.Gpt2Block(), torch.randn(2, 8, 32)
     raise SystemExit(f"check_onnx_import: unknown model {name}")
 
 
@@ -127,7 +130,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", required=True)
     ap.add_argument("--src", default=root)
-    ap.add_argument("models", nargs="*", default=["mlp3", "bert_layer", "bert_layer_dynamic"])
+    ap.add_argument("models", nargs="*", default=["mlp3", "bert_layer", "bert_layer_dynamic", "gpt2_block"])
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         ok = all([check(os.path.abspath(args.bin), args.src, m, work) for m in args.models])

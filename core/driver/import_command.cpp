@@ -1,6 +1,5 @@
 #include "core/driver/import_command.hpp"
 
-#include <cstring>
 #include <filesystem>
 #include <ostream>
 
@@ -37,33 +36,34 @@ std::pair<std::string, std::int64_t> parseDim(const std::string& text) {
   return {name, n};
 }
 
-// Writes DIR/NAME.npy (NAME percent-encoded) for every constant the graph reads.
+// Writes DIR/NAME.npy (NAME percent-encoded) for every constant the graph
+// reads; checks them all before writing any.
 std::size_t writeWeights(const std::vector<onnx_import::TensorData>& constants,
                          const std::string& dir, const std::string& model) {
+  std::vector<std::string> descrs;
   for (const onnx_import::TensorData& c : constants) {
-    const std::optional<backend::DType> dtype = backend::findDType(c.dtype);
-    if (!dtype) {
-      throw Error(SourceLocation{model, 0, 0, {}},
-                  "--weights: constant " + c.name + " is " + c.dtype +
-                      ", which .npy files of tapestry cannot hold (float32, float64, float16, "
-                      "bfloat16, int32, int64)");
+    const std::optional<std::string> descr = backend::npyDescrOf(c.dtype);
+    if (!descr) {
+      throw Error(SourceLocation{model, 0, 0, {}}, "--weights: constant " + c.name + " is " +
+                                                       c.dtype +
+                                                       ", which tapestry does not write as .npy");
     }
     if (!c.present) {
       throw Error(SourceLocation{model, 0, 0, {}},
                   "--weights: constant " + c.name +
                       " is stored outside the model (external data), which tapestry does not read");
     }
+    descrs.push_back(*descr);
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     throw Error(SourceLocation{dir, 0, 0, {}}, "cannot create directory: " + ec.message());
   }
-  for (const onnx_import::TensorData& c : constants) {
-    backend::Buffer buffer = backend::Buffer::host(*backend::findDType(c.dtype), c.shape);
-    std::memcpy(buffer.data(), c.bytes.data(), c.bytes.size());
-    backend::writeNpy((std::filesystem::path(dir) / backend::npyFileName(c.name)).string(),
-                      buffer.view());
+  for (std::size_t i = 0; i < constants.size(); ++i) {
+    const onnx_import::TensorData& c = constants[i];
+    backend::writeNpyBytes((std::filesystem::path(dir) / backend::npyFileName(c.name)).string(),
+                           descrs[i], c.shape, c.bytes);
   }
   return constants.size();
 }

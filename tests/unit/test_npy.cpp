@@ -249,6 +249,21 @@ TEST_CASE("npy file names are tensor names percent-encoded", "[npy]") {
   CHECK(npyFileName("\xff ") == "%FF%20.npy");
 }
 
+TEST_CASE("npy descrs of graph dtypes, and files of bytes", "[npy]") {
+  CHECK(npyDescrOf("float32") == "<f4");
+  CHECK(npyDescrOf("bfloat16") == "<u2");
+  CHECK(npyDescrOf("bool") == "|b1");
+  CHECK(npyDescrOf("int8") == "|i1");
+  CHECK_FALSE(npyDescrOf("uint16")); // '<u2' is bfloat16 here
+  CHECK_FALSE(npyDescrOf("complex64"));
+  const std::string header = npyHeader(std::string("|b1"), {2, 2});
+  CHECK(header.size() % 64 == 0);
+  CHECK(header.find("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }") !=
+        std::string::npos);
+  // The executable dtypes' files are the ones encodeNpy writes.
+  CHECK(npyHeader(std::string("<f4"), {3}) == npyHeader(DType::Float32, {3}));
+}
+
 TEST_CASE("inputs from a directory are checked against the graph", "[npy][inputs]") {
   graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
     "tensors": {"x": {"dtype": "float32", "shape": [4, 9]}, "w": {"dtype": "float32", "shape": [9, 2]}},

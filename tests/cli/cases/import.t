@@ -89,9 +89,13 @@ imported mobilenet_v2: 209 ONNX nodes (70 folded) -> 205 operations, 68 inputs -
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -o bert_layer.json
 imported bert_layer: 53 ONNX nodes (23 folded) -> 31 operations, 14 inputs -> bert_layer.json
 [created bert_layer.json]
-$ tapestry import $TESTDATA/onnx/gpt2_block.onnx -o gpt2_block.json
+$ tapestry import $TESTDATA/onnx/gpt2_block.onnx -o gpt2_block.json --weights wg
 imported gpt2_block: 43 ONNX nodes (12 folded) -> 31 operations, 17 inputs -> gpt2_block.json
 [created gpt2_block.json]
+[created wg]
+$ ls wg | grep Where && od -A d -t x1 -j 128 wg/onnx%3A%3AWhere_127.npy | sed -n 1p
+onnx%3A%3AWhere_127.npy
+0000128 00 01 01 01 01 01 01 01 00 00 01 01 01 01 01 01
 $ for m in resnet18 mobilenet_v2 bert_layer gpt2_block; do echo "$m: $(jq -r '[.operations[].kernel] | unique | join(" ")' $m.json)"; done
 resnet18: add conv2d global_avgpool linear maxpool2d relu reshape transpose
 mobilenet_v2: add clip conv2d global_avgpool linear reshape transpose
