@@ -6,7 +6,7 @@
 Needs torch 1.13, torchvision 0.14 and onnx 1.12 (Debian's /usr/bin/python3 has
 them). Writes, deterministically (torch.manual_seed(0), opset 17):
 
-  testdata/onnx/       mlp3 (and mlp3_dynamic, its batch dim named "batch"),
+  testdata/onnx/       relu (one node, the source of the truncated file), mlp3 (and mlp3_dynamic, its batch dim named "batch"),
                        resnet18, resnet50 and mobilenet_v2 (structure
                        only: export_params=False), bert_layer (and
                        bert_layer_dynamic: batch and seq dims named), gpt2_block
@@ -130,7 +130,7 @@ def bad_models(out):
     x = helper.make_tensor_value_info("x", f32, [2, 4])
     y = helper.make_tensor_value_info("y", f32, [2, 4])
     relu = tiny([helper.make_node("Relu", ["x"], ["y"], name="act")], [x], [y], name="relu")
-    save(relu, f"{out}/relu.onnx")
+    save(relu, f"{out}/../../onnx/relu.onnx")  # valid: testdata/onnx
     data = relu.SerializeToString()
     with open(f"{out}/truncated.onnx", "wb") as f:
         f.write(data[: len(data) // 2])

@@ -62,6 +62,6 @@ imported dynamic_batch: 1 ONNX nodes (0 folded) -> 1 operations, 1 inputs -> out
 $ cd $TESTDATA && tapestry --format json import bad/onnx/unsupported_op.onnx -o $OLDPWD/out.json 2>/dev/null | jq -c '{exit_code, file: .error.file}'
 {"exit_code":1,"file":"bad/onnx/unsupported_op.onnx"}
 [exit 1]
-$ tapestry import $TESTDATA/bad/onnx/relu.onnx -o nodir/out.json
+$ tapestry import $TESTDATA/onnx/relu.onnx -o nodir/out.json
 ! nodir/out.json: error: cannot write output file: No such file or directory
 [exit 1]
