@@ -179,6 +179,23 @@ std::map<std::string, TensorType> collectTypes(const ::onnx::GraphProto& g,
   return types;
 }
 
+// Tells shape inference about a folded constant: small ones as initializers
+// (their values feed Reshape and the like), large ones (a Constant node's
+// weights) as typed graph inputs, without copying their data into the model.
+void declareConstant(::onnx::GraphProto& g, const Constant& c, const std::string& name) {
+  if (c.count() <= kFoldLimit) {
+    *g.add_initializer() = encodeTensor(c, name);
+    return;
+  }
+  ::onnx::ValueInfoProto* v = g.add_input();
+  v->set_name(name);
+  ::onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(c.type);
+  for (std::int64_t d : c.shape) {
+    t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+}
+
 // The state of the fold loop: constants by name and the nodes still to map.
 struct Folding {
   std::map<std::string, Constant> constants;
@@ -239,10 +256,9 @@ bool foldRound(Folding& f, const std::map<std::string, TensorType>& types, ::onn
     }
     if (out && out->size() == static_cast<std::size_t>(node.output_size())) {
       for (int i = 0; i < node.output_size(); ++i) {
-        f.constants[node.output(i)] = (*out)[static_cast<std::size_t>(i)];
-        if ((*out)[static_cast<std::size_t>(i)].count() <= kFoldLimit) {
-          *g.add_initializer() = encodeTensor((*out)[static_cast<std::size_t>(i)], node.output(i));
-        }
+        const Constant& c = (*out)[static_cast<std::size_t>(i)];
+        f.constants[node.output(i)] = c;
+        declareConstant(g, c, node.output(i));
       }
       ++f.folded;
       changed = true;

@@ -167,6 +167,29 @@ TEST_CASE("shape arithmetic feeding a Reshape is folded to a constant shape", "[
   CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{2, 12});
 }
 
+TEST_CASE("a large Constant node is a graph input with data, and typed for inference", "[onnx]") {
+  Model m;
+  m.input("x", {2, 300});
+  ::onnx::NodeProto& c = m.node("Constant", {}, {"w"}, "weights");
+  ::onnx::AttributeProto* value = c.add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  ::onnx::TensorProto* t = value->mutable_t();
+  t->set_data_type(::onnx::TensorProto::FLOAT);
+  t->add_dims(300);
+  t->add_dims(300);
+  t->set_raw_data(std::string(300 * 300 * 4, '\0'));
+  m.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  m.node("Flatten", {"h"}, {"y"}, "flat"); // needs the shape of h, so that of w
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(r.folded == 1);
+  REQUIRE(r.constants.size() == 1);
+  CHECK(r.constants[0].name == "w");
+  CHECK(r.constants[0].bytes.size() == 300 * 300 * 4);
+  CHECK(op(r, 1).at("params").at("shape") == Json::array({2, 300}));
+}
+
 TEST_CASE("one-element constant operands give the scalar forms", "[onnx]") {
   Model m;
   m.input("x", {2, 2}).floats("c", {}, {4.0f});
