@@ -14,7 +14,8 @@ void registerImport(CLI::App& app, Action& action) {
       "import", "Import an ONNX model as a graph: shape inference, folding of shape arithmetic, "
                 "every node as standard-library operations");
   sub->fallthrough();
-  sub->add_option("MODEL", config->modelPath, "ONNX model file (.onnx)")->required();
+  sub->add_option("MODEL", config->modelPath, "ONNX model file (.onnx), or - for stdin")
+      ->required();
   sub->add_option("-o,--output", config->outputPath, "Output file (graph/v1 JSON), - for stdout");
   sub->add_option("--weights", config->weightsDir,
                   "Write the data of the constant inputs as DIR/NAME.npy (what run --inputs reads)")

@@ -403,7 +403,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
     outputs.push_back(name);
   }
   // The file's name, not the graph's: PyTorch names every graph "torch_jit".
-  std::string name = baseName(file);
+  std::string name = file == "<stdin>" ? g.name() : baseName(file);
   if (!graph::isValidName(name)) {
     name = g.name();
   }

@@ -67,6 +67,8 @@ imported bert_layer_dynamic: 106 ONNX nodes (76 folded) -> 31 operations, 14 inp
 $ cd $TESTDATA && tapestry import onnx/bert_layer_dynamic.onnx --dim batch=3 -o $OLDPWD/bert_dynamic.json
 ! onnx/bert_layer_dynamic.onnx: error: graph input x has the symbolic dim seq (dim 1); bind it with --dim seq=N
 [exit 1]
+$ tapestry import - < $TESTDATA/onnx/mlp3.onnx | jq -c '[.name, .doc]'
+["torch_jit","imported from <stdin> (producer pytorch 1.13.0, opset 17)"]
 $ tapestry import $TESTDATA/onnx/mlp3.onnx -v -o - > /dev/null
 ! imported mlp3: 5 ONNX nodes (0 folded) -> 8 operations, 7 inputs -> <stdout>
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -q -o bert.json --weights wb && ls wb | sed -n 1,2p && jq -r '.operations[0:3][] | .name' bert.json
