@@ -218,6 +218,9 @@ bool foldRound(Folding& f, const std::map<std::string, TensorType>& types, ::onn
         out = std::vector<Constant>{makeConstant(::onnx::TensorProto::FLOAT, {}, {vf->f()})};
       } else if (const auto* vi = findAttribute(node, "value_int")) {
         out = std::vector<Constant>{makeInts({}, {vi->i()})};
+      } else if (const auto* vfs = findAttribute(node, "value_floats")) {
+        out = std::vector<Constant>{makeConstant(::onnx::TensorProto::FLOAT, {vfs->floats_size()},
+                                                 {vfs->floats().begin(), vfs->floats().end()})};
       } else if (const auto* vis = findAttribute(node, "value_ints")) {
         out = std::vector<Constant>{
             makeInts({vis->ints_size()}, {vis->ints().begin(), vis->ints().end()})};

@@ -512,6 +512,43 @@ void clip(Emitter& e, const NodeProto& node) {
          Json{{"input", e.use(node.input(0))}}, result(node));
 }
 
+// Sum of n inputs: a chain of n - 1 adds (NumPy broadcasting); one input is an alias.
+void sum(Emitter& e, const NodeProto& node) {
+  std::string acc = e.use(node.input(0));
+  if (node.input_size() == 1) {
+    e.alias(node.output(0), node.input(0));
+    return;
+  }
+  for (int i = 1; i < node.input_size(); ++i) {
+    const bool last = i + 1 == node.input_size();
+    const std::string out = last ? node.output(0) : e.tempName(node, "sum" + std::to_string(i));
+    e.emit(e.opName(node, last ? "" : "add" + std::to_string(i)), "add", Json::object(),
+           Json{{"A", acc}, {"B", e.use(node.input(i))}}, Json{{"result", out}});
+    acc = out;
+  }
+}
+
+// HardSigmoid(x) = clip(alpha*x + beta, 0, 1) and HardSwish(x) = x *
+// HardSigmoid(x) with alpha 1/6, beta 1/2: ONNX's definitions, step by step.
+void hard(Emitter& e, const NodeProto& node) {
+  const bool swish = node.op_type() == "HardSwish";
+  const double alpha = swish ? 1.0 / 6.0 : floatAttribute(node, "alpha", 0.2f);
+  const double beta = swish ? 0.5 : floatAttribute(node, "beta", 0.5f);
+  const std::string x = e.use(node.input(0));
+  const std::string scaled = e.tempName(node, "alpha_x");
+  const std::string shifted = e.tempName(node, "alpha_x_beta");
+  const std::string sigmoid = swish ? e.tempName(node, "hard_sigmoid") : node.output(0);
+  e.emit(e.opName(node, "alpha"), "mul_scalar", Json{{"value", alpha}}, Json{{"input", x}},
+         Json{{"result", scaled}});
+  e.emit(e.opName(node, "beta"), "add_scalar", Json{{"value", beta}}, Json{{"input", scaled}},
+         Json{{"result", shifted}});
+  e.emit(e.opName(node, swish ? "clip" : ""), "clip", Json{{"min", 0.0}, {"max", 1.0}},
+         Json{{"input", shifted}}, Json{{"result", sigmoid}});
+  if (swish) {
+    e.emit(e.opName(node, ""), "mul", Json::object(), Json{{"A", x}, {"B", sigmoid}}, result(node));
+  }
+}
+
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = [] {
     std::map<std::string, Handler> t = {{"Add", binary},
@@ -543,6 +580,9 @@ const std::map<std::string, Handler>& handlers() {
                                         {"Where", where},
                                         {"Slice", slice},
                                         {"Clip", clip},
+                                        {"Sum", sum},
+                                        {"HardSigmoid", hard},
+                                        {"HardSwish", hard},
                                         {"Identity", alias},
                                         {"Dropout", alias}};
     for (const auto& [op, kernel] : unaryKernels()) {

@@ -431,6 +431,29 @@ TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx
   CHECK(names == std::vector<std::string>{"gamma", "norm/beta", "table"});
 }
 
+TEST_CASE("Sum is a chain of adds; HardSigmoid and HardSwish are their definitions", "[onnx]") {
+  Model m;
+  m.input("a", {2, 3}).input("b", {3}).input("c", {2, 1});
+  m.node("Sum", {"a", "b", "c"}, {"s"}, "sum");
+  ::onnx::NodeProto& hs = m.node("HardSigmoid", {"s"}, {"h"}, "hsig");
+  setFloat(hs, "alpha", 0.25f);
+  m.node("HardSwish", {"h"}, {"y"}, "hswish");
+  m.output("y");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"sum/add1:add", "sum:add", "hsig/alpha:mul_scalar",
+                                            "hsig/beta:add_scalar", "hsig:clip",
+                                            "hswish/alpha:mul_scalar", "hswish/beta:add_scalar",
+                                            "hswish/clip:clip", "hswish:mul"});
+  CHECK(op(r, 2).at("params").at("value") == 0.25);
+  CHECK(op(r, 4).at("params") == Json::parse(R"({"min": 0.0, "max": 1.0})"));
+  CHECK(op(r, 8).at("inputs") == Json::parse(R"({"A": "h", "B": "hswish/hard_sigmoid"})"));
+  CHECK(r.graph.at("outputs") == Json::array({"y"}));
+}
+
 TEST_CASE("the supported operator list is sorted and names the mapped operators", "[onnx]") {
   const std::vector<std::string> ops = supportedOperators();
   CHECK(std::is_sorted(ops.begin(), ops.end()));
