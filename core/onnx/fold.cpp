@@ -3,6 +3,7 @@
 // arithmetic PyTorch exports, and for float32 values that pass through).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/diag/error.hpp"
 #include "core/onnx/internal.hpp"
@@ -341,6 +342,50 @@ std::optional<Constant> foldShapeOp(const NodeProto& node, const std::vector<con
   return std::nullopt;
 }
 
+// Elementwise functions folded on constants, in double precision.
+const std::map<std::string, double (*)(double)>& unaryFunctions() {
+  static const std::map<std::string, double (*)(double)> table = {
+      {"Neg", [](double x) { return -x; }},
+      {"Not", [](double x) { return x == 0.0 ? 1.0 : 0.0; }},
+      {"Abs", [](double x) { return std::fabs(x); }},
+      {"Sqrt", [](double x) { return std::sqrt(x); }},
+      {"Exp", [](double x) { return std::exp(x); }},
+      {"Log", [](double x) { return std::log(x); }},
+      {"Sin", [](double x) { return std::sin(x); }},
+      {"Cos", [](double x) { return std::cos(x); }},
+      {"Tanh", [](double x) { return std::tanh(x); }},
+      {"Erf", [](double x) { return std::erf(x); }},
+      {"Floor", [](double x) { return std::floor(x); }},
+      {"Ceil", [](double x) { return std::ceil(x); }},
+      {"Reciprocal", [](double x) { return 1.0 / x; }},
+      {"Relu", [](double x) { return x > 0.0 ? x : 0.0; }},
+      {"Sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }}};
+  return table;
+}
+
+// Trilu of a constant: the lower (upper = 0) or upper triangle of the last two
+// dims from diagonal k (an optional second input), zeros elsewhere.
+std::optional<Constant> trilu(const NodeProto& node, const std::vector<const Constant*>& in) {
+  const Shape& s = in[0]->shape;
+  if (s.size() < 2) {
+    throw Error(where(node) + ": the input must have at least 2 dims");
+  }
+  const std::int64_t k = in.size() > 1 && in[1] != nullptr ? in[1]->ints().at(0) : 0;
+  const bool upper = intAttribute(node, "upper", 1) != 0;
+  const std::int64_t rows = s[s.size() - 2];
+  const std::int64_t cols = s.back();
+  std::vector<double> v = in[0]->values();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::int64_t flat = static_cast<std::int64_t>(i);
+    const std::int64_t c = flat % cols;
+    const std::int64_t r = (flat / cols) % rows;
+    if (upper ? c - r < k : c - r > k) {
+      v[i] = 0.0;
+    }
+  }
+  return makeConstant(in[0]->type, s, v);
+}
+
 std::optional<Constant> foldValueOp(const NodeProto& node, const std::vector<const Constant*>& in) {
   const std::string& op = node.op_type();
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" ||
@@ -353,11 +398,16 @@ std::optional<Constant> foldValueOp(const NodeProto& node, const std::vector<con
       return std::nullopt;
     return makeConstant(to, in[0]->shape, in[0]->values());
   }
-  if (op == "Neg" || op == "Sqrt" || op == "Not") {
-    const int type = in[0]->type;
-    return elementwise(node, {in[0]}, type, [&](const std::vector<double>& a) -> double {
-      return op == "Neg" ? -a[0] : op == "Sqrt" ? std::sqrt(a[0]) : a[0] == 0.0;
-    });
+  if (const auto f = unaryFunctions().find(op); f != unaryFunctions().end()) {
+    // Float functions of integer constants are not folded (ONNX types them float only).
+    if (op != "Neg" && op != "Not" && op != "Abs" && isInteger(in[0]->type)) {
+      return std::nullopt;
+    }
+    return elementwise(node, {in[0]}, in[0]->type,
+                       [&](const std::vector<double>& a) { return f->second(a[0]); });
+  }
+  if (op == "Trilu") {
+    return trilu(node, in);
   }
   if (op == "Where") {
     return elementwise(node, {in[0], in[1], in[2]}, in[1]->type,

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -188,6 +190,29 @@ TEST_CASE("a large Constant node is a graph input with data, and typed for infer
   CHECK(r.constants[0].name == "w");
   CHECK(r.constants[0].bytes.size() == 300 * 300 * 4);
   CHECK(op(r, 1).at("params").at("shape") == Json::array({2, 300}));
+}
+
+TEST_CASE("a causal mask made at run time from constants is folded", "[onnx]") {
+  Model m;
+  m.input("x", {3, 3}).ints("shape", {2}, {3, 3});
+  ::onnx::NodeProto& ones = m.node("ConstantOfShape", {"shape"}, {"ones"});
+  ::onnx::AttributeProto* value = ones.add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(::onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_float_data(1.0f);
+  setInt(m.node("Trilu", {"ones"}, {"lower"}), "upper", 0);
+  m.node("Cos", {"lower"}, {"cos"}); // folded like any elementwise function of constants
+  m.node("Mul", {"x", "cos"}, {"y"}, "mask");
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(r.folded == 3);
+  REQUIRE(r.constants.size() == 1);
+  std::vector<float> cos(9);
+  std::memcpy(cos.data(), r.constants[0].bytes.data(), 36);
+  const float c1 = static_cast<float>(std::cos(1.0));
+  CHECK(cos == std::vector<float>{c1, 1, 1, c1, c1, 1, c1, c1, c1});
 }
 
 TEST_CASE("one-element constant operands give the scalar forms", "[onnx]") {
