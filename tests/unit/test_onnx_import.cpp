@@ -456,7 +456,7 @@ TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx
   CHECK(names == std::vector<std::string>{"gamma", "norm/beta", "table"});
 }
 
-TEST_CASE("Sum is a chain of adds; HardSigmoid and HardSwish are their definitions", "[onnx]") {
+TEST_CASE("Sum is a chain of adds, HardSigmoid and HardSwish their definitions", "[onnx]") {
   Model m;
   m.input("a", {2, 3}).input("b", {3}).input("c", {2, 1});
   m.node("Sum", {"a", "b", "c"}, {"s"}, "sum");
