@@ -174,6 +174,25 @@ std::optional<DType> dtypeOfDescr(std::string_view descr) {
 
 } // namespace
 
+std::string npyFileName(std::string_view name) {
+  constexpr char kHex[] = "0123456789ABCDEF";
+  std::string file;
+  file.reserve(name.size() + 4);
+  for (char c : name) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                       c == '.' || c == '_' || c == '-';
+    if (plain) {
+      file += c;
+    } else {
+      file += '%';
+      file += kHex[u >> 4];
+      file += kHex[u & 0xF];
+    }
+  }
+  return file + ".npy";
+}
+
 std::string pythonShape(const std::vector<std::int64_t>& shape) {
   std::string out = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -268,9 +287,30 @@ NpyArray readNpy(const std::string& path) {
 }
 
 std::string npyHeader(DType dtype, const std::vector<std::int64_t>& shape) {
+  return npyHeader(std::string(npyDescr(dtype)), shape);
+}
+
+std::optional<std::string> npyDescrOf(std::string_view dtype) {
+  if (std::optional<DType> d = findDType(dtype)) {
+    return std::string(npyDescr(*d));
+  }
+  static const std::map<std::string_view, const char*> others = {
+      {"bool", "|b1"},  {"int8", "|i1"},   {"uint8", "|u1"},
+      {"int16", "<i2"}, {"uint32", "<u4"}, {"uint64", "<u8"}};
+  auto it = others.find(dtype);
+  return it == others.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+void writeNpyBytes(const std::string& path, const std::string& descr,
+                   const std::vector<std::int64_t>& shape, const std::string& bytes) {
+  std::ostringstream noStdout;
+  writeFileAtomically(path, npyHeader(descr, shape) + bytes, noStdout);
+}
+
+std::string npyHeader(const std::string& descr, const std::vector<std::int64_t>& shape) {
   // NumPy's format.py: the dict repr, then spaces and '\n' so that the whole
   // header (magic, version, length, dict) is a multiple of 64 bytes.
-  std::string dict = std::string("{'descr': '") + npyDescr(dtype) +
+  std::string dict = std::string("{'descr': '") + descr +
                      "', 'fortran_order': False, 'shape': " + pythonShape(shape) + ", }";
   const std::size_t hlen = dict.size() + 1;
   std::size_t lenWidth = 2;

@@ -64,7 +64,7 @@ TensorBuffers loadInputs(const graph::ExpandedGraph& g, const std::string& dir) 
     if (!t.isGraphInput()) {
       continue;
     }
-    const std::string file = t.name + ".npy";
+    const std::string file = npyFileName(t.name);
     const std::string path = joinPath(dir, file);
     if (!std::filesystem::exists(path)) {
       throw Error(SourceLocation{path, 0, 0, {}},
@@ -141,7 +141,7 @@ void writeTensors(const TensorBuffers& tensors, const std::vector<std::string>& 
     if (it == tensors.end()) {
       throw InternalError("no buffer for tensor " + name + " to write");
     }
-    writeNpy(joinPath(dir, name + ".npy"), it->second.view());
+    writeNpy(joinPath(dir, npyFileName(name)), it->second.view());
   }
 }
 

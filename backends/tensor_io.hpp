@@ -11,7 +11,8 @@
 
 namespace tapestry::backend {
 
-// Every graph input of `g` from DIR/NAME.npy, checked against the graph:
+// Every graph input of `g` from DIR/NAME.npy (NAME percent-encoded: npyFileName), checked against
+// the graph:
 //   "DIR/x.npy: error: x.npy has shape (4, 8) but the graph declares x as [4, 9]"
 //   "DIR/x.npy: error: x.npy holds float64 ('<f8') but the graph declares x as float32"
 // A missing file is "DIR/x.npy: error: missing input x: cannot open file: ...".

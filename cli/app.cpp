@@ -164,6 +164,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.add_flag("-q,--quiet", global.quiet, "Print only errors");
   app.add_flag("-v,--verbose", global.verbose, "Print more about what is happening");
 
+  registerImport(app, action);
   registerExpand(app, action);
   registerKernels(app, action);
   registerOptimize(app, action);
@@ -214,8 +215,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       return 0;
     }
     if (!action) {
-      throw UsageError("no command given (expected one of: expand, kernels, optimize, render, "
-                       "run, bench, trace, calibrate); run 'tapestry --help' for usage");
+      throw UsageError(
+          "no command given (expected one of: import, expand, kernels, optimize, render, "
+          "run, bench, trace, calibrate); run 'tapestry --help' for usage");
     }
     return action(global, io);
   } catch (...) {

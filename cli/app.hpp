@@ -46,6 +46,7 @@ int currentExitCode();
 // subcommand to `app`, with options bound to state it owns, and stores in
 // `action` what to do when that subcommand is selected.
 void registerExpand(CLI::App& app, Action& action);
+void registerImport(CLI::App& app, Action& action);
 void registerKernels(CLI::App& app, Action& action);
 void registerOptimize(CLI::App& app, Action& action);
 void registerRender(CLI::App& app, Action& action);

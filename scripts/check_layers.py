@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Check that imports run one way, down the layers (docs/architecture.md).
 
-    diag -> json -> zspace -> expr -> metakernel -> graph -> plan -> cost
-         -> search | render -> backends -> driver -> cli
+    diag -> json -> zspace -> expr -> metakernel -> graph -> plan | onnx
+         -> cost -> search | render -> backends -> driver -> cli
 
 A file may include headers of its own layer and of layers below it, never of a
 layer above it, nor of a sibling (search and render know nothing of each
-other). Stages (everything below the driver layer) include no CLI11 and write
+other, nor do plan and onnx). Stages (everything below the driver layer) include no CLI11 and write
 to no terminal (std::cout, std::cerr, printf, isatty; flushing them before a
 fork is allowed). Prints every violation
 and exits 1 if there is one; prints a summary line and exits 0 otherwise.
@@ -28,6 +28,7 @@ LAYERS = [
     ("core/metakernel/", "metakernel", 4),
     ("core/graph/", "graph", 5),
     ("core/plan/", "plan", 6),
+    ("core/onnx/", "onnx", 6),
     ("core/cost/", "cost", 7),
     ("core/search/", "search", 8),
     ("core/render/", "render", 8),

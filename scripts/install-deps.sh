@@ -13,6 +13,7 @@ packages=(
   catch2 libopenblas-dev
   python3 python3-jsonschema python3-yaml jq
   libopenmpi-dev openmpi-bin
+  libonnx-dev libprotobuf-dev protobuf-compiler
 )
 
 missing=()

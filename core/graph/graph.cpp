@@ -8,17 +8,11 @@
 namespace tapestry::graph {
 
 bool isValidName(std::string_view name) {
-  if (name.empty()) {
+  if (name.empty() || name.size() > kMaxNameLength) {
     return false;
   }
-  auto isAlpha = [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-  };
-  if (!isAlpha(name[0])) {
-    return false;
-  }
-  return std::all_of(name.begin() + 1, name.end(),
-                     [&](char c) { return isAlpha(c) || (c >= '0' && c <= '9') || c == '.'; });
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return c >= 0x21 && c <= 0x7E && c != '"' && c != '\\'; });
 }
 
 bool isKnownDType(std::string_view name) {

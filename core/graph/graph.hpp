@@ -25,7 +25,13 @@ namespace tapestry::graph {
 // Tensors have at most this many dims (SPEC §5 keeps shapes small and checkable).
 inline constexpr std::size_t kMaxRank = 16;
 
-// Tensor, operation and graph names match [A-Za-z_][A-Za-z0-9_.]*.
+// Names are at most this many bytes.
+inline constexpr std::size_t kMaxNameLength = 256;
+
+// Tensor, operation and graph names are 1 to kMaxNameLength bytes of printable
+// ASCII (0x21-0x7E) other than '"' and '\\': no spaces or control characters,
+// so ONNX names (`input.1`, `onnx::Conv_193`, `/layer1/conv1/Conv_output_0`)
+// are kept as they are spelled (SPEC §5.1).
 bool isValidName(std::string_view name);
 // A dtype of the one table (core/expr/dtype.hpp), which the expression
 // language reads too.

@@ -14,7 +14,8 @@ namespace tapestry::graph {
 
 namespace {
 
-constexpr const char* kNameRule = "names match [A-Za-z_][A-Za-z0-9_.]*";
+constexpr const char* kNameRule =
+    "names are 1 to 256 printable ASCII characters other than space, '\"' and '\\'";
 
 // What a value is, for "got ..." in messages.
 std::string describe(const json::Value& v) {

@@ -31,10 +31,10 @@ TEST_CASE("the version flag prints the version and exits 0", "[cli]") {
 TEST_CASE("the help flag exits 0 and lists every subcommand", "[cli]") {
   Outcome r = runCli({"--help"});
   CHECK(r.code == 0);
-  for (const char* sub : {"expand", "kernels", "optimize", "render", "run", "bench"}) {
+  for (const char* sub : {"import", "expand", "kernels", "optimize", "render", "run", "bench"}) {
     CHECK(r.out.find(sub) != std::string::npos);
   }
-  for (const char* sub : {"expand", "kernels", "optimize", "render", "run", "bench"}) {
+  for (const char* sub : {"import", "expand", "kernels", "optimize", "render", "run", "bench"}) {
     Outcome h = runCli({sub, "--help"});
     CHECK(h.code == 0);
     CHECK(h.out.find(std::string("Usage: tapestry ") + sub) != std::string::npos);
@@ -43,7 +43,7 @@ TEST_CASE("the help flag exits 0 and lists every subcommand", "[cli]") {
 
 TEST_CASE("usage errors exit 2 with one line on stderr", "[cli]") {
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {}, {"nope"}, {"expand"}, {"--format", "xml", "--version"}, {"kernels"}}) {
+           {}, {"nope"}, {"expand"}, {"import"}, {"--format", "xml", "--version"}, {"kernels"}}) {
     Outcome r = runCli(args);
     CHECK(r.code == 2);
     CHECK(r.out.empty());

@@ -238,6 +238,32 @@ TEST_CASE("npy files: write atomically, read back, errors for missing files", "[
   CHECK_THROWS_WITH(readNpy(dir.file("nope.npy")), Contains("nope.npy: error: cannot open file"));
 }
 
+TEST_CASE("npy file names are tensor names percent-encoded", "[npy]") {
+  CHECK(npyFileName("x") == "x.npy");
+  CHECK(npyFileName("layer.0_w") == "layer.0_w.npy");
+  CHECK(npyFileName("a-b") == "a-b.npy");
+  CHECK(npyFileName("input.1") == "input.1.npy");
+  CHECK(npyFileName("onnx::Conv_193") == "onnx%3A%3AConv_193.npy");
+  CHECK(npyFileName("/layer1/conv1/Conv_output_0") == "%2Flayer1%2Fconv1%2FConv_output_0.npy");
+  CHECK(npyFileName("a%b") == "a%25b.npy");
+  CHECK(npyFileName("\xff ") == "%FF%20.npy");
+}
+
+TEST_CASE("npy descrs of graph dtypes, and files of bytes", "[npy]") {
+  CHECK(npyDescrOf("float32") == "<f4");
+  CHECK(npyDescrOf("bfloat16") == "<u2");
+  CHECK(npyDescrOf("bool") == "|b1");
+  CHECK(npyDescrOf("int8") == "|i1");
+  CHECK_FALSE(npyDescrOf("uint16")); // '<u2' is bfloat16 here
+  CHECK_FALSE(npyDescrOf("complex64"));
+  const std::string header = npyHeader(std::string("|b1"), {2, 2});
+  CHECK(header.size() % 64 == 0);
+  CHECK(header.find("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 2), }") !=
+        std::string::npos);
+  // The executable dtypes' files are the ones encodeNpy writes.
+  CHECK(npyHeader(std::string("<f4"), {3}) == npyHeader(DType::Float32, {3}));
+}
+
 TEST_CASE("inputs from a directory are checked against the graph", "[npy][inputs]") {
   graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
     "tensors": {"x": {"dtype": "float32", "shape": [4, 9]}, "w": {"dtype": "float32", "shape": [9, 2]}},

@@ -7,18 +7,18 @@
 ## only their first diagnostic line is kept, since the snippet is the whole line.
 ## Bad command lines: a missing file (exit 1), an unknown flag (exit 2), an unwritable -o (exit 1).
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_graph_name.json -o $OLDPWD/out.json
-! bad/graphs/bad_graph_name.json:3:11: error: at /name: invalid graph name "my-graph": names match [A-Za-z_][A-Za-z0-9_.]*
-!   "name": "my-graph",
+! bad/graphs/bad_graph_name.json:3:11: error: at /name: invalid graph name "my graph": names are 1 to 256 printable ASCII characters other than space, '"' and '\'
+!   "name": "my graph",
 !           ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_operation_name.json -o $OLDPWD/out.json
-! bad/graphs/bad_operation_name.json:8:14: error: at /operations/0/name: invalid operation name "1st": names match [A-Za-z_][A-Za-z0-9_.]*
-!     {"name": "1st", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y"}}
+! bad/graphs/bad_operation_name.json:8:14: error: at /operations/0/name: invalid operation name "say \"hi\"": names are 1 to 256 printable ASCII characters other than space, '"' and '\'
+!     {"name": "say \"hi\"", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y"}}
 !              ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_output_tensor_name.json -o $OLDPWD/out.json
-! bad/graphs/bad_output_tensor_name.json:8:87: error: at /operations/0/outputs/result: invalid tensor name "y/1": names match [A-Za-z_][A-Za-z0-9_.]*
-!     {"name": "act", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y/1"}}
+! bad/graphs/bad_output_tensor_name.json:8:87: error: at /operations/0/outputs/result: invalid tensor name "y\\1": names are 1 to 256 printable ASCII characters other than space, '"' and '\'
+!     {"name": "act", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y\\1"}}
 !                                                                                       ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_param_type.json -o $OLDPWD/out.json
@@ -51,7 +51,7 @@ bad/graphs/bad_reshape.json:8:5: error: at /operations/0: r (reshape): shape mus
               ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_tensor_name.json -o $OLDPWD/out.json
-! bad/graphs/bad_tensor_name.json:5:21: error: at /tensors/input tokens: invalid tensor name "input tokens": names match [A-Za-z_][A-Za-z0-9_.]*
+! bad/graphs/bad_tensor_name.json:5:21: error: at /tensors/input tokens: invalid tensor name "input tokens": names are 1 to 256 printable ASCII characters other than space, '"' and '\'
 !     "input tokens": {"dtype": "int64", "shape": [8, 128]}
 !                     ^
 [exit 1]

@@ -13,6 +13,7 @@ Options:
   -v,--verbose                Print more about what is happening
 
 Subcommands:
+  import                      Import an ONNX model as a graph: shape inference, folding of shape arithmetic, every node as standard-library operations
   expand                      Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index projection functions
   kernels                     List, print or validate metakernels (the standard library and any -k files)
   optimize                    Search shardings and device placements; keep the Pareto front over (time, peak memory per device, bytes moved)

@@ -33,8 +33,8 @@ $ echo '[1, 2]' > y.json && tapestry render y.json
 [exit 1]
 [created y.json]
 $ cd $TESTDATA && tapestry render bad/graphs/bad_graph_name.json -o $OLDPWD/out.svg
-! bad/graphs/bad_graph_name.json:3:11: error: at /name: invalid graph name "my-graph": names match [A-Za-z_][A-Za-z0-9_.]*
-!   "name": "my-graph",
+! bad/graphs/bad_graph_name.json:3:11: error: at /name: invalid graph name "my graph": names are 1 to 256 printable ASCII characters other than space, '"' and '\'
+!   "name": "my graph",
 !           ^
 [exit 1]
 $ tapestry render - -o mlp.svg < $TESTDATA/graphs/mlp.json

@@ -1,0 +1,35 @@
+// tapestry import MODEL.onnx [-o GRAPH.json] [--weights DIR] [--dim NAME=N]...   (SPEC §5.1)
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.hpp"
+#include "core/driver/import_command.hpp"
+
+namespace tapestry::cli {
+
+void registerImport(CLI::App& app, Action& action) {
+  auto config = std::make_shared<driver::ImportConfig>();
+  CLI::App* sub = app.add_subcommand(
+      "import", "Import an ONNX model as a graph: shape inference, folding of shape arithmetic, "
+                "every node as standard-library operations");
+  sub->fallthrough();
+  sub->add_option("MODEL", config->modelPath, "ONNX model file (.onnx), or - for stdin")
+      ->required();
+  sub->add_option("-o,--output", config->outputPath, "Output file (graph/v1 JSON), - for stdout");
+  sub->add_option("--weights", config->weightsDir,
+                  "Write the data of the constant inputs as DIR/NAME.npy (what run --inputs reads)")
+      ->option_text("DIR");
+  sub->add_option("--dim", config->dims, "Bind a symbolic dim: NAME=N (repeatable)")
+      ->option_text("NAME=N");
+  sub->callback([&action, config] {
+    action = [config](const GlobalOptions& global, Streams& io) -> int {
+      config->json = global.format == OutputFormat::Json;
+      config->quiet = global.quiet;
+      config->verbose = global.verbose;
+      return driver::importCommand(*config, io.out, io.err);
+    };
+  });
+}
+
+} // namespace tapestry::cli

@@ -1,0 +1,447 @@
+// The import pipeline: parse the ModelProto, check it, bind --dim values, then
+// shape inference and folding to a fixed point (folding a Shape makes the
+// Reshape it feeds inferable, whose output a later Shape reads), then one
+// pass that maps the remaining nodes to operations.
+#include "core/onnx/importer.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include <onnx/shape_inference/implementation.h>
+
+#include "core/diag/error.hpp"
+#include "core/graph/graph.hpp"
+#include "core/onnx/internal.hpp"
+
+namespace tapestry::onnx_import {
+
+using namespace detail;
+
+namespace {
+
+constexpr int kMinOpset = 13;
+constexpr int kMaxOpset = 17;
+constexpr int kMaxRounds = 64;
+
+[[noreturn]] void fail(const std::string& file, const std::string& message) {
+  throw Error(SourceLocation{file, 0, 0, {}}, message);
+}
+
+int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
+  for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      if (o.version() < kMinOpset || o.version() > kMaxOpset) {
+        fail(file, "the model imports opset " + std::to_string(o.version()) +
+                       " of the default ONNX domain; tapestry imports opsets " +
+                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
+                       " (re-export with opset_version=17)");
+      }
+      return static_cast<int>(o.version());
+    }
+  }
+  fail(file, "the model imports no opset of the default ONNX domain");
+}
+
+// Checks each node's input and output counts against its ONNX schema (when
+// ONNX knows the operator), so that mapping and folding may read the inputs
+// the operator requires.
+void checkArity(const ::onnx::GraphProto& g, int opset, const std::string& file) {
+  for (const ::onnx::NodeProto& node : g.node()) {
+    const ::onnx::OpSchema* schema =
+        ::onnx::OpSchemaRegistry::Schema(node.op_type(), opset, node.domain());
+    if (schema == nullptr) {
+      continue;
+    }
+    const int in = node.input_size();
+    const int out = node.output_size();
+    bool ok = in >= schema->min_input() && in <= schema->max_input() &&
+              out >= schema->min_output() && out <= schema->max_output() && out >= 1 &&
+              !node.output(0).empty();
+    for (int i = 0; ok && i < std::min(in, schema->min_input()); ++i) {
+      ok = !node.input(i).empty();
+    }
+    if (!ok) {
+      fail(file, "node " + node.name() + " (" + node.op_type() + ") has " + std::to_string(in) +
+                     " inputs and " + std::to_string(out) + " outputs, which opset " +
+                     std::to_string(opset) + " of " + node.op_type() + " does not allow");
+    }
+  }
+}
+
+// ONNX's shape inference divides by strides and group and indexes by
+// kernel_shape unchecked (a stride of 0 is a SIGFPE in libonnx 1.12): window
+// attributes are checked before it runs.
+void checkWindows(const ::onnx::GraphProto& g, const std::string& file) {
+  static const std::set<std::string> windowed = {"Conv",        "ConvTranspose",  "MaxPool",
+                                                 "AveragePool", "LpPool",         "ConvInteger",
+                                                 "QLinearConv", "MaxRoundingPool"};
+  for (const ::onnx::NodeProto& node : g.node()) {
+    if (windowed.count(node.op_type()) == 0) {
+      continue;
+    }
+    for (const ::onnx::AttributeProto& a : node.attribute()) {
+      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
+                            a.name() == "kernel_shape" || a.name() == "group";
+      const bool nonNegative = a.name() == "pads" || a.name() == "output_padding";
+      bool ok = true;
+      for (std::int64_t v : a.ints()) {
+        ok = ok && (positive ? v >= 1 : !nonNegative || v >= 0);
+      }
+      if (a.name() == "group") {
+        ok = a.i() >= 1;
+      }
+      if (!ok) {
+        fail(file, "node " + node.name() + " (" + node.op_type() + "): attribute " + a.name() +
+                       " must be " + (positive ? "positive" : "non-negative"));
+      }
+    }
+  }
+}
+
+// Sets every symbolic dim of the graph inputs that --dim names to its value.
+void bindDims(::onnx::GraphProto& g, const ImportOptions& options) {
+  std::set<std::string> seen;
+  for (::onnx::ValueInfoProto& v : *g.mutable_input()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) {
+      continue;
+    }
+    for (::onnx::TensorShapeProto_Dimension& d :
+         *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+      if (d.has_dim_param()) {
+        seen.insert(d.dim_param());
+        auto it = options.dims.find(d.dim_param());
+        if (it != options.dims.end()) {
+          d.set_dim_value(it->second);
+        }
+      }
+    }
+  }
+  for (const auto& [name, value] : options.dims) {
+    if (seen.count(name) == 0) {
+      std::string known;
+      for (const std::string& s : seen) {
+        known += (known.empty() ? "" : ", ") + s;
+      }
+      throw UsageError("--dim " + name + "=" + std::to_string(value) +
+                       ": no input of the model has a dim named " + name +
+                       (known.empty() ? " (its inputs have no symbolic dims)"
+                                      : " (its symbolic dims: " + known + ")"));
+    }
+  }
+}
+
+TensorType typeOf(const ::onnx::TypeProto& t) {
+  TensorType out;
+  if (!t.has_tensor_type()) {
+    return out;
+  }
+  out.type = t.tensor_type().elem_type();
+  if (!t.tensor_type().has_shape()) {
+    return out;
+  }
+  std::vector<std::int64_t> shape;
+  for (const ::onnx::TensorShapeProto_Dimension& d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      return out;
+    }
+    shape.push_back(d.dim_value());
+  }
+  out.shape = std::move(shape);
+  return out;
+}
+
+void inferShapes(::onnx::ModelProto& model, const std::string& file) {
+  model.mutable_graph()->clear_value_info();
+  try {
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(),
+                                         ::onnx::ShapeInferenceOptions(false, 0, false));
+  } catch (const std::exception& e) {
+    fail(file, std::string("ONNX shape inference failed: ") + e.what());
+  }
+}
+
+std::map<std::string, TensorType> collectTypes(const ::onnx::GraphProto& g,
+                                               const std::map<std::string, Constant>& constants) {
+  std::map<std::string, TensorType> types;
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()}) {
+    for (const ::onnx::ValueInfoProto& v : *list) {
+      TensorType t = typeOf(v.type());
+      TensorType& slot = types[v.name()];
+      if (t.type != 0)
+        slot.type = t.type;
+      if (t.shape)
+        slot.shape = t.shape;
+    }
+  }
+  for (const auto& [name, c] : constants) {
+    types[name] = TensorType{c.type, c.shape};
+  }
+  return types;
+}
+
+// Tells shape inference about a folded constant: small ones as initializers
+// (their values feed Reshape and the like), large ones (a Constant node's
+// weights) as typed graph inputs, without copying their data into the model.
+void declareConstant(::onnx::GraphProto& g, const Constant& c, const std::string& name) {
+  if (c.count() <= kFoldLimit) {
+    *g.add_initializer() = encodeTensor(c, name);
+    return;
+  }
+  ::onnx::ValueInfoProto* v = g.add_input();
+  v->set_name(name);
+  ::onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(c.type);
+  for (std::int64_t d : c.shape) {
+    t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+}
+
+// The state of the fold loop: constants by name and the nodes still to map.
+struct Folding {
+  std::map<std::string, Constant> constants;
+  std::vector<::onnx::NodeProto> live;
+  std::size_t folded = 0;
+};
+
+// Folds what it can of `f.live` given the current types; true when anything was.
+bool foldRound(Folding& f, const std::map<std::string, TensorType>& types, ::onnx::GraphProto& g,
+               const std::string& file) {
+  std::vector<::onnx::NodeProto> kept;
+  bool changed = false;
+  for (::onnx::NodeProto& node : f.live) {
+    std::optional<std::vector<Constant>> out;
+    if (node.op_type() == "Constant" && node.domain().empty()) {
+      const ::onnx::AttributeProto* value = findAttribute(node, "value");
+      if (value != nullptr) {
+        out = std::vector<Constant>{decodeTensor(value->t(), file + ": node " + node.name())};
+      } else if (const auto* vf = findAttribute(node, "value_float")) {
+        out = std::vector<Constant>{makeConstant(::onnx::TensorProto::FLOAT, {}, {vf->f()})};
+      } else if (const auto* vi = findAttribute(node, "value_int")) {
+        out = std::vector<Constant>{makeInts({}, {vi->i()})};
+      } else if (const auto* vfs = findAttribute(node, "value_floats")) {
+        out = std::vector<Constant>{makeConstant(::onnx::TensorProto::FLOAT, {vfs->floats_size()},
+                                                 {vfs->floats().begin(), vfs->floats().end()})};
+      } else if (const auto* vis = findAttribute(node, "value_ints")) {
+        out = std::vector<Constant>{
+            makeInts({vis->ints_size()}, {vis->ints().begin(), vis->ints().end()})};
+      }
+    } else if (node.op_type() == "Shape" && node.domain().empty() && node.input_size() == 1) {
+      auto it = types.find(node.input(0));
+      if (it != types.end() && it->second.shape) {
+        std::vector<std::int64_t> s = *it->second.shape;
+        const std::int64_t rank = static_cast<std::int64_t>(s.size());
+        std::int64_t start = intAttribute(node, "start", 0);
+        std::int64_t end = intAttribute(node, "end", rank);
+        start = std::clamp<std::int64_t>(start < 0 ? start + rank : start, 0, rank);
+        end = std::clamp<std::int64_t>(end < 0 ? end + rank : end, 0, rank);
+        s = std::vector<std::int64_t>(s.begin() + start, s.begin() + std::max(start, end));
+        out = std::vector<Constant>{makeInts({static_cast<std::int64_t>(s.size())}, s)};
+      }
+    } else {
+      std::vector<const Constant*> inputs;
+      bool allConstant = node.input_size() > 0;
+      for (const std::string& name : node.input()) {
+        if (name.empty()) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        auto it = f.constants.find(name);
+        allConstant = allConstant && it != f.constants.end();
+        inputs.push_back(it != f.constants.end() ? &it->second : nullptr);
+      }
+      if (allConstant) {
+        try {
+          out = fold(node, inputs);
+        } catch (Error& e) {
+          throw e.locate(SourceLocation{file, 0, 0, {}});
+        }
+      }
+    }
+    if (out && out->size() == static_cast<std::size_t>(node.output_size())) {
+      for (int i = 0; i < node.output_size(); ++i) {
+        const Constant& c = (*out)[static_cast<std::size_t>(i)];
+        f.constants[node.output(i)] = c;
+        declareConstant(g, c, node.output(i));
+      }
+      ++f.folded;
+      changed = true;
+    } else {
+      kept.push_back(std::move(node));
+    }
+  }
+  f.live = std::move(kept);
+  g.clear_node();
+  for (const ::onnx::NodeProto& node : f.live) {
+    *g.add_node() = node;
+  }
+  return changed;
+}
+
+// The graph inputs that are not initializers, each with a concrete shape.
+Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Constant>& constants,
+                   const std::string& file) {
+  Json tensors = Json::object();
+  for (const ::onnx::ValueInfoProto& v : g.input()) {
+    if (constants.count(v.name()) != 0) {
+      continue;
+    }
+    if (!v.type().has_tensor_type()) {
+      fail(file, "graph input " + v.name() + " is not a tensor");
+    }
+    const ::onnx::TypeProto_Tensor& t = v.type().tensor_type();
+    if (!t.has_shape()) {
+      fail(file, "graph input " + v.name() +
+                     " has no shape; tapestry needs the shape of every "
+                     "input (export with example inputs of fixed shape)");
+    }
+    Json shape = Json::array();
+    for (int i = 0; i < t.shape().dim_size(); ++i) {
+      const ::onnx::TensorShapeProto_Dimension& d = t.shape().dim(i);
+      if (d.has_dim_value()) {
+        shape.push_back(d.dim_value());
+      } else if (d.has_dim_param()) {
+        fail(file, "graph input " + v.name() + " has the symbolic dim " + d.dim_param() + " (dim " +
+                       std::to_string(i) + "); bind it with --dim " + d.dim_param() + "=N");
+      } else {
+        fail(file, "graph input " + v.name() + " has an unknown dim (dim " + std::to_string(i) +
+                       ") with no name to bind");
+      }
+    }
+    const std::string dtype = dtypeName(t.elem_type());
+    if (dtype.empty()) {
+      fail(file, "graph input " + v.name() + " has element type " + std::to_string(t.elem_type()) +
+                     ", which tapestry has no dtype for");
+    }
+    checkName(file, "graph input", v.name());
+    tensors[v.name()] = Json{{"dtype", dtype}, {"shape", shape}};
+  }
+  return tensors;
+}
+
+std::string baseName(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::size_t dot = name.rfind('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+} // namespace
+
+bool available() {
+  return true;
+}
+
+std::vector<std::string> supportedOperators() {
+  return mappedOperators();
+}
+
+namespace {
+
+ImportResult importChecked(const std::string& bytes, const std::string& file,
+                           const ImportOptions& options) {
+  ::onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes)) {
+    fail(file, "not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or "
+               "not ONNX)");
+  }
+  if (!model.has_graph()) {
+    fail(file, "not an ONNX model: the file holds no graph");
+  }
+  const int opset = defaultOpset(model, file);
+  ::onnx::GraphProto& g = *model.mutable_graph();
+  if (g.node_size() == 0) {
+    fail(file, "the model's graph has no nodes");
+  }
+  bindDims(g, options);
+
+  Folding f;
+  for (int i = 0; i < g.node_size(); ++i) {
+    ::onnx::NodeProto& node = *g.mutable_node(i);
+    if (node.name().empty()) {
+      node.set_name(node.op_type() + "_" + std::to_string(i));
+    }
+  }
+  checkArity(g, opset, file);
+  checkWindows(g, file);
+  for (const ::onnx::TensorProto& t : g.initializer()) {
+    f.constants[t.name()] = decodeTensor(t, file + ": initializer " + t.name());
+  }
+  for (const ::onnx::NodeProto& node : g.node()) {
+    f.live.push_back(node);
+  }
+  std::map<std::string, TensorType> types;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    inferShapes(model, file);
+    types = collectTypes(g, f.constants);
+    if (!foldRound(f, types, g, file)) {
+      break;
+    }
+  }
+
+  ImportResult result;
+  result.nodes = static_cast<std::size_t>(f.folded + f.live.size());
+  result.folded = f.folded;
+  Json tensors = declareInputs(g, f.constants, file);
+  Emitter e(file, types, f.constants);
+  for (const ::onnx::NodeProto& node : f.live) {
+    mapNode(e, node);
+  }
+  for (const std::string& name : e.constantsUsed()) {
+    const Constant& c = e.constants().at(name);
+    Json shape = Json::array();
+    for (std::int64_t d : c.shape) {
+      shape.push_back(d);
+    }
+    tensors[name] = Json{{"dtype", dtypeName(c.type)}, {"shape", shape}};
+    result.constants.push_back(TensorData{name, dtypeName(c.type), c.shape, c.bytes, c.present});
+  }
+  Json outputs = Json::array();
+  for (const ::onnx::ValueInfoProto& v : g.output()) {
+    const std::string name = e.resolve(v.name());
+    if (e.constant(name) != nullptr) {
+      fail(file, "graph output " + v.name() +
+                     " is a constant; tapestry graphs compute their "
+                     "outputs");
+    }
+    outputs.push_back(name);
+  }
+  // The file's name, not the graph's: PyTorch names every graph "torch_jit".
+  std::string name = file == "<stdin>" ? g.name() : baseName(file);
+  if (!graph::isValidName(name)) {
+    name = g.name();
+  }
+  if (!graph::isValidName(name)) {
+    name = "model";
+  }
+  Json doc = Json::object();
+  doc["tapestry"] = "graph/v1";
+  doc["name"] = name;
+  const std::size_t slash = file.find_last_of('/');
+  doc["doc"] =
+      "imported from " + printable(slash == std::string::npos ? file : file.substr(slash + 1)) +
+      " (producer " +
+      (model.producer_name().empty() ? std::string("unknown") : printable(model.producer_name())) +
+      (model.producer_version().empty() ? "" : " " + printable(model.producer_version())) +
+      ", opset " + std::to_string(opset) + ")";
+  doc["tensors"] = tensors;
+  doc["operations"] = std::move(e.operations());
+  doc["outputs"] = outputs;
+  result.graph = std::move(doc);
+  return result;
+}
+
+} // namespace
+
+ImportResult importModel(const std::string& bytes, const std::string& file,
+                         const ImportOptions& options) {
+  try {
+    return importChecked(bytes, file, options);
+  } catch (Error& e) {
+    // Names in messages come from the model and may be any bytes; diagnostics
+    // (and --format json errors) stay printable ASCII.
+    e.diagnostic().message = printable(e.diagnostic().message);
+    throw;
+  }
+}
+
+} // namespace tapestry::onnx_import

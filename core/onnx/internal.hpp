@@ -1,0 +1,141 @@
+// Internal to core/onnx: constant tensors (decoded from TensorProto, folded at
+// import), the folding evaluators, and the per-operator mapping to
+// standard-library operations.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/json/json.hpp"
+
+namespace tapestry::onnx_import::detail {
+
+// Constants of at most this many elements are folded through and decoded;
+// larger ones (weights) are only carried to the graph as data.
+inline constexpr std::int64_t kFoldLimit = 1 << 16;
+
+// A constant tensor: its ONNX element type, shape, and little-endian C-order bytes.
+struct Constant {
+  int type = ::onnx::TensorProto::FLOAT;
+  std::vector<std::int64_t> shape;
+  std::string bytes;
+  bool present = true; // false: external data the model does not hold
+
+  std::int64_t count() const;
+  // Every element as a double (integers up to 2^53 exactly, bool as 0/1).
+  // Only for types isFoldable() accepts.
+  std::vector<double> values() const;
+  // Every element as an int64 (floats truncated, saturating).
+  std::vector<std::int64_t> ints() const;
+};
+
+// Builds a constant of `type` (any type isFoldable accepts) from values.
+Constant makeConstant(int type, std::vector<std::int64_t> shape, const std::vector<double>& values);
+Constant makeInts(std::vector<std::int64_t> shape, const std::vector<std::int64_t>& values);
+
+// Whether values() can decode and makeConstant encode `type`: every numeric
+// type but float16, bfloat16 and complex ones.
+bool isFoldable(int type);
+// The tapestry dtype of an ONNX element type; "" for one with none (string).
+std::string dtypeName(int type);
+std::size_t elementSize(int type);
+
+// Decodes an initializer or Constant value; `where` prefixes errors.
+Constant decodeTensor(const ::onnx::TensorProto& t, const std::string& where);
+// The initializer form of a (small) constant.
+::onnx::TensorProto encodeTensor(const Constant& c, const std::string& name);
+
+// The outputs of `node` computed from its inputs, all constants (an absent
+// optional input is nullptr); nullopt when this operator is not folded.
+// Throws Error for inputs the operator rejects.
+std::optional<std::vector<Constant>> fold(const ::onnx::NodeProto& node,
+                                          const std::vector<const Constant*>& inputs);
+
+// Attributes of a node.
+const ::onnx::AttributeProto* findAttribute(const ::onnx::NodeProto& node, const std::string& name);
+std::int64_t intAttribute(const ::onnx::NodeProto& node, const std::string& name,
+                          std::int64_t fallback);
+float floatAttribute(const ::onnx::NodeProto& node, const std::string& name, float fallback);
+std::vector<std::int64_t> intsAttribute(const ::onnx::NodeProto& node, const std::string& name);
+std::string stringAttribute(const ::onnx::NodeProto& node, const std::string& name,
+                            const std::string& fallback);
+
+// Normalizes axis `a` (negative counts from the end) for `rank`; Error when out of range.
+std::int64_t normalizeAxis(std::int64_t a, std::int64_t rank, const std::string& what);
+
+// `name` in double quotes, printable ASCII as is and any other byte as \xNN
+// (names from a model may be any bytes; diagnostics and JSON must stay valid).
+std::string quoted(const std::string& name);
+// `text` with every byte outside printable ASCII as \xNN.
+std::string printable(const std::string& text);
+// Throws Error at `file` unless `name` is a valid graph/v1 name.
+void checkName(const std::string& file, const std::string& what, const std::string& name);
+
+// ---------------------------------------------------------------- mapping
+
+// What a mapping sees of one tensor: its dtype and concrete shape when known.
+struct TensorType {
+  int type = 0; // ONNX element type; 0 unknown
+  std::optional<std::vector<std::int64_t>> shape;
+};
+
+// The state of the emission: tensor types, constants, aliases, the operations
+// written so far and the constants they read.
+class Emitter {
+public:
+  Emitter(std::string file, const std::map<std::string, TensorType>& types,
+          const std::map<std::string, Constant>& constants);
+
+  // The tensor name an input resolves to (through Identity/Dropout aliases);
+  // marks a constant as read by an operation (so it becomes a graph input).
+  std::string use(const std::string& name);
+  // The constant named `name` (after aliases), or null.
+  const Constant* constant(const std::string& name) const;
+  std::vector<std::int64_t> shapeOf(const ::onnx::NodeProto& node, const std::string& name) const;
+  std::optional<std::vector<std::int64_t>> knownShape(const std::string& name) const;
+  int typeOf(const std::string& name) const;
+  void alias(const std::string& name, const std::string& target);
+  std::string resolve(const std::string& name) const;
+
+  // A fresh operation name for `node` ("" suffix: the node's own name).
+  std::string opName(const ::onnx::NodeProto& node, const std::string& suffix);
+  // A fresh tensor name for an intermediate result of `node`.
+  std::string tempName(const ::onnx::NodeProto& node, const std::string& what);
+  // Adds a new constant (e.g. a zero bias) read by an operation.
+  std::string addConstant(const std::string& name, Constant c);
+
+  void emit(const std::string& name, const std::string& kernel, Json params, Json inputs,
+            Json outputs);
+
+  [[noreturn]] void fail(const ::onnx::NodeProto& node, const std::string& message) const;
+
+  const std::string& file() const { return file_; }
+  Json& operations() { return operations_; }
+  const std::vector<std::string>& constantsUsed() const { return used_; }
+  const std::map<std::string, Constant>& constants() const { return constants_; }
+
+private:
+  std::string file_;
+  const std::map<std::string, TensorType>& types_;
+  std::map<std::string, Constant> constants_;
+  std::map<std::string, std::string> aliases_;
+  std::set<std::string> names_;   // tensor names taken
+  std::set<std::string> opNames_; // operation names taken
+  std::set<std::string> usedSet_;
+  std::vector<std::string> used_;
+  Json operations_ = Json::array();
+};
+
+// Emits the operations of one node; throws Error naming the operator, the node
+// and the supported list when there is no mapping.
+void mapNode(Emitter& e, const ::onnx::NodeProto& node);
+std::vector<std::string> mappedOperators();
+
+} // namespace tapestry::onnx_import::detail

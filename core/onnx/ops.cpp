@@ -1,0 +1,622 @@
+// ONNX operators as standard-library operations (docs/reference/onnx.md has
+// the table). One handler per operator; a handler reads attributes and
+// constant operands and emits one or more operations.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/diag/error.hpp"
+#include "core/onnx/internal.hpp"
+
+namespace tapestry::onnx_import::detail {
+
+using ::onnx::NodeProto;
+using Shape = std::vector<std::int64_t>;
+using Handler = void (*)(Emitter&, const NodeProto&);
+
+namespace {
+
+bool hasInput(const NodeProto& node, int i) {
+  return node.input_size() > i && !node.input(i).empty();
+}
+
+bool outputUsed(const NodeProto& node, int i) {
+  return node.output_size() > i && !node.output(i).empty();
+}
+
+Json result(const NodeProto& node) {
+  return Json{{"result", node.output(0)}};
+}
+
+// The single value of a one-element constant operand, when it is one.
+std::optional<double> scalarOf(const Emitter& e, const std::string& name) {
+  const Constant* c = e.constant(name);
+  if (c == nullptr || c->count() != 1 || !c->present || !isFoldable(c->type)) {
+    return std::nullopt;
+  }
+  const double v = c->values()[0];
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; // JSON holds no inf
+}
+
+std::vector<std::int64_t> constantInts(Emitter& e, const NodeProto& node, int i, const char* what) {
+  const Constant* c = e.constant(node.input(i));
+  if (c == nullptr || !isFoldable(c->type)) {
+    e.fail(node, std::string("its ") + what + " input " + node.input(i) +
+                     " is not a constant; tapestry needs it at import");
+  }
+  return c->ints();
+}
+
+Json intsJson(const Shape& v) {
+  Json a = Json::array();
+  for (std::int64_t x : v) {
+    a.push_back(x);
+  }
+  return a;
+}
+
+const std::map<std::string, std::string>& unaryKernels() {
+  static const std::map<std::string, std::string> table = {
+      {"Relu", "relu"}, {"Tanh", "tanh"}, {"Exp", "exp"},   {"Sigmoid", "sigmoid"},
+      {"Neg", "neg"},   {"Erf", "erf"},   {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"},
+      {"Log", "log"},   {"Abs", "abs"}};
+  return table;
+}
+
+void unary(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), unaryKernels().at(node.op_type()), Json::object(),
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+void alias(Emitter& e, const NodeProto& node) {
+  if (node.op_type() == "Dropout" && outputUsed(node, 1)) {
+    e.fail(node, "its mask output is used; tapestry imports inference graphs");
+  }
+  e.alias(node.output(0), node.input(0));
+}
+
+// Add, Sub, Mul, Div, Pow: a one-element constant operand becomes a scalar
+// form (x + c -> add_scalar, c - x -> rsub_scalar, ...); x / c stays a div by
+// a one-element tensor, which is exact where mul_scalar(1/c) would round.
+void binary(Emitter& e, const NodeProto& node) {
+  const std::string& op = node.op_type();
+  // A one-element operand of higher rank than the other would add dims to the
+  // result ([4] + [[c]] is [1, 4]): it stays a tensor.
+  auto scalarOperand = [&](int i) -> std::optional<double> {
+    const std::optional<double> v = scalarOf(e, node.input(i));
+    const std::optional<Shape> other = e.knownShape(node.input(1 - i));
+    if (!v || !other || e.constant(node.input(i))->shape.size() > other->size()) {
+      return std::nullopt;
+    }
+    return v;
+  };
+  const std::optional<double> a = scalarOperand(0);
+  const std::optional<double> b = scalarOperand(1);
+  const std::string name = e.opName(node, "");
+  auto scalar = [&](const char* kernel, int operand, double value) {
+    e.emit(name, kernel, Json{{"value", value}}, Json{{"input", e.use(node.input(operand))}},
+           result(node));
+  };
+  if (b && !a) {
+    if (op == "Add")
+      return scalar("add_scalar", 0, *b);
+    if (op == "Sub")
+      return scalar("add_scalar", 0, -*b);
+    if (op == "Mul")
+      return scalar("mul_scalar", 0, *b);
+    if (op == "Pow")
+      return scalar("pow_scalar", 0, *b);
+  }
+  if (a && !b) {
+    if (op == "Add")
+      return scalar("add_scalar", 1, *a);
+    if (op == "Mul")
+      return scalar("mul_scalar", 1, *a);
+    if (op == "Sub")
+      return scalar("rsub_scalar", 1, *a);
+    if (op == "Div")
+      return scalar("rdiv_scalar", 1, *a);
+  }
+  std::string kernel = op;
+  std::transform(kernel.begin(), kernel.end(), kernel.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(c)); });
+  e.emit(name, kernel, Json::object(),
+         Json{{"A", e.use(node.input(0))}, {"B", e.use(node.input(1))}}, result(node));
+}
+
+void matmul(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), "matmul", Json::object(),
+         Json{{"X", e.use(node.input(0))}, {"W", e.use(node.input(1))}}, result(node));
+}
+
+// A [M,K] (transA), B [K,N] (transB), optional C: transposes become
+// operations; C of shape [N] with alpha = beta = 1 makes it a linear.
+void gemm(Emitter& e, const NodeProto& node) {
+  auto operand = [&](int i, const char* attr, const char* what) {
+    std::string name = e.use(node.input(i));
+    if (intAttribute(node, attr, 0) != 0) {
+      const std::string t = e.tempName(node, std::string(what) + "_T");
+      e.emit(e.opName(node, std::string("transpose_") + what), "transpose",
+             Json{{"perm", Json::array({1, 0})}}, Json{{"input", name}}, Json{{"result", t}});
+      name = t;
+    }
+    return name;
+  };
+  const std::string a = operand(0, "transA", "A");
+  const std::string b = operand(1, "transB", "B");
+  const double alpha = floatAttribute(node, "alpha", 1.0f);
+  const double beta = floatAttribute(node, "beta", 1.0f);
+  const bool hasC = hasInput(node, 2);
+  if (hasC && alpha == 1.0 && beta == 1.0 && e.shapeOf(node, node.input(2)).size() == 1) {
+    e.emit(e.opName(node, ""), "linear", Json::object(),
+           Json{{"X", a}, {"W", b}, {"bias", e.use(node.input(2))}}, result(node));
+    return;
+  }
+  std::string product = hasC || alpha != 1.0 ? e.tempName(node, "AB") : node.output(0);
+  e.emit(e.opName(node, ""), "matmul", Json::object(), Json{{"X", a}, {"W", b}},
+         Json{{"result", product}});
+  if (alpha != 1.0) {
+    const std::string scaled = hasC ? e.tempName(node, "alpha_AB") : node.output(0);
+    e.emit(e.opName(node, "alpha"), "mul_scalar", Json{{"value", alpha}}, Json{{"input", product}},
+           Json{{"result", scaled}});
+    product = scaled;
+  }
+  if (hasC) {
+    std::string c = e.use(node.input(2));
+    if (beta != 1.0) {
+      const std::string scaled = e.tempName(node, "beta_C");
+      e.emit(e.opName(node, "beta"), "mul_scalar", Json{{"value", beta}}, Json{{"input", c}},
+             Json{{"result", scaled}});
+      c = scaled;
+    }
+    e.emit(e.opName(node, "add_C"), "add", Json::object(), Json{{"A", product}, {"B", c}},
+           result(node));
+  }
+}
+
+std::string formatPads(const Shape& pads) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < pads.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(pads[i]);
+  }
+  return s + "]";
+}
+
+// Per spatial dim: the symmetric padding of pads/auto_pad, or an error.
+Shape symmetricPads(Emitter& e, const NodeProto& node, const Shape& in, const Shape& kernel,
+                    const Shape& stride, const Shape& dilation) {
+  const std::string autoPad = stringAttribute(node, "auto_pad", "NOTSET");
+  Shape pads = intsAttribute(node, "pads");
+  if (autoPad == "VALID") {
+    pads.assign(4, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    pads.assign(4, 0);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::int64_t out = (in[i + 2] + stride[i] - 1) / stride[i];
+      const std::int64_t total = std::max<std::int64_t>(
+          0, (out - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in[i + 2]);
+      pads[i] = total / 2;
+      pads[i + 2] = total - total / 2;
+    }
+  }
+  if (pads.empty()) {
+    pads.assign(4, 0);
+  }
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) {
+    e.fail(node, "padding " + formatPads(pads) +
+                     " is not symmetric ([top, left, bottom, right] with top == bottom and left "
+                     "== right); tapestry's kernels pad both sides alike");
+  }
+  return {pads[0], pads[1]};
+}
+
+// Kernel, stride and dilation attributes of a 2-D window (Conv, pools).
+struct Window {
+  Shape kernel, stride, dilation, padding;
+};
+
+Window window(Emitter& e, const NodeProto& node, const Shape& in, Shape kernel) {
+  if (in.size() != 4 || kernel.size() != 2) {
+    e.fail(node, "only 2-D windows over [N, C, H, W] inputs are supported");
+  }
+  Window w;
+  w.kernel = std::move(kernel);
+  w.stride = intsAttribute(node, "strides");
+  w.dilation = intsAttribute(node, "dilations");
+  if (w.stride.empty())
+    w.stride = {1, 1};
+  if (w.dilation.empty())
+    w.dilation = {1, 1};
+  for (const Shape* v : {&w.kernel, &w.stride, &w.dilation}) {
+    if (v->size() != 2 || (*v)[0] < 1 || (*v)[1] < 1) {
+      e.fail(node, "kernel_shape, strides and dilations must be 2 positive numbers each");
+    }
+  }
+  w.padding = symmetricPads(e, node, in, w.kernel, w.stride, w.dilation);
+  return w;
+}
+
+void conv(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const Shape weight = e.shapeOf(node, node.input(1));
+  if (in.size() != 4 || weight.size() != 4) {
+    e.fail(node, "only 2-D convolutions ([N, C, H, W] input, [O, C, KH, KW] weight) are supported");
+  }
+  Shape kernel = intsAttribute(node, "kernel_shape");
+  if (kernel.empty() && weight.size() >= 2) {
+    kernel.assign(weight.begin() + 2, weight.end());
+  }
+  const Window w = window(e, node, in, kernel);
+  const std::int64_t groups = intAttribute(node, "group", 1);
+  if (groups != 1 && groups != weight[0]) {
+    e.fail(node, "group " + std::to_string(groups) +
+                     " is neither 1 nor the number of output channels (depthwise)");
+  }
+  Json params{{"stride", intsJson(w.stride)},
+              {"padding", intsJson(w.padding)},
+              {"dilation", intsJson(w.dilation)}};
+  if (groups != 1) {
+    params["groups"] = groups;
+  }
+  const bool bias = hasInput(node, 2);
+  const std::string convOut = bias ? e.tempName(node, "conv") : node.output(0);
+  e.emit(e.opName(node, ""), "conv2d", params,
+         Json{{"input", e.use(node.input(0))}, {"weight", e.use(node.input(1))}},
+         Json{{"result", convOut}});
+  if (bias) {
+    const std::string b = e.tempName(node, "bias_O11");
+    e.emit(e.opName(node, "bias_reshape"), "reshape",
+           Json{{"shape", Json::array({weight[0], 1, 1})}}, Json{{"input", e.use(node.input(2))}},
+           Json{{"result", b}});
+    e.emit(e.opName(node, "bias_add"), "add", Json::object(), Json{{"A", convOut}, {"B", b}},
+           result(node));
+  }
+}
+
+void pool(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const Window w = window(e, node, in, intsAttribute(node, "kernel_shape"));
+  if (outputUsed(node, 1)) {
+    e.fail(node, "its Indices output is used; tapestry pools give values only");
+  }
+  if (intAttribute(node, "ceil_mode", 0) != 0) {
+    for (std::size_t i = 0; i < 2; ++i) {
+      const std::int64_t span =
+          in[i + 2] + 2 * w.padding[i] - w.dilation[i] * (w.kernel[i] - 1) - 1;
+      if (span % w.stride[i] != 0) {
+        e.fail(node, "ceil_mode 1 changes the output shape here; tapestry pools round down");
+      }
+    }
+  }
+  Json params{{"kernel", intsJson(w.kernel)},
+              {"stride", intsJson(w.stride)},
+              {"padding", intsJson(w.padding)}};
+  std::string kernel = "maxpool2d";
+  if (node.op_type() == "MaxPool") {
+    params["dilation"] = intsJson(w.dilation);
+  } else {
+    kernel = "avgpool2d";
+    params["count_include_pad"] = intAttribute(node, "count_include_pad", 0) != 0;
+  }
+  e.emit(e.opName(node, ""), kernel, params, Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+void globalAvgPool(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), "global_avgpool", Json::object(),
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+void batchnorm(Emitter& e, const NodeProto& node) {
+  if (intAttribute(node, "training_mode", 0) != 0) {
+    e.fail(node, "training_mode 1; tapestry imports inference graphs");
+  }
+  e.emit(e.opName(node, ""), "batchnorm", Json{{"epsilon", floatAttribute(node, "epsilon", 1e-5f)}},
+         Json{{"input", e.use(node.input(0))},
+              {"scale", e.use(node.input(1))},
+              {"bias", e.use(node.input(2))},
+              {"mean", e.use(node.input(3))},
+              {"var", e.use(node.input(4))}},
+         result(node));
+}
+
+void softmax(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), "softmax", Json{{"axis", intAttribute(node, "axis", -1)}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+void layernorm(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const std::int64_t rank = static_cast<std::int64_t>(in.size());
+  const std::int64_t axis = intAttribute(node, "axis", -1);
+  if (rank == 0 || (axis != -1 && axis != rank - 1)) {
+    e.fail(node, "axis " + std::to_string(axis) +
+                     " is not the last dim; tapestry's layernorm normalizes the last dim");
+  }
+  if (outputUsed(node, 1) || outputUsed(node, 2)) {
+    e.fail(node, "its Mean or InvStdDev output is used");
+  }
+  const std::string input = e.use(node.input(0));
+  const std::string gamma = e.use(node.input(1));
+  std::string beta;
+  if (hasInput(node, 2)) {
+    beta = e.use(node.input(2));
+  } else {
+    const int type = e.typeOf(node.input(0));
+    beta = e.addConstant(
+        node.name() + "/beta",
+        makeConstant(isFoldable(type) ? type : ::onnx::TensorProto::FLOAT, {in.back()},
+                     std::vector<double>(static_cast<std::size_t>(in.back()), 0.0)));
+  }
+  e.emit(e.opName(node, ""), "layernorm", Json{{"eps", floatAttribute(node, "epsilon", 1e-5f)}},
+         Json{{"input", input}, {"gamma", gamma}, {"beta", beta}}, result(node));
+}
+
+// ReduceMean/Sum/Max over several axes: a chain of single-axis reductions,
+// the highest axis first so that the lower axes keep their numbers.
+void reduce(Emitter& e, const NodeProto& node) {
+  const std::int64_t rank = static_cast<std::int64_t>(e.shapeOf(node, node.input(0)).size());
+  Shape axes = intsAttribute(node, "axes");
+  if (hasInput(node, 1)) {
+    axes = constantInts(e, node, 1, "axes");
+  }
+  if (axes.empty()) {
+    if (intAttribute(node, "noop_with_empty_axes", 0) != 0) {
+      e.alias(node.output(0), node.input(0));
+      return;
+    }
+    for (std::int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  }
+  for (std::int64_t& a : axes) {
+    a = normalizeAxis(a, rank, "node " + node.name());
+  }
+  std::sort(axes.rbegin(), axes.rend());
+  const bool keepdims = intAttribute(node, "keepdims", 1) != 0;
+  const std::string kernel = node.op_type() == "ReduceMean"  ? "mean"
+                             : node.op_type() == "ReduceSum" ? "sum"
+                                                             : "max";
+  std::string input = e.use(node.input(0));
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const bool last = i + 1 == axes.size();
+    const std::string out =
+        last ? node.output(0) : e.tempName(node, "axis" + std::to_string(axes[i]));
+    e.emit(e.opName(node, last ? "" : "axis" + std::to_string(axes[i])), kernel,
+           Json{{"axis", axes[i]}, {"keepdims", keepdims}}, Json{{"input", input}},
+           Json{{"result", out}});
+    input = out;
+  }
+}
+
+void transpose(Emitter& e, const NodeProto& node) {
+  Shape perm = intsAttribute(node, "perm");
+  if (perm.empty()) {
+    const std::int64_t rank = static_cast<std::int64_t>(e.shapeOf(node, node.input(0)).size());
+    for (std::int64_t a = rank - 1; a >= 0; --a)
+      perm.push_back(a);
+  }
+  e.emit(e.opName(node, ""), "transpose", Json{{"perm", intsJson(perm)}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+// Reshape, Flatten, Squeeze, Unsqueeze: a reshape to the inferred output shape.
+void reshape(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), "reshape", Json{{"shape", intsJson(e.shapeOf(node, node.output(0)))}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+void concat(Emitter& e, const NodeProto& node) {
+  Json tensors = Json::array();
+  for (const std::string& name : node.input()) {
+    tensors.push_back(e.use(name));
+  }
+  e.emit(e.opName(node, ""), "concat", Json{{"axis", intAttribute(node, "axis", 0)}},
+         Json{{"tensors", tensors}}, result(node));
+}
+
+void split(Emitter& e, const NodeProto& node) {
+  const std::int64_t rank = static_cast<std::int64_t>(e.shapeOf(node, node.input(0)).size());
+  const std::int64_t axis =
+      normalizeAxis(intAttribute(node, "axis", 0), rank, "node " + node.name());
+  Shape sections;
+  Json results = Json::array();
+  for (const std::string& out : node.output()) {
+    const Shape shape = e.shapeOf(node, out);
+    if (shape.size() != static_cast<std::size_t>(rank)) {
+      e.fail(node, "output " + out + " does not have the rank of the input");
+    }
+    sections.push_back(shape[static_cast<std::size_t>(axis)]);
+    results.push_back(out);
+  }
+  e.emit(e.opName(node, ""), "split", Json{{"axis", axis}, {"sections", intsJson(sections)}},
+         Json{{"input", e.use(node.input(0))}}, Json{{"results", results}});
+}
+
+void cast(Emitter& e, const NodeProto& node) {
+  const std::string dtype = dtypeName(static_cast<int>(intAttribute(node, "to", 0)));
+  if (dtype.empty()) {
+    e.fail(node, "it casts to an element type tapestry has no dtype for");
+  }
+  e.emit(e.opName(node, ""), "cast", Json{{"dtype", dtype}}, Json{{"input", e.use(node.input(0))}},
+         result(node));
+}
+
+// Gather of rows of a constant 2-D table is an embedding lookup; any other a gather.
+void gather(Emitter& e, const NodeProto& node) {
+  const Constant* table = e.constant(node.input(0));
+  const std::int64_t axis = intAttribute(node, "axis", 0);
+  if (table != nullptr && table->shape.size() == 2 && axis == 0) {
+    e.emit(e.opName(node, ""), "embedding", Json::object(),
+           Json{{"table", e.use(node.input(0))}, {"indices", e.use(node.input(1))}}, result(node));
+    return;
+  }
+  e.emit(e.opName(node, ""), "gather", Json{{"axis", axis}},
+         Json{{"data", e.use(node.input(0))}, {"indices", e.use(node.input(1))}}, result(node));
+}
+
+void where(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), "where", Json::object(),
+         Json{{"condition", e.use(node.input(0))},
+              {"X", e.use(node.input(1))},
+              {"Y", e.use(node.input(2))}},
+         result(node));
+}
+
+void slice(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const std::int64_t rank = static_cast<std::int64_t>(in.size());
+  const Shape starts = constantInts(e, node, 1, "starts");
+  const Shape ends = constantInts(e, node, 2, "ends");
+  Shape axes;
+  if (hasInput(node, 3)) {
+    axes = constantInts(e, node, 3, "axes");
+  } else {
+    for (std::size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<std::int64_t>(i));
+  }
+  Shape steps(starts.size(), 1);
+  if (hasInput(node, 4)) {
+    steps = constantInts(e, node, 4, "steps");
+  }
+  Shape begin(in.size(), 0);
+  Shape end = in;
+  for (std::size_t i = 0; i < starts.size() && i < ends.size() && i < axes.size(); ++i) {
+    if (steps.at(i) != 1) {
+      e.fail(node, "step " + std::to_string(steps[i]) + "; tapestry's slice takes step 1 only");
+    }
+    const std::size_t a =
+        static_cast<std::size_t>(normalizeAxis(axes[i], rank, "node " + node.name()));
+    auto clampIndex = [&](std::int64_t v) {
+      return std::clamp<std::int64_t>(v < 0 ? v + in[a] : v, 0, in[a]);
+    };
+    begin[a] = clampIndex(starts[i]);
+    end[a] = std::max(begin[a], clampIndex(ends[i]));
+  }
+  e.emit(e.opName(node, ""), "slice", Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+void clip(Emitter& e, const NodeProto& node) {
+  double lo = -static_cast<double>(std::numeric_limits<float>::max());
+  double hi = static_cast<double>(std::numeric_limits<float>::max());
+  for (int i : {1, 2}) {
+    if (hasInput(node, i)) {
+      const std::optional<double> v = scalarOf(e, node.input(i));
+      if (!v) {
+        e.fail(node, "its " + std::string(i == 1 ? "min" : "max") + " input " + node.input(i) +
+                         " is not a one-element constant");
+      }
+      (i == 1 ? lo : hi) = *v;
+    }
+  }
+  e.emit(e.opName(node, ""), "clip", Json{{"min", lo}, {"max", hi}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+// Sum of n inputs: a chain of n - 1 adds (NumPy broadcasting); one input is an alias.
+void sum(Emitter& e, const NodeProto& node) {
+  std::string acc = e.use(node.input(0));
+  if (node.input_size() == 1) {
+    e.alias(node.output(0), node.input(0));
+    return;
+  }
+  for (int i = 1; i < node.input_size(); ++i) {
+    const bool last = i + 1 == node.input_size();
+    const std::string out = last ? node.output(0) : e.tempName(node, "sum" + std::to_string(i));
+    e.emit(e.opName(node, last ? "" : "add" + std::to_string(i)), "add", Json::object(),
+           Json{{"A", acc}, {"B", e.use(node.input(i))}}, Json{{"result", out}});
+    acc = out;
+  }
+}
+
+// HardSigmoid(x) = clip(alpha*x + beta, 0, 1) and HardSwish(x) = x *
+// HardSigmoid(x) with alpha 1/6, beta 1/2: ONNX's definitions, step by step.
+void hard(Emitter& e, const NodeProto& node) {
+  const bool swish = node.op_type() == "HardSwish";
+  const double alpha = swish ? 1.0 / 6.0 : floatAttribute(node, "alpha", 0.2f);
+  const double beta = swish ? 0.5 : floatAttribute(node, "beta", 0.5f);
+  const std::string x = e.use(node.input(0));
+  const std::string scaled = e.tempName(node, "alpha_x");
+  const std::string shifted = e.tempName(node, "alpha_x_beta");
+  const std::string sigmoid = swish ? e.tempName(node, "hard_sigmoid") : node.output(0);
+  e.emit(e.opName(node, "alpha"), "mul_scalar", Json{{"value", alpha}}, Json{{"input", x}},
+         Json{{"result", scaled}});
+  e.emit(e.opName(node, "beta"), "add_scalar", Json{{"value", beta}}, Json{{"input", scaled}},
+         Json{{"result", shifted}});
+  e.emit(e.opName(node, swish ? "clip" : ""), "clip", Json{{"min", 0.0}, {"max", 1.0}},
+         Json{{"input", shifted}}, Json{{"result", sigmoid}});
+  if (swish) {
+    e.emit(e.opName(node, ""), "mul", Json::object(), Json{{"A", x}, {"B", sigmoid}}, result(node));
+  }
+}
+
+const std::map<std::string, Handler>& handlers() {
+  static const std::map<std::string, Handler> table = [] {
+    std::map<std::string, Handler> t = {{"Add", binary},
+                                        {"Sub", binary},
+                                        {"Mul", binary},
+                                        {"Div", binary},
+                                        {"Pow", binary},
+                                        {"MatMul", matmul},
+                                        {"Gemm", gemm},
+                                        {"Conv", conv},
+                                        {"MaxPool", pool},
+                                        {"AveragePool", pool},
+                                        {"GlobalAveragePool", globalAvgPool},
+                                        {"BatchNormalization", batchnorm},
+                                        {"Softmax", softmax},
+                                        {"LayerNormalization", layernorm},
+                                        {"ReduceMean", reduce},
+                                        {"ReduceSum", reduce},
+                                        {"ReduceMax", reduce},
+                                        {"Transpose", transpose},
+                                        {"Reshape", reshape},
+                                        {"Flatten", reshape},
+                                        {"Squeeze", reshape},
+                                        {"Unsqueeze", reshape},
+                                        {"Concat", concat},
+                                        {"Split", split},
+                                        {"Cast", cast},
+                                        {"Gather", gather},
+                                        {"Where", where},
+                                        {"Slice", slice},
+                                        {"Clip", clip},
+                                        {"Sum", sum},
+                                        {"HardSigmoid", hard},
+                                        {"HardSwish", hard},
+                                        {"Identity", alias},
+                                        {"Dropout", alias}};
+    for (const auto& [op, kernel] : unaryKernels()) {
+      t[op] = unary;
+    }
+    return t;
+  }();
+  return table;
+}
+
+} // namespace
+
+std::vector<std::string> mappedOperators() {
+  std::vector<std::string> ops;
+  for (const auto& [op, handler] : handlers()) {
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+void mapNode(Emitter& e, const NodeProto& node) {
+  const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+  auto it = handlers().find(node.op_type());
+  if (!defaultDomain || it == handlers().end()) {
+    std::string list;
+    for (const std::string& op : mappedOperators()) {
+      list += (list.empty() ? "" : ", ") + op;
+    }
+    const std::string op = defaultDomain ? node.op_type() : node.domain() + "." + node.op_type();
+    throw Error(SourceLocation{e.file(), 0, 0, {}}, "unsupported ONNX operator " + op + " (node " +
+                                                        node.name() +
+                                                        "); tapestry imports: " + list);
+  }
+  it->second(e, node);
+}
+
+} // namespace tapestry::onnx_import::detail

@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""Write the ONNX test models of `tapestry import` (docs/reference/onnx.md).
+
+    /usr/bin/python3 scripts/make_onnx_models.py [--out DIR]
+
+Needs torch 1.13, torchvision 0.14 and onnx 1.12 (Debian's /usr/bin/python3 has
+them). Writes, deterministically (torch.manual_seed(0), opset 17):
+
+  testdata/onnx/       relu (one node, the source of the truncated file), mlp3 (and mlp3_dynamic, its batch dim named "batch"),
+                       resnet18, resnet50 and mobilenet_v2 (structure
+                       only: export_params=False), bert_layer (and
+                       bert_layer_dynamic: batch and seq dims named), gpt2_block
+  testdata/bad/onnx/   one file per bad input of tests/cli/cases/import_errors.t,
+                       most made by hand with onnx.helper
+
+Models are small (small dims, or no weights) so they can be committed.
+"""
+import argparse
+import io
+import math
+import os
+
+import onnx
+import torch
+import torch.nn as nn
+import torchvision
+from onnx import TensorProto, helper
+
+OPSET = 17
+
+
+def export(model, args, path, names_in, names_out, params=True, dynamic_axes=None):
+    model.eval()
+    buf = io.BytesIO()
+    torch.onnx.export(model, args, buf, opset_version=OPSET, export_params=params,
+                      input_names=names_in, output_names=names_out,
+                      dynamic_axes=dynamic_axes, do_constant_folding=True)
+    m = onnx.load_from_string(buf.getvalue())
+    # Deterministic bytes: no producer version drift between torch builds.
+    m.producer_name = "pytorch"
+    m.producer_version = torch.__version__.split("a")[0]
+    onnx.save(m, path)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+class Mlp3(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 32)
+        self.fc3 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class Gpt2Block(nn.Module):
+    """A plain GPT-2 block: pre-LayerNorm causal self-attention and an MLP."""
+
+    def __init__(self, d=32, heads=4, seq=8):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.gelu = nn.GELU()
+        self.out = nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.view(b, s, h, d // h).transpose(1, 2)
+        k = k.view(b, s, h, d // h).transpose(1, 2)
+        v = v.view(b, s, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d // h)
+        att = att.masked_fill(~self.mask[:s, :s], float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(y)
+        return x + self.out(self.gelu(self.fc(self.ln2(x))))
+
+
+def good_models(out):
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    export(Mlp3(), torch.randn(4, 16), f"{out}/mlp3.onnx", ["x"], ["y"])
+    torch.manual_seed(0)
+    export(Mlp3(), torch.randn(4, 16), f"{out}/mlp3_dynamic.onnx", ["x"], ["y"],
+           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    torch.manual_seed(0)
+    image = torch.randn(1, 3, 64, 64)
+    export(torchvision.models.resnet18(), image, f"{out}/resnet18.onnx", ["image"], ["logits"],
+           params=False)
+    torch.manual_seed(0)
+    export(torchvision.models.resnet50(), image, f"{out}/resnet50.onnx", ["image"], ["logits"],
+           params=False)
+    torch.manual_seed(0)
+    export(torchvision.models.mobilenet_v2(), image, f"{out}/mobilenet_v2.onnx", ["image"],
+           ["logits"], params=False)
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0,
+                                       batch_first=True)
+    export(layer, torch.randn(2, 8, 64), f"{out}/bert_layer.onnx", ["x"], ["y"])
+    export(layer, torch.randn(2, 8, 64), f"{out}/bert_layer_dynamic.onnx", ["x"], ["y"],
+           dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
+    torch.manual_seed(0)
+    export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block.onnx", ["x"], ["y"])
+
+
+def save(model, path):
+    onnx.save(model, path)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
+def tiny(nodes, inputs, outputs, inits=(), name="tiny"):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    model = helper.make_model(graph, producer_name="make_onnx_models",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def bad_models(out):
+    os.makedirs(out, exist_ok=True)
+    f32 = TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f32, [2, 4])
+    y = helper.make_tensor_value_info("y", f32, [2, 4])
+    relu = tiny([helper.make_node("Relu", ["x"], ["y"], name="act")], [x], [y], name="relu")
+    save(relu, f"{out}/../../onnx/relu.onnx")  # valid: testdata/onnx
+    data = relu.SerializeToString()
+    with open(f"{out}/truncated.onnx", "wb") as f:
+        f.write(data[: len(data) // 2])
+    print(f"wrote {out}/truncated.onnx ({len(data) // 2} bytes)")
+    with open(f"{out}/not_onnx.onnx", "wb") as f:
+        f.write(b"this is not a protobuf\n")
+    print(f"wrote {out}/not_onnx.onnx")
+    # An operator tapestry has no mapping for.
+    a = helper.make_tensor_value_info("a", f32, [2, 3])
+    b = helper.make_tensor_value_info("b", f32, [3, 4])
+    c = helper.make_tensor_value_info("c", f32, [2, 4])
+    save(tiny([helper.make_node("Einsum", ["a", "b"], ["c"], name="contract", equation="ij,jk->ik")],
+              [a, b], [c], name="einsum"), f"{out}/unsupported_op.onnx")
+    # A graph input without a shape.
+    noshape = helper.make_tensor_value_info("x", f32, None)
+    save(tiny([helper.make_node("Relu", ["x"], ["y"], name="act")], [noshape],
+              [helper.make_tensor_value_info("y", f32, None)], name="noshape"),
+         f"{out}/missing_shape.onnx")
+    # A symbolic batch dim, to be bound with --dim batch=N.
+    xb = helper.make_tensor_value_info("x", f32, ["batch", 4])
+    yb = helper.make_tensor_value_info("y", f32, ["batch", 4])
+    save(tiny([helper.make_node("Relu", ["x"], ["y"], name="act")], [xb], [yb], name="dynamic"),
+         f"{out}/dynamic_batch.onnx")
+    # No nodes at all.
+    save(tiny([], [x], [x], name="empty"), f"{out}/empty_graph.onnx")
+    # An opset newer than the ONNX library knows.
+    future = tiny([helper.make_node("Relu", ["x"], ["y"], name="act")], [x], [y], name="future")
+    future.opset_import[0].version = 99
+    save(future, f"{out}/future_opset.onnx")
+    # A convolution with asymmetric padding.
+    img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 5])
+    w = helper.make_tensor_value_info("w", f32, [3, 2, 3, 3])
+    res = helper.make_tensor_value_info("res", f32, [1, 3, 4, 4])
+    save(tiny([helper.make_node("Conv", ["img", "w"], ["res"], name="conv", pads=[1, 1, 0, 0])],
+              [img, w], [res], name="asym"), f"{out}/asymmetric_pads.onnx")
+
+
+def fuzz_findings(out):
+    """Small reproductions of what mutated models found (docs/reliability.md)."""
+    f32 = TensorProto.FLOAT
+    img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 5])
+    w = helper.make_tensor_value_info("w", f32, [2, 1, 3, 3])
+    res = helper.make_tensor_value_info("res", f32, None)
+    # libonnx 1.12's shape inference divides by the stride: SIGFPE.
+    save(tiny([helper.make_node("Conv", ["img", "w"], ["res"], name="conv", strides=[1, 0],
+                                group=2)], [img, w], [res], name="stride0"),
+         f"{out}/fuzz_conv_stride0.onnx")
+    # A Relu without inputs: mapping read input 0 (protobuf CHECK failure, abort).
+    x = helper.make_tensor_value_info("x", f32, [2, 4])
+    y = helper.make_tensor_value_info("y", f32, [2, 4])
+    save(tiny([helper.make_node("Relu", [], ["y"], name="act")], [x], [y], name="noinputs"),
+         f"{out}/fuzz_no_inputs.onnx")
+    # A tensor name with a byte that is not printable ASCII (not UTF-8 either).
+    # (a placeholder of the same length is replaced in the bytes: python's
+    # protobuf takes only UTF-8 strings)
+    y2 = helper.make_tensor_value_info("y~", f32, [2, 4])
+    model = tiny([helper.make_node("Relu", ["x"], ["y~"], name="act")], [x], [y2], name="badname")
+    data = model.SerializeToString().replace(b"y~", b"y\xff")
+    with open(f"{out}/fuzz_name_byte.onnx", "wb") as f:
+        f.write(data)
+    print(f"wrote {out}/fuzz_name_byte.onnx")
+
+
+def main():
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(root, "testdata"))
+    args = ap.parse_args()
+    good_models(os.path.join(args.out, "onnx"))
+    bad_models(os.path.join(args.out, "bad", "onnx"))
+    fuzz_findings(os.path.join(args.out, "bad", "onnx"))
+
+
+if __name__ == "__main__":
+    main()

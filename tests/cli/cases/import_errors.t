@@ -1,0 +1,67 @@
+## Bad ONNX inputs (testdata/bad/onnx, written by scripts/make_onnx_models.py): each gives
+## one diagnostic naming the file, exit 1, and leaves no output file behind.
+## Bad command lines: a bad --dim (exit 2), an unknown --dim name (exit 2).
+$ cd $TESTDATA && tapestry import bad/onnx/truncated.onnx -o $OLDPWD/out.json
+! bad/onnx/truncated.onnx: error: not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or not ONNX)
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/not_onnx.onnx -o $OLDPWD/out.json
+! bad/onnx/not_onnx.onnx: error: not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or not ONNX)
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/unsupported_op.onnx -o $OLDPWD/out.json
+! bad/onnx/unsupported_op.onnx: error: unsupported ONNX operator Einsum (node contract); tapestry imports: Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Conv, Div, Dropout, Erf, Exp, Flatten, Gather, Gemm, GlobalAveragePool, HardSigmoid, HardSwish, Identity, LayerNormalization, Log, MatMul, MaxPool, Mul, Neg, Pow, Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Unsqueeze, Where
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/missing_shape.onnx -o $OLDPWD/out.json
+! bad/onnx/missing_shape.onnx: error: graph input x has no shape; tapestry needs the shape of every input (export with example inputs of fixed shape)
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/dynamic_batch.onnx -o $OLDPWD/out.json
+! bad/onnx/dynamic_batch.onnx: error: graph input x has the symbolic dim batch (dim 0); bind it with --dim batch=N
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/empty_graph.onnx -o $OLDPWD/out.json
+! bad/onnx/empty_graph.onnx: error: the model's graph has no nodes
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/future_opset.onnx -o $OLDPWD/out.json
+! bad/onnx/future_opset.onnx: error: the model imports opset 99 of the default ONNX domain; tapestry imports opsets 13 to 17 (re-export with opset_version=17)
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/asymmetric_pads.onnx -o $OLDPWD/out.json
+! bad/onnx/asymmetric_pads.onnx: error: node conv (Conv): padding [1, 1, 0, 0] is not symmetric ([top, left, bottom, right] with top == bottom and left == right); tapestry's kernels pad both sides alike
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_conv_stride0.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_conv_stride0.onnx: error: node conv (Conv): attribute strides must be positive
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_no_inputs.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_no_inputs.onnx: error: node act (Relu) has 0 inputs and 1 outputs, which opset 17 of Relu does not allow
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_name_byte.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_name_byte.onnx: error: tensor name "y\xff" is not a valid tapestry name (names are 1 to 256 printable ASCII characters other than space, '"' and '\')
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx -o $OLDPWD/out.json
+! bad/onnx: error: is a directory, expected an ONNX model file
+[exit 1]
+$ tapestry import missing.onnx -o out.json
+! missing.onnx: error: cannot open file: No such file or directory
+[exit 1]
+$ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim batch -o out.json
+! tapestry: error: --dim batch: expected NAME=N with N a positive integer (--dim batch=8)
+[exit 2]
+$ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim batch=0 -o out.json
+! tapestry: error: --dim batch=0: expected NAME=N with N a positive integer (--dim batch=8)
+[exit 2]
+$ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim batch=x -o out.json
+! tapestry: error: --dim batch=x: expected NAME=N with N a positive integer (--dim batch=8)
+[exit 2]
+$ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim batch=2 --dim batch=3 -o out.json
+! tapestry: error: --dim batch is given twice
+[exit 2]
+$ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim seq=8 -o out.json
+! tapestry: error: --dim seq=8: no input of the model has a dim named seq (its symbolic dims: batch)
+[exit 2]
+$ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim batch=2 -o out.json && jq -c '.tensors' out.json
+imported dynamic_batch: 1 ONNX nodes (0 folded) -> 1 operations, 1 inputs -> out.json
+{"x":{"dtype":"float32","shape":[2,4]}}
+[created out.json]
+$ cd $TESTDATA && tapestry --format json import bad/onnx/unsupported_op.onnx -o $OLDPWD/out.json 2>/dev/null | jq -c '{exit_code, file: .error.file}'
+{"exit_code":1,"file":"bad/onnx/unsupported_op.onnx"}
+[exit 1]
+$ tapestry import $TESTDATA/onnx/relu.onnx -o nodir/out.json
+! nodir/out.json: error: cannot write output file: No such file or directory
+[exit 1]

@@ -1,0 +1,488 @@
+// Tests for core/onnx: models built in memory with the ONNX protobuf classes,
+// imported, and checked on the graph/v1 document they give (operations,
+// params, names, folded constants) and on their errors. Graphs whose kernels
+// exist in the standard library are expanded too.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/graph/expansion.hpp"
+#include "core/graph/loader.hpp"
+#include "core/onnx/importer.hpp"
+#include "tests/unit/fixtures.hpp"
+
+using namespace tapestry;
+using namespace tapestry::onnx_import;
+using Catch::Matchers::Contains;
+using tapestry::testing::failureOf;
+
+namespace {
+
+// A dim of a graph input: a value, or a symbolic name.
+struct Dim {
+  Dim(std::int64_t v) : value(v) {} // NOLINT: implicit on purpose, {2, "batch"}
+  Dim(const char* p) : param(p) {}  // NOLINT
+  std::int64_t value = -1;
+  std::string param;
+};
+
+class Model {
+public:
+  Model() {
+    model_.set_ir_version(8);
+    model_.set_producer_name("test");
+    ::onnx::OperatorSetIdProto* o = model_.add_opset_import();
+    o->set_domain("");
+    o->set_version(17);
+    model_.mutable_graph()->set_name("t");
+  }
+  Model& input(const std::string& name, const std::vector<Dim>& dims,
+               int type = ::onnx::TensorProto::FLOAT) {
+    ::onnx::ValueInfoProto* v = model_.mutable_graph()->add_input();
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    auto* shape = t->mutable_shape();
+    for (const Dim& d : dims) {
+      auto* dim = shape->add_dim();
+      d.param.empty() ? dim->set_dim_value(d.value) : dim->set_dim_param(d.param);
+    }
+    return *this;
+  }
+  Model& output(const std::string& name) {
+    model_.mutable_graph()->add_output()->set_name(name);
+    return *this;
+  }
+  Model& floats(const std::string& name, const std::vector<std::int64_t>& shape,
+                const std::vector<float>& values) {
+    ::onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::FLOAT);
+    for (std::int64_t d : shape)
+      t->add_dims(d);
+    for (float v : values)
+      t->add_float_data(v);
+    return *this;
+  }
+  Model& ints(const std::string& name, const std::vector<std::int64_t>& shape,
+              const std::vector<std::int64_t>& values) {
+    ::onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    for (std::int64_t d : shape)
+      t->add_dims(d);
+    for (std::int64_t v : values)
+      t->add_int64_data(v);
+    return *this;
+  }
+  ::onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
+                          const std::vector<std::string>& out, const std::string& name = "") {
+    ::onnx::NodeProto* n = model_.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const std::string& s : in)
+      n->add_input(s);
+    for (const std::string& s : out)
+      n->add_output(s);
+    return *n;
+  }
+  ImportResult import(const ImportOptions& options = {}) const {
+    return importModel(model_.SerializeAsString(), "m.onnx", options);
+  }
+  std::string bytes() const { return model_.SerializeAsString(); }
+
+private:
+  ::onnx::ModelProto model_;
+};
+
+void setInts(::onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+  ::onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INTS);
+  for (std::int64_t x : v)
+    a->add_ints(x);
+}
+
+void setInt(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+  ::onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+const Json& op(const ImportResult& r, std::size_t i) {
+  return r.graph.at("operations").at(i);
+}
+
+graph::ExpandedGraph expandImported(const ImportResult& r) {
+  return graph::expand(graph::decodeGraph(json::Value(r.graph)), testing::lib());
+}
+
+} // namespace
+
+TEST_CASE("Gemm with transB and a bias vector is a transpose and a linear", "[onnx]") {
+  Model m;
+  m.input("x", {4, 3})
+      .floats("fc.weight", {2, 3}, {1, 2, 3, 4, 5, 6})
+      .floats("fc.bias", {2}, {0.5f, -1});
+  setInt(m.node("Gemm", {"x", "fc.weight", "fc.bias"}, {"y"}, "/fc/Gemm"), "transB", 1);
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 2);
+  CHECK(op(r, 0).at("kernel") == "transpose");
+  CHECK(op(r, 0).at("name") == "/fc/Gemm/transpose_B");
+  CHECK(op(r, 1).at("kernel") == "linear");
+  CHECK(op(r, 1).at("name") == "/fc/Gemm");
+  CHECK(op(r, 1).at("inputs").at("bias") == "fc.bias");
+  CHECK(r.graph.at("tensors").at("fc.weight").at("shape") == Json::array({2, 3}));
+  CHECK(r.graph.at("outputs") == Json::array({"y"}));
+  REQUIRE(r.constants.size() == 2);
+  CHECK(r.constants[0].name == "fc.weight");
+  CHECK(r.constants[0].bytes.size() == 24);
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{4, 2});
+}
+
+TEST_CASE("shape arithmetic feeding a Reshape is folded to a constant shape", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3, 4}).ints("zero", {}, {0}).ints("minus1", {1}, {-1}).ints("axes", {1}, {0});
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Gather", {"s", "zero"}, {"b"});
+  m.node("Unsqueeze", {"b", "axes"}, {"b1"});
+  setInt(m.node("Concat", {"b1", "minus1"}, {"shape"}), "axis", 0);
+  m.node("Reshape", {"x", "shape"}, {"y"});
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(r.nodes == 5);
+  CHECK(r.folded == 4);
+  REQUIRE(r.graph.at("operations").size() == 1);
+  CHECK(op(r, 0).at("kernel") == "reshape");
+  CHECK(op(r, 0).at("name") == "Reshape_4"); // unnamed nodes are OpType_N
+  CHECK(op(r, 0).at("params").at("shape") == Json::array({2, 12}));
+  CHECK(r.constants.empty()); // the folded constants feed no operation
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{2, 12});
+}
+
+TEST_CASE("a large Constant node is a graph input with data, and typed for inference", "[onnx]") {
+  Model m;
+  m.input("x", {2, 300});
+  ::onnx::NodeProto& c = m.node("Constant", {}, {"w"}, "weights");
+  ::onnx::AttributeProto* value = c.add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  ::onnx::TensorProto* t = value->mutable_t();
+  t->set_data_type(::onnx::TensorProto::FLOAT);
+  t->add_dims(300);
+  t->add_dims(300);
+  t->set_raw_data(std::string(300 * 300 * 4, '\0'));
+  m.node("MatMul", {"x", "w"}, {"h"}, "mm");
+  m.node("Flatten", {"h"}, {"y"}, "flat"); // needs the shape of h, so that of w
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(r.folded == 1);
+  REQUIRE(r.constants.size() == 1);
+  CHECK(r.constants[0].name == "w");
+  CHECK(r.constants[0].bytes.size() == 300 * 300 * 4);
+  CHECK(op(r, 1).at("params").at("shape") == Json::array({2, 300}));
+}
+
+TEST_CASE("a causal mask made at run time from constants is folded", "[onnx]") {
+  Model m;
+  m.input("x", {3, 3}).ints("shape", {2}, {3, 3});
+  ::onnx::NodeProto& ones = m.node("ConstantOfShape", {"shape"}, {"ones"});
+  ::onnx::AttributeProto* value = ones.add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(::onnx::TensorProto::FLOAT);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_float_data(1.0f);
+  setInt(m.node("Trilu", {"ones"}, {"lower"}), "upper", 0);
+  m.node("Cos", {"lower"}, {"cos"}); // folded like any elementwise function of constants
+  m.node("Mul", {"x", "cos"}, {"y"}, "mask");
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(r.folded == 3);
+  REQUIRE(r.constants.size() == 1);
+  std::vector<float> cos(9);
+  std::memcpy(cos.data(), r.constants[0].bytes.data(), 36);
+  const float c1 = static_cast<float>(std::cos(1.0));
+  CHECK(cos == std::vector<float>{c1, 1, 1, c1, c1, 1, c1, c1, c1});
+}
+
+TEST_CASE("one-element constant operands give the scalar forms", "[onnx]") {
+  Model m;
+  m.input("x", {2, 2}).floats("c", {}, {4.0f});
+  m.node("Mul", {"x", "c"}, {"a"}, "mul");
+  m.node("Sub", {"a", "c"}, {"b"}, "sub");
+  m.node("Sub", {"c", "b"}, {"d"}, "rsub");
+  m.node("Div", {"d", "c"}, {"e"}, "div");
+  m.node("Div", {"c", "e"}, {"f"}, "rdiv");
+  m.node("Pow", {"f", "c"}, {"y"}, "pow");
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 6);
+  CHECK(op(r, 0).at("kernel") == "mul_scalar");
+  CHECK(op(r, 0).at("params").at("value") == 4.0);
+  CHECK(op(r, 1).at("kernel") == "add_scalar");
+  CHECK(op(r, 1).at("params").at("value") == -4.0);
+  CHECK(op(r, 2).at("kernel") == "rsub_scalar");
+  // x / c stays a div by the one-element tensor c (exact; mul_scalar(1/c) would round)
+  CHECK(op(r, 3).at("kernel") == "div");
+  CHECK(op(r, 3).at("inputs").at("B") == "c");
+  CHECK(op(r, 4).at("kernel") == "rdiv_scalar");
+  CHECK(op(r, 5).at("kernel") == "pow_scalar");
+  REQUIRE(r.constants.size() == 1);
+  CHECK(r.constants[0].shape.empty());
+
+  // [4] + [[c]] is [1, 4]: the one-element operand of higher rank stays a tensor
+  Model ranked;
+  ranked.input("x", {4}).floats("c", {1, 1}, {2.0f});
+  ranked.node("Add", {"x", "c"}, {"y"}, "add");
+  ranked.output("y");
+  const ImportResult k = ranked.import();
+  CHECK(op(k, 0).at("kernel") == "add");
+  CHECK(expandImported(k).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 4});
+}
+
+TEST_CASE("Conv with a bias: conv2d, a reshape of the bias to [O,1,1], an add", "[onnx]") {
+  Model m;
+  m.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3}).input("b", {3});
+  setInts(m.node("Conv", {"img", "w", "b"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 3);
+  CHECK(op(r, 0).at("kernel") == "conv2d");
+  CHECK(op(r, 0).at("params").at("padding") == Json::array({1, 1}));
+  CHECK_FALSE(op(r, 0).at("params").contains("groups"));
+  CHECK(op(r, 1).at("name") == "conv/bias_reshape");
+  CHECK(op(r, 1).at("params").at("shape") == Json::array({3, 1, 1}));
+  CHECK(op(r, 2).at("name") == "conv/bias_add");
+  CHECK(op(r, 2).at("outputs").at("result") == "y");
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{1, 3, 5, 5});
+
+  Model bad;
+  bad.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3});
+  setInts(bad.node("Conv", {"img", "w"}, {"y"}, "conv"), "pads", {1, 1, 0, 0});
+  bad.output("y");
+  CHECK_THAT(failureOf([&] { bad.import(); }).message,
+             Contains("node conv (Conv): padding [1, 1, 0, 0] is not symmetric"));
+}
+
+TEST_CASE("reductions over several axes are chains, highest axis first", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3, 4});
+  ::onnx::NodeProto& n = m.node("ReduceMean", {"x"}, {"y"}, "mean");
+  setInts(n, "axes", {1, -1});
+  setInt(n, "keepdims", 0);
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 2);
+  CHECK(op(r, 0).at("params").at("axis") == 2);
+  CHECK(op(r, 0).at("name") == "mean/axis2");
+  CHECK(op(r, 1).at("params").at("axis") == 1);
+  CHECK(op(r, 1).at("name") == "mean");
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{2});
+}
+
+TEST_CASE("Identity is an alias, and Slice is normalized to full rank", "[onnx]") {
+  Model m;
+  m.input("x", {4, 6}).ints("st", {1}, {1}).ints("en", {1}, {-1}).ints("ax", {1}, {-1});
+  m.node("Identity", {"x"}, {"x2"});
+  m.node("Slice", {"x2", "st", "en", "ax"}, {"y"}, "cut");
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 1);
+  CHECK(op(r, 0).at("inputs").at("input") == "x");
+  CHECK(op(r, 0).at("params").at("starts") == Json::array({0, 1}));
+  CHECK(op(r, 0).at("params").at("ends") == Json::array({4, 5}));
+}
+
+TEST_CASE("symbolic dims are bound with --dim, and must be", "[onnx]") {
+  Model m;
+  m.input("x", {"batch", 4});
+  m.node("Relu", {"x"}, {"y"}, "act");
+  m.output("y");
+  ImportOptions options;
+  options.dims["batch"] = 3;
+  const ImportResult r = m.import(options);
+  CHECK(r.graph.at("tensors").at("x").at("shape") == Json::array({3, 4}));
+  CHECK(failureOf([&] { m.import(); }).message ==
+        "graph input x has the symbolic dim batch (dim 0); bind it with --dim batch=N");
+  ImportOptions wrong;
+  wrong.dims["seq"] = 3;
+  const testing::Failure f = failureOf([&] { m.import(wrong); });
+  CHECK(f.code == ExitCode::Usage);
+  CHECK(f.message == "--dim seq=3: no input of the model has a dim named seq (its symbolic dims: "
+                     "batch)");
+}
+
+TEST_CASE("bad models are errors that say what is wrong", "[onnx]") {
+  Model m;
+  m.input("a", {2, 3}).input("b", {3, 4});
+  m.node("Einsum", {"a", "b"}, {"c"}, "contract");
+  m.output("c");
+  const testing::Failure unsupported = failureOf([&] { m.import(); });
+  CHECK(unsupported.code == ExitCode::InvalidInput);
+  CHECK_THAT(unsupported.message,
+             Contains("unsupported ONNX operator Einsum (node contract); tapestry imports: Abs, "
+                      "Add, AveragePool,"));
+  const std::string bytes = m.bytes();
+  const testing::Failure truncated =
+      failureOf([&] { importModel(bytes.substr(0, bytes.size() / 2), "m.onnx", {}); });
+  CHECK(truncated.location == "m.onnx");
+  CHECK_THAT(truncated.message, Contains("not an ONNX model"));
+  CHECK_THAT(failureOf([&] { importModel("", "m.onnx", {}); }).message,
+             Contains("not an ONNX model"));
+  Model empty;
+  empty.input("x", {2});
+  empty.output("x");
+  CHECK(failureOf([&] { empty.import(); }).message == "the model's graph has no nodes");
+}
+
+void setFloat(::onnx::NodeProto& n, const std::string& name, float v) {
+  ::onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+TEST_CASE("Gemm with alpha, beta and a 2-D C is matmul, scalings and an add", "[onnx]") {
+  Model m;
+  m.input("a", {3, 4}).input("b", {5, 3}).input("c", {4, 5});
+  ::onnx::NodeProto& n = m.node("Gemm", {"a", "b", "c"}, {"y"}, "g");
+  setInt(n, "transA", 1);
+  setInt(n, "transB", 1);
+  setFloat(n, "alpha", 2.0f);
+  setFloat(n, "beta", 0.5f);
+  m.output("y");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"g/transpose_A:transpose", "g/transpose_B:transpose",
+                                            "g:matmul", "g/alpha:mul_scalar", "g/beta:mul_scalar",
+                                            "g/add_C:add"});
+  CHECK(op(r, 3).at("params").at("value") == 2.0);
+  CHECK(op(r, 4).at("params").at("value") == 0.5);
+  CHECK(op(r, 5).at("outputs").at("result") == "y");
+}
+
+TEST_CASE("pools, global pooling, batchnorm and depthwise convolution", "[onnx]") {
+  Model m;
+  m.input("x", {1, 4, 8, 8}).input("dw", {4, 1, 3, 3});
+  m.input("s", {4}).input("b", {4}).input("mu", {4}).input("var", {4});
+  ::onnx::NodeProto& conv = m.node("Conv", {"x", "dw"}, {"c"}, "depthwise");
+  setInt(conv, "group", 4);
+  ::onnx::AttributeProto* pad = conv.add_attribute();
+  pad->set_name("auto_pad");
+  pad->set_type(::onnx::AttributeProto::STRING);
+  pad->set_s("SAME_UPPER");
+  setFloat(m.node("BatchNormalization", {"c", "s", "b", "mu", "var"}, {"n"}, "bn"), "epsilon",
+           1e-3f);
+  ::onnx::NodeProto& mp = m.node("MaxPool", {"n"}, {"p"}, "pool");
+  setInts(mp, "kernel_shape", {2, 2});
+  setInts(mp, "strides", {2, 2});
+  ::onnx::NodeProto& ap = m.node("AveragePool", {"p"}, {"q"}, "avg");
+  setInts(ap, "kernel_shape", {3, 3});
+  setInts(ap, "pads", {1, 1, 1, 1});
+  setInt(ap, "count_include_pad", 1);
+  m.node("GlobalAveragePool", {"q"}, {"y"}, "gap");
+  m.output("y");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 5);
+  CHECK(op(r, 0).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [1, 1],
+                                                 "dilation": [1, 1], "groups": 4})"));
+  CHECK(op(r, 1).at("kernel") == "batchnorm");
+  CHECK(op(r, 1).at("inputs").at("var") == "var");
+  CHECK(op(r, 2).at("kernel") == "maxpool2d");
+  CHECK(op(r, 2).at("params") == Json::parse(R"({"kernel": [2, 2], "stride": [2, 2],
+                                                 "padding": [0, 0], "dilation": [1, 1]})"));
+  CHECK(op(r, 3).at("kernel") == "avgpool2d");
+  CHECK(op(r, 3).at("params").at("count_include_pad") == true);
+  CHECK(op(r, 4).at("kernel") == "global_avgpool");
+
+  Model ceil;
+  ceil.input("x", {1, 1, 5, 5});
+  ::onnx::NodeProto& c = ceil.node("MaxPool", {"x"}, {"y"}, "pool");
+  setInts(c, "kernel_shape", {2, 2});
+  setInts(c, "strides", {2, 2});
+  setInt(c, "ceil_mode", 1);
+  ceil.output("y");
+  CHECK_THAT(failureOf([&] { ceil.import(); }).message,
+             Contains("node pool (MaxPool): ceil_mode 1 changes the output shape here"));
+}
+
+TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx]") {
+  Model m;
+  m.input("x", {2, 6}).input("ids", {3}, ::onnx::TensorProto::INT64);
+  m.input("cond", {2, 6}, ::onnx::TensorProto::BOOL);
+  m.floats("gamma", {6}, {1, 1, 1, 1, 1, 1}).floats("table", {10, 6}, std::vector<float>(60, 0.5f));
+  m.floats("lo", {}, {0}).floats("hi", {}, {6}).ints("parts", {2}, {2, 4});
+  m.node("LayerNormalization", {"x", "gamma"}, {"ln"}, "norm");
+  setInt(m.node("Split", {"ln", "parts"}, {"s0", "s1"}, "split"), "axis", 1);
+  m.node("Gather", {"table", "ids"}, {"emb"}, "lookup");
+  m.node("Where", {"cond", "x", "ln"}, {"w"}, "mask");
+  m.node("Clip", {"w", "lo", "hi"}, {"c"}, "relu6");
+  setInt(m.node("Cast", {"ids"}, {"ids32"}, "cast"), "to", ::onnx::TensorProto::INT32);
+  setInt(m.node("Concat", {"s1", "s0"}, {"cat"}, "cat"), "axis", 1);
+  m.node("Flatten", {"emb"}, {"flat"}, "flatten");
+  for (const char* o : {"c", "ids32", "cat", "flat"}) {
+    m.output(o);
+  }
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 8);
+  CHECK(op(r, 0).at("kernel") == "layernorm");
+  CHECK(op(r, 0).at("inputs").at("beta") == "norm/beta"); // a zero constant
+  CHECK(op(r, 1).at("params") == Json::parse(R"({"axis": 1, "sections": [2, 4]})"));
+  CHECK(op(r, 1).at("outputs").at("results") == Json::array({"s0", "s1"}));
+  CHECK(op(r, 2).at("kernel") == "embedding");
+  CHECK(op(r, 3).at("inputs") == Json::parse(R"({"condition": "cond", "X": "x", "Y": "ln"})"));
+  CHECK(op(r, 4).at("params") == Json::parse(R"({"min": 0.0, "max": 6.0})"));
+  CHECK(op(r, 5).at("params").at("dtype") == "int32");
+  CHECK(op(r, 6).at("inputs").at("tensors") == Json::array({"s1", "s0"}));
+  CHECK(op(r, 7).at("params").at("shape") == Json::array({3, 6}));
+  std::vector<std::string> names;
+  for (const TensorData& t : r.constants) {
+    names.push_back(t.name);
+  }
+  CHECK(names == std::vector<std::string>{"gamma", "norm/beta", "table"});
+}
+
+TEST_CASE("Sum is a chain of adds, HardSigmoid and HardSwish their definitions", "[onnx]") {
+  Model m;
+  m.input("a", {2, 3}).input("b", {3}).input("c", {2, 1});
+  m.node("Sum", {"a", "b", "c"}, {"s"}, "sum");
+  ::onnx::NodeProto& hs = m.node("HardSigmoid", {"s"}, {"h"}, "hsig");
+  setFloat(hs, "alpha", 0.25f);
+  m.node("HardSwish", {"h"}, {"y"}, "hswish");
+  m.output("y");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"sum/add1:add", "sum:add", "hsig/alpha:mul_scalar",
+                                            "hsig/beta:add_scalar", "hsig:clip",
+                                            "hswish/alpha:mul_scalar", "hswish/beta:add_scalar",
+                                            "hswish/clip:clip", "hswish:mul"});
+  CHECK(op(r, 2).at("params").at("value") == 0.25);
+  CHECK(op(r, 4).at("params") == Json::parse(R"({"min": 0.0, "max": 1.0})"));
+  CHECK(op(r, 8).at("inputs") == Json::parse(R"({"A": "h", "B": "hswish/hard_sigmoid"})"));
+  CHECK(r.graph.at("outputs") == Json::array({"y"}));
+}
+
+TEST_CASE("the supported operator list is sorted and names the mapped operators", "[onnx]") {
+  const std::vector<std::string> ops = supportedOperators();
+  CHECK(std::is_sorted(ops.begin(), ops.end()));
+  for (const char* o : {"Conv", "Gemm", "MatMul", "LayerNormalization", "Softmax", "Where"}) {
+    CHECK(std::find(ops.begin(), ops.end(), o) != ops.end());
+  }
+}
