@@ -4,16 +4,17 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/import_command.hpp"
 
 namespace tapestry::cli {
 
 void registerImport(CLI::App& app, Action& action) {
   auto config = std::make_shared<driver::ImportConfig>();
-  CLI::App* sub = app.add_subcommand(
-      "import", "Import an ONNX model as a graph: shape inference, folding of shape arithmetic, "
-                "every node as standard-library operations");
-  sub->fallthrough();
+  CLI::App* sub = addSubcommand(
+      app, "import",
+      "Import an ONNX model as a graph: shape inference, folding of shape arithmetic, every node "
+      "as standard-library operations");
   sub->add_option("MODEL", config->modelPath, "ONNX model file (.onnx), or - for stdin")
       ->required();
   sub->add_option("-o,--output", config->outputPath, "Output file (graph/v1 JSON), - for stdout");
@@ -22,14 +23,7 @@ void registerImport(CLI::App& app, Action& action) {
       ->option_text("DIR");
   sub->add_option("--dim", config->dims, "Bind a symbolic dim: NAME=N (repeatable)")
       ->option_text("NAME=N");
-  sub->callback([&action, config] {
-    action = [config](const GlobalOptions& global, Streams& io) -> int {
-      config->json = global.format == OutputFormat::Json;
-      config->quiet = global.quiet;
-      config->verbose = global.verbose;
-      return driver::importCommand(*config, io.out, io.err);
-    };
-  });
+  runDriverOnSelect(*sub, action, config, driver::importCommand);
 }
 
 } // namespace tapestry::cli
