@@ -40,6 +40,8 @@ template <class F> cudaError_t dispatch(ElementType type, F&& f) {
     return f(Tag<std::int32_t>{});
   case ElementType::Int64:
     return f(Tag<std::int64_t>{});
+  case ElementType::Bool: // no arithmetic kernel takes bool
+    break;
   }
   return cudaErrorInvalidValue;
 }

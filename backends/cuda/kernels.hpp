@@ -18,8 +18,10 @@ namespace tapestry::cuda {
 constexpr int kMaxWalkDims = 12;
 constexpr int kMaxWalkOperands = 3;
 
-// Element types as the kernels see them (the order of backend::DType).
-enum class ElementType : int { Float32, Float64, Float16, BFloat16, Int32, Int64 };
+// Element types as the kernels see them (the order of backend::DType). Bool
+// buffers move with launchCopy (1 byte); the typed launchers refuse Bool with
+// cudaErrorInvalidValue.
+enum class ElementType : int { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool };
 
 // An index box of `count` points walked by up to kMaxWalkOperands operands,
 // dims ordered outermost first (row-major point order). Built on the host by

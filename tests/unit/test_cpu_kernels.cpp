@@ -117,6 +117,8 @@ double loadDouble(DType dtype, const std::byte* p) {
     std::memcpy(&v, p, 4);
     return v;
   }
+  case DType::Bool:
+    return std::to_integer<int>(*p) != 0 ? 1 : 0;
   case DType::Int64:
     break;
   }
@@ -150,6 +152,9 @@ void storeDouble(DType dtype, std::byte* p, double x) {
     std::memcpy(p, &v, 4);
     return;
   }
+  case DType::Bool:
+    *p = static_cast<std::byte>(x != 0 ? 1 : 0);
+    return;
   case DType::Int64:
     break;
   }
@@ -211,6 +216,7 @@ double tolerance(DType dtype, bool reductionSplit = false) {
     return 2e-2;
   case DType::Int32:
   case DType::Int64:
+  case DType::Bool:
     break;
   }
   return 0;
@@ -347,6 +353,20 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
                : k == "mul" ? ab[0] * ab[1]
                : k == "pow" ? std::pow(ab[0], ab[1])
                             : ab[0] / ab[1];
+    }
+  } else if (k == "where") {
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      double cxy[3];
+      for (int t = 0; t < 3; ++t) { // NumPy broadcasting over all three
+        const Shape& s = in[t].shape;
+        Shape idx(s.size());
+        for (std::size_t d = 0; d < s.size(); ++d) {
+          idx[d] = s[d] == 1 ? 0 : o[o.size() - s.size() + d];
+        }
+        cxy[t] = in[t].at(idx);
+      }
+      r.v[i] = cxy[0] != 0 ? cxy[1] : cxy[2];
     }
   } else if (k == "matmul") {
     const Shape& xs = in[0].shape;
@@ -897,11 +917,9 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
   std::vector<std::string> names = cpu().kernelNames();
   for (const metakernel::Metakernel* k : lib().kernels()) {
     INFO(k->name);
-    // ... but where, whose condition is bool: the backends hold no bool tensors
-    // (backends/dtype.hpp), so no backend runs it, natively or from its body.
-    CHECK(cpu().hasKernel(k->name) == (k->name != "where"));
+    CHECK(cpu().hasKernel(k->name));
   }
-  CHECK(names.size() == 37);
+  CHECK(names.size() == 38);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -933,6 +951,47 @@ TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {
         checkKernel(oneOp(k, {{"a", dt, a}, {"b", dt, b}}, R"({"A": "a", "B": "b"})"), 2,
                     overrides);
       }
+    }
+  }
+}
+
+TEST_CASE("where picks X or Y by a bool condition, all three broadcast like NumPy",
+          "[cpu][kernel]") {
+  const std::vector<std::tuple<Shape, Shape, Shape>> shapes = {{{4, 6}, {4, 6}, {4, 6}},
+                                                               {{8, 1, 1}, {3, 1}, {5}},
+                                                               {{1, 5}, {2, 3, 5}, {1}},
+                                                               {{2, 1}, {1, 3}, {2, 3}},
+                                                               {{6}, {1}, {1}}};
+  for (const std::string& dt : kAll) {
+    for (const auto& [c, x, y] : shapes) {
+      INFO("where " << dt << " " << shapeJson(c) << " " << shapeJson(x) << " " << shapeJson(y));
+      checkKernel(oneOp("where", {{"c", "bool", c}, {"x", dt, x}, {"y", dt, y}},
+                        R"({"condition": "c", "X": "x", "Y": "y"})"),
+                  4);
+    }
+  }
+  // A condition read on a strided view (a region of a larger buffer).
+  const graph::ExpandedGraph g =
+      oneOp("where", {{"c", "bool", {3, 4}}, {"x", "float32", {3, 4}}, {"y", "float32", {1}}},
+            R"({"condition": "c", "X": "x", "Y": "y"})");
+  Buffer big = Buffer::host(DType::Bool, {5, 6});
+  for (std::int64_t i = 0; i < 30; ++i) {
+    big.elements<Bool>()[static_cast<std::size_t>(i)] = Bool{static_cast<std::uint8_t>(i % 3 == 0)};
+  }
+  Buffer x = randomBuffer(DType::Float32, {3, 4}, 1);
+  Buffer y = Buffer::host(DType::Float32, {1});
+  y.elements<float>()[0] = -7;
+  Buffer out = Buffer::host(DType::Float32, {3, 4});
+  TensorView c = big.view(); // rows 1..3, columns 2..5 of big, as the tensor [3, 4]
+  c.data += 1 * 6 + 2;
+  c.region = ZRange::fromShape({3, 4});
+  runUnsharded(cpu(), g.operations[0], std::vector<PortViews>{{c}, {x.view()}, {y.view()}},
+               std::vector<PortViews>{{out.view()}});
+  for (std::int64_t i = 0; i < 3; ++i) {
+    for (std::int64_t j = 0; j < 4; ++j) {
+      const std::size_t at = static_cast<std::size_t>(i * 4 + j);
+      const bool pick = ((i + 1) * 6 + j + 2) % 3 == 0;
+      CHECK(out.elements<float>()[at] == (pick ? x.elements<float>()[at] : -7.0f));
     }
   }
 }

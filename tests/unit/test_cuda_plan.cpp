@@ -232,11 +232,15 @@ TEST_CASE("dtypes map onto the kernels' element types", "[cuda]") {
   CHECK(elementType(backend::DType::BFloat16) == ElementType::BFloat16);
   CHECK(elementType(backend::DType::Int32) == ElementType::Int32);
   CHECK(elementType(backend::DType::Int64) == ElementType::Int64);
+  CHECK(elementType(backend::DType::Bool) == ElementType::Bool);
 }
 
 TEST_CASE("the CUDA backend registers every kernel the CPU backend has", "[cuda]") {
   backend::CpuBackend cpu(1);
-  CHECK(cudaKernels().names() == cpu.kernelNames());
+  // ... but where (bool condition), which runs from its body on the GPU for now.
+  std::vector<std::string> names = cpu.kernelNames();
+  std::erase(names, "where");
+  CHECK(cudaKernels().names() == names);
   CHECK(cudaKernels().names().size() == 37);
 }
 
