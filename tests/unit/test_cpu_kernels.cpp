@@ -517,7 +517,9 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
     const std::string to = params["dtype"].get<std::string>();
     for (std::int64_t i = 0; i < count; ++i) {
       const double x = in[0].v[i];
-      r.v[i] = (to == "int32" || to == "int64") ? std::trunc(x) : x;
+      r.v[i] = to == "bool"                       ? (x != 0 ? 1 : 0)
+               : (to == "int32" || to == "int64") ? std::trunc(x)
+                                                  : x;
     }
   } else if (k == "reshape") {
     r.v = in[0].v; // row-major order is unchanged
@@ -787,6 +789,9 @@ void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
 const std::vector<std::string> kFloats = {"float32", "float64", "float16", "bfloat16"};
 const std::vector<std::string> kAll = {"float32",  "float64", "float16",
                                        "bfloat16", "int32",   "int64"};
+// What the data-movement kernels (transpose, slice, reshape, concat, split, cast) take.
+const std::vector<std::string> kMoved = {"float32", "float64", "float16", "bfloat16",
+                                         "int32",   "int64",   "bool"};
 
 } // namespace
 
@@ -1153,7 +1158,7 @@ TEST_CASE("softmax and layernorm keep rows whole", "[cpu][kernel]") {
 }
 
 TEST_CASE("transpose, reshape and cast move data", "[cpu][kernel]") {
-  for (const std::string& dt : kAll) {
+  for (const std::string& dt : kMoved) {
     INFO(dt);
     checkKernel(
         oneOp("transpose", {{"x", dt, {3, 5}}}, R"({"input": "x"})", R"({"perm": [1, 0]})"));
@@ -1166,11 +1171,12 @@ TEST_CASE("transpose, reshape and cast move data", "[cpu][kernel]") {
     // No common refinement: the single-point (unshardable) form.
     checkKernel(oneOp("reshape", {{"x", dt, {2, 3}}}, R"({"input": "x"})", R"({"shape": [3, 2]})"));
   }
-  for (const std::string& from : kAll) {
-    for (const std::string& to : kAll) {
+  for (const std::string& from : kMoved) {
+    for (const std::string& to : kMoved) {
       INFO(from << " -> " << to);
+      const bool coin = from == "bool"; // -1 or 0: true or false
       std::map<std::string, Buffer> overrides = {
-          {"x", randomBuffer(parseDType(from), {3, 4}, 5, -100, 100)}};
+          {"x", randomBuffer(parseDType(from), {3, 4}, 5, coin ? -1 : -100, coin ? 0 : 100)}};
       checkKernel(oneOp("cast", {{"x", from, {3, 4}}}, R"({"input": "x"})",
                         R"({"dtype": ")" + to + R"("})"),
                   1, overrides);
@@ -1185,7 +1191,7 @@ TEST_CASE("slice copies a box offset by starts", "[cpu][kernel]") {
       {{4, 5, 6}, "[0, 2, 1]", "[4, 5, 4]"},
       {{4, 5, 6}, "[3, 0, 5]", "[4, 5, 6]"},
   };
-  for (const std::string& dt : kAll) {
+  for (const std::string& dt : kMoved) {
     for (const auto& [s, starts, ends] : cases) {
       INFO("slice " << dt << " " << shapeJson(s) << " " << starts << " " << ends);
       checkKernel(oneOp("slice", {{"x", dt, s}}, R"({"input": "x"})",
@@ -1204,8 +1210,26 @@ TEST_CASE("cast saturates and truncates floats into integers", "[cpu][kernel]") 
   CHECK(y == std::vector<double>{2, -2, 2147483647.0, -2147483648.0, 0, 2147483647.0});
 }
 
+TEST_CASE("cast to bool is nonzero (NaN too), and from bool true is 1", "[cpu][kernel]") {
+  graph::ExpandedGraph g =
+      oneOp("cast", {{"x", "float64", {6}}}, R"({"input": "x"})", R"({"dtype": "bool"})");
+  Buffer x = Buffer::host(DType::Float64, {6});
+  const double in[6] = {0.0, -0.0, NAN, 0.5, -3, 1e-300};
+  std::copy(in, in + 6, x.elements<double>().begin());
+  const Buffer y = runWhole(g, makeInputs(g, 1, {{"x", x}}))[0];
+  std::vector<int> bytes;
+  for (Bool b : y.elements<Bool>()) {
+    bytes.push_back(b.bits);
+  }
+  CHECK(bytes == std::vector<int>{0, 0, 1, 1, 1, 1});
+  graph::ExpandedGraph back =
+      oneOp("cast", {{"b", "bool", {6}}}, R"({"input": "b"})", R"({"dtype": "float16"})");
+  CHECK(values(runWhole(back, makeInputs(back, 1, {{"b", y}}))[0]) ==
+        std::vector<double>{0, 0, 1, 1, 1, 1});
+}
+
 TEST_CASE("concat and split on several axes (list ports)", "[cpu][kernel]") {
-  for (const std::string& dt : kAll) {
+  for (const std::string& dt : kMoved) {
     INFO(dt);
     checkKernel(oneOp("concat", {{"a", dt, {4, 3}}, {"b", dt, {4, 5}}},
                       R"({"tensors": ["a", "b"]})", R"({"axis": 1})"));
