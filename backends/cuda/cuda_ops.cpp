@@ -188,6 +188,26 @@ void binaryKernel(const KernelCall& call, const KernelContext& c) {
             what(call));
 }
 
+// where: the condition (bool) picks X or Y, copied as stored (any dtype).
+void whereKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (call.inputs[0][0].dtype != DType::Bool) {
+    unsupportedDType(call, call.inputs[0][0].dtype);
+  }
+  for (std::size_t p : {std::size_t{1}, std::size_t{2}}) {
+    if (call.inputs[p][0].dtype != dtype) {
+      unsupportedDType(call, call.inputs[p][0].dtype);
+    }
+  }
+  const ViewWalk cond = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk x = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);
+  const ViewWalk y = walkThrough(call.inputs[2][0], inputIpf(call, 2), call.index);
+  const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  checkCuda(launchWhere(static_cast<int>(backend::dtypeSize(dtype)), cond.base, x.base, y.base,
+                        r.base, walkOf(call.index, {&cond, &x, &y, &r}), c.stream),
+            what(call));
+}
+
 // ---------------------------------------------------------------- matrix products
 
 // A strided rows x cols block copied into dense row-major scratch.
@@ -584,6 +604,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("log", &unaryKernel<UnaryOp::Log, false>);
     r.add("abs", &unaryKernel<UnaryOp::Abs, true>);
     r.add("pow", &binaryKernel<BinaryOp::Pow, false>);
+    r.add("where", &whereKernel);
     r.add("clip", &unaryKernel<UnaryOp::Clip, false>);
     r.add("add_scalar", &unaryKernel<UnaryOp::AddScalar, false>);
     r.add("mul_scalar", &unaryKernel<UnaryOp::MulScalar, false>);

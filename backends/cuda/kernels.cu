@@ -5,6 +5,7 @@
 // and, where the CPU sums sequentially (reductions), the same order. Kernels
 // are templated on the element type only; the operation is a runtime switch,
 // which keeps the number of instantiations (and compile time) small.
+#include "backends/cuda/device_walk.cuh"
 #include "backends/cuda/kernels.hpp"
 
 #include <cstdint>
@@ -17,9 +18,6 @@
 namespace tapestry::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr std::int64_t kMaxBlocks = 65535;
 
 using i64 = std::int64_t;
 using u64 = std::uint64_t;
@@ -125,33 +123,6 @@ __device__ inline float mathExp(float x) {
 __device__ inline double mathExp(double x) {
   return exp(x);
 }
-
-// Element offsets of walk point i for the first N operands.
-template <int N> __device__ inline void walkOffsets(const DeviceWalk& w, i64 i, i64 (&off)[N]) {
-  for (int k = 0; k < N; ++k) {
-    off[k] = 0;
-  }
-  for (int d = w.rank - 1; d >= 0; --d) {
-    const i64 e = w.extent[d];
-    const i64 c = i % e;
-    i /= e;
-    for (int k = 0; k < N; ++k) {
-      off[k] += c * w.stride[k][d];
-    }
-  }
-}
-
-unsigned blocksFor(i64 work) {
-  i64 blocks = (work + kThreads - 1) / kThreads;
-  if (blocks > kMaxBlocks) {
-    blocks = kMaxBlocks;
-  }
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-#define TAPESTRY_GRID_LOOP(i, count)                                                               \
-  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count);               \
-       i += static_cast<i64>(gridDim.x) * blockDim.x)
 
 // ---------------------------------------------------------------- elementwise
 
