@@ -844,6 +844,14 @@ TEST_CASE("dtype names", "[cpu][dtype]") {
   CHECK(dtypeSize(DType::Float16) == 2);
   CHECK_FALSE(findDType("int8").has_value());
   CHECK_THROWS_WITH(parseDType("int8"), Contains("backends cannot execute dtype \"int8\""));
+  // bool: one byte (from core/expr's table), not a float, refused by the numeric dispatch.
+  CHECK(parseDType("bool") == DType::Bool);
+  CHECK(dtypeName(DType::Bool) == std::string("bool"));
+  CHECK(dtypeSize(DType::Bool) == 1);
+  CHECK_FALSE(isFloat(DType::Bool));
+  CHECK_THROWS_WITH(dispatch(DType::Bool, [](auto) {}), Contains("does not compute on bool"));
+  CHECK(dispatchWithBool(
+      DType::Bool, [](auto tag) { return std::is_same_v<typename decltype(tag)::type, Bool>; }));
 }
 
 // ---------------------------------------------------------------- views and copies
