@@ -1148,6 +1148,43 @@ TEST_CASE("a deliberately broken plan fails the check", "[executor][check][broke
   }
 }
 
+TEST_CASE("bool graphs run sharded and pass the check, and a wrong bool shard fails it",
+          "[executor][check][bool]") {
+  // The nonzero pattern of an int tensor (cast to bool), a mask picking x or a
+  // fill (where), and the mask transposed: bool through compute and copies.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "masks",
+    "tensors": {"n": {"dtype": "int32", "shape": [8, 6]}, "mask": {"dtype": "bool", "shape": [8, 1]},
+                "x": {"dtype": "float32", "shape": [8, 6]}, "fill": {"dtype": "float32", "shape": [1]}},
+    "operations": [
+      {"name": "nz", "kernel": "cast", "params": {"dtype": "bool"}, "inputs": {"input": "n"}, "outputs": {"result": "m"}},
+      {"name": "w", "kernel": "where", "inputs": {"condition": "m", "X": "x", "Y": "fill"}, "outputs": {"result": "y"}},
+      {"name": "w2", "kernel": "where", "inputs": {"condition": "mask", "X": "y", "Y": "x"}, "outputs": {"result": "z"}},
+      {"name": "t", "kernel": "transpose", "params": {"perm": [1, 0]}, "inputs": {"input": "m"}, "outputs": {"result": "mt"}}],
+    "outputs": ["z", "mt"]})");
+  runAndCheck(g, 1, plan::singleDeviceChoice(g));
+  runAndCheck(g, 2, dataParallel(g, 2, 2));
+  runAndCheck(g, 4, dataParallel(g, 4, 4), 2);
+  std::mt19937 rng(17);
+  for (int i = 0; i < 4; ++i) {
+    runAndCheck(g, 3, randomChoice(g, 3, rng));
+  }
+  // Shards of nz past the first read n one row off: mt is wrong, and exactly
+  // checked (bound 0).
+  const TensorBuffers inputs = drawInputs(g, 5);
+  CpuBackend cpu(1);
+  const CheckReference reference = unshardedReference(cpu, g, inputs);
+  FaultyBackend shifted(2, FaultyBackend::Fault::OffByOne, "nz");
+  const Execution bad = execute(g, plan::buildPlan(g, 2, dataParallel(g, 2, 2)), shifted, inputs);
+  REQUIRE(shifted.shifted() > 0);
+  const std::vector<OutputCheck> checks = compareOutputs(g, bad.outputs, reference);
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[1].tensor == "mt");
+  CHECK(checks[1].dtype == DType::Bool);
+  CHECK(checks[1].bound == 0);
+  CHECK(checks[1].error > 0);
+  CHECK_FALSE(checks[1].ok);
+}
+
 // ---------------------------------------------------------------- commands
 
 TEST_CASE("run: plan files, graphs, --check, outputs, JSON, NaN inputs", "[executor][command]") {
