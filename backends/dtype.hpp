@@ -16,7 +16,7 @@ namespace tapestry::backend {
 enum class DType { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool };
 
 const char* dtypeName(DType dtype); // "float32", ...
-// nullopt for a name the backends cannot execute ("bool", "int8", ...).
+// nullopt for a name the backends cannot execute ("int8", "complex64", ...).
 std::optional<DType> findDType(std::string_view name);
 // Throws Error (exit 1) "backends cannot execute dtype \"int8\"" when unknown.
 DType parseDType(std::string_view name);
