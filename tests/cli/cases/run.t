@@ -50,3 +50,10 @@ scores.npy
 check probs (float32): max error E, unsharded E, bound B ok
 [created mgen.json]
 [created min]
+## A bool output (the nonzero pattern of an int tensor) is checked exactly and
+## written as NumPy writes bool arrays: descr '|b1', one byte (0 or 1) per element.
+$ echo '{"tapestry": "graph/v1", "name": "nz", "tensors": {"n": {"dtype": "int32", "shape": [2, 3]}}, "operations": [{"name": "c", "kernel": "cast", "params": {"dtype": "bool"}, "inputs": {"input": "n"}, "outputs": {"result": "nz"}}]}' > nz.json && tapestry run nz.json --outputs bout --check --seed 4 2>&1 | grep '^check' && python3 -c 'd = open("bout/nz.npy", "rb").read(); print(d[10:d.index(b"}") + 1].decode(), len(d) - 128, set(d[-6:]) <= {0, 1})'
+check nz (bool): max error 0, unsharded 0, bound 0 ok
+{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), } 6 True
+[created bout]
+[created nz.json]
