@@ -385,13 +385,6 @@ void CudaBackend::launchBody(const KernelCall& call) {
 }
 
 void CudaBackend::launch(const KernelCall& call) {
-  // launchCast converts numbers only: a cast to or from bool runs from the
-  // template's body, staged through the host, as a kernel without a CUDA one.
-  if (call.op.kernel == "cast" && call.op.application.body &&
-      (call.inputs[0][0].dtype == DType::Bool || call.outputs[0][0].dtype == DType::Bool)) {
-    launchBody(call);
-    return;
-  }
   const Impl& m = *impl_;
   const DeviceContext& ctx = m.context(call.device);
   ctx.select();

@@ -38,10 +38,19 @@ template <class F> cudaError_t dispatch(ElementType type, F&& f) {
     return f(Tag<std::int32_t>{});
   case ElementType::Int64:
     return f(Tag<std::int64_t>{});
-  case ElementType::Bool: // no arithmetic kernel takes bool
+  case ElementType::Bool: // no arithmetic kernel takes bool (cast: dispatchWithBool)
     break;
   }
   return cudaErrorInvalidValue;
+}
+
+// bool as stored: one byte, 0 or 1 (backend::Bool).
+struct Bool8 {
+  std::uint8_t bits;
+};
+
+template <class F> cudaError_t dispatchWithBool(ElementType type, F&& f) {
+  return type == ElementType::Bool ? f(Tag<Bool8>{}) : dispatch(type, f);
 }
 
 // Num<T>::C is the type T computes in; load / store convert (store rounds to
@@ -60,6 +69,11 @@ template <> struct Num<__nv_bfloat16> {
   using C = float;
   static __device__ float load(__nv_bfloat16 x) { return __bfloat162float(x); }
   static __device__ __nv_bfloat16 store(float c) { return __float2bfloat16_rn(c); }
+};
+template <> struct Num<Bool8> {
+  using C = bool;
+  static __device__ bool load(Bool8 x) { return x.bits != 0; }
+  static __device__ Bool8 store(bool c) { return Bool8{static_cast<std::uint8_t>(c ? 1 : 0)}; }
 };
 template <> struct Num<std::int32_t> {
   using C = i64;
@@ -315,12 +329,13 @@ template <class T> __global__ void copyKernel(const T* x, T* y, DeviceWalk w) {
 
 // convertValue of backends/cpu/kernel_util.hpp: floats round to nearest even
 // (through float32 for the 16-bit floats); float to int truncates toward zero
-// and saturates (NaN gives 0); int to narrower int wraps.
+// and saturates (NaN gives 0); int to narrower int wraps; to bool is nonzero
+// (NaN too), from bool 0 or 1.
 template <class To, class From> __device__ To convertValue(From x) {
   using CF = typename Num<From>::C;
   using CT = typename Num<To>::C;
   const CF v = Num<From>::load(x);
-  if constexpr (kIsInt<To> && !kIsInt<From>) {
+  if constexpr (kIsInt<To> && !kIsInt<From> && !std::is_same<From, Bool8>::value) {
     if (isnan(v)) {
       return To{0};
     }
@@ -586,9 +601,9 @@ cudaError_t launchCast(ElementType from, ElementType to, const void* x, void* y,
   if (w.count == 0) {
     return cudaSuccess;
   }
-  return dispatch(from, [&](auto fromTag) {
+  return dispatchWithBool(from, [&](auto fromTag) {
     using F = typename decltype(fromTag)::type;
-    return dispatch(to, [&](auto toTag) {
+    return dispatchWithBool(to, [&](auto toTag) {
       using T = typename decltype(toTag)::type;
       castKernel<F, T><<<blocksFor(w.count), kThreads, 0, stream>>>(static_cast<const F*>(x),
                                                                     static_cast<T*>(y), w);

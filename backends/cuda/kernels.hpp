@@ -19,8 +19,8 @@ constexpr int kMaxWalkDims = 12;
 constexpr int kMaxWalkOperands = 4;
 
 // Element types as the kernels see them (the order of backend::DType). Bool
-// buffers move with launchCopy (1 byte); the typed launchers refuse Bool with
-// cudaErrorInvalidValue.
+// (one byte, 0 or 1) moves with launchCopy and converts with launchCast; the
+// other typed launchers refuse it with cudaErrorInvalidValue.
 enum class ElementType : int { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool };
 
 // An index box of `count` points walked by up to kMaxWalkOperands operands,

@@ -159,7 +159,7 @@ const char* kIntegers = R"({"tapestry": "graph/v1", "name": "integers",
   "outputs": ["m", "s", "c", "f"]})";
 
 // bool tensors: where (native) over a float and an int dtype, a bool transpose
-// (copies), casts to and from bool (from the body, staged), a bool output.
+// (copies), casts to and from bool, a bool output.
 const char* kMasked = R"({"tapestry": "graph/v1", "name": "masked",
   "tensors": {"mask": {"dtype": "bool", "shape": [8, 16]}, "x": {"dtype": "float16", "shape": [2, 8, 16]},
               "fill": {"dtype": "float16", "shape": [1]}, "n": {"dtype": "int64", "shape": [16]},
