@@ -149,6 +149,19 @@ TEST_CASE("kernel walks drop unit dims and merge contiguous ones", "[cuda]") {
   CHECK_THROWS_AS(walk({2}, {{1, 2}}), InternalError);
 }
 
+TEST_CASE("where walks four operands: a broadcast bool condition, X, Y and result", "[cuda]") {
+  // where(condition [8, 1], X [8, 5], Y [5]) -> result [8, 5].
+  const DeviceWalk w = walk({8, 5}, {{1, 0}, {5, 1}, {0, 1}, {5, 1}});
+  CHECK(kMaxWalkOperands == 4);
+  CHECK(w.count == 40);
+  REQUIRE(w.rank == 2);
+  CHECK(w.stride[0][0] == 1);
+  CHECK(w.stride[0][1] == 0);
+  CHECK(w.stride[2][0] == 0);
+  CHECK(w.stride[3][1] == 1);
+  CHECK_THROWS_AS(walk({2}, {{1}, {1}, {1}, {1}, {1}}), InternalError);
+}
+
 TEST_CASE("contiguous regions are one block in memory", "[cuda]") {
   // A [6, 10] buffer: whole rows are one block, a column block is not.
   const backend::TensorView v = view({0, 0}, {6, 10}, {10, 1});
