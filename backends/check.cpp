@@ -23,6 +23,7 @@ double unitRoundoff(DType dtype) {
     return std::ldexp(1.0, -8);
   case DType::Int32:
   case DType::Int64:
+  case DType::Bool:
     break;
   }
   return 0;
@@ -35,16 +36,18 @@ template <class T> double asDouble(T x) {
     return halfToFloat(x);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
     return bfloat16ToFloat(x);
+  } else if constexpr (std::is_same_v<T, Bool>) {
+    return x.bits != 0 ? 1.0 : 0.0;
   } else {
     return static_cast<double>(x);
   }
 }
 
 // The elements of a host buffer as doubles (exact for every dtype but int64
-// beyond 2^53, which only scales the error measure).
+// beyond 2^53, which only scales the error measure; bool as 0 and 1).
 std::vector<double> asDoubles(const Buffer& b) {
   std::vector<double> values(static_cast<std::size_t>(b.elementCount()));
-  dispatch(b.dtype(), [&](auto tag) {
+  dispatchWithBool(b.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const std::span<T> e = b.elements<T>();
     std::transform(e.begin(), e.end(), values.begin(), [](T x) { return asDouble(x); });
@@ -229,7 +232,7 @@ std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const Ten
       c.error = maxRelativeError(a->second, r->second);
       c.baselineError = maxRelativeError(b->second, r->second);
     } else {
-      // Integers are exact: the sharded output equals the unsharded one.
+      // Integers and bools are exact: the sharded output equals the unsharded one.
       c.error = maxRelativeError(a->second, b->second);
       c.baselineError = 0;
     }

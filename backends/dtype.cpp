@@ -8,6 +8,14 @@
 
 namespace tapestry::backend {
 
+namespace {
+
+constexpr std::array<DType, 7> kDTypes = {DType::Float32,  DType::Float64, DType::Float16,
+                                          DType::BFloat16, DType::Int32,   DType::Int64,
+                                          DType::Bool};
+
+} // namespace
+
 const char* dtypeName(DType dtype) {
   switch (dtype) {
   case DType::Float32:
@@ -22,13 +30,14 @@ const char* dtypeName(DType dtype) {
     return "int32";
   case DType::Int64:
     return "int64";
+  case DType::Bool:
+    return "bool";
   }
   return "float32";
 }
 
 std::optional<DType> findDType(std::string_view name) {
-  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
-                  DType::Int64}) {
+  for (DType d : kDTypes) {
     if (name == dtypeName(d)) {
       return d;
     }
@@ -41,15 +50,14 @@ DType parseDType(std::string_view name) {
     return *d;
   }
   throw Error("backends cannot execute dtype \"" + std::string(name) +
-              "\" (supported: float32, float64, float16, bfloat16, int32, int64)");
+              "\" (supported: float32, float64, float16, bfloat16, int32, int64, bool)");
 }
 
 std::size_t dtypeSize(DType dtype) {
   // From the one dtype table (core/expr/dtype.hpp), indexed by the enum.
-  static const std::array<std::size_t, 6> sizes = [] {
-    std::array<std::size_t, 6> out{};
-    for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
-                    DType::Int64}) {
+  static const std::array<std::size_t, kDTypes.size()> sizes = [] {
+    std::array<std::size_t, kDTypes.size()> out{};
+    for (DType d : kDTypes) {
       out[static_cast<std::size_t>(d)] =
           static_cast<std::size_t>(expr::findDType(dtypeName(d))->bytes);
     }
@@ -59,7 +67,12 @@ std::size_t dtypeSize(DType dtype) {
 }
 
 bool isFloat(DType dtype) {
-  return dtype != DType::Int32 && dtype != DType::Int64;
+  return dtype != DType::Int32 && dtype != DType::Int64 && dtype != DType::Bool;
+}
+
+void boolNotSupported() {
+  throw Error("backends: this operation does not compute on bool tensors (only where's "
+              "condition, cast and the copy kernels take bool)");
 }
 
 } // namespace tapestry::backend

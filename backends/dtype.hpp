@@ -1,6 +1,7 @@
-// Element types the backends execute: the six dtypes the standard library's
-// templates allow. float16 and bfloat16 are stored as their 16-bit patterns and
-// computed in float32; the conversions round to nearest even.
+// Element types the backends execute: the six numeric dtypes the standard
+// library's templates allow, and bool (one byte, 0 or 1: where's condition).
+// float16 and bfloat16 are stored as their 16-bit patterns and computed in
+// float32; the conversions round to nearest even.
 #pragma once
 
 #include <bit>
@@ -8,18 +9,19 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace tapestry::backend {
 
-enum class DType { Float32, Float64, Float16, BFloat16, Int32, Int64 };
+enum class DType { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool };
 
 const char* dtypeName(DType dtype); // "float32", ...
-// nullopt for a name the backends cannot execute ("bool", "int8", ...).
+// nullopt for a name the backends cannot execute ("int8", "complex64", ...).
 std::optional<DType> findDType(std::string_view name);
 // Throws Error (exit 1) "backends cannot execute dtype \"int8\"" when unknown.
 DType parseDType(std::string_view name);
 std::size_t dtypeSize(DType dtype);
-bool isFloat(DType dtype);
+bool isFloat(DType dtype); // float32, float64, float16, bfloat16
 
 // ---------------------------------------------------------------- 16-bit floats
 
@@ -83,10 +85,22 @@ inline BFloat16 floatToBFloat16(float f) {
   return BFloat16{static_cast<std::uint16_t>(rounded >> 16)};
 }
 
+// bool, as its byte: 0 or 1 in every buffer the backends write (a .npy file's
+// nonzero bytes read as 1). A struct, not C++ bool, so that no byte is ever
+// read as a bool it does not hold, and so that no arithmetic kernel compiles
+// for it by accident.
+struct Bool {
+  std::uint8_t bits = 0;
+  friend bool operator==(Bool, Bool) = default;
+};
+
 // ---------------------------------------------------------------- dispatch
 
 // The C++ storage type of each dtype, for templates: dispatch(dtype, f) calls
-// f(TypeTag<T>{}) with T = float, double, Half, BFloat16, int32_t or int64_t.
+// f(TypeTag<T>{}) with T = float, double, Half, BFloat16, int32_t or int64_t,
+// and throws Error for bool (the kernels that compute on numbers);
+// dispatchWithBool(dtype, f) also calls f(TypeTag<Bool>{}) (conversions,
+// random inputs, the check).
 template <class T> struct TypeTag { using type = T; };
 
 template <class T> constexpr DType dtypeOf();
@@ -109,8 +123,18 @@ template <> constexpr DType dtypeOf<std::int64_t>() {
   return DType::Int64;
 }
 
+template <> constexpr DType dtypeOf<Bool>() {
+  return DType::Bool;
+}
+
+// Error (exit 1) "... does not compute on bool tensors": a numeric kernel reached
+// with a bool operand (only where, cast and copies take bool).
+[[noreturn]] void boolNotSupported();
+
 template <class F> decltype(auto) dispatch(DType dtype, F&& f) {
   switch (dtype) {
+  case DType::Bool:
+    boolNotSupported();
   case DType::Float32:
     return f(TypeTag<float>{});
   case DType::Float64:
@@ -125,6 +149,13 @@ template <class F> decltype(auto) dispatch(DType dtype, F&& f) {
     break;
   }
   return f(TypeTag<std::int64_t>{});
+}
+
+template <class F> decltype(auto) dispatchWithBool(DType dtype, F&& f) {
+  if (dtype == DType::Bool) {
+    return f(TypeTag<Bool>{});
+  }
+  return dispatch(dtype, std::forward<F>(f));
 }
 
 } // namespace tapestry::backend

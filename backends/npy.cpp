@@ -167,7 +167,8 @@ private:
 std::optional<DType> dtypeOfDescr(std::string_view descr) {
   static const std::map<std::string_view, DType> known = {
       {"<f4", DType::Float32}, {"<f8", DType::Float64}, {"<f2", DType::Float16},
-      {"<i4", DType::Int32},   {"<i8", DType::Int64},   {"<u2", DType::BFloat16}};
+      {"<i4", DType::Int32},   {"<i8", DType::Int64},   {"<u2", DType::BFloat16},
+      {"|b1", DType::Bool}};
   auto it = known.find(descr);
   return it == known.end() ? std::nullopt : std::optional<DType>(it->second);
 }
@@ -215,9 +216,11 @@ const char* npyDescr(DType dtype) {
   case DType::Int32:
     return "<i4";
   case DType::Int64:
+    return "<i8";
+  case DType::Bool:
     break;
   }
-  return "<i8";
+  return "|b1";
 }
 
 NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
@@ -249,7 +252,8 @@ NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
   std::optional<DType> dtype = dtypeOfDescr(header.descr);
   if (!dtype) {
     fail(name, "unsupported dtype '" + header.descr +
-                   "' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', and '<u2' for bfloat16)");
+                   "' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', '|b1', and '<u2' for "
+                   "bfloat16)");
   }
   const ZRange region = ZRange::fromShape(ZPoint(header.shape));
   const std::int64_t expected =
@@ -265,6 +269,12 @@ NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
   if (expected > 0) {
     std::memcpy(out.buffer.data(), bytes.data() + prefix + headerLen,
                 static_cast<std::size_t>(expected));
+  }
+  if (*dtype == DType::Bool) {
+    // NumPy writes 0 and 1; any other byte is true, as NumPy reads it.
+    for (Bool& b : out.buffer.elements<Bool>()) {
+      b.bits = b.bits != 0 ? 1 : 0;
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // NumPy .npy files (format versions 1.0, 2.0 and 3.0), the format of
 // `run --inputs DIR` / `--outputs DIR`: one array per file, C order.
 //
-// dtypes: '<f4' float32, '<f8' float64, '<f2' float16, '<i4' int32, '<i8' int64.
+// dtypes: '<f4' float32, '<f8' float64, '<f2' float16, '<i4' int32, '<i8' int64,
+// '|b1' bool (one byte, 0 or 1; a nonzero byte reads as 1).
 // NumPy has no bfloat16, so a bfloat16 tensor is written as '<u2' holding the
 // raw bfloat16 bit patterns (np.load gives uint16; `(a.astype(np.uint32) << 16)
 // .view(np.float32)` recovers the values), and a '<u2' file is read as bfloat16.

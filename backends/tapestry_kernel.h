@@ -35,14 +35,16 @@ extern "C" {
 #define TAPESTRY_KERNEL_ABI_VERSION 1
 
 /* Element types (tapestry_block.dtype). float16 and bfloat16 are stored as
- * their 16-bit patterns (IEEE binary16; the top half of a float32). */
+ * their 16-bit patterns (IEEE binary16; the top half of a float32); bool is
+ * one byte holding 0 or 1. */
 enum tapestry_dtype {
   TAPESTRY_FLOAT32 = 0,
   TAPESTRY_FLOAT64 = 1,
   TAPESTRY_FLOAT16 = 2,
   TAPESTRY_BFLOAT16 = 3,
   TAPESTRY_INT32 = 4,
-  TAPESTRY_INT64 = 5
+  TAPESTRY_INT64 = 5,
+  TAPESTRY_BOOL = 6
 };
 
 /* One block: the elements of the tensor at tensor coordinates

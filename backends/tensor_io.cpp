@@ -93,11 +93,13 @@ Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_
   Buffer buffer = Buffer::host(dtype, t.type.shape);
   std::uint64_t state = (seed * 0x9E3779B97F4A7C15ull) ^ fnv1a(t.name);
   const std::optional<std::int64_t> bound = embeddingBound(g, tensor);
-  dispatch(dtype, [&](auto tag) {
+  dispatchWithBool(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (T& x : buffer.elements<T>()) {
       const std::uint64_t r = splitmix64(state);
-      if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
+      if constexpr (std::is_same_v<T, Bool>) {
+        x = Bool{static_cast<std::uint8_t>(r >> 63)}; // a fair coin: the top bit
+      } else if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
         if (bound) {
           x = static_cast<T>(static_cast<std::int64_t>(
               r % static_cast<std::uint64_t>(std::max<std::int64_t>(*bound, 1))));

@@ -23,7 +23,7 @@ TensorBuffers loadInputs(const graph::ExpandedGraph& g, const std::string& dir);
 // the tensor's name (splitmix64), so adding tensors never changes others.
 // Floats are uniform in [-1, 1); integers uniform in [-4, 4], except tensors
 // read as embedding indices, which are uniform in [0, V) for the smallest V of
-// the tables they index.
+// the tables they index; bools are a fair coin per element.
 Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_t seed);
 TensorBuffers drawInputs(const graph::ExpandedGraph& g, std::uint64_t seed);
 

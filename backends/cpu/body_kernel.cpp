@@ -41,7 +41,7 @@ template <class F> void forEachPoint(const TensorView& view, const ZRange& regio
 
 std::shared_ptr<std::vector<double>> readBlock(const TensorView& view, const ZRange& region) {
   auto data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(region.size()));
-  dispatch(view.dtype, [&](auto tag) {
+  dispatchWithBool(view.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* base = reinterpret_cast<const T*>(view.data);
     double* out = data->data();
@@ -53,7 +53,7 @@ std::shared_ptr<std::vector<double>> readBlock(const TensorView& view, const ZRa
 }
 
 void writeBlock(const std::vector<double>& data, const TensorView& view, const ZRange& region) {
-  dispatch(view.dtype, [&](auto tag) {
+  dispatchWithBool(view.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* base = reinterpret_cast<T*>(view.data);
     forEachPoint(view, region, [&](std::int64_t offset, std::int64_t i) {
@@ -65,7 +65,7 @@ void writeBlock(const std::vector<double>& data, const TensorView& view, const Z
 const expr::BodyPrimitives& primitives() {
   static const expr::BodyPrimitives p{&denseGemm,
                                       [](std::string_view dtype, std::span<double> values) {
-                                        dispatch(parseDType(dtype), [&](auto tag) {
+                                        dispatchWithBool(parseDType(dtype), [&](auto tag) {
                                           using T = typename decltype(tag)::type;
                                           for (double& v : values) {
                                             v = convertValue<double>(convertValue<T>(v));

@@ -1,6 +1,7 @@
 // Elementwise kernels: relu, gelu, tanh, exp, sigmoid, neg, erf, sqrt,
 // reciprocal, log, abs (unary); clip and the *_scalar kernels (unary with float
-// params); add, sub, mul, div, pow (binary, NumPy broadcasting). Every operand is walked through
+// params); add, sub, mul, div, pow (binary, NumPy broadcasting); where (a bool
+// condition picks X or Y, all three broadcast). Every operand is walked through
 // its IPF, so broadcasting (zero rows), any shard and any view layout take the
 // same path; unit-stride runs get a loop the compiler can vectorize.
 #include <cmath>
@@ -246,6 +247,49 @@ template <class Op> void binaryKernel(const KernelCall& call) {
   });
 }
 
+// where: result = condition ? X : Y. It only selects, so X and Y are copied as
+// stored (any dtype, bit for bit); the four operands share one walk.
+template <class T> void whereTyped(const KernelCall& call) {
+  const Walk c = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const Walk x = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);
+  const Walk y = walkThrough(call.inputs[2][0], inputIpf(call, 2), call.index);
+  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  const Bool* pc = c.ptr<Bool>();
+  const T* px = x.ptr<T>();
+  const T* py = y.ptr<T>();
+  T* pr = r.ptr<T>();
+  forEachRun<4>(call.index, {&c, &x, &y, &r},
+                [&](const std::array<std::int64_t, 4>& off, std::int64_t n,
+                    const std::array<std::int64_t, 4>& st) {
+                  const Bool* cs = pc + off[0];
+                  const T* xs = px + off[1];
+                  const T* ys = py + off[2];
+                  T* rs = pr + off[3];
+                  if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                      rs[j] = cs[j].bits != 0 ? xs[j] : ys[j];
+                    }
+                  } else {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                      rs[j * st[3]] = cs[j * st[0]].bits != 0 ? xs[j * st[1]] : ys[j * st[2]];
+                    }
+                  }
+                });
+}
+
+void whereKernel(const KernelCall& call) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (call.inputs[0][0].dtype != DType::Bool) {
+    unsupportedDType(call, call.inputs[0][0].dtype);
+  }
+  for (std::size_t p : {std::size_t{1}, std::size_t{2}}) {
+    if (call.inputs[p][0].dtype != dtype) {
+      unsupportedDType(call, call.inputs[p][0].dtype);
+    }
+  }
+  dispatch(dtype, [&](auto tag) { whereTyped<typename decltype(tag)::type>(call); });
+}
+
 } // namespace
 
 void registerElementwiseKernels(CpuRegistry& registry) {
@@ -271,6 +315,7 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   registry.add("rdiv_scalar", &paramKernel<RdivScalar>);
   registry.add("pow_scalar", &paramKernel<PowScalar>);
   registry.add("pow", &binaryKernel<Pow>);
+  registry.add("where", &whereKernel);
 }
 
 } // namespace tapestry::backend::cpu

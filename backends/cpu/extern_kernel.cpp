@@ -29,9 +29,11 @@ std::int32_t abiDType(DType dtype) {
   case DType::Int32:
     return TAPESTRY_INT32;
   case DType::Int64:
+    return TAPESTRY_INT64;
+  case DType::Bool:
     break;
   }
-  return TAPESTRY_INT64;
+  return TAPESTRY_BOOL;
 }
 
 // The located error of a template's extern field: "FILE:LINE:COL: error: ...".

@@ -62,6 +62,12 @@ template <> struct Num<BFloat16> {
   static float load(BFloat16 x) { return bfloat16ToFloat(x); }
   static BFloat16 store(float c) { return floatToBFloat16(c); }
 };
+// bool computes as C++ bool; store writes 0 or 1 (cast: nonzero, NaN included, is true).
+template <> struct Num<Bool> {
+  using C = bool;
+  static bool load(Bool x) { return x.bits != 0; }
+  static Bool store(bool c) { return Bool{static_cast<std::uint8_t>(c ? 1 : 0)}; }
+};
 template <> struct Num<std::int32_t> {
   using C = std::int64_t;
   static std::int64_t load(std::int32_t x) { return x; }
@@ -81,12 +87,13 @@ inline std::int64_t wrapMul(std::int64_t a, std::int64_t b) {
 
 // Converts a value of one storage type to another (cast): floats round to
 // nearest even; float to int truncates toward zero and saturates (NaN gives 0);
-// int to narrower int wraps.
+// int to narrower int wraps; anything to bool is "nonzero" (NaN too, as
+// NumPy's astype(bool)); bool to anything is 0 or 1.
 template <class To, class From> To convertValue(From x) {
   using CF = typename Num<From>::C;
   using CT = typename Num<To>::C;
   const CF v = Num<From>::load(x);
-  if constexpr (kIsInt<To> && !kIsInt<From>) {
+  if constexpr (kIsInt<To> && !kIsInt<From> && !std::is_same_v<From, Bool>) {
     if (std::isnan(v)) {
       return To{0};
     }
@@ -100,6 +107,8 @@ template <class To, class From> To convertValue(From x) {
       return std::numeric_limits<To>::max();
     }
     return static_cast<To>(static_cast<std::int64_t>(d));
+  } else if constexpr (std::is_same_v<To, Bool>) {
+    return Num<Bool>::store(v != CF(0)); // NaN != 0
   } else {
     return Num<To>::store(static_cast<CT>(v));
   }

@@ -93,8 +93,8 @@ template <class From, class To> void castTyped(const KernelCall& call) {
 }
 
 void castKernel(const KernelCall& call) {
-  dispatch(call.inputs[0][0].dtype, [&](auto from) {
-    dispatch(call.outputs[0][0].dtype, [&](auto to) {
+  dispatchWithBool(call.inputs[0][0].dtype, [&](auto from) {
+    dispatchWithBool(call.outputs[0][0].dtype, [&](auto to) {
       castTyped<typename decltype(from)::type, typename decltype(to)::type>(call);
     });
   });

@@ -131,6 +131,7 @@ Types typesOf(backend::DType dtype, bool tf32) {
     return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
   case backend::DType::Int32:
   case backend::DType::Int64:
+  case backend::DType::Bool:
     break;
   }
   throw InternalError(std::string("cuBLASLt product of ") + backend::dtypeName(dtype));

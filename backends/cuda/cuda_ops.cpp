@@ -3,6 +3,7 @@
 // into walks or matrix layouts, and enqueues native kernels (kernels.cu) or
 // cuBLASLt products (cublaslt.cpp) on the device's stream.
 #include "backends/cuda/cuda_ops.hpp"
+#include "backends/cuda/cuda_ops_internal.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -93,9 +94,8 @@ void copyOnDevice(const TensorView& src, const TensorView& dst, const ZRange& re
             "copying " + region.toString() + " on the device");
 }
 
-namespace {
-
-// ---------------------------------------------------------------- params
+// Helpers the kernel files share (cuda_ops_internal.hpp).
+namespace ops {
 
 [[noreturn]] void unsupportedDType(const KernelCall& call, DType dtype) {
   throw Error("backend cuda: kernel " + call.op.kernel + " does not support " +
@@ -106,18 +106,41 @@ bool isInt(DType dtype) {
   return dtype == DType::Int32 || dtype == DType::Int64;
 }
 
-const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
-  return call.op.application.inputs[p].ipfs[t];
-}
-const IndexProjection& outputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
-  return call.op.application.outputs[p].ipfs[t];
-}
-
 // The address of tensor point p in a view (p need not be in the region when
 // nothing is read there, e.g. a column of an empty reduction).
 std::byte* pointAt(const TensorView& view, std::span<const std::int64_t> point) {
   return view.data +
          view.offsetOf(point) * static_cast<std::int64_t>(backend::dtypeSize(view.dtype));
+}
+
+DeviceWalk walkOf(const ZRange& index, std::initializer_list<const ViewWalk*> walks) {
+  const std::vector<std::int64_t> extent = index.shape().vector();
+  std::vector<std::vector<std::int64_t>> strides;
+  for (const ViewWalk* w : walks) {
+    strides.push_back(w->stride);
+  }
+  return makeWalk(extent, strides);
+}
+
+std::string what(const KernelCall& call) {
+  return "kernel " + call.op.kernel + " (operation " + call.op.name + ")";
+}
+
+} // namespace ops
+
+namespace {
+
+using ops::isInt;
+using ops::pointAt;
+using ops::unsupportedDType;
+using ops::walkOf;
+using ops::what;
+
+const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
+  return call.op.application.inputs[p].ipfs[t];
+}
+const IndexProjection& outputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
+  return call.op.application.outputs[p].ipfs[t];
 }
 
 std::vector<std::int64_t> join(std::vector<std::int64_t> head,
@@ -132,19 +155,6 @@ template <class F> void forEachBatch(const ZRange& index, std::size_t count, F&&
   std::vector<std::int64_t> start(index.start().begin(), index.start().begin() + count);
   std::vector<std::int64_t> end(index.end().begin(), index.end().begin() + count);
   ZRange(ZPoint(start), ZPoint(end)).forEachPoint([&](const ZPoint& b) { f(b.vector()); });
-}
-
-DeviceWalk walkOf(const ZRange& index, std::initializer_list<const ViewWalk*> walks) {
-  const std::vector<std::int64_t> extent = index.shape().vector();
-  std::vector<std::vector<std::int64_t>> strides;
-  for (const ViewWalk* w : walks) {
-    strides.push_back(w->stride);
-  }
-  return makeWalk(extent, strides);
-}
-
-std::string what(const KernelCall& call) {
-  return "kernel " + call.op.kernel + " (operation " + call.op.name + ")";
 }
 
 // ---------------------------------------------------------------- elementwise
@@ -185,6 +195,26 @@ void binaryKernel(const KernelCall& call, const KernelContext& c) {
   const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
   checkCuda(launchBinary(op, elementType(dtype), a.base, b.base, r.base,
                          walkOf(call.index, {&a, &b, &r}), c.stream),
+            what(call));
+}
+
+// where: the condition (bool) picks X or Y, copied as stored (any dtype).
+void whereKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (call.inputs[0][0].dtype != DType::Bool) {
+    unsupportedDType(call, call.inputs[0][0].dtype);
+  }
+  for (std::size_t p : {std::size_t{1}, std::size_t{2}}) {
+    if (call.inputs[p][0].dtype != dtype) {
+      unsupportedDType(call, call.inputs[p][0].dtype);
+    }
+  }
+  const ViewWalk cond = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const ViewWalk x = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);
+  const ViewWalk y = walkThrough(call.inputs[2][0], inputIpf(call, 2), call.index);
+  const ViewWalk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  checkCuda(launchWhere(static_cast<int>(backend::dtypeSize(dtype)), cond.base, x.base, y.base,
+                        r.base, walkOf(call.index, {&cond, &x, &y, &r}), c.stream),
             what(call));
 }
 
@@ -585,145 +615,6 @@ void splitKernel(const KernelCall& call, const KernelContext& c) {
   });
 }
 
-// embedding: result[b..., d] = table[indices[b...], d]; index [b..., D].
-void embeddingKernel(const KernelCall& call, const KernelContext& c) {
-  const TensorView& table = call.inputs[0][0];
-  const TensorView& indices = call.inputs[1][0];
-  const TensorView& out = call.outputs[0][0];
-  if (!isInt(indices.dtype)) {
-    unsupportedDType(call, indices.dtype);
-  }
-  const std::int64_t V = intBinding(call.op, "V");
-  const ZRange& idx = call.index;
-  const std::size_t nb = idx.rank() - 1;
-  const std::int64_t d0 = idx.start()[nb];
-  const std::vector<std::int64_t> start = idx.start().vector();
-  const std::vector<std::int64_t> batchStart(start.begin(), start.begin() + nb);
-
-  ViewWalk ix; // the index element of each point (constant along d)
-  ix.base = pointAt(indices, batchStart);
-  ix.stride.assign(indices.strides.begin(), indices.strides.begin() + nb);
-  ix.stride.push_back(0);
-  ViewWalk o;
-  o.base = pointAt(out, start);
-  o.stride = out.strides;
-  ViewWalk column; // the table column of each point, at row 0
-  const std::int64_t cell[2] = {0, d0};
-  column.base = pointAt(table, cell);
-  column.stride.assign(nb, 0);
-  column.stride.push_back(table.strides[1]);
-
-  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
-  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
-  checkCuda(launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
-                            table.strides[0], V, ix.base, o.base, walkOf(idx, {&ix, &o, &column}),
-                            reinterpret_cast<unsigned long long*>(bad.get()), c.stream),
-            what(call));
-  unsigned long long first = 0;
-  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
-            what(call));
-  checkCuda(cudaStreamSynchronize(c.stream), what(call));
-  if (first == ~0ULL) {
-    return;
-  }
-  // The smallest bad walk point, in row-major order over the index box: its
-  // batch coordinates name the index element, as the CPU backend reports it.
-  std::vector<std::int64_t> point(idx.rank());
-  auto rest = static_cast<std::int64_t>(first);
-  for (std::size_t d = idx.rank(); d-- > 0;) {
-    point[d] = idx.start()[d] + rest % idx.extent(d);
-    rest /= idx.extent(d);
-  }
-  const std::vector<std::int64_t> b(point.begin(), point.begin() + nb);
-  std::int64_t row = 0;
-  if (indices.dtype == DType::Int32) {
-    std::int32_t value = 0;
-    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
-              what(call));
-    row = value;
-  } else {
-    checkCuda(cudaMemcpy(&row, pointAt(indices, b), sizeof row, cudaMemcpyDeviceToHost),
-              what(call));
-  }
-  throw Error("operation " + call.op.name + " (embedding): indices" + ZPoint(b).toString() +
-              " is " + std::to_string(row) + ", outside the table's " + std::to_string(V) +
-              " rows");
-}
-
-// gather: result[pre..., b..., post...] = data[pre..., indices[b...], post...];
-// index = the result's shape. The embedding launch with a table "row" along
-// data's axis: operand 0 the index element (constant along pre and post), 1
-// the result element, 2 data at row 0 (constant along b).
-void gatherKernel(const KernelCall& call, const KernelContext& c) {
-  const TensorView& data = call.inputs[0][0];
-  const TensorView& indices = call.inputs[1][0];
-  const TensorView& out = call.outputs[0][0];
-  if (!isInt(indices.dtype)) {
-    unsupportedDType(call, indices.dtype);
-  }
-  const ZRange& idx = call.index;
-  if (idx.isEmpty()) {
-    return;
-  }
-  const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const auto nb = static_cast<std::size_t>(intBinding(call.op, "nb"));
-  const std::int64_t V = intBinding(call.op, "V");
-  const std::vector<std::int64_t> start = idx.start().vector();
-  ViewWalk ix;
-  ix.base = pointAt(indices, std::span(start).subspan(ax, nb));
-  ix.stride.assign(idx.rank(), 0);
-  std::copy(indices.strides.begin(), indices.strides.end(), ix.stride.begin() + ax);
-  ViewWalk o;
-  o.base = pointAt(out, start);
-  o.stride = out.strides;
-  ViewWalk column;
-  std::vector<std::int64_t> corner(start.begin(), start.begin() + ax);
-  corner.push_back(0);
-  corner.insert(corner.end(), start.begin() + ax + nb, start.end());
-  column.base = pointAt(data, corner);
-  column.stride.assign(idx.rank(), 0);
-  for (std::size_t d = 0; d < data.rank(); ++d) {
-    if (d != ax) {
-      column.stride[d < ax ? d : d - 1 + nb] = data.strides[d];
-    }
-  }
-  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
-  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
-  checkCuda(launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
-                            data.strides[ax], V, ix.base, o.base, walkOf(idx, {&ix, &o, &column}),
-                            reinterpret_cast<unsigned long long*>(bad.get()), c.stream, true),
-            what(call));
-  unsigned long long first = 0;
-  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
-            what(call));
-  checkCuda(cudaStreamSynchronize(c.stream), what(call));
-  if (first == ~0ULL) {
-    return;
-  }
-  // The smallest bad point in row-major order; its b coordinates name the index.
-  std::vector<std::int64_t> point(idx.rank());
-  auto rest = static_cast<std::int64_t>(first);
-  for (std::size_t d = idx.rank(); d-- > 0;) {
-    point[d] = idx.start()[d] + rest % idx.extent(d);
-    rest /= idx.extent(d);
-  }
-  const std::vector<std::int64_t> b(point.begin() + ax, point.begin() + ax + nb);
-  std::int64_t value = 0;
-  if (indices.dtype == DType::Int32) {
-    std::int32_t v32 = 0;
-    checkCuda(cudaMemcpy(&v32, pointAt(indices, b), sizeof v32, cudaMemcpyDeviceToHost),
-              what(call));
-    value = v32;
-  } else {
-    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
-              what(call));
-  }
-  throw Error("operation " + call.op.name + " (gather): indices" + ZPoint(b).toString() + " is " +
-              std::to_string(value) + ", outside [-" + std::to_string(V) + ", " +
-              std::to_string(V) + ") (data's axis " + std::to_string(ax) + " has " +
-              std::to_string(V) + " elements)");
-}
-
 // batchnorm: index = the input's shape [N, C, spatial...]; operand 2 of the
 // walk counts channels from the shard's first.
 void batchnormKernel(const KernelCall& call, const KernelContext& c) {
@@ -773,6 +664,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("log", &unaryKernel<UnaryOp::Log, false>);
     r.add("abs", &unaryKernel<UnaryOp::Abs, true>);
     r.add("pow", &binaryKernel<BinaryOp::Pow, false>);
+    r.add("where", &whereKernel);
     r.add("clip", &unaryKernel<UnaryOp::Clip, false>);
     r.add("add_scalar", &unaryKernel<UnaryOp::AddScalar, false>);
     r.add("mul_scalar", &unaryKernel<UnaryOp::MulScalar, false>);
@@ -797,8 +689,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("cast", &castKernel);
     r.add("concat", &concatKernel);
     r.add("split", &splitKernel);
-    r.add("embedding", &embeddingKernel);
-    r.add("gather", &gatherKernel);
+    r.add("embedding", &ops::embeddingKernel);
+    r.add("gather", &ops::gatherKernel);
     return r;
   }();
   return kernels;

@@ -30,9 +30,11 @@ ElementType elementType(backend::DType dtype) {
   case backend::DType::Int32:
     return ElementType::Int32;
   case backend::DType::Int64:
+    return ElementType::Int64;
+  case backend::DType::Bool:
     break;
   }
-  return ElementType::Int64;
+  return ElementType::Bool;
 }
 
 DeviceWalk makeWalk(std::span<const std::int64_t> extent,

@@ -1,6 +1,7 @@
 // Device-side helpers shared by the CUDA backend's kernel files (kernels.cu,
-// kernels_nn.cu): dispatch on the element type, compute types and rounding
-// (Num), walk offsets, the grid-stride loop and conv views.
+// kernels_nn.cu): dispatch on the element type (bool only where values are
+// converted), compute types and rounding (Num), and conv views; walk offsets,
+// launch sizes and the grid-stride loop are in device_walk.cuh.
 // Not a public header: included by .cu files only.
 #pragma once
 
@@ -11,14 +12,12 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "backends/cuda/device_walk.cuh"
 #include "backends/cuda/kernels.hpp"
 
 namespace tapestry::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr std::int64_t kMaxBlocks = 65535;
 
 using i64 = std::int64_t;
 using u64 = std::uint64_t;
@@ -39,8 +38,19 @@ template <class F> cudaError_t dispatch(ElementType type, F&& f) {
     return f(Tag<std::int32_t>{});
   case ElementType::Int64:
     return f(Tag<std::int64_t>{});
+  case ElementType::Bool: // no arithmetic kernel takes bool (cast: dispatchWithBool)
+    break;
   }
   return cudaErrorInvalidValue;
+}
+
+// bool as stored: one byte, 0 or 1 (backend::Bool).
+struct Bool8 {
+  std::uint8_t bits;
+};
+
+template <class F> cudaError_t dispatchWithBool(ElementType type, F&& f) {
+  return type == ElementType::Bool ? f(Tag<Bool8>{}) : dispatch(type, f);
 }
 
 // Num<T>::C is the type T computes in; load / store convert (store rounds to
@@ -60,6 +70,11 @@ template <> struct Num<__nv_bfloat16> {
   static __device__ float load(__nv_bfloat16 x) { return __bfloat162float(x); }
   static __device__ __nv_bfloat16 store(float c) { return __float2bfloat16_rn(c); }
 };
+template <> struct Num<Bool8> {
+  using C = bool;
+  static __device__ bool load(Bool8 x) { return x.bits != 0; }
+  static __device__ Bool8 store(bool c) { return Bool8{static_cast<std::uint8_t>(c ? 1 : 0)}; }
+};
 template <> struct Num<std::int32_t> {
   using C = i64;
   static __device__ i64 load(std::int32_t x) { return x; }
@@ -69,33 +84,6 @@ template <> struct Num<std::int32_t> {
 };
 
 template <class T> constexpr bool kIsInt = std::is_integral<T>::value;
-
-// Element offsets of walk point i for the first N operands.
-template <int N> __device__ inline void walkOffsets(const DeviceWalk& w, i64 i, i64 (&off)[N]) {
-  for (int k = 0; k < N; ++k) {
-    off[k] = 0;
-  }
-  for (int d = w.rank - 1; d >= 0; --d) {
-    const i64 e = w.extent[d];
-    const i64 c = i % e;
-    i /= e;
-    for (int k = 0; k < N; ++k) {
-      off[k] += c * w.stride[k][d];
-    }
-  }
-}
-
-unsigned blocksFor(i64 work) {
-  i64 blocks = (work + kThreads - 1) / kThreads;
-  if (blocks > kMaxBlocks) {
-    blocks = kMaxBlocks;
-  }
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
-}
-
-#define TAPESTRY_GRID_LOOP(i, count)                                                               \
-  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < (count);               \
-       i += static_cast<i64>(gridDim.x) * blockDim.x)
 
 __device__ inline i64 convOffset(const ConvView& v, i64 a, i64 b, i64 c, i64 d) {
   return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +

@@ -5,6 +5,7 @@
 // and, where the CPU sums sequentially (reductions), the same order. Kernels
 // are templated on the element type only; the operation is a runtime switch,
 // which keeps the number of instantiations (and compile time) small.
+#include "backends/cuda/device_walk.cuh"
 #include "backends/cuda/kernels.hpp"
 
 #include <cstdint>
@@ -260,12 +261,13 @@ template <class T> __global__ void copyKernel(const T* x, T* y, DeviceWalk w) {
 
 // convertValue of backends/cpu/kernel_util.hpp: floats round to nearest even
 // (through float32 for the 16-bit floats); float to int truncates toward zero
-// and saturates (NaN gives 0); int to narrower int wraps.
+// and saturates (NaN gives 0); int to narrower int wraps; to bool is nonzero
+// (NaN too), from bool 0 or 1.
 template <class To, class From> __device__ To convertValue(From x) {
   using CF = typename Num<From>::C;
   using CT = typename Num<To>::C;
   const CF v = Num<From>::load(x);
-  if constexpr (kIsInt<To> && !kIsInt<From>) {
+  if constexpr (kIsInt<To> && !kIsInt<From> && !std::is_same<From, Bool8>::value) {
     if (isnan(v)) {
       return To{0};
     }
@@ -527,9 +529,9 @@ cudaError_t launchCast(ElementType from, ElementType to, const void* x, void* y,
   if (w.count == 0) {
     return cudaSuccess;
   }
-  return dispatch(from, [&](auto fromTag) {
+  return dispatchWithBool(from, [&](auto fromTag) {
     using F = typename decltype(fromTag)::type;
-    return dispatch(to, [&](auto toTag) {
+    return dispatchWithBool(to, [&](auto toTag) {
       using T = typename decltype(toTag)::type;
       castKernel<F, T><<<blocksFor(w.count), kThreads, 0, stream>>>(static_cast<const F*>(x),
                                                                     static_cast<T*>(y), w);

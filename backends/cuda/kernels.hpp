@@ -16,10 +16,12 @@
 namespace tapestry::cuda {
 
 constexpr int kMaxWalkDims = 12;
-constexpr int kMaxWalkOperands = 3;
+constexpr int kMaxWalkOperands = 4;
 
-// Element types as the kernels see them (the order of backend::DType).
-enum class ElementType : int { Float32, Float64, Float16, BFloat16, Int32, Int64 };
+// Element types as the kernels see them (the order of backend::DType). Bool
+// (one byte, 0 or 1) moves with launchCopy and converts with launchCast; the
+// other typed launchers refuse it with cudaErrorInvalidValue.
+enum class ElementType : int { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool };
 
 // An index box of `count` points walked by up to kMaxWalkOperands operands,
 // dims ordered outermost first (row-major point order). Built on the host by
@@ -61,6 +63,11 @@ cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, co
 // y = op(a, b); operands 0: a, 1: b, 2: y (a zero stride broadcasts).
 cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const void* b, void* y,
                          const DeviceWalk& w, cudaStream_t stream);
+// result = condition ? x : y (select_kernels.cu); operands 0: condition (bool
+// bytes), 1: x, 2: y, 3: result, all elementSize bytes (2, 4 or 8) but the
+// condition; elements are copied as stored.
+cudaError_t launchWhere(int elementSize, const void* condition, const void* x, const void* y,
+                        void* result, const DeviceWalk& w, cudaStream_t stream);
 // y = convert(x) with the CPU backend's rules; operands 0: x, 1: y.
 cudaError_t launchCast(ElementType from, ElementType to, const void* x, void* y,
                        const DeviceWalk& w, cudaStream_t stream);

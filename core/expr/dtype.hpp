@@ -1,7 +1,7 @@
 // The dtypes Tapestry knows: one table, read by the expression language (a
 // bare name such as float32 is a dtype), graph loading (which dtypes a tensor
 // may have), plans (bytes per element) and the backends (which execute the
-// first six).
+// first six and bool).
 #pragma once
 
 #include <cstdint>
@@ -16,8 +16,9 @@ struct DTypeInfo {
 };
 
 // Every dtype, in the order messages list them: float32, float64, float16,
-// bfloat16, int32, int64 (what the backends execute), then int16, int8, the
-// unsigned ints, bool, complex64, complex128, float8_e4m3fn, float8_e5m2.
+// bfloat16, int32, int64 (what the backends execute, with bool), then int16,
+// int8, the unsigned ints, bool, complex64, complex128, float8_e4m3fn,
+// float8_e5m2.
 std::span<const DTypeInfo> dtypes();
 // nullptr for an unknown name.
 const DTypeInfo* findDType(std::string_view name);

@@ -158,6 +158,20 @@ const char* kIntegers = R"({"tapestry": "graph/v1", "name": "integers",
     {"name": "cf", "kernel": "cast", "params": {"dtype": "float32"}, "inputs": {"input": "h2"}, "outputs": {"result": "f"}}],
   "outputs": ["m", "s", "c", "f"]})";
 
+// bool tensors: where (native) over a float and an int dtype, a bool transpose
+// (copies), casts to and from bool, a bool output.
+const char* kMasked = R"({"tapestry": "graph/v1", "name": "masked",
+  "tensors": {"mask": {"dtype": "bool", "shape": [8, 16]}, "x": {"dtype": "float16", "shape": [2, 8, 16]},
+              "fill": {"dtype": "float16", "shape": [1]}, "n": {"dtype": "int64", "shape": [16]},
+              "k": {"dtype": "int64", "shape": [1]}},
+  "operations": [
+    {"name": "w", "kernel": "where", "inputs": {"condition": "mask", "X": "x", "Y": "fill"}, "outputs": {"result": "y"}},
+    {"name": "wi", "kernel": "where", "inputs": {"condition": "mask", "X": "n", "Y": "k"}, "outputs": {"result": "yi"}},
+    {"name": "t", "kernel": "transpose", "params": {"perm": [1, 0]}, "inputs": {"input": "mask"}, "outputs": {"result": "mt"}},
+    {"name": "nz", "kernel": "cast", "params": {"dtype": "bool"}, "inputs": {"input": "y"}, "outputs": {"result": "b"}},
+    {"name": "bf", "kernel": "cast", "params": {"dtype": "float32"}, "inputs": {"input": "mt"}, "outputs": {"result": "f"}}],
+  "outputs": ["y", "yi", "b", "f"]})";
+
 // Host -> GPU -> GPU -> host copies over strided sub-regions give the elements
 // back in place.
 void stridedCopies() {
@@ -280,6 +294,7 @@ int main() {
     manyPlans("sweep " + dt, expandText(text));
   }
   manyPlans("integers", expandText(kIntegers));
+  manyPlans("masked (bool)", expandText(kMasked));
   runCommands();
   std::cout << checks - failures << " of " << checks << " checks passed\n";
   return failures == 0 ? 0 : 1;

@@ -149,6 +149,19 @@ TEST_CASE("kernel walks drop unit dims and merge contiguous ones", "[cuda]") {
   CHECK_THROWS_AS(walk({2}, {{1, 2}}), InternalError);
 }
 
+TEST_CASE("where walks four operands: a broadcast bool condition, X, Y and result", "[cuda]") {
+  // where(condition [8, 1], X [8, 5], Y [5]) -> result [8, 5].
+  const DeviceWalk w = walk({8, 5}, {{1, 0}, {5, 1}, {0, 1}, {5, 1}});
+  CHECK(kMaxWalkOperands == 4);
+  CHECK(w.count == 40);
+  REQUIRE(w.rank == 2);
+  CHECK(w.stride[0][0] == 1);
+  CHECK(w.stride[0][1] == 0);
+  CHECK(w.stride[2][0] == 0);
+  CHECK(w.stride[3][1] == 1);
+  CHECK_THROWS_AS(walk({2}, {{1}, {1}, {1}, {1}, {1}}), InternalError);
+}
+
 TEST_CASE("contiguous regions are one block in memory", "[cuda]") {
   // A [6, 10] buffer: whole rows are one block, a column block is not.
   const backend::TensorView v = view({0, 0}, {6, 10}, {10, 1});
@@ -232,12 +245,13 @@ TEST_CASE("dtypes map onto the kernels' element types", "[cuda]") {
   CHECK(elementType(backend::DType::BFloat16) == ElementType::BFloat16);
   CHECK(elementType(backend::DType::Int32) == ElementType::Int32);
   CHECK(elementType(backend::DType::Int64) == ElementType::Int64);
+  CHECK(elementType(backend::DType::Bool) == ElementType::Bool);
 }
 
 TEST_CASE("the CUDA backend registers every kernel the CPU backend has", "[cuda]") {
   backend::CpuBackend cpu(1);
   CHECK(cudaKernels().names() == cpu.kernelNames());
-  CHECK(cudaKernels().names().size() == 42);
+  CHECK(cudaKernels().names().size() == 43);
 }
 
 TEST_CASE("buffers share contiguous blocks of rows without copying", "[cuda]") {

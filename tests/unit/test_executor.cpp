@@ -993,6 +993,61 @@ TEST_CASE("compareOutputs: bounds follow the unsharded error; 16-bit chains; NaN
   CHECK(off.bound == 0);
 }
 
+TEST_CASE("bool tensors stay bool in the reference, and bool outputs must be exact",
+          "[executor][check][bool]") {
+  // m = (x != 0) through cast, y = where(m, x, fill): a bool output and a float one.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "b",
+    "tensors": {"x": {"dtype": "float32", "shape": [6]}, "mask": {"dtype": "bool", "shape": [6]},
+                "fill": {"dtype": "float32", "shape": [1]}},
+    "operations": [
+      {"name": "nz", "kernel": "cast", "params": {"dtype": "bool"}, "inputs": {"input": "x"}, "outputs": {"result": "m"}},
+      {"name": "w", "kernel": "where", "inputs": {"condition": "mask", "X": "x", "Y": "fill"}, "outputs": {"result": "y"}}],
+    "outputs": ["m", "y"]})");
+  const graph::ExpandedGraph wide = widenToFloat64(g);
+  CHECK(wide.tensors[*wide.tensorIndex("mask")].type.dtype == "bool");
+  CHECK(wide.tensors[*wide.tensorIndex("m")].type.dtype == "bool");
+  CHECK(wide.tensors[*wide.tensorIndex("y")].type.dtype == "float64");
+  TensorBuffers inputs{{"x", floats({6}, {0, 1.5f, -2, 0, 3, std::nanf("")})},
+                       {"fill", floats({1}, {-9})}};
+  Buffer mask = Buffer::host(DType::Bool, std::vector<std::int64_t>{6});
+  for (std::size_t i = 0; i < 6; ++i) {
+    mask.elements<Bool>()[i] = Bool{static_cast<std::uint8_t>(i % 2)};
+  }
+  inputs.emplace("mask", mask);
+  CpuBackend backend(1);
+  const CheckReference r = unshardedReference(backend, g, inputs);
+  REQUIRE(r.reference.at("m").dtype() == DType::Bool);
+  REQUIRE(r.baseline.at("m").dtype() == DType::Bool);
+  std::vector<int> m;
+  for (Bool b : r.reference.at("m").elements<Bool>()) {
+    m.push_back(b.bits);
+  }
+  CHECK(m == std::vector<int>{0, 1, 1, 0, 1, 1}); // NaN is nonzero
+  CHECK(r.reference.at("y").elements<double>()[1] == 1.5);
+  CHECK(r.reference.at("y").elements<double>()[2] == -9);
+  std::vector<OutputCheck> checks = compareOutputs(g, r.baseline, r);
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[0].tensor == "m");
+  CHECK(checks[0].dtype == DType::Bool);
+  CHECK(checks[0].bound == 0);
+  CHECK(checks[0].error == 0);
+  CHECK(checks[0].ok);
+  // y reads x's NaN only where the mask is true (element 5): NaN never passes.
+  CHECK_FALSE(checks[1].ok);
+  // One wrong bool in a sharded result is a mismatch.
+  TensorBuffers wrong = r.baseline;
+  Buffer flipped = Buffer::host(DType::Bool, std::vector<std::int64_t>{6});
+  std::copy(r.baseline.at("m").elements<Bool>().begin(), r.baseline.at("m").elements<Bool>().end(),
+            flipped.elements<Bool>().begin());
+  flipped.elements<Bool>()[3] = Bool{1};
+  wrong.erase("m");
+  wrong.emplace("m", flipped);
+  const OutputCheck bad = compareOutputs(g, wrong, r)[0];
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.error == 1);
+  CHECK(bad.bound == 0);
+}
+
 // A CPU backend with one deliberate bug, to show the check catches real ones.
 // OffByOne: every shard of operation `op` but its first reads its input port
 // 0 one step too far along the leading dim (row r gets row r + 1; the last row
@@ -1095,6 +1150,43 @@ TEST_CASE("a deliberately broken plan fails the check", "[executor][check][broke
       }
     }
   }
+}
+
+TEST_CASE("bool graphs run sharded and pass the check, and a wrong bool shard fails it",
+          "[executor][check][bool]") {
+  // The nonzero pattern of an int tensor (cast to bool), a mask picking x or a
+  // fill (where), and the mask transposed: bool through compute and copies.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "masks",
+    "tensors": {"n": {"dtype": "int32", "shape": [8, 6]}, "mask": {"dtype": "bool", "shape": [8, 1]},
+                "x": {"dtype": "float32", "shape": [8, 6]}, "fill": {"dtype": "float32", "shape": [1]}},
+    "operations": [
+      {"name": "nz", "kernel": "cast", "params": {"dtype": "bool"}, "inputs": {"input": "n"}, "outputs": {"result": "m"}},
+      {"name": "w", "kernel": "where", "inputs": {"condition": "m", "X": "x", "Y": "fill"}, "outputs": {"result": "y"}},
+      {"name": "w2", "kernel": "where", "inputs": {"condition": "mask", "X": "y", "Y": "x"}, "outputs": {"result": "z"}},
+      {"name": "t", "kernel": "transpose", "params": {"perm": [1, 0]}, "inputs": {"input": "m"}, "outputs": {"result": "mt"}}],
+    "outputs": ["z", "mt"]})");
+  runAndCheck(g, 1, plan::singleDeviceChoice(g));
+  runAndCheck(g, 2, dataParallel(g, 2, 2));
+  runAndCheck(g, 4, dataParallel(g, 4, 4), 2);
+  std::mt19937 rng(17);
+  for (int i = 0; i < 4; ++i) {
+    runAndCheck(g, 3, randomChoice(g, 3, rng));
+  }
+  // Shards of nz past the first read n one row off: mt is wrong, and exactly
+  // checked (bound 0).
+  const TensorBuffers inputs = drawInputs(g, 5);
+  CpuBackend cpu(1);
+  const CheckReference reference = unshardedReference(cpu, g, inputs);
+  FaultyBackend shifted(2, FaultyBackend::Fault::OffByOne, "nz");
+  const Execution bad = execute(g, plan::buildPlan(g, 2, dataParallel(g, 2, 2)), shifted, inputs);
+  REQUIRE(shifted.shifted() > 0);
+  const std::vector<OutputCheck> checks = compareOutputs(g, bad.outputs, reference);
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[1].tensor == "mt");
+  CHECK(checks[1].dtype == DType::Bool);
+  CHECK(checks[1].bound == 0);
+  CHECK(checks[1].error > 0);
+  CHECK_FALSE(checks[1].ok);
 }
 
 // ---------------------------------------------------------------- commands

@@ -137,6 +137,50 @@ TEST_CASE("npy round trips every dtype and shape", "[npy]") {
   }
 }
 
+TEST_CASE("npy reads and writes bool arrays as NumPy does ('|b1')", "[npy][bool]") {
+  // np.save(f, np.array([[True, False, True], [False, False, True]])): NumPy
+  // writes bool with descr '|b1', one byte per element, 0 or 1.
+  const std::string numpy = npyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }",
+                                    std::string("\x01\x00\x01\x00\x00\x01", 6));
+  NpyArray a = decodeNpy(numpy, "m.npy");
+  CHECK(a.descr == "|b1");
+  CHECK(a.buffer.dtype() == DType::Bool);
+  CHECK(a.buffer.region() == ZRange::fromShape({2, 3}));
+  std::vector<int> got;
+  for (Bool b : a.buffer.elements<Bool>()) {
+    got.push_back(b.bits);
+  }
+  CHECK(got == std::vector<int>{1, 0, 1, 0, 0, 1});
+  // Written back, the file is the one NumPy wrote, byte for byte.
+  CHECK(npyDescr(DType::Bool) == std::string("|b1"));
+  CHECK(encodeNpy(a.buffer.view()) == numpy);
+  // Round trips of every shape, and of a strided region view.
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{}, {5}, {2, 3}, {0, 3}, {2, 1, 4}}) {
+    INFO(pythonShape(shape));
+    Buffer b = Buffer::host(DType::Bool, shape);
+    for (std::size_t i = 0; i < b.elements<Bool>().size(); ++i) {
+      b.elements<Bool>()[i] = Bool{static_cast<std::uint8_t>(i % 3 == 1)};
+    }
+    NpyArray back = decodeNpy(encodeNpy(b.view()), "x.npy");
+    CHECK(back.buffer.dtype() == DType::Bool);
+    CHECK(back.buffer.region().shape().vector() == shape);
+    CHECK(std::memcmp(back.buffer.data(), b.data(), static_cast<std::size_t>(b.byteSize())) == 0);
+  }
+  NpyArray part = decodeNpy(encodeNpy(a.buffer.view(ZRange({0, 1}, {2, 3}))), "x.npy");
+  CHECK(part.buffer.region() == ZRange::fromShape({2, 2}));
+  CHECK(part.buffer.elements<Bool>()[0] == Bool{0});
+  CHECK(part.buffer.elements<Bool>()[1] == Bool{1});
+  CHECK(part.buffer.elements<Bool>()[3] == Bool{1});
+  // A byte other than 0 and 1 is true (as NumPy reads it) and is stored as 1.
+  NpyArray odd = decodeNpy(npyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+                                   std::string("\x02\x00\xff", 3)),
+                           "x.npy");
+  CHECK(odd.buffer.elements<Bool>()[0] == Bool{1});
+  CHECK(odd.buffer.elements<Bool>()[1] == Bool{0});
+  CHECK(odd.buffer.elements<Bool>()[2] == Bool{1});
+}
+
 TEST_CASE("npy writes a strided region view in C order", "[npy]") {
   Buffer b = Buffer::host(DType::Int32, {3, 4});
   for (int i = 0; i < 12; ++i) {
@@ -186,10 +230,13 @@ TEST_CASE("npy errors name the file and the problem", "[npy]") {
         "x.npy: error: Fortran-order arrays are not supported (save a C-order array, e.g. with "
         "np.ascontiguousarray)\n");
   CHECK(errorOf(npyFile("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", f32x2)) ==
-        "x.npy: error: unsupported dtype '>f4' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', and "
-        "'<u2' for bfloat16)\n");
-  CHECK_THAT(errorOf(npyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", "ab")),
-             Contains("unsupported dtype '|b1'"));
+        "x.npy: error: unsupported dtype '>f4' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', "
+        "'|b1', and '<u2' for bfloat16)\n");
+  CHECK_THAT(errorOf(npyFile("{'descr': '|i1', 'fortran_order': False, 'shape': (2,), }", "ab")),
+             Contains("unsupported dtype '|i1'"));
+  CHECK(errorOf(npyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", "ab")) ==
+        "x.npy: error: truncated data: shape (3,) of '|b1' needs 3 bytes after the header, the "
+        "file has 2\n");
   CHECK_THAT(errorOf(npyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
                              f32x2, 128)),
              Contains("bad .npy header: 'descr' must be a string (structured dtypes are not "
@@ -331,4 +378,34 @@ TEST_CASE("seeded inputs are deterministic, in range, and per tensor", "[npy][in
   CHECK(unit);
   // A tensor's values depend on its name and the seed only.
   CHECK(std::memcmp(drawInput(g, *g.tensorIndex("h"), 7).data(), a.at("h").data(), 60) == 0);
+}
+
+TEST_CASE("seeded bool inputs are a fair coin per element, deterministic per seed",
+          "[npy][inputs][bool]") {
+  graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
+    "tensors": {"mask": {"dtype": "bool", "shape": [40, 50]}, "x": {"dtype": "float32", "shape": [50]},
+                "y": {"dtype": "float32", "shape": [1]}},
+    "operations": [{"name": "w", "kernel": "where", "inputs": {"condition": "mask", "X": "x", "Y": "y"}}]})");
+  const Buffer a = drawInput(g, *g.tensorIndex("mask"), 7);
+  const Buffer b = drawInput(g, *g.tensorIndex("mask"), 7);
+  const Buffer c = drawInput(g, *g.tensorIndex("mask"), 8);
+  REQUIRE(a.dtype() == DType::Bool);
+  REQUIRE(a.byteSize() == 2000);
+  CHECK(std::memcmp(a.data(), b.data(), 2000) == 0);
+  CHECK(std::memcmp(a.data(), c.data(), 2000) != 0);
+  std::int64_t trues = 0;
+  bool bits = true;
+  for (Bool x : a.elements<Bool>()) {
+    bits = bits && (x.bits == 0 || x.bits == 1);
+    trues += x.bits;
+  }
+  CHECK(bits);
+  // 2000 fair coins: 1000 ± 5 standard deviations (22.4 each).
+  CHECK(trues > 888);
+  CHECK(trues < 1112);
+  // Written and read back through a directory, as run --inputs reads it.
+  TempDir dir;
+  writeTensors(drawInputs(g, 7), {"mask", "x", "y"}, dir.path.string());
+  TensorBuffers loaded = loadInputs(g, dir.path.string());
+  CHECK(std::memcmp(loaded.at("mask").data(), a.data(), 2000) == 0);
 }

@@ -768,6 +768,24 @@ TEST_CASE("stdlib: cast", "[stdlib]") {
   CHECK_THAT(errorOf("cast", {{"input", {T({3})}}}), Contains("param dtype: required"));
 }
 
+TEST_CASE("stdlib: bool moves through the data-movement kernels and cast", "[stdlib]") {
+  // A causal mask reshaped, transposed, sliced, joined and split stays bool.
+  CHECK(outT(run("cast", {{"input", {T({3, 4})}}}, {{"dtype", "bool"}})) == T({3, 4}, "bool"));
+  CHECK(outT(run("cast", {{"input", {T({3, 4}, "bool")}}}, {{"dtype", "int64"}})) ==
+        T({3, 4}, "int64"));
+  CHECK(outT(run("transpose", {{"input", {T({2, 3}, "bool")}}}, {{"perm", {1, 0}}})) ==
+        T({3, 2}, "bool"));
+  CHECK(outT(run("reshape", {{"input", {T({4, 6}, "bool")}}}, {{"shape", {1, 1, 24}}})) ==
+        T({1, 1, 24}, "bool"));
+  CHECK(outT(run("slice", {{"input", {T({8, 8}, "bool")}}},
+                 {{"starts", {0, 0}}, {"ends", {4, 4}}})) == T({4, 4}, "bool"));
+  CHECK(outT(run("concat", {{"tensors", {T({2, 3}, "bool"), T({2, 5}, "bool")}}}, {{"axis", 1}})) ==
+        T({2, 8}, "bool"));
+  // Kernels that compute on numbers still refuse bool.
+  CHECK_THAT(errorOf("add", {{"A", {T({4}, "bool")}}, {"B", {T({4}, "bool")}}}),
+             Contains("$dtype is bool from A, expected one of"));
+}
+
 // ---------------------------------------------------------------- conv2d, embedding
 
 TEST_CASE("stdlib: conv2d", "[stdlib]") {

@@ -38,3 +38,25 @@ ok mm_relu 2 6 8 2 True [('y', 'float32', ['tensor', 'dtype', 'precision', 'max_
 ['status', 'plan', 'graph', 'backend', 'devices', 'devices_used', 'workers', 'blas_threads', 'shards', 'transfers', 'reduction_steps', 'wall_time_s', 'predicted_time_s', 'memory', 'outputs', 'check']
 ['peak_bytes_per_device', 'predicted_peak_bytes_per_device', 'input_bytes', 'output_bytes', 'transfer_bytes', 'assembled_bytes', 'max_rss_bytes']
 True
+## where with a bool condition (PyTorch's masked_fill exported as ONNX Where) on
+## a 2-device plan: the mask drawn from the seed, then read from a .npy file
+## laid out as NumPy writes bool arrays ('|b1', one byte per element): a causal mask.
+$ echo '{"tapestry": "graph/v1", "name": "masked", "tensors": {"mask": {"dtype": "bool", "shape": [8, 16]}, "scores": {"dtype": "float32", "shape": [2, 8, 16]}, "fill": {"dtype": "float32", "shape": [1]}}, "operations": [{"name": "w", "kernel": "where", "inputs": {"condition": "mask", "X": "scores", "Y": "fill"}, "outputs": {"result": "masked"}}, {"name": "s", "kernel": "softmax", "inputs": {"input": "masked"}, "outputs": {"result": "probs"}}]}' > masked.json && tapestry optimize masked.json --target cpu-2 --seed 1 --iterations 200 -q -o mplan.json && python3 -c 'import json; p = json.load(open("mplan.json")); print(sorted({s["device"] for o in p["operations"].values() for s in o["shards"]}))' && tapestry run mplan.json --check --seed 3 2>&1 | grep '^check' | sed -E 's/max error [^,]+, unsharded [^,]+, bound [^ ]+/max error E, unsharded E, bound B/'
+[0, 1]
+check probs (float32): max error E, unsharded E, bound B ok
+[created masked.json]
+[created mplan.json]
+$ echo '{"tapestry": "graph/v1", "name": "gen", "tensors": {"a": {"dtype": "float32", "shape": [2, 8, 16]}, "b": {"dtype": "float32", "shape": [1]}}, "operations": [{"name": "p", "kernel": "neg", "inputs": {"input": "a"}, "outputs": {"result": "scores"}}, {"name": "q", "kernel": "neg", "inputs": {"input": "b"}, "outputs": {"result": "fill"}}]}' > mgen.json && tapestry run mgen.json --outputs min -q && python3 -c 'h = "{\"descr\": \"|b1\", \"fortran_order\": False, \"shape\": (8, 16), }"; h = h + " " * (117 - len(h)) + "\n"; open("min/mask.npy", "wb").write(b"\x93NUMPY\x01\x00" + bytes([len(h), 0]) + h.encode() + bytes([int(i % 16 <= i // 16) for i in range(128)]))' && ls min && tapestry run mplan.json --inputs min --check 2>&1 | grep '^check' | sed -E 's/max error [^,]+, unsharded [^,]+, bound [^ ]+/max error E, unsharded E, bound B/'
+fill.npy
+mask.npy
+scores.npy
+check probs (float32): max error E, unsharded E, bound B ok
+[created mgen.json]
+[created min]
+## A bool output (the nonzero pattern of an int tensor) is checked exactly and
+## written as NumPy writes bool arrays: descr '|b1', one byte (0 or 1) per element.
+$ echo '{"tapestry": "graph/v1", "name": "nz", "tensors": {"n": {"dtype": "int32", "shape": [2, 3]}}, "operations": [{"name": "c", "kernel": "cast", "params": {"dtype": "bool"}, "inputs": {"input": "n"}, "outputs": {"result": "nz"}}]}' > nz.json && tapestry run nz.json --outputs bout --check --seed 4 2>&1 | grep '^check' && python3 -c 'd = open("bout/nz.npy", "rb").read(); print(d[10:d.index(b"}") + 1].decode(), len(d) - 128, set(d[-6:]) <= {0, 1})'
+check nz (bool): max error 0, unsharded 0, bound 0 ok
+{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), } 6 True
+[created bout]
+[created nz.json]
