@@ -106,6 +106,14 @@ bool isInt(DType dtype) {
   return dtype == DType::Int32 || dtype == DType::Int64;
 }
 
+DType floatOutput(const KernelCall& call) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  return dtype;
+}
+
 // The address of tensor point p in a view (p need not be in the region when
 // nothing is read there, e.g. a column of an empty reduction).
 std::byte* pointAt(const TensorView& view, std::span<const std::int64_t> point) {
@@ -130,6 +138,7 @@ std::string what(const KernelCall& call) {
 
 namespace {
 
+using ops::floatOutput;
 using ops::isInt;
 using ops::pointAt;
 using ops::unsupportedDType;
@@ -397,10 +406,7 @@ ConvView convView(const TensorView& v) {
 }
 
 void conv2dKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = call.outputs[0][0].dtype;
-  if (isInt(dtype)) {
-    unsupportedDType(call, dtype);
-  }
+  const DType dtype = floatOutput(call);
   const graph::Operation& op = call.op;
   ConvParams p;
   p.sh = intBinding(op, "sh");
@@ -430,10 +436,7 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
 
 // maxpool2d, avgpool2d: index [N, C, OH, OW], a whole window per point.
 template <bool max> void pool2dKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = call.outputs[0][0].dtype;
-  if (isInt(dtype)) {
-    unsupportedDType(call, dtype);
-  }
+  const DType dtype = floatOutput(call);
   if (call.index.isEmpty()) {
     return;
   }
@@ -463,10 +466,7 @@ template <bool max> void pool2dKernel(const KernelCall& call, const KernelContex
 // global_avgpool: index [N, C, H, W]; the shard's (h, w) box is one window
 // whose sum is divided by the full H*W (its partial of the mean).
 void globalAvgpoolKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = call.outputs[0][0].dtype;
-  if (isInt(dtype)) {
-    unsupportedDType(call, dtype);
-  }
+  const DType dtype = floatOutput(call);
   if (call.index.isEmpty()) {
     return;
   }
@@ -514,10 +514,7 @@ template <ReduceOp kind> void reduceKernel(const KernelCall& call, const KernelC
 }
 
 void softmaxKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = call.outputs[0][0].dtype;
-  if (isInt(dtype)) {
-    unsupportedDType(call, dtype);
-  }
+  const DType dtype = floatOutput(call);
   const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
   const std::int64_t n = intBinding(call.op, "n");
   const TensorView& inView = call.inputs[0][0];
@@ -530,10 +527,7 @@ void softmaxKernel(const KernelCall& call, const KernelContext& c) {
 }
 
 void layernormKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = call.outputs[0][0].dtype;
-  if (isInt(dtype)) {
-    unsupportedDType(call, dtype);
-  }
+  const DType dtype = floatOutput(call);
   const std::int64_t d = intBinding(call.op, "d");
   const double eps = floatParam(call.op, "eps");
   const TensorView& inView = call.inputs[0][0];
@@ -618,10 +612,7 @@ void splitKernel(const KernelCall& call, const KernelContext& c) {
 // batchnorm: index = the input's shape [N, C, spatial...]; operand 2 of the
 // walk counts channels from the shard's first.
 void batchnormKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = call.outputs[0][0].dtype;
-  if (isInt(dtype)) {
-    unsupportedDType(call, dtype);
-  }
+  const DType dtype = floatOutput(call);
   if (call.index.isEmpty()) {
     return;
   }

@@ -1,6 +1,7 @@
 // The CUDA kernels that read by index: embedding (rows of a table) and gather
 // (along any axis); an index out of range is an input error.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,35 @@ using backend::DType;
 using backend::intBinding;
 using backend::KernelCall;
 using backend::TensorView;
+
+namespace {
+
+// Runs `launch(slot)`, an indexed read that records in *slot the smallest walk
+// point whose index is out of range, and returns that point of `idx` (row-major
+// over the index box), or nothing when every index was in range.
+template <class Launch>
+std::optional<std::vector<std::int64_t>>
+firstBadPoint(const KernelCall& call, const KernelContext& c, const ZRange& idx, Launch&& launch) {
+  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
+  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
+  checkCuda(launch(reinterpret_cast<unsigned long long*>(bad.get())), what(call));
+  unsigned long long first = 0;
+  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
+            what(call));
+  checkCuda(cudaStreamSynchronize(c.stream), what(call));
+  if (first == ~0ULL) {
+    return std::nullopt;
+  }
+  std::vector<std::int64_t> point(idx.rank());
+  auto rest = static_cast<std::int64_t>(first);
+  for (std::size_t d = idx.rank(); d-- > 0;) {
+    point[d] = idx.start()[d] + rest % idx.extent(d);
+    rest /= idx.extent(d);
+  }
+  return point;
+}
+
+} // namespace
 
 // embedding: result[b..., d] = table[indices[b...], d]; index [b..., D].
 void embeddingKernel(const KernelCall& call, const KernelContext& c) {
@@ -42,27 +72,18 @@ void embeddingKernel(const KernelCall& call, const KernelContext& c) {
   column.stride.assign(nb, 0);
   column.stride.push_back(table.strides[1]);
 
-  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
-  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
-  checkCuda(launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
-                            table.strides[0], V, ix.base, o.base, walkOf(idx, {&ix, &o, &column}),
-                            reinterpret_cast<unsigned long long*>(bad.get()), c.stream),
-            what(call));
-  unsigned long long first = 0;
-  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
-            what(call));
-  checkCuda(cudaStreamSynchronize(c.stream), what(call));
-  if (first == ~0ULL) {
+  const std::optional<std::vector<std::int64_t>> bad =
+      firstBadPoint(call, c, idx, [&](unsigned long long* slot) {
+        return launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
+                               table.strides[0], V, ix.base, o.base,
+                               walkOf(idx, {&ix, &o, &column}), slot, c.stream);
+      });
+  if (!bad) {
     return;
   }
-  // The smallest bad walk point, in row-major order over the index box: its
-  // batch coordinates name the index element, as the CPU backend reports it.
-  std::vector<std::int64_t> point(idx.rank());
-  auto rest = static_cast<std::int64_t>(first);
-  for (std::size_t d = idx.rank(); d-- > 0;) {
-    point[d] = idx.start()[d] + rest % idx.extent(d);
-    rest /= idx.extent(d);
-  }
+  // The smallest bad walk point: its batch coordinates name the index
+  // element, as the CPU backend reports it.
+  const std::vector<std::int64_t>& point = *bad;
   const std::vector<std::int64_t> b(point.begin(), point.begin() + nb);
   std::int64_t row = 0;
   if (indices.dtype == DType::Int32) {
@@ -116,26 +137,17 @@ void gatherKernel(const KernelCall& call, const KernelContext& c) {
       column.stride[d < ax ? d : d - 1 + nb] = data.strides[d];
     }
   }
-  Scratch bad(sizeof(unsigned long long), c.gpu, c.stream);
-  checkCuda(cudaMemsetAsync(bad.get(), 0xFF, sizeof(unsigned long long), c.stream), what(call));
-  checkCuda(launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
-                            data.strides[ax], V, ix.base, o.base, walkOf(idx, {&ix, &o, &column}),
-                            reinterpret_cast<unsigned long long*>(bad.get()), c.stream, true),
-            what(call));
-  unsigned long long first = 0;
-  checkCuda(cudaMemcpyAsync(&first, bad.get(), sizeof first, cudaMemcpyDeviceToHost, c.stream),
-            what(call));
-  checkCuda(cudaStreamSynchronize(c.stream), what(call));
-  if (first == ~0ULL) {
+  const std::optional<std::vector<std::int64_t>> bad =
+      firstBadPoint(call, c, idx, [&](unsigned long long* slot) {
+        return launchEmbedding(elementType(out.dtype), elementType(indices.dtype), column.base,
+                               data.strides[ax], V, ix.base, o.base,
+                               walkOf(idx, {&ix, &o, &column}), slot, c.stream, true);
+      });
+  if (!bad) {
     return;
   }
-  // The smallest bad point in row-major order; its b coordinates name the index.
-  std::vector<std::int64_t> point(idx.rank());
-  auto rest = static_cast<std::int64_t>(first);
-  for (std::size_t d = idx.rank(); d-- > 0;) {
-    point[d] = idx.start()[d] + rest % idx.extent(d);
-    rest /= idx.extent(d);
-  }
+  // The smallest bad point: its b coordinates name the index.
+  const std::vector<std::int64_t>& point = *bad;
   const std::vector<std::int64_t> b(point.begin() + ax, point.begin() + ax + nb);
   std::int64_t value = 0;
   if (indices.dtype == DType::Int32) {

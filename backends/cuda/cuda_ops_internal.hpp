@@ -16,6 +16,9 @@ namespace tapestry::cuda::ops {
 
 [[noreturn]] void unsupportedDType(const backend::KernelCall& call, backend::DType dtype);
 bool isInt(backend::DType dtype);
+// The output's dtype of a kernel that takes floating-point types only (an
+// integer one is unsupportedDType).
+backend::DType floatOutput(const backend::KernelCall& call);
 // The address of tensor point p in a view (p need not be in the region when
 // nothing is read there, e.g. a column of an empty reduction).
 std::byte* pointAt(const backend::TensorView& view, std::span<const std::int64_t> point);

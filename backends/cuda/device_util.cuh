@@ -85,6 +85,19 @@ template <> struct Num<std::int32_t> {
 
 template <class T> constexpr bool kIsInt = std::is_integral<T>::value;
 
+// dispatch for the kernels that take floating-point types only: an integer
+// type is cudaErrorInvalidValue.
+template <class F> cudaError_t dispatchFloat(ElementType type, F&& f) {
+  return dispatch(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsInt<T>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return f(tag);
+    }
+  });
+}
+
 __device__ inline i64 convOffset(const ConvView& v, i64 a, i64 b, i64 c, i64 d) {
   return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +
          (c - v.start[2]) * v.stride[2] + (d - v.start[3]) * v.stride[3];

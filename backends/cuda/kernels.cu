@@ -613,15 +613,11 @@ cudaError_t launchSoftmax(ElementType type, const void* x, void* y, const Device
   if (w.count == 0) {
     return cudaSuccess;
   }
-  return dispatch(type, [&](auto tag) -> cudaError_t {
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      return cudaErrorInvalidValue;
-    } else {
-      softmaxKernel<T><<<blocksFor(w.count * 32), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), w, n, sx, sy);
-      return cudaGetLastError();
-    }
+    softmaxKernel<T><<<blocksFor(w.count * 32), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), w, n, sx, sy);
+    return cudaGetLastError();
   });
 }
 
@@ -632,16 +628,12 @@ cudaError_t launchLayernorm(ElementType type, const void* x, void* y, const void
   if (w.count == 0) {
     return cudaSuccess;
   }
-  return dispatch(type, [&](auto tag) -> cudaError_t {
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      return cudaErrorInvalidValue;
-    } else {
-      layernormKernel<T><<<blocksFor(w.count * 32), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), static_cast<const T*>(gamma), gammaStride,
-          static_cast<const T*>(beta), betaStride, w, d, sx, sy, eps);
-      return cudaGetLastError();
-    }
+    layernormKernel<T><<<blocksFor(w.count * 32), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), static_cast<const T*>(gamma), gammaStride,
+        static_cast<const T*>(beta), betaStride, w, d, sx, sy, eps);
+    return cudaGetLastError();
   });
 }
 
@@ -697,14 +689,10 @@ cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView
   if (count <= 0) {
     return cudaSuccess;
   }
-  return dispatch(type, [&](auto tag) -> cudaError_t {
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      return cudaErrorInvalidValue;
-    } else {
-      conv2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, weight, output, params);
-      return cudaGetLastError();
-    }
+    conv2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, weight, output, params);
+    return cudaGetLastError();
   });
 }
 

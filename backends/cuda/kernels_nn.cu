@@ -82,14 +82,10 @@ cudaError_t launchPool2d(ElementType type, const ConvView& input, const ConvView
   if (count <= 0) {
     return cudaSuccess;
   }
-  return dispatch(type, [&](auto tag) -> cudaError_t {
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      return cudaErrorInvalidValue;
-    } else {
-      pool2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, output, params);
-      return cudaGetLastError();
-    }
+    pool2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, output, params);
+    return cudaGetLastError();
   });
 }
 
@@ -99,20 +95,16 @@ cudaError_t launchBatchnorm(ElementType type, const void* x, void* y, const Devi
   if (w.count == 0) {
     return cudaSuccess;
   }
-  return dispatch(type, [&](auto tag) -> cudaError_t {
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
-    if constexpr (kIsInt<T>) {
-      return cudaErrorInvalidValue;
-    } else {
-      BatchnormVectors<T> v{};
-      for (int k = 0; k < 4; ++k) {
-        v.at[k] = static_cast<const T*>(vectors[k]);
-        v.stride[k] = strides[k];
-      }
-      batchnormKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), w, v, eps);
-      return cudaGetLastError();
+    BatchnormVectors<T> v{};
+    for (int k = 0; k < 4; ++k) {
+      v.at[k] = static_cast<const T*>(vectors[k]);
+      v.stride[k] = strides[k];
     }
+    batchnormKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), w, v, eps);
+    return cudaGetLastError();
   });
 }
 
