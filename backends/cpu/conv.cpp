@@ -13,6 +13,17 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
+// The window geometry the conv2d template binds: stride, padding and dilation
+// (height, width), and the input's H and W.
+struct ConvGeometry {
+  std::int64_t sh, sw, ph, pw, dh, dw, H, W;
+};
+
+ConvGeometry convGeometry(const graph::Operation& op) {
+  return {intBinding(op, "sh"), intBinding(op, "sw"), intBinding(op, "ph"), intBinding(op, "pw"),
+          intBinding(op, "dh"), intBinding(op, "dw"), intBinding(op, "H"),  intBinding(op, "W")};
+}
+
 // groups == 1: im2col of the shard's input box and one gemm with its weights.
 template <class T> void conv2dGemm(const KernelCall& call) {
   using C = typename Num<T>::C; // float or double
@@ -20,10 +31,7 @@ template <class T> void conv2dGemm(const KernelCall& call) {
   const TensorView& wt = call.inputs[1][0];
   const TensorView& out = call.outputs[0][0];
   const graph::Operation& op = call.op;
-  const std::int64_t sh = intBinding(op, "sh"), sw = intBinding(op, "sw");
-  const std::int64_t ph = intBinding(op, "ph"), pw = intBinding(op, "pw");
-  const std::int64_t dh = intBinding(op, "dh"), dw = intBinding(op, "dw");
-  const std::int64_t H = intBinding(op, "H"), W = intBinding(op, "W");
+  const auto [sh, sw, ph, pw, dh, dw, H, W] = convGeometry(op);
 
   const ZPoint& s = call.index.start();
   const ZPoint& e = call.index.end();
@@ -114,10 +122,7 @@ template <class T> void depthwiseTyped(const KernelCall& call, std::int64_t gmul
   const TensorView& wt = call.inputs[1][0];
   const TensorView& out = call.outputs[0][0];
   const graph::Operation& op = call.op;
-  const std::int64_t sh = intBinding(op, "sh"), sw = intBinding(op, "sw");
-  const std::int64_t ph = intBinding(op, "ph"), pw = intBinding(op, "pw");
-  const std::int64_t dh = intBinding(op, "dh"), dw = intBinding(op, "dw");
-  const std::int64_t H = intBinding(op, "H"), W = intBinding(op, "W");
+  const auto [sh, sw, ph, pw, dh, dw, H, W] = convGeometry(op);
   const ZPoint& s = call.index.start();
   const ZPoint& e = call.index.end();
   // A shard that sees only padding reads nothing (its input view may be absent).

@@ -98,6 +98,16 @@ template <class F> cudaError_t dispatchFloat(ElementType type, F&& f) {
   });
 }
 
+// The output elements of a shard: the box [begin, end) over its first 4 index
+// dims, [N, C or O, OH, OW] (conv and pool launches).
+inline i64 outputCount(const i64* begin, const i64* end) {
+  i64 count = 1;
+  for (int d = 0; d < 4; ++d) {
+    count *= end[d] - begin[d];
+  }
+  return count;
+}
+
 __device__ inline i64 convOffset(const ConvView& v, i64 a, i64 b, i64 c, i64 d) {
   return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +
          (c - v.start[2]) * v.stride[2] + (d - v.start[3]) * v.stride[3];

@@ -682,10 +682,7 @@ cudaError_t launchSimpleMatmul(ElementType type, std::int64_t M, std::int64_t N,
 
 cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
                          const ConvView& output, const ConvParams& params, cudaStream_t stream) {
-  i64 count = 1;
-  for (int d = 0; d < 4; ++d) {
-    count *= params.end[d] - params.begin[d];
-  }
+  const i64 count = outputCount(params.begin, params.end);
   if (count <= 0) {
     return cudaSuccess;
   }

@@ -75,10 +75,7 @@ __global__ void batchnormKernel(const T* x, T* y, DeviceWalk w, BatchnormVectors
 
 cudaError_t launchPool2d(ElementType type, const ConvView& input, const ConvView& output,
                          const PoolParams& params, cudaStream_t stream) {
-  i64 count = 1;
-  for (int d = 0; d < 4; ++d) {
-    count *= params.end[d] - params.begin[d];
-  }
+  const i64 count = outputCount(params.begin, params.end);
   if (count <= 0) {
     return cudaSuccess;
   }
@@ -102,8 +99,8 @@ cudaError_t launchBatchnorm(ElementType type, const void* x, void* y, const Devi
       v.at[k] = static_cast<const T*>(vectors[k]);
       v.stride[k] = strides[k];
     }
-    batchnormKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), w, v, eps);
+    batchnormKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                                    static_cast<T*>(y), w, v, eps);
     return cudaGetLastError();
   });
 }
