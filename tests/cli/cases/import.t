@@ -105,23 +105,3 @@ bert_layer: add div layernorm linear matmul relu reshape slice softmax transpose
 gpt2_block: add add_scalar div erf layernorm matmul mul mul_scalar reshape softmax split transpose where
 $ jq -r '.doc' bert_layer.json
 imported from bert_layer.onnx (producer pytorch 1.13.0, opset 17)
-## With the standard library's kernels for them, every exported model goes on through
-## expand and optimize for h100x8 (a front of more than 3 plans). The plans of the BERT layer
-## and the GPT-2 block render; the CNNs' plans (1,000+ shards on 8 devices) are more than
-## Graphviz's dot lays out in minutes, so their graphs render instead (docs/render.md).
-## The BERT layer, the GPT-2 block (its causal mask a bool input) and MobileNetV2 run a
-## 2-device cpu-2 plan with --check; the ResNets run against PyTorch in tests/torch.
-$ d=$(mktemp -d) && for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry expand $m.json -o $d/$m.x.json -q && tapestry --format json optimize $d/$m.x.json --target h100x8 --seed 1 --iterations 20 -o $d/$m.p.json | jq -r --arg m $m '"\($m): front of more than 3 plans: \(.front_size > 3)"'; done; for m in bert_layer gpt2_block; do tapestry render $d/$m.p.json -o $d/$m.svg -q && echo "$m: plan rendered"; done; for m in resnet18 mobilenet_v2; do tapestry render $m.json -o $d/$m.svg -q && echo "$m: graph rendered"; done; rm -rf $d
-resnet18: front of more than 3 plans: true
-resnet50: front of more than 3 plans: true
-mobilenet_v2: front of more than 3 plans: true
-bert_layer: front of more than 3 plans: true
-gpt2_block: front of more than 3 plans: true
-bert_layer: plan rendered
-gpt2_block: plan rendered
-resnet18: graph rendered
-mobilenet_v2: graph rendered
-$ d=$(mktemp -d) && for m in bert_layer gpt2_block mobilenet_v2; do tapestry optimize $m.json --target cpu-2 --seed 1 --iterations 20 --baseline data_parallel -q -o $d/$m.p.json && tapestry --format json run $d/$m.p.json --check | jq -r --arg m $m '"\($m): \(.devices_used) devices, check \(.check.ok)"'; done; rm -rf $d
-bert_layer: 2 devices, check true
-gpt2_block: 2 devices, check true
-mobilenet_v2: 2 devices, check true
