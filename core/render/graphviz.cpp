@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -422,11 +423,18 @@ Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     throw InternalError("render: cannot fork for Graphviz");
   }
   if (pid == 0) {
+    // The child ends with its parent: a render killed (a timeout, a closed
+    // terminal) must not leave a layout running for minutes.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) {
+      ::_exit(5); // the parent died before prctl took effect
+    }
     // A crash must end the child as a signal the parent sees, whatever handlers
     // the parent installed (a test framework's, for one).
     for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) {
