@@ -160,7 +160,7 @@ TEST_CASE("bodies: matrix products, transpose, reshape, cast, concat, slice", "[
   CHECK(out.at("q").data->at(1) == 5); // 5.2 truncates
 }
 
-TEST_CASE("bodies read bindings and float params; types only needs no data", "[body]") {
+TEST_CASE("bodies read bindings and float params, types only needs no data", "[body]") {
   Env e;
   e.bindings.bind("n", Value(4), "params");
   e.bindings.bind("flag", Value(true), "params");

@@ -960,7 +960,7 @@ TEST_CASE("views address regions of a buffer without copying", "[cpu][view]") {
   CHECK(c.elements<float>()[4] == 0.0f);  // (6, 12): outside b
 }
 
-TEST_CASE("combine joins partials with each monoid; fillIdentity starts them", "[cpu][combine]") {
+TEST_CASE("combine joins partials with each monoid, fillIdentity starts them", "[cpu][combine]") {
   const ZRange r = ZRange::fromShape({4});
   for (const std::string& dt : kAll) {
     const DType dtype = parseDType(dt);
@@ -1243,7 +1243,7 @@ TEST_CASE("linear: X·W + bias with the whole k per point", "[cpu][kernel]") {
   }
 }
 
-TEST_CASE("sum, mean and max reduce an axis; split axes give partials", "[cpu][kernel]") {
+TEST_CASE("sum, mean and max reduce an axis, split axes give partials", "[cpu][kernel]") {
   const std::vector<std::pair<Shape, const char*>> cases = {
       {{9}, R"({"axis": 0})"},
       {{4, 7}, R"({"axis": -1})"},
@@ -1373,7 +1373,7 @@ TEST_CASE("concat and split on several axes (list ports)", "[cpu][kernel]") {
   }
 }
 
-TEST_CASE("conv2d: stride, padding, dilation; C, KH, KW split into partials", "[cpu][kernel]") {
+TEST_CASE("conv2d: stride, padding, dilation, C, KH, KW split into partials", "[cpu][kernel]") {
   struct Case {
     Shape input;
     Shape weight;
@@ -1538,7 +1538,7 @@ TEST_CASE("gather along any axis, negative indices wrap, bad ones are input erro
   }
 }
 
-TEST_CASE("embedding gathers table rows; bad indices are input errors", "[cpu][kernel]") {
+TEST_CASE("embedding gathers table rows, bad indices are input errors", "[cpu][kernel]") {
   for (const std::string& dt : kAll) {
     for (const char* it : {"int32", "int64"}) {
       INFO(dt << " " << it);

@@ -933,7 +933,7 @@ TEST_CASE("the reference is the graph in float64, the baseline in its own dtypes
   CHECK(checks[0].ok);
 }
 
-TEST_CASE("compareOutputs: bounds follow the unsharded error; 16-bit chains; NaN; integers",
+TEST_CASE("compareOutputs: bounds follow the unsharded error, 16-bit chains, NaN, integers",
           "[executor][check]") {
   const graph::ExpandedGraph g = expandText(kMatmulAddRelu);
   const TensorBuffers exact{{"y", floats({2, 2}, {1, 2, 3, 4})}};
@@ -1269,7 +1269,7 @@ TEST_CASE("run: plan files, graphs, --check, outputs, JSON, NaN inputs", "[execu
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("the cuda backend is unavailable without a GPU; unknown backends are usage errors",
+TEST_CASE("the cuda backend is unavailable without a GPU, unknown backends are usage errors",
           "[executor][command]") {
   CHECK_NOTHROW(requireBackend("cpu"));
 #ifdef TAPESTRY_HAVE_CUDA

@@ -239,7 +239,7 @@ TEST_CASE("bench --trace: a valid trace, the prediction beside the run, busy tim
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("tapestry trace writes the prediction; run --trace a run beside it", "[trace][command]") {
+TEST_CASE("tapestry trace writes the prediction, run --trace a run beside it", "[trace][command]") {
   const std::filesystem::path dir = tempDir("predicted");
   const std::string planPath = std::string(TAPESTRY_TESTDATA_DIR) + "/plans/mlp_2dev.json";
   driver::TraceConfig config;
@@ -304,7 +304,7 @@ TEST_CASE("traces: bad outputs fail before any work and leave no file", "[trace]
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("timeline: slices per track never partially overlap; the critical path ends last",
+TEST_CASE("timeline: slices per track never partially overlap, the critical path ends last",
           "[trace]") {
   for (const std::string& planPath : testdataPlans()) {
     INFO(planPath);
