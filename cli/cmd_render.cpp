@@ -52,6 +52,9 @@ void registerRender(CLI::App& app, Action& action) {
                 "one node per operation and device, alike devices once (plan view)");
   sub->add_option("--max-nodes", args->maxNodes, "Refuse to draw more nodes than this")
       ->check(CLI::Range(1, 1000000000));
+  sub->add_option("--layout-seconds", config->layoutSeconds,
+                  "Stop Graphviz's layout after this many seconds (exit 1)")
+      ->check(CLI::Range(0.1, 1e6));
   addKernelPaths(sub, config->kernelPaths);
   sub->callback([&action, config, args] {
     action = [config, args](const GlobalOptions& global, Streams& io) -> int {

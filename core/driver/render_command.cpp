@@ -134,7 +134,12 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   const Drawing drawing = draw(kind, view, root, config, subject);
   checkNodeLimit(drawing, config.options, subject, displayName(config.inputPath));
 
-  Rendered rendered = renderImage(drawing, format);
+  Rendered rendered;
+  try {
+    rendered = renderImage(drawing, format, config.layoutSeconds);
+  } catch (const LayoutTimeout& e) {
+    throw Error(SourceLocation{displayName(config.inputPath), 0, 0, {}}, e.what());
+  }
   const std::string& bytes = rendered.bytes;
   writeFileAtomically(config.outputPath, bytes, out);
   if (rendered.note && !config.quiet) {

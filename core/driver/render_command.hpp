@@ -24,9 +24,10 @@ struct RenderConfig {
   std::string outputPath = "-";         // "-": DOT text on `out`
   std::optional<render::View> view;     // nullopt: by the file's tag
   render::ViewOptions options;
-  bool json = false;    // --format json: a summary document on `out` when -o is a file
-  bool quiet = false;   // no text summary
-  bool verbose = false; // a summary on `err` even when the drawing goes to `out`
+  double layoutSeconds = 120; // --layout-seconds: Graphviz's layout is stopped after this
+  bool json = false;          // --format json: a summary document on `out` when -o is a file
+  bool quiet = false;         // no text summary
+  bool verbose = false;       // a summary on `err` even when the drawing goes to `out`
 };
 
 // Returns 0. A bad output extension or a view the file cannot give is a

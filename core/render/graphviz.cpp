@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -405,6 +408,7 @@ bool writeAll(int fd, const std::string& bytes) {
 
 struct Attempt {
   bool ok = false;
+  bool timedOut = false; // the child was killed at the deadline
   std::string bytes;
   std::string problem; // what went wrong, for the message
 };
@@ -413,7 +417,7 @@ struct Attempt {
 // straight to stderr, or abort on some cluster layouts (a double free, see
 // layoutAndRender). The layout therefore runs in a child process: its stderr
 // goes to a file we inspect, and a crash costs the child only.
-Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
+Attempt attemptInChild(const Drawing& drawing, ImageFormat format, double seconds) {
   context(); // load the plugin configuration once, in the parent
   TempFile out;
   TempFile err;
@@ -454,11 +458,28 @@ Attempt attemptInChild(const Drawing& drawing, ImageFormat format) {
     }
     ::_exit(code);
   }
+  // Polled, so that a layout past its deadline can be stopped.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(seconds));
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) {
+      break;
+    }
+    if (done < 0 && errno != EINTR) {
       throw InternalError("render: lost the Graphviz child process");
     }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      Attempt late;
+      late.timedOut = true;
+      return late;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Attempt attempt;
   std::string messages = err.readAll();
@@ -527,13 +548,22 @@ Drawing withOuterLabels(const Drawing& drawing) {
   return result;
 }
 
-Rendered renderImage(const Drawing& drawing, ImageFormat format) {
+Rendered renderImage(const Drawing& drawing, ImageFormat format, double layoutSeconds) {
   Rendered result;
   if (format == ImageFormat::Dot) {
     result.bytes = writeDot(drawing);
     return result;
   }
-  Attempt first = attemptInChild(drawing, format);
+  Attempt first = attemptInChild(drawing, format, layoutSeconds);
+  if (first.timedOut) {
+    std::ostringstream limit;
+    limit << layoutSeconds;
+    throw LayoutTimeout("Graphviz did not lay out the drawing (" +
+                        std::to_string(drawing.contentNodes) + " nodes) within " + limit.str() +
+                        " s, and was stopped; a plan that deep is more than dot's crossing "
+                        "minimization handles: draw its graph (--view graph) or its schedule "
+                        "(--view timeline)");
+  }
   if (first.ok) {
     result.bytes = std::move(first.bytes);
     return result;
@@ -558,7 +588,10 @@ Rendered renderImage(const Drawing& drawing, ImageFormat format) {
   for (const auto& [outerLabels, attrs, what] : retries) {
     Drawing retry = outerLabels ? withOuterLabels(drawing) : drawing;
     retry.graphAttrs.insert(retry.graphAttrs.end(), attrs.begin(), attrs.end());
-    Attempt attempt = attemptInChild(retry, format);
+    Attempt attempt = attemptInChild(retry, format, layoutSeconds);
+    if (attempt.timedOut) {
+      break; // as slow as the first: the first's problem stands
+    }
     if (attempt.ok) {
       result.bytes = std::move(attempt.bytes);
       result.note = first.problem + "; " + what;

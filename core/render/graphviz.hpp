@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -40,7 +41,16 @@ struct Rendered {
 // writeDot). Layout runs in a forked child process, so that a Graphviz crash
 // (2.4x aborts on some cluster layouts) cannot take tapestry down; a failed
 // layout is retried with outer labels, global ranking, then straight edges.
-// When that fails too: InternalError.
-Rendered renderImage(const Drawing& drawing, ImageFormat format);
+// When that fails too: InternalError. A layout still running after
+// `layoutSeconds` is killed: Error (exit 1) saying so, with no retry (dot's
+// crossing minimization on a plan hundreds of ranks deep can run for hours).
+Rendered renderImage(const Drawing& drawing, ImageFormat format, double layoutSeconds = 120);
+
+// What renderImage throws when the layout ran past its deadline; the caller
+// names the file (Error, exit 1).
+class LayoutTimeout : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
 
 } // namespace tapestry::render

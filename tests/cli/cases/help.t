@@ -115,6 +115,8 @@ Options:
   --collapse                  Collapse repeated blocks and fold weights into their operation (graph view); one node per operation and device, alike devices once (plan view)
   --max-nodes INT:INT in [1 - 1000000000]=2000
                               Refuse to draw more nodes than this
+  --layout-seconds FLOAT:FLOAT in [0.1 - 1e+06]=120
+                              Stop Graphviz's layout after this many seconds (exit 1)
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
 
 $ tapestry run --help

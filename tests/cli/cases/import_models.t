@@ -31,3 +31,9 @@ $ d=$(mktemp -d) && for m in bert_layer gpt2_block mobilenet_v2; do tapestry opt
 bert_layer: 2 devices, check true
 gpt2_block: 2 devices, check true
 mobilenet_v2: 2 devices, check true
+## A plan too deep for dot's crossing minimization stops at --layout-seconds with a clear
+## error (exit 1, no picture) instead of running for hours.
+$ tapestry optimize mobilenet_v2.json --target h100x8 --seed 1 --iterations 20 -q -o mb.p.json && tapestry render mb.p.json -o mb.svg --layout-seconds 1
+! mb.p.json: error: Graphviz did not lay out the drawing (241 nodes) within 1 s, and was stopped; a plan that deep is more than dot's crossing minimization handles: draw its graph (--view graph) or its schedule (--view timeline)
+[exit 1]
+[created mb.p.json]
