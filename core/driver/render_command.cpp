@@ -96,8 +96,14 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
     return graphView(g, config.options);
   }
   const plan::LoadedPlan loaded = plan::decodePlan(root, library);
-  return view == View::Graph ? graphView(loaded.graph, config.options)
-                             : planView(loaded, config.options);
+  if (view == View::Graph) {
+    return graphView(loaded.graph, config.options);
+  }
+  if (loaded.graph.operations.size() > kOverviewOperations) {
+    subject = "plan overview"; // too deep to draw shard by shard
+    return planOverview(loaded, config.options);
+  }
+  return planView(loaded, config.options);
 }
 
 } // namespace
@@ -147,7 +153,9 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   }
 
   bool toStdout = config.outputPath == "-";
-  std::string summary = "rendered " + drawing.name + " (" + viewName(view) + " view, " +
+  const std::string shown =
+      subject == "plan overview" ? subject : viewName(view) + std::string(" view");
+  std::string summary = "rendered " + drawing.name + " (" + shown + ", " +
                         std::to_string(drawing.contentNodes) + " nodes) -> " +
                         (toStdout ? std::string("<stdout>") : config.outputPath) + " (" +
                         formatName(format) + ")\n";

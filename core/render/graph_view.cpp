@@ -393,7 +393,8 @@ Grouping groupUnits(const ExpandedGraph& g, bool collapse) {
 
 // ---------------------------------------------------------------- labels
 
-std::string opLabel(const ExpandedGraph& g, std::size_t index, const Unit& unit) {
+std::string opLabel(const ExpandedGraph& g, std::size_t index, const Unit& unit,
+                    const std::string* note) {
   const Operation& op = g.operations[index];
   std::vector<std::string> lines;
   lines.push_back(bold(htmlEscape(op.name)) + "  " + font(htmlEscape(op.kernel), 11, "#333333"));
@@ -413,6 +414,9 @@ std::string opLabel(const ExpandedGraph& g, std::size_t index, const Unit& unit)
     const Tensor& tensor = g.tensors[t];
     lines.push_back(
         font(htmlEscape(port + ": " + tensor.name + "  " + typeText(tensor.type)), 9, "#333333"));
+  }
+  if (note != nullptr) {
+    lines.push_back(font(htmlEscape(*note), 9, "#7a1f1f"));
   }
   lines.push_back(font(formatFlops(static_cast<double>(op.application.flops)), 9, "#555555"));
   return stack(lines);
@@ -490,7 +494,7 @@ std::string joinLabels(const std::vector<std::string>& labels) {
 }
 
 // The node of one unit: an operation, or a block of them.
-void addUnitNode(Drawing& d, const ExpandedGraph& g, const Unit& unit) {
+void addUnitNode(Drawing& d, const ExpandedGraph& g, const Unit& unit, const ViewOptions& options) {
   std::size_t first = unit.ops.front();
   if (unit.isBlock()) {
     d.addNode(unit.id, {{"label", blockLabel(g, unit), true},
@@ -500,7 +504,10 @@ void addUnitNode(Drawing& d, const ExpandedGraph& g, const Unit& unit) {
                         {"tooltip", opsTooltip(g, unit)}});
   } else {
     const Operation& op = g.operations[first];
-    Attrs attrs{{"label", opLabel(g, first, unit), true},
+    const auto note = options.opNotes.find(first);
+    Attrs attrs{{"label",
+                 opLabel(g, first, unit, note == options.opNotes.end() ? nullptr : &note->second),
+                 true},
                 {"style", "rounded,filled"},
                 {"fillcolor", paletteColor(first)}};
     std::string tip = op.name + " (" + op.kernel + ")";
@@ -620,7 +627,7 @@ Drawing graphView(const ExpandedGraph& g, const ViewOptions& options) {
         }
       }
     }
-    addUnitNode(d, g, unit);
+    addUnitNode(d, g, unit, options);
     addInEdges(d, g, layout, unit);
 
     // Out-edges: unit -> produced tensor.

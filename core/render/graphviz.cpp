@@ -560,9 +560,8 @@ Rendered renderImage(const Drawing& drawing, ImageFormat format, double layoutSe
     limit << layoutSeconds;
     throw LayoutTimeout("Graphviz did not lay out the drawing (" +
                         std::to_string(drawing.contentNodes) + " nodes) within " + limit.str() +
-                        " s, and was stopped; a plan that deep is more than dot's crossing "
-                        "minimization handles: draw its graph (--view graph) or its schedule "
-                        "(--view timeline)");
+                        " s, and was stopped (--layout-seconds): draw less (--collapse), or a "
+                        "plan's graph (--view graph) or schedule (--view timeline)");
   }
   if (first.ok) {
     result.bytes = std::move(first.bytes);

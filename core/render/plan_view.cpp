@@ -679,4 +679,28 @@ Drawing planView(const plan::LoadedPlan& plan, const ViewOptions& options) {
   return PlanDrawer(plan, options).draw();
 }
 
+Drawing planOverview(const plan::LoadedPlan& plan, const ViewOptions& options) {
+  const graph::ExpandedGraph& g = plan.graph;
+  ViewOptions noted = options;
+  for (std::size_t op = 0; op < g.operations.size(); ++op) {
+    const plan::OpPlan& opPlan = plan.plan.ops[op];
+    noted.opNotes[op] = "split " + formatInts(opPlan.choice.split) + " on devices " +
+                        formatInts(std::vector<std::int64_t>(opPlan.choice.devices.begin(),
+                                                             opPlan.choice.devices.end()));
+  }
+  Drawing d = graphView(g, noted);
+  const cost::Objectives& o = plan.simulation.objectives;
+  const std::string facts = std::to_string(plan.plan.shardCount()) + " shards of " +
+                            std::to_string(g.operations.size()) + " operations on " +
+                            std::to_string(plan.target.deviceCount()) + " devices (" +
+                            plan.target.name + ") \xC2\xB7 " + formatSeconds(o.timeS) +
+                            " \xC2\xB7 one node per operation (--view timeline draws every shard)";
+  for (Attr& a : d.graphAttrs) {
+    if (a.name == "label") {
+      a.value = title(g.name + " plan overview", facts);
+    }
+  }
+  return d;
+}
+
 } // namespace tapestry::render

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct ViewOptions {
   bool collapse = false;
   // More content nodes than this is an Error (exit 1) that suggests --collapse.
   std::size_t maxNodes = 2000;
+  // Graph view: an extra line under an operation (by its index), as the plan
+  // overview draws each operation's split and devices.
+  std::map<std::size_t, std::string> opNotes;
 };
 
 // The IPF of one tensor of a port, compactly, in terms of index dims i0, i1, ...:
@@ -49,6 +53,12 @@ std::string compactIpf(const IndexProjection& ipf, const std::vector<std::int64_
 
 Drawing graphView(const graph::ExpandedGraph& g, const ViewOptions& options);
 Drawing planView(const plan::LoadedPlan& plan, const ViewOptions& options);
+// A plan too deep to draw shard by shard (more than kOverviewOperations
+// operations): its graph view, each operation labelled with its split and
+// devices. dot lays out a plan view of an imported CNN on 8 devices (hundreds
+// of ranks, long edges) in hours, its graph view in seconds.
+inline constexpr std::size_t kOverviewOperations = 60;
+Drawing planOverview(const plan::LoadedPlan& plan, const ViewOptions& options);
 // `front` is a front/v1 document; a malformed one is a located Error (exit 1).
 Drawing frontView(const json::Value& front, const ViewOptions& options);
 

@@ -11,29 +11,29 @@ resnet50.json
 [created mobilenet_v2.json]
 [created resnet18.json]
 [created resnet50.json]
-## Every exported model of testdata/onnx, imported, goes on through
-## expand and optimize for h100x8 (a front of more than 3 plans). The plans of the BERT layer
-## and the GPT-2 block render; the CNNs' plans (1,000+ shards on 8 devices) are more than
-## Graphviz's dot lays out in minutes, so their graphs render instead (docs/render.md).
+## Every exported model of testdata/onnx, imported, goes on through expand and optimize for
+## h100x8 (a front of more than 3 plans) and render: the transformers' plans shard by shard,
+## the CNNs' (more than 60 operations, hundreds of ranks) as the plan overview, one node per
+## operation with its split and devices (docs/render.md).
 ## The BERT layer, the GPT-2 block (its causal mask a bool input) and MobileNetV2 run a
 ## 2-device cpu-2 plan with --check; the ResNets run against PyTorch in tests/torch.
-$ d=$(mktemp -d) && for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry expand $m.json -o $d/$m.x.json -q && tapestry --format json optimize $d/$m.x.json --target h100x8 --seed 1 --iterations 20 -o $d/$m.p.json | jq -r --arg m $m '"\($m): front of more than 3 plans: \(.front_size > 3)"'; done; for m in bert_layer gpt2_block; do tapestry render $d/$m.p.json -o $d/$m.svg -q && echo "$m: plan rendered"; done; for m in resnet18 mobilenet_v2; do tapestry render $m.json -o $d/$m.svg -q && echo "$m: graph rendered"; done; rm -rf $d
+$ d=$(mktemp -d) && for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry expand $m.json -o $d/$m.x.json -q && tapestry --format json optimize $d/$m.x.json --target h100x8 --seed 1 --iterations 20 -o $d/$m.p.json | jq -r --arg m $m '"\($m): front of more than 3 plans: \(.front_size > 3)"' && tapestry render $d/$m.p.json -o $d/$m.svg | sed -E 's/ [0-9]+ nodes/ N nodes/; s/ -> .*//'; done; rm -rf $d
 resnet18: front of more than 3 plans: true
+rendered resnet18 (plan overview, N nodes)
 resnet50: front of more than 3 plans: true
+rendered resnet50 (plan overview, N nodes)
 mobilenet_v2: front of more than 3 plans: true
+rendered mobilenet_v2 (plan overview, N nodes)
 bert_layer: front of more than 3 plans: true
+rendered bert_layer (plan view, N nodes)
 gpt2_block: front of more than 3 plans: true
-bert_layer: plan rendered
-gpt2_block: plan rendered
-resnet18: graph rendered
-mobilenet_v2: graph rendered
+rendered gpt2_block (plan view, N nodes)
 $ d=$(mktemp -d) && for m in bert_layer gpt2_block mobilenet_v2; do tapestry optimize $m.json --target cpu-2 --seed 1 --iterations 20 --baseline data_parallel -q -o $d/$m.p.json && tapestry --format json run $d/$m.p.json --check | jq -r --arg m $m '"\($m): \(.devices_used) devices, check \(.check.ok)"'; done; rm -rf $d
 bert_layer: 2 devices, check true
 gpt2_block: 2 devices, check true
 mobilenet_v2: 2 devices, check true
-## A plan too deep for dot's crossing minimization stops at --layout-seconds with a clear
-## error (exit 1, no picture) instead of running for hours.
-$ tapestry optimize mobilenet_v2.json --target h100x8 --seed 1 --iterations 20 -q -o mb.p.json && tapestry render mb.p.json -o mb.svg --layout-seconds 1
-! mb.p.json: error: Graphviz did not lay out the drawing (241 nodes) within 1 s, and was stopped; a plan that deep is more than dot's crossing minimization handles: draw its graph (--view graph) or its schedule (--view timeline)
+## A layout past --layout-seconds is stopped with a clear error (exit 1, no picture) instead of
+## running on (ResNet-50's graph takes dot seconds here).
+$ tapestry render resnet50.json -o r.svg --layout-seconds 0.5
+! resnet50.json: error: Graphviz did not lay out the drawing (520 nodes) within 0.5 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
 [exit 1]
-[created mb.p.json]
