@@ -293,6 +293,18 @@ const expr::Binding& binding(const graph::Operation& op, std::string_view name) 
 
 } // namespace
 
+std::optional<DType> whereOperandMismatch(const KernelCall& call) {
+  if (call.inputs[0][0].dtype != DType::Bool) {
+    return call.inputs[0][0].dtype;
+  }
+  for (std::size_t p : {std::size_t{1}, std::size_t{2}}) {
+    if (call.inputs[p][0].dtype != call.outputs[0][0].dtype) {
+      return call.inputs[p][0].dtype;
+    }
+  }
+  return std::nullopt;
+}
+
 std::int64_t intBinding(const graph::Operation& op, std::string_view name) {
   const expr::Binding& b = binding(op, name);
   if (b.value.isBool()) {

@@ -188,6 +188,10 @@ std::int64_t intBinding(const graph::Operation& op, std::string_view name);
 std::vector<std::int64_t> intsBinding(const graph::Operation& op, std::string_view name);
 // A number param (eps, ...).
 double floatParam(const graph::Operation& op, std::string_view name);
+// where's operands are a bool condition and X, Y of the output's dtype: the
+// first operand dtype that breaks this (for the backend's "does not support"
+// error), or nothing.
+std::optional<DType> whereOperandMismatch(const KernelCall& call);
 // The part of `index` whose coordinate along `axis` lies in [lo, hi) (concat and
 // split cut their index along the axis this way).
 ZRange clipAxis(const ZRange& index, std::size_t axis, std::int64_t lo, std::int64_t hi);

@@ -279,13 +279,8 @@ template <class T> void whereTyped(const KernelCall& call) {
 
 void whereKernel(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
-  if (call.inputs[0][0].dtype != DType::Bool) {
-    unsupportedDType(call, call.inputs[0][0].dtype);
-  }
-  for (std::size_t p : {std::size_t{1}, std::size_t{2}}) {
-    if (call.inputs[p][0].dtype != dtype) {
-      unsupportedDType(call, call.inputs[p][0].dtype);
-    }
+  if (const std::optional<DType> bad = backend::whereOperandMismatch(call)) {
+    unsupportedDType(call, *bad);
   }
   dispatch(dtype, [&](auto tag) { whereTyped<typename decltype(tag)::type>(call); });
 }

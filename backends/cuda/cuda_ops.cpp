@@ -210,13 +210,8 @@ void binaryKernel(const KernelCall& call, const KernelContext& c) {
 // where: the condition (bool) picks X or Y, copied as stored (any dtype).
 void whereKernel(const KernelCall& call, const KernelContext& c) {
   const DType dtype = call.outputs[0][0].dtype;
-  if (call.inputs[0][0].dtype != DType::Bool) {
-    unsupportedDType(call, call.inputs[0][0].dtype);
-  }
-  for (std::size_t p : {std::size_t{1}, std::size_t{2}}) {
-    if (call.inputs[p][0].dtype != dtype) {
-      unsupportedDType(call, call.inputs[p][0].dtype);
-    }
+  if (const std::optional<DType> bad = backend::whereOperandMismatch(call)) {
+    unsupportedDType(call, *bad);
   }
   const ViewWalk cond = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
   const ViewWalk x = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);

@@ -42,6 +42,22 @@ firstBadPoint(const KernelCall& call, const KernelContext& c, const ZRange& idx,
   return point;
 }
 
+// The index element at point b of an int32 or int64 index view, read back
+// from the device for an error message.
+std::int64_t indexAt(const KernelCall& call, const TensorView& indices,
+                     const std::vector<std::int64_t>& b) {
+  if (indices.dtype == DType::Int32) {
+    std::int32_t value = 0;
+    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
+              what(call));
+    return value;
+  }
+  std::int64_t value = 0;
+  checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
+            what(call));
+  return value;
+}
+
 } // namespace
 
 // embedding: result[b..., d] = table[indices[b...], d]; index [b..., D].
@@ -85,16 +101,7 @@ void embeddingKernel(const KernelCall& call, const KernelContext& c) {
   // element, as the CPU backend reports it.
   const std::vector<std::int64_t>& point = *bad;
   const std::vector<std::int64_t> b(point.begin(), point.begin() + nb);
-  std::int64_t row = 0;
-  if (indices.dtype == DType::Int32) {
-    std::int32_t value = 0;
-    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
-              what(call));
-    row = value;
-  } else {
-    checkCuda(cudaMemcpy(&row, pointAt(indices, b), sizeof row, cudaMemcpyDeviceToHost),
-              what(call));
-  }
+  const std::int64_t row = indexAt(call, indices, b);
   throw Error("operation " + call.op.name + " (embedding): indices" + ZPoint(b).toString() +
               " is " + std::to_string(row) + ", outside the table's " + std::to_string(V) +
               " rows");
@@ -149,16 +156,7 @@ void gatherKernel(const KernelCall& call, const KernelContext& c) {
   // The smallest bad point: its b coordinates name the index.
   const std::vector<std::int64_t>& point = *bad;
   const std::vector<std::int64_t> b(point.begin() + ax, point.begin() + ax + nb);
-  std::int64_t value = 0;
-  if (indices.dtype == DType::Int32) {
-    std::int32_t v32 = 0;
-    checkCuda(cudaMemcpy(&v32, pointAt(indices, b), sizeof v32, cudaMemcpyDeviceToHost),
-              what(call));
-    value = v32;
-  } else {
-    checkCuda(cudaMemcpy(&value, pointAt(indices, b), sizeof value, cudaMemcpyDeviceToHost),
-              what(call));
-  }
+  const std::int64_t value = indexAt(call, indices, b);
   throw Error("operation " + call.op.name + " (gather): indices" + ZPoint(b).toString() + " is " +
               std::to_string(value) + ", outside [-" + std::to_string(V) + ", " +
               std::to_string(V) + ") (data's axis " + std::to_string(ax) + " has " +
