@@ -94,32 +94,58 @@ def plan_key(path):
 
 
 def case_rows(binary, name, graph, env, args, work):
-    """Optimize, write baselines, bench all; one row."""
+    """Optimize, write baselines, bench all; one row.
+
+    The chosen plan and each distinct baseline are benched in interleaved
+    rounds (chosen, baseline, baseline, chosen, ...), and each plan's time is
+    the median of its rounds: a load that comes and goes on a shared machine
+    then falls on every plan alike, instead of on whichever was benched at
+    that moment."""
     plan = os.path.join(work, f"{name}.plan.json")
     opt = [binary, "--format", "json", "optimize", graph, "--seed", "1", "-o", plan]
     if args.iterations:
         opt += ["--iterations", str(args.iterations)]
     summary = json.loads(run(opt, env).stdout)
-    chosen = bench(binary, plan, env, args)
     chosen_key = plan_key(plan)
-    measured = {}
+    plans = {"chosen": plan}  # distinct plans to bench, by name
+    same = {}                 # baseline -> the plan name it is the same plan as
+    keys = {chosen_key: "chosen"}
     for b in BASELINES:
         path = os.path.join(work, f"{name}.{b}.json")
         p = run([binary, "optimize", graph, "--seed", "1", "--iterations", "1", "--baseline", b,
                  "-o", path, "-q"], env, check=False)
         if p.returncode != 0:
             continue  # no such baseline for this graph
-        if plan_key(path) == chosen_key:
-            # The chosen plan is this baseline: one plan, one measurement
+        key = plan_key(path)
+        if b == "single" and key not in keys:
+            continue  # every bench of the chosen plan also measures one device
+        if key in keys:
+            # The same plan as one already benched: one plan, one measurement
             # (two benches of one plan differ by the machine's noise).
-            measured[b] = chosen["plan"]["measured_s"]
-        elif b == "single":
-            measured[b] = chosen["single_device"]["measured_s"]
+            same[b] = keys[key]
         else:
-            measured[b] = bench(binary, path, env, args)["plan"]["measured_s"]
+            keys[key] = b
+            plans[b] = path
+            same[b] = b
+    times = {n: [] for n in plans}
+    chosen_runs = []
+    for r in range(args.rounds):
+        order = list(plans) if r % 2 == 0 else list(reversed(plans))
+        for n in order:
+            d = bench(binary, plans[n], env, args)
+            times[n].append(d["plan"]["measured_s"])
+            if n == "chosen":
+                chosen_runs.append(d)
+    med = {n: statistics.median(t) for n, t in times.items()}
+    measured = {b: med[n] for b, n in same.items()}
+    if "single" not in measured:
+        measured["single"] = statistics.median(d["single_device"]["measured_s"]
+                                               for d in chosen_runs)
+    chosen = chosen_runs[0]
     best_name = min(measured, key=measured.get)
     pred = chosen["plan"]["predicted_s"]
-    meas = chosen["plan"]["measured_s"]
+    meas = med["chosen"]
+    single_meas = statistics.median(d["single_device"]["measured_s"] for d in chosen_runs)
     return {
         "case": name,
         "devices": chosen["plan"]["devices"],
@@ -127,10 +153,11 @@ def case_rows(binary, name, graph, env, args, work):
         "measured_s": meas,
         "error": (pred - meas) / meas,
         "single_predicted_s": chosen["single_device"]["predicted_s"],
-        "single_measured_s": chosen["single_device"]["measured_s"],
+        "single_measured_s": single_meas,
         "best_baseline": best_name,
         "chosen_over_best": meas / measured[best_name],
         "baselines_s": measured,
+        "rounds_s": times,
         "sharding_pays": summary.get("sharding_pays"),
     }
 
@@ -167,6 +194,8 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin/tapestry"))
     ap.add_argument("--calibrate-seconds", type=float, default=60)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved bench rounds per plan (the median is kept)")
     ap.add_argument("--iterations", type=int, default=0, help="optimize --iterations (0: default)")
     ap.add_argument("--quick", action="store_true",
                     help="testdata graphs only, short calibration (a smoke run)")
@@ -177,6 +206,7 @@ def main():
     if args.quick:
         args.calibrate_seconds = min(args.calibrate_seconds, 5)
         args.repeat = min(args.repeat, 3)
+        args.rounds = 1
         args.iterations = args.iterations or 20
 
     work = tempfile.mkdtemp(prefix="cost_truth.")

@@ -122,27 +122,28 @@ using backend::walkDense;
 using backend::walkRegion;
 using backend::walkThrough;
 
-// Calls f(offsets, n, strides) once per innermost run of the index box with
-// extents `extent`: the run's n elements of operand i are at
-// offsets[i] + j·strides[i], j < n (offsets and strides in elements, from each
-// walk's base). Dims of extent 1 are skipped and dims every operand walks
-// contiguously are merged, so runs are as long as the layouts allow.
-template <std::size_t N, class F>
-void forEachRun(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
-                F&& f) {
-  struct Dim {
-    std::int64_t extent;
-    std::array<std::int64_t, N> stride;
-  };
-  std::vector<Dim> dims;
+// One dim of an index box as the run walkers see it: its extent and each
+// operand's stride along it (in elements).
+template <std::size_t N> struct RunDim {
+  std::int64_t extent;
+  std::array<std::int64_t, N> stride;
+};
+
+// The dims of the index box with extents `extent`, walked by `walks`: dims of
+// extent 1 dropped, and dims that every operand walks contiguously merged into
+// one. Returns false when the box is empty (an extent is 0).
+template <std::size_t N>
+bool runDims(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
+             std::vector<RunDim<N>>& dims) {
+  dims.clear();
   for (std::size_t k = 0; k < extent.size(); ++k) {
     if (extent[k] == 0) {
-      return;
+      return false;
     }
     if (extent[k] == 1) {
       continue;
     }
-    Dim dim{extent[k], {}};
+    RunDim<N> dim{extent[k], {}};
     for (std::size_t i = 0; i < N; ++i) {
       dim.stride[i] = walks[i]->stride[k];
     }
@@ -151,21 +152,21 @@ void forEachRun(std::span<const std::int64_t> extent, const std::array<const Wal
       merge = dims.back().stride[i] == dim.stride[i] * dim.extent;
     }
     if (merge) {
-      dims.back() = Dim{dims.back().extent * dim.extent, dim.stride};
+      dims.back() = RunDim<N>{dims.back().extent * dim.extent, dim.stride};
     } else {
       dims.push_back(dim);
     }
   }
+  return true;
+}
+
+// Calls f(offsets) once per point of `dims` (row-major order), with each
+// operand's offset of that point.
+template <std::size_t N, class F> void forEachOffset(const std::vector<RunDim<N>>& dims, F&& f) {
   std::array<std::int64_t, N> offsets{};
-  if (dims.empty()) {
-    f(offsets, std::int64_t{1}, offsets);
-    return;
-  }
-  const Dim inner = dims.back();
-  dims.pop_back();
   std::vector<std::int64_t> counter(dims.size(), 0);
   while (true) {
-    f(offsets, inner.extent, inner.stride);
+    f(offsets);
     std::size_t d = dims.size();
     while (true) {
       if (d == 0) {
@@ -184,6 +185,30 @@ void forEachRun(std::span<const std::int64_t> extent, const std::array<const Wal
       counter[d] = 0;
     }
   }
+}
+
+// Calls f(offsets, n, strides) once per innermost run of the index box with
+// extents `extent`: the run's n elements of operand i are at
+// offsets[i] + j·strides[i], j < n (offsets and strides in elements, from each
+// walk's base). Dims of extent 1 are skipped and dims every operand walks
+// contiguously are merged, so runs are as long as the layouts allow.
+template <std::size_t N, class F>
+void forEachRun(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
+                F&& f) {
+  std::vector<RunDim<N>> dims;
+  if (!runDims<N>(extent, walks, dims)) {
+    return;
+  }
+  if (dims.empty()) {
+    const std::array<std::int64_t, N> zero{};
+    f(zero, std::int64_t{1}, zero);
+    return;
+  }
+  const RunDim<N> inner = dims.back();
+  dims.pop_back();
+  forEachOffset<N>(dims, [&](const std::array<std::int64_t, N>& offsets) {
+    f(offsets, inner.extent, inner.stride);
+  });
 }
 
 template <std::size_t N, class F>

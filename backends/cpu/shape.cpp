@@ -12,8 +12,80 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
+// A transposing copy: dim `out` is contiguous in the destination and dim `in`
+// in the source (both of `dims`, which the copy walks). Copies in square tiles
+// of those two dims, so that each cache line read or written is used whole
+// while it is in cache; one element at a time along the innermost dim of a
+// transpose reads a new line per element (heads' k^T ran at 2 GB/s).
+template <class T>
+void copyTiles(std::vector<RunDim<2>> dims, std::size_t out, std::size_t in, const Walk& src,
+               const Walk& dst) {
+  constexpr std::int64_t kTile = 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T);
+  const RunDim<2> o = dims[out];
+  const RunDim<2> i = dims[in];
+  dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::max(out, in)));
+  dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::min(out, in)));
+  const T* from = src.ptr<const T>();
+  T* to = dst.ptr<T>();
+  forEachOffset<2>(dims, [&](const std::array<std::int64_t, 2>& off) {
+    for (std::int64_t a0 = 0; a0 < i.extent; a0 += kTile) {
+      const std::int64_t a1 = std::min(i.extent, a0 + kTile);
+      for (std::int64_t b0 = 0; b0 < o.extent; b0 += kTile) {
+        const std::int64_t b1 = std::min(o.extent, b0 + kTile);
+        for (std::int64_t a = a0; a < a1; ++a) {
+          const T* s = from + off[0] + a * i.stride[0];
+          T* d = to + off[1] + a * i.stride[1];
+          for (std::int64_t b = b0; b < b1; ++b) {
+            d[b] = s[b * o.stride[0]]; // o.stride[1] == 1
+          }
+        }
+      }
+    }
+  });
+}
+
+// The tiled copy where it applies: one walked dim is contiguous in the
+// destination, another in the source. False when it does not apply (the
+// caller copies runs).
+bool copyTransposed(const ZRange& index, const Walk& src, const Walk& dst,
+                    std::size_t elementSize) {
+  std::vector<RunDim<2>> dims;
+  const std::vector<std::int64_t> extent = index.shape().vector();
+  if (!runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims)) {
+    return false;
+  }
+  std::size_t out = dims.size();
+  std::size_t in = dims.size();
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    out = dims[k].stride[1] == 1 ? k : out;
+    in = dims[k].stride[0] == 1 ? k : in;
+  }
+  if (out == dims.size() || in == dims.size() || in == out) {
+    return false;
+  }
+  switch (elementSize) {
+  case 1:
+    copyTiles<std::uint8_t>(std::move(dims), out, in, src, dst);
+    return true;
+  case 2:
+    copyTiles<std::uint16_t>(std::move(dims), out, in, src, dst);
+    return true;
+  case 4:
+    copyTiles<std::uint32_t>(std::move(dims), out, in, src, dst);
+    return true;
+  case 8:
+    copyTiles<std::uint64_t>(std::move(dims), out, in, src, dst);
+    return true;
+  default:
+    return false;
+  }
+}
+
 // Copies one element per index point of `index` (bitwise, same dtype).
 void copyPoints(const ZRange& index, const Walk& src, const Walk& dst, std::size_t elementSize) {
+  if (copyTransposed(index, src, dst, elementSize)) {
+    return;
+  }
   const auto size = static_cast<std::int64_t>(elementSize);
   forEachRun<2>(index, {&src, &dst},
                 [&](const std::array<std::int64_t, 2>& off, std::int64_t n,

@@ -1313,6 +1313,25 @@ TEST_CASE("transpose, reshape and cast move data", "[cpu][kernel]") {
   }
 }
 
+TEST_CASE("transposes larger than a tile copy in tiles, every element size", "[cpu][kernel]") {
+  // Extents that are not multiples of the tile (8 to 64 elements), the moved
+  // dim innermost (a matrix transpose, the heads' k^T) and in the middle; the
+  // sharded runs cut the tiles' dims at odd offsets.
+  const std::vector<std::pair<Shape, std::string>> cases = {
+      {{37, 70}, "[1, 0]"},
+      {{3, 20, 67}, "[0, 2, 1]"},
+      {{2, 19, 3, 40}, "[0, 3, 1, 2]"},
+      {{5, 33, 9}, "[2, 0, 1]"},
+  };
+  for (const std::string& dt : kMoved) {
+    for (const auto& [shape, perm] : cases) {
+      INFO(dt << " " << shapeJson(shape) << " perm " << perm);
+      checkKernel(
+          oneOp("transpose", {{"x", dt, shape}}, R"({"input": "x"})", R"({"perm": )" + perm + "}"));
+    }
+  }
+}
+
 TEST_CASE("slice copies a box offset by starts", "[cpu][kernel]") {
   const std::vector<std::tuple<Shape, std::string, std::string>> cases = {
       {{9}, "[2]", "[7]"},
