@@ -1,4 +1,5 @@
 #include "backends/executor.hpp"
+#include "backends/await_flag.hpp"
 #include "backends/executor_internal.hpp"
 #include "backends/reference.hpp"
 
@@ -603,9 +604,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
     for (u32 t : lists[w]) {
       const Task& task = tasks_[t];
       for (u32 d : task.deps) {
-        while (!done[d].load(std::memory_order_acquire)) {
-          done[d].wait(false, std::memory_order_acquire);
-        }
+        awaitFlag(done[d]);
       }
       const double began = Backend::now();
       if (!failed.load(std::memory_order_acquire)) {
