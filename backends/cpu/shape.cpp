@@ -63,22 +63,22 @@ bool copyTransposed(const ZRange& index, const Walk& src, const Walk& dst,
   if (out == dims.size() || in == dims.size() || in == out) {
     return false;
   }
-  switch (elementSize) {
-  case 1:
-    copyTiles<std::uint8_t>(std::move(dims), out, in, src, dst);
-    return true;
-  case 2:
-    copyTiles<std::uint16_t>(std::move(dims), out, in, src, dst);
-    return true;
-  case 4:
-    copyTiles<std::uint32_t>(std::move(dims), out, in, src, dst);
-    return true;
-  case 8:
-    copyTiles<std::uint64_t>(std::move(dims), out, in, src, dst);
-    return true;
-  default:
+  using Copy = void (*)(std::vector<RunDim<2>>, std::size_t, std::size_t, const Walk&, const Walk&);
+  // By element size, 1, 2, 4 or 8 bytes (a bitwise copy).
+  static constexpr Copy kBySize[9] = {nullptr,
+                                      &copyTiles<std::uint8_t>,
+                                      &copyTiles<std::uint16_t>,
+                                      nullptr,
+                                      &copyTiles<std::uint32_t>,
+                                      nullptr,
+                                      nullptr,
+                                      nullptr,
+                                      &copyTiles<std::uint64_t>};
+  if (elementSize > 8 || kBySize[elementSize] == nullptr) {
     return false;
   }
+  kBySize[elementSize](std::move(dims), out, in, src, dst);
+  return true;
 }
 
 // Copies one element per index point of `index` (bitwise, same dtype).
