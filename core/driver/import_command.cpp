@@ -73,8 +73,7 @@ std::string summaryText(const onnx_import::ImportResult& r, const std::string& o
   return "imported " + r.graph["name"].get<std::string>() + ": " + std::to_string(r.nodes) +
          " ONNX nodes (" + std::to_string(r.folded) + " folded) -> " +
          std::to_string(r.graph["operations"].size()) + " operations, " +
-         std::to_string(r.graph["tensors"].size()) + " inputs -> " +
-         outputName(output) + "\n";
+         std::to_string(r.graph["tensors"].size()) + " inputs -> " + outputName(output) + "\n";
 }
 
 } // namespace

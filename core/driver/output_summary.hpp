@@ -19,8 +19,8 @@ inline std::string outputName(const std::string& path) {
 // `text` on `out` unless -q, or on `err` with -v when the file went to `out`.
 // Config has outputPath ("-": stdout), json, quiet and verbose.
 template <class Config>
-void reportOutput(const Config& config, const Json& doc, const std::string& text,
-                  std::ostream& out, std::ostream& err) {
+void reportOutput(const Config& config, const Json& doc, const std::string& text, std::ostream& out,
+                  std::ostream& err) {
   const bool toStdout = config.outputPath == "-";
   if (!toStdout && config.json) {
     out << doc.dump(2) << "\n";
