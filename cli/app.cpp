@@ -11,6 +11,7 @@
 
 #include "backends/machine_probe.hpp"
 #include "cli/optimize_mpi.hpp"
+#include "cli/subcommand.hpp"
 #include "cli/version.hpp"
 #include "core/diag/error.hpp"
 #include "core/diag/suggest.hpp"
@@ -135,6 +136,44 @@ std::optional<std::string> unknownCommand(const CLI::App& app,
   return std::nullopt;
 }
 
+// Every subcommand, in the order help lists them: its name, what it does (one
+// line of help), and the function of its cli/cmd_NAME.cpp that adds its options.
+struct Subcommand {
+  const char* name;
+  const char* description;
+  void (*addOptions)(CLI::App* sub, Action& action);
+};
+const Subcommand kSubcommands[] = {
+    {"import",
+     "Import an ONNX model as a graph: shape inference, folding of shape arithmetic, every node as "
+     "standard-library operations",
+     registerImport},
+    {"expand",
+     "Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index "
+     "projection functions",
+     registerExpand},
+    {"kernels", "List, print or validate metakernels (the standard library and any -k files)",
+     registerKernels},
+    {"optimize",
+     "Search shardings and device placements; keep the Pareto front over (time, peak memory per "
+     "device, bytes moved)",
+     registerOptimize},
+    {"render", "Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz",
+     registerRender},
+    {"run", "Execute a plan shard by shard on a backend; --check compares with the unsharded graph",
+     registerRun},
+    {"bench", "Time a plan against its predicted time and the unsharded single-device baseline",
+     registerBench},
+    {"trace",
+     "Write a plan's predicted schedule as a Chrome trace (open it in Perfetto); run --trace and "
+     "bench --trace add a measured run beside it",
+     registerTrace},
+    {"calibrate",
+     "Measure this machine through a real backend and write a target with a measured profile (what "
+     "--target local then uses)",
+     registerCalibrate},
+};
+
 } // namespace
 
 int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -164,15 +203,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.add_flag("-q,--quiet", global.quiet, "Print only errors");
   app.add_flag("-v,--verbose", global.verbose, "Print more about what is happening");
 
-  registerImport(app, action);
-  registerExpand(app, action);
-  registerKernels(app, action);
-  registerOptimize(app, action);
-  registerRender(app, action);
-  registerRun(app, action);
-  registerBench(app, action);
-  registerTrace(app, action);
-  registerCalibrate(app, action);
+  for (const Subcommand& command : kSubcommands) {
+    command.addOptions(addSubcommand(app, command.name, command.description), action);
+  }
   app.footer("Exit codes: 0 ok, 1 invalid input, 2 usage error, 3 check failed, "
              "4 backend unavailable, 70 internal error, 130 interrupted.\n"
              "Run 'tapestry COMMAND --help' for a command's options.");

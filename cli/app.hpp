@@ -42,18 +42,19 @@ int reportCurrentError(const GlobalOptions& global, Streams& io);
 // Inside a catch block: the exit code the exception being handled ends with.
 int currentExitCode();
 
-// Subcommand registration, one per file cli/cmd_*.cpp. Each adds its CLI11
-// subcommand to `app`, with options bound to state it owns, and stores in
-// `action` what to do when that subcommand is selected.
-void registerExpand(CLI::App& app, Action& action);
-void registerImport(CLI::App& app, Action& action);
-void registerKernels(CLI::App& app, Action& action);
-void registerOptimize(CLI::App& app, Action& action);
-void registerRender(CLI::App& app, Action& action);
-void registerRun(CLI::App& app, Action& action);
-void registerBench(CLI::App& app, Action& action);
-void registerTrace(CLI::App& app, Action& action);
-void registerCalibrate(CLI::App& app, Action& action);
+// Subcommand registration, one per file cli/cmd_*.cpp. Each adds the options
+// of its subcommand `sub` (run() creates it, with its name and description),
+// bound to state it owns, and stores in `action` what to do when that
+// subcommand is selected.
+void registerExpand(CLI::App* sub, Action& action);
+void registerImport(CLI::App* sub, Action& action);
+void registerKernels(CLI::App* sub, Action& action);
+void registerOptimize(CLI::App* sub, Action& action);
+void registerRender(CLI::App* sub, Action& action);
+void registerRun(CLI::App* sub, Action& action);
+void registerBench(CLI::App* sub, Action& action);
+void registerTrace(CLI::App* sub, Action& action);
+void registerCalibrate(CLI::App* sub, Action& action);
 
 std::string versionString();
 

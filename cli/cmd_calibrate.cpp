@@ -1,10 +1,8 @@
 // tapestry calibrate [--backend cpu|cuda] [--devices N] [-o TARGET.yaml]
 // [--budget-seconds S]   (SPEC §6)
-#include <iostream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
-#include <unistd.h>
 
 #include "cli/app.hpp"
 #include "cli/run_mpi.hpp"
@@ -13,12 +11,8 @@
 
 namespace tapestry::cli {
 
-void registerCalibrate(CLI::App& app, Action& action) {
+void registerCalibrate(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::CalibrateConfig>();
-  CLI::App* sub =
-      addSubcommand(app, "calibrate",
-                    "Measure this machine through a real backend and write a target with a "
-                    "measured profile (what --target local then uses)");
   sub->add_option("--backend", config->backend, "Backend to measure: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--devices", config->devices,
@@ -32,19 +26,8 @@ void registerCalibrate(CLI::App& app, Action& action) {
   sub->add_flag("--no-save", *noSave, "Do not save the result as this machine's calibration");
   sub->callback([&action, config, noSave] {
     config->save = !*noSave;
-    action = [config](const GlobalOptions& global, Streams& io) -> int {
-      bindGlobalOptions(global, *config);
-      config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
-      if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
-        return executeOnRanks( // mpirun -n K, K > 1: the link between ranks too
-            config->link,
-            [config](std::ostream& out, std::ostream& err) {
-              return driver::calibrateCommand(*config, out, err);
-            },
-            *launch, global, io, "calibrate");
-      }
-      return driver::calibrateCommand(*config, io.out, io.err);
-    };
+    // Under mpirun -n K, K > 1, the ranks also measure the link between them.
+    action = executeAction(config, driver::calibrateCommand, "calibrate");
   });
 }
 

@@ -9,12 +9,8 @@
 
 namespace tapestry::cli {
 
-void registerExpand(CLI::App& app, Action& action) {
+void registerExpand(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::ExpandConfig>();
-  CLI::App* sub = addSubcommand(
-      app, "expand",
-      "Expand a graph: apply metakernels to every operation, infer shapes, index spaces "
-      "and index projection functions");
   sub->add_option("GRAPH", config->graphPath,
                   "Graph file (graph/v1 or expanded/v1 JSON), or - for stdin")
       ->required();

@@ -9,12 +9,8 @@
 
 namespace tapestry::cli {
 
-void registerImport(CLI::App& app, Action& action) {
+void registerImport(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::ImportConfig>();
-  CLI::App* sub = addSubcommand(
-      app, "import",
-      "Import an ONNX model as a graph: shape inference, folding of shape arithmetic, every node "
-      "as standard-library operations");
   sub->add_option("MODEL", config->modelPath, "ONNX model file (.onnx), or - for stdin")
       ->required();
   sub->add_option("-o,--output", config->outputPath, "Output file (graph/v1 JSON), - for stdout");

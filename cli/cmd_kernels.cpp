@@ -12,19 +12,16 @@ namespace tapestry::cli {
 namespace {
 Action kernelsAction(std::shared_ptr<driver::KernelsConfig> config,
                      driver::KernelsConfig::Action what) {
-  return [config, what](const GlobalOptions& global, Streams& io) -> int {
-    config->action = what;
-    bindGlobalOptions(global, *config);
-    return driver::runKernelsCommand(*config, io.out, io.err);
-  };
+  return bindThenRun(config,
+                     [what](driver::KernelsConfig& bound, const GlobalOptions&, Streams& io) {
+                       bound.action = what;
+                       return driver::runKernelsCommand(bound, io.out, io.err);
+                     });
 }
 } // namespace
 
-void registerKernels(CLI::App& app, Action& action) {
+void registerKernels(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::KernelsConfig>();
-  CLI::App* sub = addSubcommand(app, "kernels",
-                                "List, print or validate metakernels (the standard library "
-                                "and any -k files)");
   sub->require_subcommand(1);
   addKernelPaths(sub, config->kernelPaths);
   sub->add_flag("--override-kernels", config->overrideKernels,

@@ -1,11 +1,9 @@
 // tapestry optimize GRAPH.json ...   (SPEC §7)
-#include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 
 #include <CLI/CLI.hpp>
-#include <unistd.h>
 
 #include "cli/app.hpp"
 #include "cli/optimize_mpi.hpp"
@@ -25,13 +23,9 @@ struct OptionalFlags {
 };
 } // namespace
 
-void registerOptimize(CLI::App& app, Action& action) {
+void registerOptimize(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::OptimizeConfig>();
   auto args = std::make_shared<OptionalFlags>();
-  CLI::App* sub =
-      addSubcommand(app, "optimize",
-                    "Search shardings and device placements; keep the Pareto front over (time, "
-                    "peak memory per device, bytes moved)");
   sub->add_option("GRAPH", config->graphPath, "Graph file (user or expanded), or - for stdin")
       ->required();
   addKernelPaths(sub, config->kernelPaths);
@@ -79,9 +73,7 @@ void registerOptimize(CLI::App& app, Action& action) {
       if (memoryCap->count() > 0) {
         config->memoryCap = args->memoryCap;
       }
-      bindGlobalOptions(global, *config);
-      // The progress line is for people watching a terminal, never for logs.
-      config->progress = !global.quiet && &io.err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+      bindGlobalOptions(global, io, *config); // and the progress line
       // A first SIGINT/SIGTERM stops the stochastic search at the next generation
       // boundary; the best front so far is written and the exit code is 130.
       // (The exhaustive search is not deferred: an interrupt ends it at once.)

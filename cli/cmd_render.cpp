@@ -31,11 +31,9 @@ render::View parseView(const std::string& name) {
 }
 } // namespace
 
-void registerRender(CLI::App& app, Action& action) {
+void registerRender(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::RenderConfig>();
   auto args = std::make_shared<RenderFlags>();
-  CLI::App* sub = addSubcommand(
-      app, "render", "Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz");
   sub->add_option("FILE", config->inputPath,
                   "Graph, expanded graph, plan, front or trace JSON; - for stdin")
       ->required();
@@ -62,7 +60,7 @@ void registerRender(CLI::App& app, Action& action) {
         config->view = parseView(args->view);
       }
       config->options.maxNodes = static_cast<std::size_t>(args->maxNodes);
-      bindGlobalOptions(global, *config);
+      bindGlobalOptions(global, io, *config);
       return driver::renderCommand(*config, io.out, io.err);
     };
   });

@@ -12,31 +12,14 @@
 
 namespace tapestry::cli {
 
-void registerRun(CLI::App& app, Action& action) {
+void registerRun(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::RunConfig>();
-  CLI::App* sub = addSubcommand(
-      app, "run",
-      "Execute a plan shard by shard on a backend; --check compares with the unsharded "
-      "graph");
   addExecutionFlags(sub, *config, "Seed for drawing inputs when --inputs is not given");
   sub->add_option("--inputs", config->inputsDir, "Directory with one NAME.npy per graph input");
   sub->add_option("--outputs", config->outputsDir, "Directory to write NAME.npy per graph output");
   sub->add_flag("--check", config->check,
                 "Also run the unsharded graph and compare outputs (exit 3 on mismatch)");
-  sub->callback([&action, config] {
-    action = [config](const GlobalOptions& global, Streams& io) -> int {
-      bindGlobalOptions(global, *config);
-      if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
-        return executeOnRanks( // mpirun -n K, K > 1
-            config->link,
-            [config](std::ostream& out, std::ostream& err) {
-              return driver::runCommand(*config, out, err);
-            },
-            *launch, global, io);
-      }
-      return driver::runCommand(*config, io.out, io.err);
-    };
-  });
+  sub->callback([&action, config] { action = executeAction(config, driver::runCommand); });
 }
 
 } // namespace tapestry::cli

@@ -10,12 +10,8 @@
 
 namespace tapestry::cli {
 
-void registerTrace(CLI::App& app, Action& action) {
+void registerTrace(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::TraceConfig>();
-  CLI::App* sub = addSubcommand(
-      app, "trace",
-      "Write a plan's predicted schedule as a Chrome trace (open it in Perfetto); run "
-      "--trace and bench --trace add a measured run beside it");
   sub->add_option("PLAN", config->planPath,
                   "Plan (plan/v1), or a graph as the single-device plan (graph/v1, expanded/v1); "
                   "- for stdin")

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <functional>
-#include <iosfwd>
+#include <memory>
+#include <ostream>
 #include <string>
 
 #include "cli/app.hpp"
+#include "cli/subcommand.hpp"
 #include "core/driver/run_command.hpp"
 #include "core/search/island.hpp"
 
@@ -29,5 +31,25 @@ using RankCommand = std::function<int(std::ostream& out, std::ostream& err)>;
 int executeOnRanks(backend::RankLink*& link, const RankCommand& command,
                    const search::LaunchInfo& launch, const GlobalOptions& global, Streams& io,
                    const std::string& what = "run a plan");
+
+// The action of run, bench and calibrate: binds the global flags into *config
+// and runs `command(*config, out, err)`, in this process or, under `mpirun -n
+// K` with K > 1, as one of K ranks (executeOnRanks, with `what`).
+template <class Config, class Command>
+Action executeAction(std::shared_ptr<Config> config, Command command,
+                     const std::string& what = "run a plan") {
+  return bindThenRun(
+      config, [command, what](Config& bound, const GlobalOptions& global, Streams& io) -> int {
+        if (const auto launch = search::launchFromEnvironment(); launch && launch->size > 1) {
+          return executeOnRanks(
+              bound.link,
+              [&bound, command](std::ostream& out, std::ostream& err) {
+                return command(bound, out, err);
+              },
+              *launch, global, io, what);
+        }
+        return command(bound, io.out, io.err);
+      });
+}
 
 } // namespace tapestry::cli

@@ -173,23 +173,21 @@ template <class T> void depthwiseTyped(const KernelCall& call, std::int64_t gmul
   }
 }
 
-template <class T> void conv2dTyped(const KernelCall& call) {
-  const std::int64_t gmul = intBinding(call.op, "gmul");
-  if (gmul != 0) {
-    depthwiseTyped<T>(call, gmul);
-    return;
+struct Conv2d {
+  template <class T> static void run(const KernelCall& call) {
+    const std::int64_t gmul = intBinding(call.op, "gmul");
+    if (gmul != 0) {
+      depthwiseTyped<T>(call, gmul);
+      return;
+    }
+    conv2dGemm<T>(call);
   }
-  conv2dGemm<T>(call);
-}
-
-void conv2dKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { conv2dTyped<typename decltype(tag)::type>(call); });
-}
+};
 
 } // namespace
 
 void registerConvKernels(CpuRegistry& registry) {
-  registry.add("conv2d", &conv2dKernel);
+  registry.add("conv2d", &floatKernel<Conv2d>);
 }
 
 } // namespace tapestry::backend::cpu

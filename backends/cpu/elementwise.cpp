@@ -153,25 +153,7 @@ struct Pow {
 };
 
 template <class T, class Op> void unaryTyped(const KernelCall& call, const Op& op) {
-  const Walk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
-  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
-  const T* x = a.ptr<T>();
-  T* y = r.ptr<T>();
-  forEachRun<2>(call.index, {&a, &r},
-                [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
-                    const std::array<std::int64_t, 2>& st) {
-                  const T* xs = x + off[0];
-                  T* ys = y + off[1];
-                  if (st[0] == 1 && st[1] == 1) {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      ys[j] = Num<T>::store(op(Num<T>::load(xs[j])));
-                    }
-                  } else {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      ys[j * st[1]] = Num<T>::store(op(Num<T>::load(xs[j * st[0]])));
-                    }
-                  }
-                });
+  mapElements<T, T>(call, [&](T x) { return Num<T>::store(op(Num<T>::load(x))); });
 }
 
 template <class T, class Op> void binaryTyped(const KernelCall& call) {

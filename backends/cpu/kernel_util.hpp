@@ -272,12 +272,44 @@ template <class F> void dispatchFloat(const KernelCall& call, F&& f) {
   });
 }
 
+// The kernel of a floating-point-only kernel Typed, written once as
+// `template <class T> static void run(const KernelCall&)`: runs it with T the
+// storage type of the call's output dtype (dispatchFloat).
+template <class Typed> void floatKernel(const KernelCall& call) {
+  dispatchFloat(call, [&](auto tag) { Typed::template run<typename decltype(tag)::type>(call); });
+}
+
 // The IPF of tensor t of input/output port p.
 inline const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
   return call.op.application.inputs[p].ipfs[t];
 }
 inline const IndexProjection& outputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
   return call.op.application.outputs[p].ipfs[t];
+}
+
+// y = f(x) for every point of the shard: x of input 0 (storage type From), y
+// of output 0 (To), each walked through its IPF. Unit-stride runs get a loop
+// of their own, which the compiler vectorizes.
+template <class From, class To, class F> void mapElements(const KernelCall& call, F f) {
+  const Walk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
+  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
+  const From* x = a.ptr<From>();
+  To* y = r.ptr<To>();
+  forEachRun<2>(call.index, {&a, &r},
+                [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
+                    const std::array<std::int64_t, 2>& st) {
+                  const From* xs = x + off[0];
+                  To* ys = y + off[1];
+                  if (st[0] == 1 && st[1] == 1) {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                      ys[j] = f(xs[j]);
+                    }
+                  } else {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                      ys[j * st[1]] = f(xs[j * st[0]]);
+                    }
+                  }
+                });
 }
 
 } // namespace tapestry::backend::cpu

@@ -224,41 +224,43 @@ template <class T> void matmulTyped(const KernelCall& call) {
 }
 
 // linear: index [b..., n]; X [b..., k] (whole k), W [k, n], bias [n].
-template <class T> void linearTyped(const KernelCall& call) {
-  using C = typename Num<T>::C;
-  const TensorView& X = call.inputs[0][0];
-  const TensorView& W = call.inputs[1][0];
-  const TensorView& Bias = call.inputs[2][0];
-  const TensorView& R = call.outputs[0][0];
-  const ZRange& idx = call.index;
-  const std::size_t nb = idx.rank() - 1; // batch dims
-  const std::int64_t K = intBinding(call.op, "k");
-  const std::int64_t n0 = idx.start()[nb];
-  const std::int64_t N = idx.extent(nb);
-  std::vector<C> bias(static_cast<std::size_t>(N));
-  for (std::int64_t j = 0; j < N; ++j) {
-    const std::int64_t at = n0 + j;
-    bias[static_cast<std::size_t>(j)] = Num<T>::load(*Bias.at<T>(std::span(&at, 1)));
+struct Linear {
+  template <class T> static void run(const KernelCall& call) {
+    using C = typename Num<T>::C;
+    const TensorView& X = call.inputs[0][0];
+    const TensorView& W = call.inputs[1][0];
+    const TensorView& Bias = call.inputs[2][0];
+    const TensorView& R = call.outputs[0][0];
+    const ZRange& idx = call.index;
+    const std::size_t nb = idx.rank() - 1; // batch dims
+    const std::int64_t K = intBinding(call.op, "k");
+    const std::int64_t n0 = idx.start()[nb];
+    const std::int64_t N = idx.extent(nb);
+    std::vector<C> bias(static_cast<std::size_t>(N));
+    for (std::int64_t j = 0; j < N; ++j) {
+      const std::int64_t at = n0 + j;
+      bias[static_cast<std::size_t>(j)] = Num<T>::load(*Bias.at<T>(std::span(&at, 1)));
+    }
+    const T* w = W.at<T>(std::vector<std::int64_t>{0, n0});
+    if (nb == 0) {
+      const std::int64_t zero = 0;
+      const T* a = X.at<T>(std::span(&zero, 1));
+      T* r = R.at<T>(std::span(&n0, 1));
+      matmulBlock<T>(1, N, K, a, K, X.strides[0], w, W.strides[0], W.strides[1], r, N, R.strides[0],
+                     bias.data());
+      return;
+    }
+    // The last batch dim is the rows of one product; the others loop.
+    const std::int64_t m0 = idx.start()[nb - 1];
+    const std::int64_t M = idx.extent(nb - 1);
+    forEachBatch(idx, nb - 1, [&](const std::vector<std::int64_t>& b) {
+      const T* a = X.at<T>(join(b, {m0, 0}));
+      T* r = R.at<T>(join(b, {m0, n0}));
+      matmulBlock<T>(M, N, K, a, X.strides[nb - 1], X.strides[nb], w, W.strides[0], W.strides[1], r,
+                     R.strides[nb - 1], R.strides[nb], bias.data());
+    });
   }
-  const T* w = W.at<T>(std::vector<std::int64_t>{0, n0});
-  if (nb == 0) {
-    const std::int64_t zero = 0;
-    const T* a = X.at<T>(std::span(&zero, 1));
-    T* r = R.at<T>(std::span(&n0, 1));
-    matmulBlock<T>(1, N, K, a, K, X.strides[0], w, W.strides[0], W.strides[1], r, N, R.strides[0],
-                   bias.data());
-    return;
-  }
-  // The last batch dim is the rows of one product; the others loop.
-  const std::int64_t m0 = idx.start()[nb - 1];
-  const std::int64_t M = idx.extent(nb - 1);
-  forEachBatch(idx, nb - 1, [&](const std::vector<std::int64_t>& b) {
-    const T* a = X.at<T>(join(b, {m0, 0}));
-    T* r = R.at<T>(join(b, {m0, n0}));
-    matmulBlock<T>(M, N, K, a, X.strides[nb - 1], X.strides[nb], w, W.strides[0], W.strides[1], r,
-                   R.strides[nb - 1], R.strides[nb], bias.data());
-  });
-}
+};
 
 void matmulKernel(const KernelCall& call) {
   dispatch(call.outputs[0][0].dtype, [&](auto tag) {
@@ -267,15 +269,11 @@ void matmulKernel(const KernelCall& call) {
   });
 }
 
-void linearKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { linearTyped<typename decltype(tag)::type>(call); });
-}
-
 } // namespace
 
 void registerMatmulKernels(CpuRegistry& registry) {
   registry.add("matmul", &matmulKernel);
-  registry.add("linear", &linearKernel);
+  registry.add("linear", &floatKernel<Linear>);
 }
 
 void denseGemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,

@@ -33,119 +33,113 @@ template <class T, class F> void forEachRow(const KernelCall& call, std::size_t 
                 });
 }
 
-template <class T> void softmaxTyped(const KernelCall& call) {
-  using C = typename Num<T>::C;
-  const std::size_t ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const std::int64_t n = intBinding(call.op, "n");
-  std::vector<C> row(static_cast<std::size_t>(n));
-  forEachRow<T>(call, ax, [&](const T* x, std::int64_t sx, T* y, std::int64_t sy) {
-    C m = -std::numeric_limits<C>::infinity();
-    for (std::int64_t i = 0; i < n; ++i) {
-      const C v = Num<T>::load(x[i * sx]);
-      row[static_cast<std::size_t>(i)] = v;
-      m = (v > m || std::isnan(v)) ? v : m;
-    }
-    C total = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      C& v = row[static_cast<std::size_t>(i)];
-      v = std::exp(v - m);
-      total += v;
-    }
-    for (std::int64_t i = 0; i < n; ++i) {
-      y[i * sy] = Num<T>::store(row[static_cast<std::size_t>(i)] / total);
-    }
-  });
-}
-
-template <class T> void layernormTyped(const KernelCall& call) {
-  using C = typename Num<T>::C;
-  const std::int64_t d = intBinding(call.op, "d");
-  const double eps = floatParam(call.op, "eps");
-  std::vector<C> gamma(static_cast<std::size_t>(d));
-  std::vector<C> beta(static_cast<std::size_t>(d));
-  for (std::int64_t i = 0; i < d; ++i) {
-    gamma[static_cast<std::size_t>(i)] = Num<T>::load(*call.inputs[1][0].at<T>(std::span(&i, 1)));
-    beta[static_cast<std::size_t>(i)] = Num<T>::load(*call.inputs[2][0].at<T>(std::span(&i, 1)));
+struct Softmax {
+  template <class T> static void run(const KernelCall& call) {
+    using C = typename Num<T>::C;
+    const std::size_t ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+    const std::int64_t n = intBinding(call.op, "n");
+    std::vector<C> row(static_cast<std::size_t>(n));
+    forEachRow<T>(call, ax, [&](const T* x, std::int64_t sx, T* y, std::int64_t sy) {
+      C m = -std::numeric_limits<C>::infinity();
+      for (std::int64_t i = 0; i < n; ++i) {
+        const C v = Num<T>::load(x[i * sx]);
+        row[static_cast<std::size_t>(i)] = v;
+        m = (v > m || std::isnan(v)) ? v : m;
+      }
+      C total = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        C& v = row[static_cast<std::size_t>(i)];
+        v = std::exp(v - m);
+        total += v;
+      }
+      for (std::int64_t i = 0; i < n; ++i) {
+        y[i * sy] = Num<T>::store(row[static_cast<std::size_t>(i)] / total);
+      }
+    });
   }
-  std::vector<double> row(static_cast<std::size_t>(d));
-  const std::size_t last = call.inputs[0][0].strides.size() - 1;
-  forEachRow<T>(call, last, [&](const T* x, std::int64_t sx, T* y, std::int64_t sy) {
-    double sum = 0;
+};
+
+struct Layernorm {
+  template <class T> static void run(const KernelCall& call) {
+    using C = typename Num<T>::C;
+    const std::int64_t d = intBinding(call.op, "d");
+    const double eps = floatParam(call.op, "eps");
+    std::vector<C> gamma(static_cast<std::size_t>(d));
+    std::vector<C> beta(static_cast<std::size_t>(d));
     for (std::int64_t i = 0; i < d; ++i) {
-      const double v = static_cast<double>(Num<T>::load(x[i * sx]));
-      row[static_cast<std::size_t>(i)] = v;
-      sum += v;
+      gamma[static_cast<std::size_t>(i)] = Num<T>::load(*call.inputs[1][0].at<T>(std::span(&i, 1)));
+      beta[static_cast<std::size_t>(i)] = Num<T>::load(*call.inputs[2][0].at<T>(std::span(&i, 1)));
     }
-    const double mean = sum / static_cast<double>(d);
-    double sq = 0;
-    for (std::int64_t i = 0; i < d; ++i) {
-      const double c = row[static_cast<std::size_t>(i)] - mean;
-      sq += c * c;
-    }
-    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
-    for (std::int64_t i = 0; i < d; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      const C norm = static_cast<C>((row[k] - mean) * inv);
-      y[i * sy] = Num<T>::store(norm * gamma[k] + beta[k]);
-    }
-  });
-}
+    std::vector<double> row(static_cast<std::size_t>(d));
+    const std::size_t last = call.inputs[0][0].strides.size() - 1;
+    forEachRow<T>(call, last, [&](const T* x, std::int64_t sx, T* y, std::int64_t sy) {
+      double sum = 0;
+      for (std::int64_t i = 0; i < d; ++i) {
+        const double v = static_cast<double>(Num<T>::load(x[i * sx]));
+        row[static_cast<std::size_t>(i)] = v;
+        sum += v;
+      }
+      const double mean = sum / static_cast<double>(d);
+      double sq = 0;
+      for (std::int64_t i = 0; i < d; ++i) {
+        const double c = row[static_cast<std::size_t>(i)] - mean;
+        sq += c * c;
+      }
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
+      for (std::int64_t i = 0; i < d; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        const C norm = static_cast<C>((row[k] - mean) * inv);
+        y[i * sy] = Num<T>::store(norm * gamma[k] + beta[k]);
+      }
+    });
+  }
+};
 
 // batchnorm: index = the input's shape [N, C, spatial...]; one channel at a
 // time, with that channel's (x - mean) * scale / sqrt(var + epsilon) + bias.
-template <class T> void batchnormTyped(const KernelCall& call) {
-  using C = typename Num<T>::C;
-  const double eps = floatParam(call.op, "epsilon");
-  const ZRange& idx = call.index;
-  if (idx.isEmpty()) {
-    return;
+struct Batchnorm {
+  template <class T> static void run(const KernelCall& call) {
+    using C = typename Num<T>::C;
+    const double eps = floatParam(call.op, "epsilon");
+    const ZRange& idx = call.index;
+    if (idx.isEmpty()) {
+      return;
+    }
+    std::vector<std::int64_t> start = idx.start().vector();
+    std::vector<std::int64_t> end = idx.end().vector();
+    for (std::int64_t c = idx.start()[1]; c < idx.end()[1]; ++c) {
+      // Ports: input, scale, bias, mean, var.
+      auto channel = [&](std::size_t port) {
+        return static_cast<double>(Num<T>::load(*call.inputs[port][0].at<T>(std::span(&c, 1))));
+      };
+      const C mul = static_cast<C>(channel(1) / std::sqrt(channel(4) + eps));
+      const C bias = static_cast<C>(channel(2));
+      const C mean = static_cast<C>(channel(3));
+      start[1] = c;
+      end[1] = c + 1;
+      const ZRange part{ZPoint(start), ZPoint(end)};
+      const Walk in = walkThrough(call.inputs[0][0], inputIpf(call, 0), part);
+      const Walk out = walkThrough(call.outputs[0][0], outputIpf(call, 0), part);
+      forEachRun<2>(part, {&in, &out},
+                    [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
+                        const std::array<std::int64_t, 2>& st) {
+                      const T* x = in.ptr<T>() + off[0];
+                      T* y = out.ptr<T>() + off[1];
+                      for (std::int64_t i = 0; i < len; ++i) {
+                        y[i * st[1]] =
+                            Num<T>::store((Num<T>::load(x[i * st[0]]) - mean) * mul + bias);
+                      }
+                    });
+    }
   }
-  std::vector<std::int64_t> start = idx.start().vector();
-  std::vector<std::int64_t> end = idx.end().vector();
-  for (std::int64_t c = idx.start()[1]; c < idx.end()[1]; ++c) {
-    // Ports: input, scale, bias, mean, var.
-    auto channel = [&](std::size_t port) {
-      return static_cast<double>(Num<T>::load(*call.inputs[port][0].at<T>(std::span(&c, 1))));
-    };
-    const C mul = static_cast<C>(channel(1) / std::sqrt(channel(4) + eps));
-    const C bias = static_cast<C>(channel(2));
-    const C mean = static_cast<C>(channel(3));
-    start[1] = c;
-    end[1] = c + 1;
-    const ZRange part{ZPoint(start), ZPoint(end)};
-    const Walk in = walkThrough(call.inputs[0][0], inputIpf(call, 0), part);
-    const Walk out = walkThrough(call.outputs[0][0], outputIpf(call, 0), part);
-    forEachRun<2>(part, {&in, &out},
-                  [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
-                      const std::array<std::int64_t, 2>& st) {
-                    const T* x = in.ptr<T>() + off[0];
-                    T* y = out.ptr<T>() + off[1];
-                    for (std::int64_t i = 0; i < len; ++i) {
-                      y[i * st[1]] =
-                          Num<T>::store((Num<T>::load(x[i * st[0]]) - mean) * mul + bias);
-                    }
-                  });
-  }
-}
-
-void batchnormKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { batchnormTyped<typename decltype(tag)::type>(call); });
-}
-
-void softmaxKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { softmaxTyped<typename decltype(tag)::type>(call); });
-}
-
-void layernormKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { layernormTyped<typename decltype(tag)::type>(call); });
-}
+};
 
 } // namespace
 
 void registerNormalizationKernels(CpuRegistry& registry) {
-  registry.add("softmax", &softmaxKernel);
-  registry.add("layernorm", &layernormKernel);
-  registry.add("batchnorm", &batchnormKernel);
+  registry.add("softmax", &floatKernel<Softmax>);
+  registry.add("layernorm", &floatKernel<Layernorm>);
+  registry.add("batchnorm", &floatKernel<Batchnorm>);
 }
 
 } // namespace tapestry::backend::cpu

@@ -108,61 +108,57 @@ template <class C> struct AvgOp {
   }
 };
 
-template <class T> void maxpoolTyped(const KernelCall& call) {
-  poolRows<T>(call, windowOf(call.op, true), MaxOp<typename Num<T>::C>{});
-}
+struct Maxpool {
+  template <class T> static void run(const KernelCall& call) {
+    poolRows<T>(call, windowOf(call.op, true), MaxOp<typename Num<T>::C>{});
+  }
+};
 
-template <class T> void avgpoolTyped(const KernelCall& call) {
-  const Window w = windowOf(call.op, false);
-  AvgOp<typename Num<T>::C> op;
-  op.fixed = intBinding(call.op, "count_include_pad") != 0 ? w.KH * w.KW : 0;
-  poolRows<T>(call, w, op);
-}
+struct Avgpool {
+  template <class T> static void run(const KernelCall& call) {
+    const Window w = windowOf(call.op, false);
+    AvgOp<typename Num<T>::C> op;
+    op.fixed = intBinding(call.op, "count_include_pad") != 0 ? w.KH * w.KW : 0;
+    poolRows<T>(call, w, op);
+  }
+};
 
 // global_avgpool: index [N, C, H, W]; result [N, C, 1, 1] gets the shard's
 // sum over its (h, w) part divided by the full H*W.
-template <class T> void globalAvgpoolTyped(const KernelCall& call) {
-  using C = typename Num<T>::C;
-  const TensorView& in = call.inputs[0][0];
-  const TensorView& out = call.outputs[0][0];
-  const C hw = static_cast<C>(intBinding(call.op, "HW"));
-  if (call.index.isEmpty()) {
-    return;
-  }
-  const ZPoint& s = call.index.start();
-  const ZPoint& e = call.index.end();
-  for (std::int64_t n = s[0]; n < e[0]; ++n) {
-    for (std::int64_t c = s[1]; c < e[1]; ++c) {
-      C total = 0;
-      for (std::int64_t h = s[2]; h < e[2]; ++h) {
-        const std::int64_t row[4] = {n, c, h, s[3]};
-        const T* p = in.at<T>(row);
-        for (std::int64_t j = 0; j < e[3] - s[3]; ++j) {
-          total += Num<T>::load(p[j * in.strides[3]]);
+struct GlobalAvgpool {
+  template <class T> static void run(const KernelCall& call) {
+    using C = typename Num<T>::C;
+    const TensorView& in = call.inputs[0][0];
+    const TensorView& out = call.outputs[0][0];
+    const C hw = static_cast<C>(intBinding(call.op, "HW"));
+    if (call.index.isEmpty()) {
+      return;
+    }
+    const ZPoint& s = call.index.start();
+    const ZPoint& e = call.index.end();
+    for (std::int64_t n = s[0]; n < e[0]; ++n) {
+      for (std::int64_t c = s[1]; c < e[1]; ++c) {
+        C total = 0;
+        for (std::int64_t h = s[2]; h < e[2]; ++h) {
+          const std::int64_t row[4] = {n, c, h, s[3]};
+          const T* p = in.at<T>(row);
+          for (std::int64_t j = 0; j < e[3] - s[3]; ++j) {
+            total += Num<T>::load(p[j * in.strides[3]]);
+          }
         }
+        const std::int64_t at[4] = {n, c, 0, 0};
+        *out.at<T>(at) = Num<T>::store(total / hw);
       }
-      const std::int64_t at[4] = {n, c, 0, 0};
-      *out.at<T>(at) = Num<T>::store(total / hw);
     }
   }
-}
-
-void maxpoolKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { maxpoolTyped<typename decltype(tag)::type>(call); });
-}
-void avgpoolKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { avgpoolTyped<typename decltype(tag)::type>(call); });
-}
-void globalAvgpoolKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) { globalAvgpoolTyped<typename decltype(tag)::type>(call); });
-}
+};
 
 } // namespace
 
 void registerPoolKernels(CpuRegistry& registry) {
-  registry.add("maxpool2d", &maxpoolKernel);
-  registry.add("avgpool2d", &avgpoolKernel);
-  registry.add("global_avgpool", &globalAvgpoolKernel);
+  registry.add("maxpool2d", &floatKernel<Maxpool>);
+  registry.add("avgpool2d", &floatKernel<Avgpool>);
+  registry.add("global_avgpool", &floatKernel<GlobalAvgpool>);
 }
 
 } // namespace tapestry::backend::cpu

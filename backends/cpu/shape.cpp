@@ -143,25 +143,7 @@ void reshapeKernel(const KernelCall& call) {
 }
 
 template <class From, class To> void castTyped(const KernelCall& call) {
-  const Walk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
-  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
-  const From* x = a.ptr<From>();
-  To* y = r.ptr<To>();
-  forEachRun<2>(call.index, {&a, &r},
-                [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
-                    const std::array<std::int64_t, 2>& st) {
-                  const From* xs = x + off[0];
-                  To* ys = y + off[1];
-                  if (st[0] == 1 && st[1] == 1) {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      ys[j] = convertValue<To, From>(xs[j]);
-                    }
-                  } else {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      ys[j * st[1]] = convertValue<To, From>(xs[j * st[0]]);
-                    }
-                  }
-                });
+  mapElements<From, To>(call, [](From x) { return convertValue<To, From>(x); });
 }
 
 void castKernel(const KernelCall& call) {

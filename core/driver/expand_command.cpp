@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "core/diag/atomic_file.hpp"
+#include "core/driver/output_summary.hpp"
 #include "core/graph/loader.hpp"
 #include "core/graph/writer.hpp"
 #include "core/metakernel/library.hpp"
@@ -31,7 +32,7 @@ std::string flopsText(std::int64_t flops) {
 std::string summaryText(const ExpandedGraph& graph, const std::string& output) {
   return "expanded " + graph.name + ": " + std::to_string(graph.operations.size()) +
          " operations, " + std::to_string(graph.tensors.size()) + " tensors, " +
-         flopsText(graph.totalFlops()) + " -> " + (output == "-" ? "<stdout>" : output) + "\n";
+         flopsText(graph.totalFlops()) + " -> " + outputName(output) + "\n";
 }
 
 } // namespace
@@ -44,21 +45,14 @@ int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& e
   ExpandedGraph graph = loadAndExpand(config.graphPath, library);
   writeFileAtomically(config.outputPath, writeExpanded(graph), out);
 
-  bool toStdout = config.outputPath == "-";
-  if (!toStdout && config.json) {
-    Json summary = Json::object();
-    summary["status"] = "ok";
-    summary["graph"] = graph.name;
-    summary["operations"] = graph.operations.size();
-    summary["tensors"] = graph.tensors.size();
-    summary["flops"] = graph.totalFlops();
-    summary["output"] = config.outputPath;
-    out << summary.dump(2) << "\n";
-  } else if (!toStdout && !config.quiet) {
-    out << summaryText(graph, config.outputPath);
-  } else if (toStdout && config.verbose) {
-    err << summaryText(graph, config.outputPath);
-  }
+  Json summary = Json::object();
+  summary["status"] = "ok";
+  summary["graph"] = graph.name;
+  summary["operations"] = graph.operations.size();
+  summary["tensors"] = graph.tensors.size();
+  summary["flops"] = graph.totalFlops();
+  summary["output"] = config.outputPath;
+  reportOutput(config, summary, summaryText(graph, config.outputPath), out, err);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "backends/npy.hpp"
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/source.hpp"
+#include "core/driver/output_summary.hpp"
 #include "core/graph/writer.hpp"
 #include "core/json/layout.hpp"
 #include "core/onnx/importer.hpp"
@@ -72,8 +73,7 @@ std::string summaryText(const onnx_import::ImportResult& r, const std::string& o
   return "imported " + r.graph["name"].get<std::string>() + ": " + std::to_string(r.nodes) +
          " ONNX nodes (" + std::to_string(r.folded) + " folded) -> " +
          std::to_string(r.graph["operations"].size()) + " operations, " +
-         std::to_string(r.graph["tensors"].size()) + " inputs -> " +
-         (output == "-" ? "<stdout>" : output) + "\n";
+         std::to_string(r.graph["tensors"].size()) + " inputs -> " + outputName(output) + "\n";
 }
 
 } // namespace
@@ -98,23 +98,16 @@ int importCommand(const ImportConfig& config, std::ostream& out, std::ostream& e
   }
   writeFileAtomically(config.outputPath, json::format(result.graph, graph::kExpandedWidth), out);
 
-  const bool toStdout = config.outputPath == "-";
-  if (!toStdout && config.json) {
-    Json summary = Json::object();
-    summary["status"] = "ok";
-    summary["graph"] = result.graph["name"];
-    summary["nodes"] = result.nodes;
-    summary["folded"] = result.folded;
-    summary["operations"] = result.graph["operations"].size();
-    summary["inputs"] = result.graph["tensors"].size();
-    summary["weights"] = config.weightsDir.empty() ? Json(nullptr) : Json(result.constants.size());
-    summary["output"] = config.outputPath;
-    out << summary.dump(2) << "\n";
-  } else if (!toStdout && !config.quiet) {
-    out << summaryText(result, config.outputPath);
-  } else if (toStdout && config.verbose) {
-    err << summaryText(result, config.outputPath);
-  }
+  Json summary = Json::object();
+  summary["status"] = "ok";
+  summary["graph"] = result.graph["name"];
+  summary["nodes"] = result.nodes;
+  summary["folded"] = result.folded;
+  summary["operations"] = result.graph["operations"].size();
+  summary["inputs"] = result.graph["tensors"].size();
+  summary["weights"] = config.weightsDir.empty() ? Json(nullptr) : Json(result.constants.size());
+  summary["output"] = config.outputPath;
+  reportOutput(config, summary, summaryText(result, config.outputPath), out, err);
   return 0;
 }
 

@@ -37,35 +37,29 @@ Json listJson(const Metakernel& k) {
   j["name"] = k.name;
   j["file"] = k.location.file;
   j["line"] = k.location.line;
-  Json inputs = Json::array();
-  for (const InputSpec& in : k.inputs) {
+  j["inputs"] = json::arrayOf(k.inputs, [](const InputSpec& in) {
     Json p = Json::object();
     p["name"] = in.name;
     p["list"] = in.list;
     p["shape"] = in.shape.text();
-    inputs.push_back(p);
-  }
-  j["inputs"] = inputs;
-  Json outputs = Json::array();
-  for (const OutputSpec& o : k.outputs) {
+    return p;
+  });
+  j["outputs"] = json::arrayOf(k.outputs, [](const OutputSpec& o) {
     Json p = Json::object();
     p["name"] = o.name;
     p["list"] = o.list;
     p["combine"] = o.combine ? Json(combineName(*o.combine)) : Json(nullptr);
-    outputs.push_back(p);
-  }
-  j["outputs"] = outputs;
-  Json params = Json::array();
-  for (const ParamSpec& p : k.params) {
+    return p;
+  });
+  j["params"] = json::arrayOf(k.params, [](const ParamSpec& p) {
     Json q = Json::object();
     q["name"] = p.name;
     q["type"] = paramTypeName(p.type);
     if (p.defaultValue) {
       q["default"] = *p.defaultValue;
     }
-    params.push_back(q);
-  }
-  j["params"] = params;
+    return q;
+  });
   j["doc"] = k.doc;
   return j;
 }
@@ -73,11 +67,7 @@ Json listJson(const Metakernel& k) {
 int list(const MetakernelLibrary& lib, const KernelsConfig& config, std::ostream& out) {
   if (config.json) {
     Json doc = Json::object();
-    Json kernels = Json::array();
-    for (const Metakernel* k : lib.kernels()) {
-      kernels.push_back(listJson(*k));
-    }
-    doc["kernels"] = kernels;
+    doc["kernels"] = json::arrayOf(lib.kernels(), [](const Metakernel* k) { return listJson(*k); });
     out << doc.dump(2) << "\n";
     return 0;
   }

@@ -5,6 +5,7 @@
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/source.hpp"
 #include "core/driver/execution.hpp"
+#include "core/driver/output_summary.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/metakernel/library.hpp"
@@ -152,28 +153,20 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
     err << displayName(config.inputPath) << ": note: " << *rendered.note << "\n";
   }
 
-  bool toStdout = config.outputPath == "-";
   const std::string shown =
       subject == "plan overview" ? subject : viewName(view) + std::string(" view");
   std::string summary = "rendered " + drawing.name + " (" + shown + ", " +
                         std::to_string(drawing.contentNodes) + " nodes) -> " +
-                        (toStdout ? std::string("<stdout>") : config.outputPath) + " (" +
-                        formatName(format) + ")\n";
-  if (!toStdout && config.json) {
-    Json doc = Json::object();
-    doc["status"] = "ok";
-    doc["view"] = viewName(view);
-    doc["name"] = drawing.name;
-    doc["nodes"] = drawing.contentNodes;
-    doc["format"] = formatName(format);
-    doc["output"] = config.outputPath;
-    doc["bytes"] = bytes.size();
-    out << doc.dump(2) << "\n";
-  } else if (!toStdout && !config.quiet) {
-    out << summary;
-  } else if (toStdout && config.verbose) {
-    err << summary;
-  }
+                        outputName(config.outputPath) + " (" + formatName(format) + ")\n";
+  Json doc = Json::object();
+  doc["status"] = "ok";
+  doc["view"] = viewName(view);
+  doc["name"] = drawing.name;
+  doc["nodes"] = drawing.contentNodes;
+  doc["format"] = formatName(format);
+  doc["output"] = config.outputPath;
+  doc["bytes"] = bytes.size();
+  reportOutput(config, doc, summary, out, err);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/source.hpp"
 #include "core/driver/execution.hpp"
+#include "core/driver/output_summary.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/render/timeline.hpp"
@@ -23,35 +24,26 @@ int traceCommand(const TraceConfig& config, std::ostream& out, std::ostream& err
   const std::string text = render::traceJson(loaded, {predicted});
   writeFileAtomically(config.outputPath, text, out);
 
-  const bool toStdout = config.outputPath == "-";
-  if (!toStdout && config.json) {
-    Json doc = Json::object();
-    doc["status"] = "ok";
-    doc["plan"] = displayName(config.planPath);
-    doc["graph"] = loaded.graph.name;
-    doc["target"] = loaded.target.name;
-    doc["devices"] = loaded.plan.deviceCount;
-    doc["tracks"] = predicted.tracks.size();
-    doc["slices"] = predicted.slices.size();
-    doc["flows"] = predicted.flows.size();
-    doc["predicted_time_s"] = loaded.simulation.objectives.timeS;
-    doc["output"] = config.outputPath;
-    doc["bytes"] = text.size();
-    out << doc.dump(2) << "\n";
-    return 0;
-  }
+  Json doc = Json::object();
+  doc["status"] = "ok";
+  doc["plan"] = displayName(config.planPath);
+  doc["graph"] = loaded.graph.name;
+  doc["target"] = loaded.target.name;
+  doc["devices"] = loaded.plan.deviceCount;
+  doc["tracks"] = predicted.tracks.size();
+  doc["slices"] = predicted.slices.size();
+  doc["flows"] = predicted.flows.size();
+  doc["predicted_time_s"] = loaded.simulation.objectives.timeS;
+  doc["output"] = config.outputPath;
+  doc["bytes"] = text.size();
   const std::string summary = "traced " + loaded.graph.name + " (predicted on " +
                               loaded.target.name + ": " +
                               plural(predicted.slices.size(), "slice", "slices") + " on " +
                               plural(predicted.tracks.size(), "track", "tracks") + ", " +
                               plural(predicted.flows.size(), "flow", "flows") + ", " +
                               cost::formatTime(loaded.simulation.objectives.timeS) + ") -> " +
-                              (toStdout ? std::string("<stdout>") : config.outputPath) + "\n";
-  if (!toStdout && !config.quiet) {
-    out << summary;
-  } else if (toStdout && config.verbose) {
-    err << summary;
-  }
+                              outputName(config.outputPath) + "\n";
+  reportOutput(config, doc, summary, out, err);
   return 0;
 }
 

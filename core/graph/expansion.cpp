@@ -177,64 +177,61 @@ private:
     }
   }
 
+  // The kernel's ports of one side ("inputs" or "outputs"; a port is an
+  // `what`), in the kernel's order, each with the tensors the operation names
+  // for it; a port the operation leaves out is `missing(spec)` (or fails).
+  // First, every port the operation names must be one of the kernel's.
+  template <class Spec, class Missing>
+  std::vector<ResolvedPort> resolvePorts(std::size_t i, const Metakernel& k,
+                                         const std::vector<PortRef>& refs,
+                                         const std::vector<Spec>& specs, const char* side,
+                                         const char* what, Missing missing) {
+    for (const PortRef& ref : refs) {
+      const Spec* spec = metakernel::findByName(specs, ref.port);
+      if (spec == nullptr) {
+        std::string hint = suggestion(ref.port, portNames(specs));
+        portWhere(i, side, ref.port)
+            .fail("kernel " + k.name + " has no " + what + " port " + nameText(ref.port) +
+                  (specs.empty()  ? " (it takes no " + std::string(side) + ")"
+                   : hint.empty() ? " (its " + std::string(side) + ": " + portList(specs) + ")"
+                                  : hint));
+      }
+      checkListness(i, side, what, ref, spec->list, k);
+    }
+    std::vector<ResolvedPort> out;
+    out.reserve(specs.size());
+    for (const Spec& spec : specs) {
+      auto ref = std::find_if(refs.begin(), refs.end(),
+                              [&](const PortRef& r) { return r.port == spec.name; });
+      out.push_back(ref != refs.end() ? ResolvedPort{spec.name, spec.list, ref->tensors, {}, true}
+                                      : missing(spec));
+    }
+    return out;
+  }
+
   void resolveInputs(std::size_t i, const Metakernel& k) {
     const OperationDecl& op = decl(i);
-    OpState& state = ops_[i];
-    for (const PortRef& ref : op.inputs) {
-      const metakernel::InputSpec* spec = k.findInput(ref.port);
-      if (spec == nullptr) {
-        std::string hint = suggestion(ref.port, portNames(k.inputs));
-        portWhere(i, "inputs", ref.port)
-            .fail("kernel " + k.name + " has no input port " + nameText(ref.port) +
-                  (k.inputs.empty() ? " (it takes no inputs)"
-                   : hint.empty()   ? " (its inputs: " + portList(k.inputs) + ")"
-                                    : hint));
-      }
-      checkListness(i, "inputs", "input", ref, spec->list, k);
-    }
-    state.inputs.reserve(k.inputs.size());
-    for (const metakernel::InputSpec& spec : k.inputs) {
-      auto ref = std::find_if(op.inputs.begin(), op.inputs.end(),
-                              [&](const PortRef& r) { return r.port == spec.name; });
-      if (ref == op.inputs.end()) {
-        op.where.member("inputs").fail("missing input port " + spec.name + " of kernel " + k.name +
-                                       " (its inputs: " + portList(k.inputs) + ")");
-      }
-      state.inputs.push_back(ResolvedPort{spec.name, spec.list, ref->tensors, {}, true});
-    }
+    ops_[i].inputs = resolvePorts(i, k, op.inputs, k.inputs, "inputs", "input",
+                                  [&](const metakernel::InputSpec& spec) -> ResolvedPort {
+                                    op.where.member("inputs").fail(
+                                        "missing input port " + spec.name + " of kernel " + k.name +
+                                        " (its inputs: " + portList(k.inputs) + ")");
+                                  });
   }
 
   void resolveOutputs(std::size_t i, const Metakernel& k) {
     const OperationDecl& op = decl(i);
-    OpState& state = ops_[i];
-    for (const PortRef& ref : op.outputs) {
-      const metakernel::OutputSpec* spec = k.findOutput(ref.port);
-      if (spec == nullptr) {
-        std::string hint = suggestion(ref.port, portNames(k.outputs));
-        portWhere(i, "outputs", ref.port)
-            .fail("kernel " + k.name + " has no output port " + nameText(ref.port) +
-                  (hint.empty() ? " (its outputs: " + portList(k.outputs) + ")" : hint));
-      }
-      checkListness(i, "outputs", "output", ref, spec->list, k);
-    }
-    state.outputs.reserve(k.outputs.size());
-    for (const metakernel::OutputSpec& spec : k.outputs) {
-      auto ref = std::find_if(op.outputs.begin(), op.outputs.end(),
-                              [&](const PortRef& r) { return r.port == spec.name; });
-      if (ref != op.outputs.end()) {
-        state.outputs.push_back(ResolvedPort{spec.name, spec.list, ref->tensors, {}, true});
-        continue;
-      }
-      if (spec.list) {
-        op.where.find("outputs").value_or(op.where).fail(
-            "output port " + spec.name + " of kernel " + k.name +
-            " is a list port: name its tensors in \"outputs\" (\"" + spec.name +
-            "\": [\"a\", \"b\", ...])");
-      }
-      // An unnamed output is "OPERATION.PORT".
-      state.outputs.push_back(
-          ResolvedPort{spec.name, false, {op.name + "." + spec.name}, {}, false});
-    }
+    ops_[i].outputs = resolvePorts(
+        i, k, op.outputs, k.outputs, "outputs", "output", [&](const metakernel::OutputSpec& spec) {
+          if (spec.list) {
+            op.where.find("outputs").value_or(op.where).fail(
+                "output port " + spec.name + " of kernel " + k.name +
+                " is a list port: name its tensors in \"outputs\" (\"" + spec.name +
+                "\": [\"a\", \"b\", ...])");
+          }
+          // An unnamed output is "OPERATION.PORT".
+          return ResolvedPort{spec.name, false, {op.name + "." + spec.name}, {}, false};
+        });
   }
 
   void checkListness(std::size_t i, const char* side, const char* what, const PortRef& ref,

@@ -55,6 +55,15 @@ private:
   std::shared_ptr<const Impl> impl_;
 };
 
+// The array of toItem(item) for each of `items`, in order.
+template <class Items, class ToItem> Json arrayOf(const Items& items, ToItem toItem) {
+  Json out = Json::array();
+  for (const auto& item : items) {
+    out.push_back(toItem(item));
+  }
+  return out;
+}
+
 // RFC 6901 escaping of one reference token ("~" -> "~0", "/" -> "~1").
 std::string escapePointerToken(std::string_view token);
 

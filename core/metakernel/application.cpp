@@ -46,65 +46,43 @@ bool isInt64(const Json& v) {
   return v.is_number_integer();
 }
 
+// Whether `value` has the JSON type of `type` (for ints, a list: its elements
+// are checked after).
+bool hasJsonType(ParamType type, const Json& value) {
+  switch (type) {
+  case ParamType::Int:
+    return isInt64(value);
+  case ParamType::Bool:
+    return value.is_boolean();
+  case ParamType::Float:
+    return value.is_number();
+  case ParamType::DType:
+    return value.is_string();
+  case ParamType::Ints:
+    return value.is_array();
+  }
+  return false;
+}
+
 } // namespace
 
 std::optional<std::string> checkParamValue(ParamType type, const Json& value) {
   std::string expected = std::string("expected ") + paramTypeName(type) + ", got ";
-  switch (type) {
-  case ParamType::Int:
-    if (isInt64(value)) {
-      return std::nullopt;
-    }
-    break;
-  case ParamType::Bool:
-    if (value.is_boolean()) {
-      return std::nullopt;
-    }
-    break;
-  case ParamType::Float:
-    if (value.is_number()) {
-      return std::nullopt;
-    }
-    break;
-  case ParamType::DType:
-    if (value.is_string()) {
-      return std::nullopt;
-    }
-    break;
-  case ParamType::Ints:
-    if (value.is_array()) {
+  if (hasJsonType(type, value)) {
+    if (type == ParamType::Ints) {
       for (std::size_t i = 0; i < value.size(); ++i) {
         if (!isInt64(value[i])) {
           return expected + "a list with " + jsonTypeName(value[i]) + " " + value[i].dump() +
                  " at index " + std::to_string(i);
         }
       }
-      return std::nullopt;
     }
-    break;
+    return std::nullopt;
   }
   if (value.is_number_unsigned() && !isInt64(value)) {
     return expected + value.dump() + ", which does not fit in int64";
   }
   return expected + jsonTypeName(value);
-}
-
-const PortResult* Application::input(std::string_view name) const {
-  for (const PortResult& p : inputs) {
-    if (p.name == name) {
-      return &p;
-    }
-  }
-  return nullptr;
-}
-
-const PortResult* Application::output(std::string_view name) const {
-  for (const PortResult& p : outputs) {
-    if (p.name == name) {
-      return &p;
-    }
-  }
-  return nullptr;
 }
 
 namespace {

@@ -53,8 +53,8 @@ struct Application {
   std::shared_ptr<const BodySpec> body;           // the template's body, if it has one
   std::shared_ptr<const ExternSpec> externKernel; // the template's extern kernel, if any
 
-  const PortResult* input(std::string_view name) const;
-  const PortResult* output(std::string_view name) const;
+  const PortResult* input(std::string_view name) const { return findByName(inputs, name); }
+  const PortResult* output(std::string_view name) const { return findByName(outputs, name); }
 };
 
 // Applies `kernel` to `op`. Errors are Error (exit 1) prefixed with the operation

@@ -63,33 +63,6 @@ Snippet FieldInfo::snippetAt(int exprColumn) const {
   return Snippet{lineText, textColumn + std::max(exprColumn, 1) - 1};
 }
 
-const ParamSpec* Metakernel::findParam(std::string_view n) const {
-  for (const ParamSpec& p : params) {
-    if (p.name == n) {
-      return &p;
-    }
-  }
-  return nullptr;
-}
-
-const InputSpec* Metakernel::findInput(std::string_view n) const {
-  for (const InputSpec& p : inputs) {
-    if (p.name == n) {
-      return &p;
-    }
-  }
-  return nullptr;
-}
-
-const OutputSpec* Metakernel::findOutput(std::string_view n) const {
-  for (const OutputSpec& p : outputs) {
-    if (p.name == n) {
-      return &p;
-    }
-  }
-  return nullptr;
-}
-
 namespace {
 
 using yaml::Entry;

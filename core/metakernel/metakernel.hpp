@@ -19,6 +19,17 @@
 
 namespace tapestry::metakernel {
 
+// The first element of `items` (params, ports) named `name`, or nullptr.
+template <class Named>
+const Named* findByName(const std::vector<Named>& items, std::string_view name) {
+  for (const Named& item : items) {
+    if (item.name == name) {
+      return &item;
+    }
+  }
+  return nullptr;
+}
+
 enum class ParamType { Int, Ints, Bool, Float, DType };
 const char* paramTypeName(ParamType type); // "int", "ints", "bool", "float", "dtype"
 
@@ -170,9 +181,9 @@ struct Metakernel {
   SourceLocation location; // the kernel's name key
   std::string sourceText;  // the kernel's YAML text, as written
 
-  const ParamSpec* findParam(std::string_view name) const;
-  const InputSpec* findInput(std::string_view name) const;
-  const OutputSpec* findOutput(std::string_view name) const;
+  const ParamSpec* findParam(std::string_view n) const { return findByName(params, n); }
+  const InputSpec* findInput(std::string_view n) const { return findByName(inputs, n); }
+  const OutputSpec* findOutput(std::string_view n) const { return findByName(outputs, n); }
 };
 
 // Parses a YAML file of templates (top-level map NAME -> template). Throws a

@@ -65,8 +65,7 @@ Json operationsToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
 }
 
 Json reductionsToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
-  Json out = Json::array();
-  for (const Reduction& r : p.reductions) {
+  return json::arrayOf(p.reductions, [&](const Reduction& r) {
     Json item = Json::object();
     append(item, "op", g.operations[r.op].name);
     append(item, "tensor", g.tensors[r.tensor].name);
@@ -86,14 +85,12 @@ Json reductionsToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
       steps.push_back(std::move(step));
     }
     append(item, "steps", std::move(steps));
-    out.push_back(std::move(item));
-  }
-  return out;
+    return item;
+  });
 }
 
 Json transfersToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
-  Json out = Json::array();
-  for (const Transfer& t : p.transfers) {
+  return json::arrayOf(p.transfers, [&](const Transfer& t) {
     Json item = Json::object();
     append(item, "tensor", g.tensors[t.tensor].name);
     append(item, "region", toJson(t.region));
@@ -113,9 +110,8 @@ Json transfersToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
     if (t.reduction) {
       append(item, "reduction", *t.reduction);
     }
-    out.push_back(std::move(item));
-  }
-  return out;
+    return item;
+  });
 }
 
 } // namespace tapestry::plan

@@ -520,35 +520,49 @@ void addUnitNode(Drawing& d, const ExpandedGraph& g, const Unit& unit, const Vie
   ++d.contentNodes;
 }
 
-// In-edges: tensor -> unit, one per port binding (merged for a block).
-void addInEdges(Drawing& d, const ExpandedGraph& g, const Grouping& layout, const Unit& unit) {
-  std::vector<std::pair<std::size_t, std::vector<std::string>>> blockInputs;
+// Calls f(operation, port, j, result, t) for each drawn tensor t bound to a
+// port of the unit's operations (the j-th tensor of `port`), on the inputs'
+// side or the outputs', in order.
+template <class F>
+void forEachDrawnBinding(const ExpandedGraph& g, const Grouping& layout, const Unit& unit,
+                         bool inputs, F f) {
   for (std::size_t op : unit.ops) {
     const Operation& operation = g.operations[op];
-    for (std::size_t p = 0; p < operation.inputs.size(); ++p) {
-      const graph::PortTensors& port = operation.inputs[p];
-      const metakernel::PortResult& result = operation.application.inputs[p];
-      for (std::size_t j = 0; j < port.tensors.size(); ++j) {
-        std::size_t t = port.tensors[j];
-        if (!layout.tensorVisible[t]) {
-          continue;
+    const std::vector<graph::PortTensors>& ports = inputs ? operation.inputs : operation.outputs;
+    const std::vector<metakernel::PortResult>& results =
+        inputs ? operation.application.inputs : operation.application.outputs;
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+      for (std::size_t j = 0; j < ports[p].tensors.size(); ++j) {
+        const std::size_t t = ports[p].tensors[j];
+        if (layout.tensorVisible[t]) {
+          f(operation, ports[p], j, results[p], t);
         }
-        if (!unit.isBlock()) {
-          d.addEdge(tensorId(g.tensors[t]), unit.id,
-                    {{"label", escapeString(portLabel(port, j, result, g.tensors[t]))},
-                     {"tooltip", escapeString(portTooltip(operation, port, j, result))}});
-          continue;
-        }
-        auto it = std::find_if(blockInputs.begin(), blockInputs.end(),
-                               [&](const auto& entry) { return entry.first == t; });
-        if (it == blockInputs.end()) {
-          blockInputs.push_back({t, {}});
-          it = blockInputs.end() - 1;
-        }
-        it->second.push_back(operation.name + "." + port.port);
       }
     }
   }
+}
+
+// In-edges: tensor -> unit, one per port binding (merged for a block).
+void addInEdges(Drawing& d, const ExpandedGraph& g, const Grouping& layout, const Unit& unit) {
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> blockInputs;
+  forEachDrawnBinding(g, layout, unit, true,
+                      [&](const Operation& operation, const graph::PortTensors& port, std::size_t j,
+                          const metakernel::PortResult& result, std::size_t t) {
+                        if (!unit.isBlock()) {
+                          d.addEdge(
+                              tensorId(g.tensors[t]), unit.id,
+                              {{"label", escapeString(portLabel(port, j, result, g.tensors[t]))},
+                               {"tooltip", escapeString(portTooltip(operation, port, j, result))}});
+                          return;
+                        }
+                        auto it = std::find_if(blockInputs.begin(), blockInputs.end(),
+                                               [&](const auto& entry) { return entry.first == t; });
+                        if (it == blockInputs.end()) {
+                          blockInputs.push_back({t, {}});
+                          it = blockInputs.end() - 1;
+                        }
+                        it->second.push_back(operation.name + "." + port.port);
+                      });
   for (const auto& [t, labels] : blockInputs) {
     d.addEdge(tensorId(g.tensors[t]), unit.id, {{"label", joinLabels(labels)}});
   }
@@ -631,25 +645,17 @@ Drawing graphView(const ExpandedGraph& g, const ViewOptions& options) {
     addInEdges(d, g, layout, unit);
 
     // Out-edges: unit -> produced tensor.
-    for (std::size_t op : unit.ops) {
-      const Operation& operation = g.operations[op];
-      for (std::size_t p = 0; p < operation.outputs.size(); ++p) {
-        const graph::PortTensors& port = operation.outputs[p];
-        const metakernel::PortResult& result = operation.application.outputs[p];
-        for (std::size_t j = 0; j < port.tensors.size(); ++j) {
-          std::size_t t = port.tensors[j];
-          if (!layout.tensorVisible[t]) {
-            continue;
-          }
+    forEachDrawnBinding(
+        g, layout, unit, false,
+        [&](const Operation& operation, const graph::PortTensors& port, std::size_t j,
+            const metakernel::PortResult& result, std::size_t t) {
           emitTensor(t);
           std::string label = unit.isBlock() ? operation.name + "." + port.port
                                              : portLabel(port, j, result, g.tensors[t]);
           d.addEdge(unit.id, tensorId(g.tensors[t]),
                     {{"label", escapeString(label)},
                      {"tooltip", escapeString(portTooltip(operation, port, j, result))}});
-        }
-      }
-    }
+        });
   }
   // Graph inputs nothing reads.
   for (std::size_t t = 0; t < g.tensors.size(); ++t) {

@@ -25,12 +25,14 @@ bool sameObjectives(const cost::Objectives& a, const cost::Objectives& b) {
          a.transferBytes == b.transferBytes;
 }
 
-bool lessByTime(const cost::Objectives& a, const cost::Objectives& b) {
-  if (a.timeS != b.timeS) {
-    return a.timeS < b.timeS;
+// Orders by objective First, then Second, then bytes moved.
+template <auto First, auto Second>
+bool lessInOrder(const cost::Objectives& a, const cost::Objectives& b) {
+  if (a.*First != b.*First) {
+    return a.*First < b.*First;
   }
-  if (a.peakMemoryBytes != b.peakMemoryBytes) {
-    return a.peakMemoryBytes < b.peakMemoryBytes;
+  if (a.*Second != b.*Second) {
+    return a.*Second < b.*Second;
   }
   return a.transferBytes < b.transferBytes;
 }
@@ -48,6 +50,14 @@ bool dominatedInTimeAndMemory(const std::vector<cost::Objectives>& points, std::
 }
 
 } // namespace
+
+bool fasterThan(const cost::Objectives& a, const cost::Objectives& b) {
+  return lessInOrder<&cost::Objectives::timeS, &cost::Objectives::peakMemoryBytes>(a, b);
+}
+
+bool smallerThan(const cost::Objectives& a, const cost::Objectives& b) {
+  return lessInOrder<&cost::Objectives::peakMemoryBytes, &cost::Objectives::timeS>(a, b);
+}
 
 std::vector<double> crowdingDistances(const std::vector<cost::Objectives>& points) {
   const std::size_t n = points.size();
@@ -125,7 +135,7 @@ bool ParetoArchive::insert(Evaluated candidate) {
 std::vector<Evaluated> ParetoArchive::sorted() const {
   std::vector<Evaluated> out = members_;
   std::stable_sort(out.begin(), out.end(), [](const Evaluated& a, const Evaluated& b) {
-    return lessByTime(a.objectives, b.objectives);
+    return fasterThan(a.objectives, b.objectives);
   });
   return out;
 }

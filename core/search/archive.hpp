@@ -45,6 +45,11 @@ private:
   std::vector<Evaluated> members_; // insertion order
 };
 
+// The two orders of objective vectors: by time, then peak memory, then bytes
+// moved (fasterThan); by peak memory, then time, then bytes moved (smallerThan).
+bool fasterThan(const cost::Objectives& a, const cost::Objectives& b);
+bool smallerThan(const cost::Objectives& a, const cost::Objectives& b);
+
 // NSGA-II crowding distance of each objective vector (all of one front): per
 // objective, the normalized gap between its neighbours in that objective's
 // order, summed; the extremes get infinity.

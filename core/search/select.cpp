@@ -10,26 +10,6 @@ namespace tapestry::search {
 
 namespace {
 
-bool fasterThan(const cost::Objectives& a, const cost::Objectives& b) {
-  if (a.timeS != b.timeS) {
-    return a.timeS < b.timeS;
-  }
-  if (a.peakMemoryBytes != b.peakMemoryBytes) {
-    return a.peakMemoryBytes < b.peakMemoryBytes;
-  }
-  return a.transferBytes < b.transferBytes;
-}
-
-bool smallerThan(const cost::Objectives& a, const cost::Objectives& b) {
-  if (a.peakMemoryBytes != b.peakMemoryBytes) {
-    return a.peakMemoryBytes < b.peakMemoryBytes;
-  }
-  if (a.timeS != b.timeS) {
-    return a.timeS < b.timeS;
-  }
-  return a.transferBytes < b.transferBytes;
-}
-
 template <typename Less>
 std::size_t best(const std::vector<Evaluated>& front, const std::vector<std::size_t>& candidates,
                  Less less) {

@@ -8,19 +8,6 @@
 
 namespace tapestry {
 
-namespace {
-
-void checkNonNegative(const ZPoint& shape) {
-  for (std::size_t d = 0; d < shape.rank(); ++d) {
-    if (shape[d] < 0) {
-      throw Error("shape must be non-negative: " + shape.toString() + " has " +
-                  std::to_string(shape[d]) + " in dim " + std::to_string(d));
-    }
-  }
-}
-
-} // namespace
-
 IndexProjection::IndexProjection(ZAffineMap map, ZPoint shape)
     : map_(std::move(map)), shape_(std::move(shape)) {
   if (shape_.rank() != map_.outputRank()) {
@@ -28,7 +15,7 @@ IndexProjection::IndexProjection(ZAffineMap map, ZPoint shape)
                 std::to_string(map_.outputRank()) + " output dims, shape " + shape_.toString() +
                 " has " + std::to_string(shape_.rank()));
   }
-  checkNonNegative(shape_);
+  checkNonNegativeShape(shape_);
 }
 
 IndexProjection IndexProjection::identity(std::size_t n) {

@@ -48,4 +48,8 @@ private:
 // "[1, 2]" for any span of int64 (shared by ZPoint, ZMatrix and messages).
 std::string formatInts(std::span<const std::int64_t> values);
 
+// Throws Error "shape must be non-negative: [2, -1] has -1 in dim 1" when a
+// coordinate of `shape` is negative (ZRange and IndexProjection shapes).
+void checkNonNegativeShape(const ZPoint& shape);
+
 } // namespace tapestry

@@ -9,15 +9,6 @@ namespace tapestry {
 
 namespace {
 
-void checkNonNegativeShape(const ZPoint& shape) {
-  for (std::size_t d = 0; d < shape.rank(); ++d) {
-    if (shape[d] < 0) {
-      throw Error("shape must be non-negative: " + shape.toString() + " has " +
-                  std::to_string(shape[d]) + " in dim " + std::to_string(d));
-    }
-  }
-}
-
 void checkSameRank(const ZRange& a, const ZRange& b) {
   if (a.rank() != b.rank()) {
     throw Error("rank mismatch: " + a.toString() + " has " + std::to_string(a.rank()) + " dims, " +

@@ -146,6 +146,17 @@ TEST_CASE("crowding distances", "[search][archive]") {
   CHECK(d[2] == Approx(7.0 / 8 + 4.0 / 8));
 }
 
+TEST_CASE("the time-first and memory-first orders of objective vectors", "[search][archive]") {
+  CHECK(fasterThan(obj(1, 30), obj(2, 20)));       // time decides
+  CHECK(fasterThan(obj(1, 20), obj(1, 30)));       // then memory
+  CHECK(fasterThan(obj(1, 20, 5), obj(1, 20, 6))); // then bytes moved
+  CHECK_FALSE(fasterThan(obj(1, 20), obj(1, 20)));
+  CHECK(smallerThan(obj(2, 20), obj(1, 30))); // memory decides
+  CHECK(smallerThan(obj(1, 20), obj(2, 20))); // then time
+  CHECK(smallerThan(obj(1, 20, 5), obj(1, 20, 6)));
+  CHECK_FALSE(smallerThan(obj(1, 20), obj(1, 20)));
+}
+
 // ---------------------------------------------------------------- hypervolume
 
 TEST_CASE("hypervolume in two dimensions is exact", "[search][hypervolume]") {
