@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -62,6 +63,34 @@ std::vector<int> deviceRanks(const plan::ShardPlan& p, const cost::Target& targe
     rank[static_cast<std::size_t>(d)] = current;
   }
   return rank;
+}
+
+void RankLink::broadcast(std::span<std::byte> data, int root) {
+  std::vector<std::int64_t> mine;
+  if (rank() == root) {
+    mine.resize((data.size() + 7) / 8, 0);
+    std::memcpy(mine.data(), data.data(), data.size());
+  }
+  const std::vector<std::vector<std::int64_t>> all = allgather(mine);
+  const std::vector<std::int64_t>& theirs = all.at(static_cast<std::size_t>(root));
+  checkInvariant(theirs.size() * 8 >= data.size(), "broadcast: the same size on every rank");
+  std::memcpy(data.data(), theirs.data(), data.size());
+}
+
+const char* transportName(Transport transport) {
+  switch (transport) {
+  case Transport::None:
+    return "none";
+  case Transport::Mpi:
+    return "mpi";
+  case Transport::MpiStaged:
+    return "mpi-host-staged";
+  case Transport::CudaAwareMpi:
+    return "cuda-aware-mpi";
+  case Transport::Nccl:
+    return "nccl";
+  }
+  return "none";
 }
 
 std::vector<std::vector<int>> rankDevices(const plan::ShardPlan& p,
@@ -193,23 +222,33 @@ void Executor::runShard(const Task& task) {
 
 // ---------------------------------------------------------------- distributed runs
 
-void Executor::assignRoles(const ExecuteOptions& options) {
+WorkerLists Executor::plannedLists(int rank, const std::vector<int>& deviceRank, int threads,
+                                   const cost::Simulation* schedule,
+                                   std::vector<std::vector<u32>>* deps, std::vector<u32>* order_) {
+  assignRoles(rank, deviceRank);
+  const std::vector<u32> ordered = order(schedule);
+  if (deps != nullptr) {
+    deps->clear();
+    for (const Task& task : tasks_) {
+      deps->push_back(task.deps);
+    }
+  }
+  if (order_ != nullptr) {
+    *order_ = ordered;
+  }
+  return workerLists(ordered, threads, usableHardwareThreads(), true);
+}
+
+void Executor::assignRoles(int me, const std::vector<int>& deviceRank) {
   const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
-  link_ = options.link;
+  me_ = me;
   role_.assign(tasks_.size(), Role::Run);
-  if (link_ == nullptr) {
+  if (deviceRank.empty()) {
     deviceRank_.assign(nDev, 0);
     return;
   }
-  checkInvariant(options.deviceRank.size() == nDev, "executor: a rank for every plan device");
-  deviceRank_ = options.deviceRank;
-  const std::size_t tags = p_.transfers.size() + slots_.size();
-  if (tags > static_cast<std::size_t>(link_->maxTag())) {
-    throw Error("this plan moves " + std::to_string(tags) +
-                " regions between ranks, more than the MPI library's largest message tag (" +
-                std::to_string(link_->maxTag()) + ")");
-  }
-  const int me = link_->rank();
+  checkInvariant(deviceRank.size() == nDev, "executor: a rank for every plan device");
+  deviceRank_ = deviceRank;
   for (std::size_t t = 0; t < tasks_.size(); ++t) {
     const Task& task = tasks_[t];
     const int to = rankOf(task.device);
@@ -232,23 +271,42 @@ int Executor::placeOf(u32 t) const {
   return role_[t] == Role::Send ? slots_[task.reads[0]].device : task.device;
 }
 
-// Packs the transfer's region into a contiguous host buffer once its source is
-// ready (this task's dependencies) and hands it to the link, which sends it
-// while the workers go on.
+// Packs the transfer's region into a dense buffer once its source is ready
+// (this task's dependencies) and hands it on: to the link, which sends it while
+// the workers go on (a host buffer, or a device buffer for a CUDA-aware MPI),
+// or to the device link, which returns once it has left (the link thread).
 void Executor::sendTransfer(const Task& task) {
   const plan::Transfer& t = p_.transfers[task.a];
   if (t.region.isEmpty()) {
     return; // nothing to send, and its receiver expects nothing
   }
   const Slot& source = slots_[task.reads[0]];
-  Buffer packed = Buffer::host(source.dtype, t.region);
-  backend_.copyRegion(buffers_[task.reads[0]].view(), packed.view(), t.region);
+  const TensorView from = buffers_[task.reads[0]].view();
+  if (transport_ == Transport::Nccl) {
+    // The call returns once sent, so a contiguous region is sent in place.
+    const bool reached = deviceLink_->reaches(source.device);
+    Buffer packed = reached ? buffers_[task.reads[0]].share(t.region, source.device) : Buffer();
+    if (packed.data() == nullptr) {
+      packed = backend_.allocate(source.dtype, t.region,
+                                 reached ? source.device : deviceLink_->device());
+      backend_.copyRegion(from, packed.view(), t.region);
+    }
+    deviceLink_->send(rankOf(t.to), packed, *cancel_);
+    return;
+  }
+  Buffer packed = transport_ == Transport::CudaAwareMpi
+                      ? backend_.allocate(source.dtype, t.region, source.device)
+                      : Buffer::host(source.dtype, t.region);
+  backend_.copyRegion(from, packed.view(), t.region);
   if (!hostBuffers_) {
     backend_.synchronize();
   }
   link_->send(rankOf(t.to), static_cast<int>(task.a), std::move(packed));
 }
 
+// The transfer's slot is a dense buffer over exactly its region: received into
+// in place where the transport can (host memory, a CUDA-aware MPI, NCCL on the
+// slot's GPU), else through a staging buffer copied into it.
 void Executor::receiveTransfer(const Task& task) {
   const plan::Transfer& t = p_.transfers[task.a];
   const u32 s = task.creates[0];
@@ -257,12 +315,22 @@ void Executor::receiveTransfer(const Task& task) {
   }
   buffers_[s] = allocate(slots_[s]);
   const int from = rankOf(slots_[task.reads[0]].device);
-  Buffer staging = hostBuffers_ ? buffers_[s] : Buffer::host(slots_[s].dtype, t.region);
+  if (transport_ == Transport::Nccl) {
+    const bool inPlace = deviceLink_->reaches(slots_[s].device);
+    Buffer staging =
+        inPlace ? buffers_[s] : backend_.allocate(slots_[s].dtype, t.region, deviceLink_->device());
+    if (deviceLink_->receive(from, staging, *cancel_) && !inPlace) {
+      backend_.copyRegion(staging.view(), buffers_[s].view(), t.region);
+    }
+    return;
+  }
+  const bool inPlace = hostBuffers_ || transport_ == Transport::CudaAwareMpi;
+  Buffer staging = inPlace ? buffers_[s] : Buffer::host(slots_[s].dtype, t.region);
   const std::span<std::byte> into(staging.data(), static_cast<std::size_t>(staging.byteSize()));
   if (!link_->receive(from, static_cast<int>(task.a), into, *cancel_)) {
     return; // another task failed; its error is the one reported
   }
-  if (!hostBuffers_) {
+  if (!inPlace) {
     backend_.copyRegion(staging.view(), buffers_[s].view(), t.region);
   }
 }
@@ -575,13 +643,50 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
     remaining_[s].store(slots_[s].uses, std::memory_order_relaxed);
   }
   hostBuffers_ = dynamic_cast<CpuBackend*>(&backend_) != nullptr;
-  assignRoles(options);
+  link_ = options.link;
+  deviceLink_ = nullptr;
+  transport_ = Transport::None;
+  if (link_ != nullptr) {
+    const std::size_t tags = p_.transfers.size() + slots_.size();
+    if (tags > static_cast<std::size_t>(link_->maxTag())) {
+      throw Error("this plan moves " + std::to_string(tags) +
+                  " regions between ranks, more than the MPI library's largest message tag (" +
+                  std::to_string(link_->maxTag()) + ")");
+    }
+    if (hostBuffers_) {
+      transport_ = Transport::Mpi;
+    } else if (options.deviceLink != nullptr) {
+      transport_ = Transport::Nccl;
+      deviceLink_ = options.deviceLink;
+    } else {
+      transport_ = options.linkTakesDevice ? Transport::CudaAwareMpi : Transport::MpiStaged;
+    }
+  }
+  assignRoles(link_ != nullptr ? link_->rank() : 0,
+              link_ != nullptr ? options.deviceRank : std::vector<int>{});
 
-  const WorkerLists plan = workerLists(options, schedule);
+  const std::vector<u32> ordered = order(schedule);
+  if (deviceLink_ != nullptr) {
+    // What makes the link threads' calls pair up without a deadlock
+    // (link_schedule.hpp); the same order on every rank.
+    std::vector<std::vector<u32>> deps;
+    for (const Task& task : tasks_) {
+      deps.push_back(task.deps);
+    }
+    checkInvariant(isTopological(ordered, deps),
+                   "executor: the task order lists every task after what it waits for");
+  }
+  WorkerLists plan = workerLists(ordered, options.threads, rankCores(), deviceLink_ != nullptr);
   const std::vector<int>& used = plan.devices;
   const int cores = plan.cores;
   const int workers = plan.workers;
-  const std::vector<std::vector<u32>>& lists = plan.lists;
+  std::vector<std::vector<u32>>& lists = plan.lists;
+  if (!plan.link.empty()) {
+    lists.emplace_back(); // the link thread: the last "worker"
+    for (const LinkOp& op : plan.link) {
+      lists.back().push_back(op.task);
+    }
+  }
 
   int blasThreads = 0;
   if (hostBuffers_) {
@@ -650,7 +755,9 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   Execution result;
   ExecutionStats& stats = result.stats;
   stats.wallSeconds = end - start;
-  stats.workers = used.empty() ? 0 : workers; // a rank past the plan's devices runs none
+  // A rank past the plan's devices runs none; a link thread counts as a worker.
+  stats.workers = used.empty() ? 0 : static_cast<int>(lists.size());
+  stats.transport = transport_;
   stats.blasThreads = blasThreads;
   stats.devices.resize(nDev);
   for (std::size_t d = 0; d < nDev; ++d) {
@@ -664,6 +771,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   result.outputs = gather();
   if (link_ != nullptr) {
     mergeStats(stats, times, start);
+    stats.transport = transport_;
   }
   countTasks(stats);
   recordTimes(times, stats);
@@ -678,8 +786,24 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
 Execution execute(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
                   const TensorBuffers& inputs, const ExecuteOptions& options,
                   const cost::Simulation* schedule) {
-  detail::Executor executor(g, p, backend, inputs);
+  detail::Executor executor(g, p, backend, &inputs);
   return executor.run(options, schedule);
+}
+
+DistributedSchedule distributedSchedule(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                                        const cost::Simulation* schedule,
+                                        const std::vector<int>& deviceRank, int ranks,
+                                        int threads) {
+  CpuBackend host(1); // never runs anything: the executor only plans
+  DistributedSchedule result;
+  for (int r = 0; r < ranks; ++r) {
+    detail::Executor executor(g, p, host, nullptr);
+    detail::WorkerLists lists =
+        executor.plannedLists(r, deviceRank, threads, schedule, r == 0 ? &result.deps : nullptr,
+                              r == 0 ? &result.order : nullptr);
+    result.ranks.push_back(RankLists{std::move(lists.lists), std::move(lists.link)});
+  }
+  return result;
 }
 
 } // namespace tapestry::backend
