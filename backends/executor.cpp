@@ -653,11 +653,11 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
                   " regions between ranks, more than the MPI library's largest message tag (" +
                   std::to_string(link_->maxTag()) + ")");
     }
-    if (hostBuffers_) {
-      transport_ = Transport::Mpi;
-    } else if (options.deviceLink != nullptr) {
+    if (options.deviceLink != nullptr) {
       transport_ = Transport::Nccl;
       deviceLink_ = options.deviceLink;
+    } else if (hostBuffers_) {
+      transport_ = Transport::Mpi;
     } else {
       transport_ = options.linkTakesDevice ? Transport::CudaAwareMpi : Transport::MpiStaged;
     }

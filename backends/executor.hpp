@@ -130,10 +130,12 @@ struct ExecuteOptions {
   // tags past the transfers'); the others' Execution::outputs are empty.
   RankLink* link = nullptr;
   std::vector<int> deviceRank = {};
-  // With a device backend: cross-rank transfers go through `deviceLink` (NCCL)
-  // when set, issued by one link thread per rank (link_schedule.hpp); else
-  // through `link` from device buffers when `linkTakesDevice` (a CUDA-aware
-  // MPI on every rank), else staged through host buffers.
+  // Cross-rank transfers go through `deviceLink` (NCCL) when set, issued by
+  // one link thread per rank (link_schedule.hpp; the driver sets it for the
+  // CUDA backend only, tests on the CPU backend too); else through `link`: the
+  // CPU backend's host buffers as they are, a device backend's device buffers
+  // when `linkTakesDevice` (a CUDA-aware MPI on every rank), else staged
+  // through host buffers.
   DeviceLink* deviceLink = nullptr;
   bool linkTakesDevice = false;
 };
