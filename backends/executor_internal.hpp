@@ -1,6 +1,7 @@
 // Internal to the executor (executor.cpp runs the tasks, executor_tasks.cpp
-// turns a plan into slots and tasks, executor_cut.cpp cuts shards into
-// kernel calls): the records they share and the Executor itself.
+// turns a plan into slots and tasks, executor_cut.cpp cuts shards into kernel
+// calls, executor_ranks.cpp does what distributed runs add): the records they
+// share and the Executor itself.
 #pragma once
 
 #include <atomic>
@@ -126,6 +127,7 @@ private:
   int rankCores() const;
 
   // ---- distributed runs
+  WorkerLists prepare(const ExecuteOptions& options, const cost::Simulation* schedule);
   // Roles for rank `me` (deviceRank: per plan device; empty: one process).
   void assignRoles(int me, const std::vector<int>& deviceRank);
   int rankOf(int device) const { return deviceRank_[static_cast<std::size_t>(device)]; }
