@@ -88,12 +88,16 @@ public:
   }
 
   Execution run(const ExecuteOptions& options, const cost::Simulation* schedule);
-  // What rank `rank` of `ranks` would run with a device link (distributedSchedule);
-  // `deps`, when given, gets every task's dependencies before they are cut to
-  // this rank's, and `order` the order every rank agrees on.
-  WorkerLists plannedLists(int rank, const std::vector<int>& deviceRank, int threads,
-                           const cost::Simulation* schedule, std::vector<std::vector<u32>>* deps,
-                           std::vector<u32>* order);
+  // What rank `rank` would run with a device link (distributedSchedule): its
+  // lists, every task's dependencies before they are cut to this rank's, and
+  // the order every rank agrees on.
+  struct Planned {
+    WorkerLists lists;
+    std::vector<std::vector<u32>> deps;
+    std::vector<u32> order;
+  };
+  Planned plannedLists(int rank, const std::vector<int>& deviceRank, int threads,
+                       const cost::Simulation* schedule);
 
   // What a task is on this rank of a distributed run (ExecuteOptions::link):
   // run here; the send half of a transfer to another rank's device (on the

@@ -145,21 +145,16 @@ WorkerLists Executor::prepare(const ExecuteOptions& options, const cost::Simulat
   return plan;
 }
 
-WorkerLists Executor::plannedLists(int rank, const std::vector<int>& deviceRank, int threads,
-                                   const cost::Simulation* schedule,
-                                   std::vector<std::vector<u32>>* deps, std::vector<u32>* order_) {
+Executor::Planned Executor::plannedLists(int rank, const std::vector<int>& deviceRank, int threads,
+                                         const cost::Simulation* schedule) {
   assignRoles(rank, deviceRank);
-  const std::vector<u32> ordered = order(schedule);
-  if (deps != nullptr) {
-    deps->clear();
-    for (const Task& task : tasks_) {
-      deps->push_back(task.deps);
-    }
+  Planned planned;
+  planned.order = order(schedule);
+  for (const Task& task : tasks_) {
+    planned.deps.push_back(task.deps);
   }
-  if (order_ != nullptr) {
-    *order_ = ordered;
-  }
-  return workerLists(ordered, threads, usableHardwareThreads(), true);
+  planned.lists = workerLists(planned.order, threads, usableHardwareThreads(), true);
+  return planned;
 }
 
 void Executor::assignRoles(int me, const std::vector<int>& deviceRank) {
@@ -351,10 +346,17 @@ DistributedSchedule distributedSchedule(const graph::ExpandedGraph& g, const pla
   DistributedSchedule result;
   for (int r = 0; r < ranks; ++r) {
     detail::Executor executor(g, p, host, nullptr);
-    detail::WorkerLists lists =
-        executor.plannedLists(r, deviceRank, threads, schedule, r == 0 ? &result.deps : nullptr,
-                              r == 0 ? &result.order : nullptr);
-    result.ranks.push_back(RankLists{std::move(lists.lists), std::move(lists.link)});
+    detail::Executor::Planned planned = executor.plannedLists(r, deviceRank, threads, schedule);
+    if (r == 0) {
+      result.deps = std::move(planned.deps);
+      result.order = std::move(planned.order);
+    } else {
+      // Each rank computes the order itself: they must agree.
+      checkInvariant(planned.order == result.order && planned.deps == result.deps,
+                     "executor: every rank computes the same task order");
+    }
+    result.ranks.push_back(
+        RankLists{std::move(planned.lists.lists), std::move(planned.lists.link)});
   }
   return result;
 }
