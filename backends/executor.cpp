@@ -417,6 +417,13 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   if (link_ != nullptr) {
     link_->barrier(); // every rank's clock starts here
   }
+  if (deviceLink_ != nullptr) {
+    for (const std::vector<std::int64_t>& theirs :
+         link_->allgather({static_cast<std::int64_t>(linkDigest_)})) {
+      checkInvariant(theirs.at(0) == static_cast<std::int64_t>(linkDigest_),
+                     "executor: every rank issues the cross-rank transfers in the same order");
+    }
+  }
   start = Backend::now();
   {
     std::vector<std::jthread> threads;

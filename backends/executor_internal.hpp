@@ -187,6 +187,7 @@ private:
   bool hostBuffers_ = false;    // the backend's buffers are host memory (receive in place)
   Transport transport_ = Transport::None;
   DeviceLink* deviceLink_ = nullptr;    // Transport::Nccl
+  std::uint64_t linkDigest_ = 0;        // of the cross-rank transfers in order (prepare)
   std::atomic<bool>* cancel_ = nullptr; // set when a task failed: receives give up
 };
 

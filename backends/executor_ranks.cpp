@@ -136,6 +136,15 @@ WorkerLists Executor::prepare(const ExecuteOptions& options, const cost::Simulat
                    "executor: the task order lists every task after what it waits for");
   }
   WorkerLists plan = workerLists(ordered, options.threads, rankCores(), deviceLink_ != nullptr);
+  if (deviceLink_ != nullptr) {
+    // A digest of the cross-rank transfers in order (FNV-1a), the same on
+    // every rank: checked after the start barrier, so that ranks that
+    // disagree fail instead of waiting on calls that never pair.
+    linkDigest_ = 1469598103934665603ULL;
+    for (const CrossRankTransfer& t : crossRankTransfers(ordered)) {
+      linkDigest_ = (linkDigest_ ^ t.task) * 1099511628211ULL;
+    }
+  }
   if (!plan.link.empty()) {
     plan.lists.emplace_back(); // the link thread: the last "worker"
     for (const LinkOp& op : plan.link) {
