@@ -242,12 +242,24 @@ def run_cuda(args, tmp):
     plan = os.path.join(args.testdata, "plans", "mlp_2dev.json")
     rc, _, _ = tapestry(args, ["run", plan, "--backend", "cuda"], tmp)
     if rc == 0:
-        rc, out, err, _ = mpirun(args, [(k, tmp, ["run", plan, "--backend", "cuda", "--check",
-                                                  "--format", "json"])], tmp)
-        check(rc == 0, f"cuda on {k} ranks with a GPU: exit {rc}")
-        doc = json.loads(out) if rc == 0 else {}
-        check(doc.get("cross_rank_transport") in ("nccl", "cuda-aware-mpi", "mpi-host-staged"),
-              f"cuda: cross_rank_transport {doc.get('cross_rank_transport')}")
+        # With NCCL off, over MPI (any number of GPUs); with NCCL, only where
+        # each rank's device has a GPU of its own (NCCL refuses two ranks of
+        # one communicator on one GPU).
+        try:
+            gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                  timeout=60).stdout.decode().count("GPU ")
+        except (OSError, subprocess.TimeoutExpired):
+            gpus = 1
+        cases = [({"TAPESTRY_NCCL": "0"}, ("cuda-aware-mpi", "mpi-host-staged"))]
+        if gpus >= 2:
+            cases.append(({}, ("nccl",)))
+        argv = ["run", plan, "--backend", "cuda", "--check", "--format", "json"]
+        for env, expected in cases:
+            rc, out, err, _ = mpirun(args, [(k, tmp, argv)], tmp, extra_env=env)
+            check(rc == 0, f"cuda on {k} ranks with a GPU ({env}): exit {rc}")
+            doc = json.loads(out) if rc == 0 else {}
+            check(doc.get("cross_rank_transport") in expected,
+                  f"cuda ({env}): cross_rank_transport {doc.get('cross_rank_transport')}")
         return
     check(rc == 4, f"cuda in one process without a GPU: exit {rc}, expected 4")
     for argv in (["run", plan, "--backend", "cuda"],
