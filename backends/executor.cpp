@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -28,58 +29,6 @@ int usableHardwareThreads() {
     return CPU_COUNT(&set);
   }
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
-std::vector<int> deviceRanks(const plan::ShardPlan& p, const cost::Target& target, int ranks) {
-  const int nDev = std::max(p.deviceCount, 1);
-  std::vector<int> rank(static_cast<std::size_t>(nDev), 0);
-  ranks = std::max(ranks, 1);
-  // Contiguous blocks of n items over `ranks`, the first n % ranks one longer.
-  auto block = [ranks](int i, int n) {
-    const int small = n / ranks;
-    const int extra = n % ranks;
-    return i < extra * (small + 1) ? i / (small + 1) : extra + (i - extra * (small + 1)) / small;
-  };
-  const int nodes = target.nodeCount();
-  if (nodes > 1 && nodes >= ranks) {
-    for (int d = 0; d < nDev; ++d) {
-      rank[static_cast<std::size_t>(d)] = block(std::min(target.nodeOf(d), nodes - 1), nodes);
-    }
-    return rank;
-  }
-  std::vector<char> isUsed(static_cast<std::size_t>(nDev), 0);
-  for (const plan::OpPlan& op : p.ops) {
-    for (const plan::Shard& s : op.shards) {
-      isUsed[static_cast<std::size_t>(s.device)] = 1;
-    }
-  }
-  const auto n = static_cast<int>(std::count(isUsed.begin(), isUsed.end(), 1));
-  int i = 0;
-  int current = 0;
-  for (int d = 0; d < nDev; ++d) {
-    if (isUsed[static_cast<std::size_t>(d)] != 0) {
-      current = block(i++, n);
-    }
-    rank[static_cast<std::size_t>(d)] = current;
-  }
-  return rank;
-}
-
-std::vector<std::vector<int>> rankDevices(const plan::ShardPlan& p,
-                                          const std::vector<int>& deviceRank, int ranks) {
-  std::vector<std::vector<int>> held(static_cast<std::size_t>(std::max(ranks, 1)));
-  std::vector<char> isUsed(deviceRank.size(), 0);
-  for (const plan::OpPlan& op : p.ops) {
-    for (const plan::Shard& s : op.shards) {
-      isUsed[static_cast<std::size_t>(s.device)] = 1;
-    }
-  }
-  for (std::size_t d = 0; d < deviceRank.size(); ++d) {
-    if (isUsed[d] != 0) {
-      held[static_cast<std::size_t>(deviceRank[d])].push_back(static_cast<int>(d));
-    }
-  }
-  return held;
 }
 
 namespace detail {
@@ -188,165 +137,6 @@ void Executor::runShard(const Task& task) {
     kernelCalls_.fetch_add(1, std::memory_order_relaxed);
     for (const Buffer& buffer : scratch) {
       discharge(shard.device, buffer.byteSize());
-    }
-  }
-}
-
-// ---------------------------------------------------------------- distributed runs
-
-void Executor::assignRoles(const ExecuteOptions& options) {
-  const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
-  link_ = options.link;
-  role_.assign(tasks_.size(), Role::Run);
-  if (link_ == nullptr) {
-    deviceRank_.assign(nDev, 0);
-    return;
-  }
-  checkInvariant(options.deviceRank.size() == nDev, "executor: a rank for every plan device");
-  deviceRank_ = options.deviceRank;
-  const std::size_t tags = p_.transfers.size() + slots_.size();
-  if (tags > static_cast<std::size_t>(link_->maxTag())) {
-    throw Error("this plan moves " + std::to_string(tags) +
-                " regions between ranks, more than the MPI library's largest message tag (" +
-                std::to_string(link_->maxTag()) + ")");
-  }
-  const int me = link_->rank();
-  for (std::size_t t = 0; t < tasks_.size(); ++t) {
-    const Task& task = tasks_[t];
-    const int to = rankOf(task.device);
-    if (task.kind != Task::Kind::Transfer) {
-      role_[t] = to == me ? Role::Run : Role::Elsewhere;
-      continue;
-    }
-    // A graph input on the host is on every rank (each holds all the inputs).
-    const int from = task.reads.empty() ? to : rankOf(slots_[task.reads[0]].device);
-    if (to == me) {
-      role_[t] = from == me ? Role::Run : Role::Receive;
-    } else {
-      role_[t] = from == me ? Role::Send : Role::Elsewhere;
-    }
-  }
-}
-
-int Executor::placeOf(u32 t) const {
-  const Task& task = tasks_[t];
-  return role_[t] == Role::Send ? slots_[task.reads[0]].device : task.device;
-}
-
-// Packs the transfer's region into a contiguous host buffer once its source is
-// ready (this task's dependencies) and hands it to the link, which sends it
-// while the workers go on.
-void Executor::sendTransfer(const Task& task) {
-  const plan::Transfer& t = p_.transfers[task.a];
-  if (t.region.isEmpty()) {
-    return; // nothing to send, and its receiver expects nothing
-  }
-  const Slot& source = slots_[task.reads[0]];
-  Buffer packed = Buffer::host(source.dtype, t.region);
-  backend_.copyRegion(buffers_[task.reads[0]].view(), packed.view(), t.region);
-  if (!hostBuffers_) {
-    backend_.synchronize();
-  }
-  link_->send(rankOf(t.to), static_cast<int>(task.a), std::move(packed));
-}
-
-void Executor::receiveTransfer(const Task& task) {
-  const plan::Transfer& t = p_.transfers[task.a];
-  const u32 s = task.creates[0];
-  if (t.region.isEmpty()) {
-    return; // as a copy of nothing: no buffer, no message
-  }
-  buffers_[s] = allocate(slots_[s]);
-  const int from = rankOf(slots_[task.reads[0]].device);
-  Buffer staging = hostBuffers_ ? buffers_[s] : Buffer::host(slots_[s].dtype, t.region);
-  const std::span<std::byte> into(staging.data(), static_cast<std::size_t>(staging.byteSize()));
-  if (!link_->receive(from, static_cast<int>(task.a), into, *cancel_)) {
-    return; // another task failed; its error is the one reported
-  }
-  if (!hostBuffers_) {
-    backend_.copyRegion(staging.view(), buffers_[s].view(), t.region);
-  }
-}
-
-// Each rank's vector: wall time, workers, counters, per device its bytes, per
-// task its times (doubles as their bits).
-void Executor::mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times, double start) const {
-  const auto nDev = stats.devices.size();
-  std::vector<std::int64_t> mine;
-  mine.push_back(std::bit_cast<std::int64_t>(stats.wallSeconds));
-  mine.push_back(std::bit_cast<std::int64_t>(start));
-  mine.push_back(stats.workers);
-  mine.push_back(static_cast<std::int64_t>(stats.kernelCalls));
-  mine.push_back(static_cast<std::int64_t>(stats.splitShards));
-  mine.push_back(static_cast<std::int64_t>(stats.assembledSelections));
-  mine.push_back(stats.assembledBytes);
-  constexpr std::size_t head = 7;
-  for (const DeviceMemory& d : stats.devices) {
-    mine.push_back(d.peakBytes);
-    mine.push_back(d.allocatedBytes);
-  }
-  for (const TaskTime& t : times) {
-    mine.push_back(std::bit_cast<std::int64_t>(t.start));
-    mine.push_back(std::bit_cast<std::int64_t>(t.end));
-    mine.push_back(t.worker);
-  }
-  const std::vector<std::vector<std::int64_t>> all = link_->allgather(mine);
-  std::vector<int> firstWorker(all.size(), 0);
-  const int blasThreads = stats.blasThreads; // this rank's
-  stats = ExecutionStats{};
-  stats.blasThreads = blasThreads;
-  stats.devices.resize(nDev);
-  int workers = 0;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const std::vector<std::int64_t>& v = all[r];
-    checkInvariant(v.size() == mine.size(), "executor: every rank reports the same plan");
-    firstWorker[r] = workers;
-    workers += static_cast<int>(v[2]);
-    stats.kernelCalls += static_cast<std::size_t>(v[3]);
-    stats.splitShards += static_cast<std::size_t>(v[4]);
-    stats.assembledSelections += static_cast<std::size_t>(v[5]);
-    stats.assembledBytes += v[6];
-    for (std::size_t d = 0; d < nDev; ++d) {
-      stats.devices[d].peakBytes += v[head + 2 * d];
-      stats.devices[d].allocatedBytes += v[head + 2 * d + 1];
-    }
-  }
-  // Times from the earliest rank's start. On one machine the ranks share the
-  // steady clock; across machines they cannot, and each rank's clock starts
-  // at the barrier that started the run (skewed by its latency).
-  const bool oneMachine = link_->ranksOnThisNode() == link_->ranks();
-  std::vector<double> offset(all.size(), 0.0);
-  if (oneMachine) {
-    double first = std::bit_cast<double>(all[0][1]);
-    for (const std::vector<std::int64_t>& v : all) {
-      first = std::min(first, std::bit_cast<double>(v[1]));
-    }
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      offset[r] = std::bit_cast<double>(all[r][1]) - first;
-    }
-  }
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    stats.wallSeconds = std::max(stats.wallSeconds, offset[r] + std::bit_cast<double>(all[r][0]));
-  }
-  stats.workers = workers;
-  const std::size_t base = head + 2 * nDev;
-  auto timeOn = [&](std::size_t r, std::size_t t) {
-    const std::vector<std::int64_t>& v = all[r];
-    return TaskTime{offset[r] + std::bit_cast<double>(v[base + 3 * t]),
-                    offset[r] + std::bit_cast<double>(v[base + 3 * t + 1]),
-                    firstWorker[r] + static_cast<int>(v[base + 3 * t + 2])};
-  };
-  for (std::size_t t = 0; t < times.size(); ++t) {
-    const Task& task = tasks_[t];
-    const auto r = static_cast<std::size_t>(rankOf(task.device));
-    times[t] = timeOn(r, t);
-    if (task.kind == Task::Kind::Transfer && !task.reads.empty()) {
-      // Across ranks a transfer starts when its send does (its source ready,
-      // on the source's clock), not when the receive began to wait for it.
-      const auto from = static_cast<std::size_t>(rankOf(slots_[task.reads[0]].device));
-      if (from != r) {
-        times[t].start = std::min(std::max(times[t].start, timeOn(from, t).start), times[t].end);
-      }
     }
   }
 }
@@ -576,9 +366,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
     remaining_[s].store(slots_[s].uses, std::memory_order_relaxed);
   }
   hostBuffers_ = dynamic_cast<CpuBackend*>(&backend_) != nullptr;
-  assignRoles(options);
-
-  const WorkerLists plan = workerLists(options, schedule);
+  WorkerLists plan = prepare(options, schedule);
   const std::vector<int>& used = plan.devices;
   const int cores = plan.cores;
   const int workers = plan.workers;
@@ -628,6 +416,13 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   if (link_ != nullptr) {
     link_->barrier(); // every rank's clock starts here
   }
+  if (deviceLink_ != nullptr) {
+    for (const std::vector<std::int64_t>& theirs :
+         link_->allgather({static_cast<std::int64_t>(linkDigest_)})) {
+      checkInvariant(theirs.at(0) == static_cast<std::int64_t>(linkDigest_),
+                     "executor: every rank issues the cross-rank transfers in the same order");
+    }
+  }
   start = Backend::now();
   {
     std::vector<std::jthread> threads;
@@ -649,7 +444,9 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   Execution result;
   ExecutionStats& stats = result.stats;
   stats.wallSeconds = end - start;
-  stats.workers = used.empty() ? 0 : workers; // a rank past the plan's devices runs none
+  // A rank past the plan's devices runs none; a link thread counts as a worker.
+  stats.workers = used.empty() ? 0 : static_cast<int>(lists.size());
+  stats.transport = transport_;
   stats.blasThreads = blasThreads;
   stats.devices.resize(nDev);
   for (std::size_t d = 0; d < nDev; ++d) {
@@ -663,6 +460,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
   result.outputs = gather();
   if (link_ != nullptr) {
     mergeStats(stats, times, start);
+    stats.transport = transport_;
   }
   countTasks(stats);
   recordTimes(times, stats);
@@ -677,7 +475,7 @@ Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* s
 Execution execute(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
                   const TensorBuffers& inputs, const ExecuteOptions& options,
                   const cost::Simulation* schedule) {
-  detail::Executor executor(g, p, backend, inputs);
+  detail::Executor executor(g, p, backend, &inputs);
   return executor.run(options, schedule);
 }
 

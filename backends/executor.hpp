@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backends/backend.hpp"
+#include "backends/link_schedule.hpp"
 #include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/graph/graph.hpp"
@@ -63,6 +64,42 @@ public:
   allgather(const std::vector<std::int64_t>& local) = 0;
   // Every rank waits for the others.
   virtual void barrier() = 0;
+  // Every rank gets rank `root`'s `data` (the same size on every rank): a
+  // collective. By default through allgather.
+  virtual void broadcast(std::span<std::byte> data, int root);
+  // Whether send and receive take device memory (a CUDA-aware MPI) as well as
+  // host memory; the same answer on every rank is not guaranteed.
+  virtual bool carriesDeviceMemory() const { return false; }
+};
+
+// What moves the bytes of a distributed run's cross-rank transfers
+// (docs/distributed.md), chosen at run time.
+enum class Transport : std::uint8_t {
+  None,         // one process: no transfer crosses ranks
+  Mpi,          // host buffers (the CPU backend) through the RankLink
+  MpiStaged,    // device memory staged through host buffers, then the RankLink
+  CudaAwareMpi, // device buffers handed to a CUDA-aware MPI directly
+  Nccl,         // device buffers through NCCL (a DeviceLink)
+};
+// "none", "mpi", "mpi-host-staged", "cuda-aware-mpi", "nccl".
+const char* transportName(Transport transport);
+
+// Device memory between ranks (NCCL, backends/cuda/nccl_link.hpp): one
+// point-to-point call at a time, from the executor's link thread only, in the
+// order linkSchedule gives (every rank in the same order, so the calls pair).
+class DeviceLink {
+public:
+  virtual ~DeviceLink() = default;
+  // The plan device whose GPU the link runs on.
+  virtual int device() const = 0;
+  // Whether a buffer on plan device `device` can be sent or received in place
+  // (it is on the link's GPU); otherwise it goes through one on device().
+  virtual bool reaches(int device) const = 0;
+  // Sends all of `data` (a dense device buffer) to rank `to`, or receives all
+  // of `into` from rank `from`; returns true once done, or false once `stop`
+  // is set (a task of this rank failed), leaving the link unusable.
+  virtual bool send(int to, const Buffer& data, const std::atomic<bool>& stop) = 0;
+  virtual bool receive(int from, const Buffer& into, const std::atomic<bool>& stop) = 0;
 };
 
 // Which rank runs each plan device (one entry per device, max(deviceCount, 1)
@@ -93,6 +130,14 @@ struct ExecuteOptions {
   // tags past the transfers'); the others' Execution::outputs are empty.
   RankLink* link = nullptr;
   std::vector<int> deviceRank = {};
+  // Cross-rank transfers go through `deviceLink` (NCCL) when set, issued by
+  // one link thread per rank (link_schedule.hpp; the driver sets it for the
+  // CUDA backend only, tests on the CPU backend too); else through `link`: the
+  // CPU backend's host buffers as they are, a device backend's device buffers
+  // when `linkTakesDevice` (a CUDA-aware MPI on every rank), else staged
+  // through host buffers.
+  DeviceLink* deviceLink = nullptr;
+  bool linkTakesDevice = false;
 };
 
 // Byte counts of the executor's own allocator accounting.
@@ -114,7 +159,7 @@ struct TaskTime {
 
 struct ExecutionStats {
   double wallSeconds = 0;            // the tasks, from the first start to the last end
-  int workers = 0;                   // worker threads used (over every rank)
+  int workers = 0;                   // worker threads used (over every rank; link threads too)
   int blasThreads = 0;               // OpenBLAS threads per product (CPU backend), else 0
   std::vector<DeviceMemory> devices; // one per plan device (ShardPlan::deviceCount)
   std::size_t shards = 0;            // non-empty shards run
@@ -132,6 +177,8 @@ struct ExecutionStats {
   std::int64_t assembledBytes = 0;
   // Graph outputs gathered into host buffers after the tasks (not in wallSeconds).
   std::int64_t outputBytes = 0;
+  // What moved the cross-rank transfers (None in one process).
+  Transport transport = Transport::None;
   // Per task, what cost::Simulation predicts next to it (bench compares them):
   // every shard, [op][shard] as ShardPlan::ops[op].shards and Simulation::shards
   // (an empty shard too: it only allocates); every transfer, parallel to
@@ -164,6 +211,21 @@ inline Execution execute(const plan::LoadedPlan& loaded, Backend& backend,
                          const TensorBuffers& inputs, const ExecuteOptions& options = {}) {
   return execute(loaded.graph, loaded.plan, backend, inputs, options, &loaded.simulation);
 }
+
+// What each rank of a distributed run with a device link runs, in order,
+// without running it (tests): the tasks as the executor numbers them.
+struct RankLists {
+  std::vector<std::vector<std::uint32_t>> workers; // each worker thread's tasks
+  std::vector<LinkOp> link;                        // the link thread's operations
+};
+struct DistributedSchedule {
+  std::vector<std::vector<std::uint32_t>> deps; // per task, every task it waits for
+  std::vector<std::uint32_t> order;             // the order every rank agrees on
+  std::vector<RankLists> ranks;
+};
+DistributedSchedule distributedSchedule(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
+                                        const cost::Simulation* schedule,
+                                        const std::vector<int>& deviceRank, int ranks, int threads);
 
 // Hardware threads this process may run on (its CPU affinity), at least 1.
 int usableHardwareThreads();

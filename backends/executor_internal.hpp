@@ -1,6 +1,7 @@
 // Internal to the executor (executor.cpp runs the tasks, executor_tasks.cpp
-// turns a plan into slots and tasks, executor_cut.cpp cuts shards into
-// kernel calls): the records they share and the Executor itself.
+// turns a plan into slots and tasks, executor_cut.cpp cuts shards into kernel
+// calls, executor_ranks.cpp does what distributed runs add): the records they
+// share and the Executor itself.
 #pragma once
 
 #include <atomic>
@@ -61,17 +62,21 @@ std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shar
 
 // The plan's devices (this rank's) spread over the workers, and each worker's
 // tasks in the order it takes them (executor_order.cpp).
+// With a device link, the cross-rank transfers are the link thread's, in the
+// same order (link_schedule.hpp).
 struct WorkerLists {
   std::vector<int> devices; // the devices with a task here, ascending
   int cores = 1;            // the hardware threads this process may use
   int workers = 1;
   std::vector<std::vector<u32>> lists;
+  std::vector<LinkOp> link; // the link thread's operations (a device link only)
 };
 
 class Executor {
 public:
+  // Without `inputs` (null) the executor only plans (lists), it cannot run.
   Executor(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
-           const TensorBuffers& inputs)
+           const TensorBuffers* inputs)
       : g_(g), p_(p), backend_(backend) {
     checkInvariant(p.ops.size() == g.operations.size(), "executor: the plan is for this graph");
     bindInputs(inputs);
@@ -83,6 +88,16 @@ public:
   }
 
   Execution run(const ExecuteOptions& options, const cost::Simulation* schedule);
+  // What rank `rank` would run with a device link (distributedSchedule): its
+  // lists, every task's dependencies before they are cut to this rank's, and
+  // the order every rank agrees on.
+  struct Planned {
+    WorkerLists lists;
+    std::vector<std::vector<u32>> deps;
+    std::vector<u32> order;
+  };
+  Planned plannedLists(int rank, const std::vector<int>& deviceRank, int threads,
+                       const cost::Simulation* schedule);
 
   // What a task is on this rank of a distributed run (ExecuteOptions::link):
   // run here; the send half of a transfer to another rank's device (on the
@@ -92,7 +107,7 @@ public:
 
 private:
   // ---- setup
-  void bindInputs(const TensorBuffers& inputs);
+  void bindInputs(const TensorBuffers* inputs);
   void makeSlots();
   void makeTasks();
   u32 elementOf(std::size_t op, std::size_t tensor) const;
@@ -108,14 +123,23 @@ private:
   void submitTransfer(std::size_t i);
   bool matches(const cost::Simulation& sim) const;
   std::vector<u32> order(const cost::Simulation* sim);
-  WorkerLists workerLists(const ExecuteOptions& options, const cost::Simulation* schedule);
+  // Each worker's tasks in `order`, at most `threads` workers (0: one per
+  // device, at most `cores`); the cross-rank transfers on the link thread
+  // when `linkThread`.
+  WorkerLists workerLists(const std::vector<u32>& order, int threads, int cores, bool linkThread);
+  // The hardware threads this rank may use (its share when ranks share a machine).
+  int rankCores() const;
 
   // ---- distributed runs
-  void assignRoles(const ExecuteOptions& options);
+  WorkerLists prepare(const ExecuteOptions& options, const cost::Simulation* schedule);
+  // Roles for rank `me` (deviceRank: per plan device; empty: one process).
+  void assignRoles(int me, const std::vector<int>& deviceRank);
   int rankOf(int device) const { return deviceRank_[static_cast<std::size_t>(device)]; }
   int placeOf(u32 t) const; // the device whose worker runs task t here
   void sendTransfer(const Task& task);
   void receiveTransfer(const Task& task);
+  // The cross-rank transfers in `order` and which rank each leaves and reaches.
+  std::vector<CrossRankTransfer> crossRankTransfers(const std::vector<u32>& order) const;
   // Every rank's statistics and task times merged (each task's from the rank
   // of its device); wall time to the last rank's end. `start`: this rank's
   // clock at the start of its tasks (Backend::now()).
@@ -157,9 +181,13 @@ private:
   std::atomic<std::int64_t> assembledBytes_{0};
 
   RankLink* link_ = nullptr;
-  std::vector<int> deviceRank_;         // per plan device; all 0 without a link
-  std::vector<Role> role_;              // per task
-  bool hostBuffers_ = false;            // the backend's buffers are host memory (receive in place)
+  int me_ = 0;                  // this rank
+  std::vector<int> deviceRank_; // per plan device; all 0 without a link
+  std::vector<Role> role_;      // per task
+  bool hostBuffers_ = false;    // the backend's buffers are host memory (receive in place)
+  Transport transport_ = Transport::None;
+  DeviceLink* deviceLink_ = nullptr;    // Transport::Nccl
+  std::uint64_t linkDigest_ = 0;        // of the cross-rank transfers in order (prepare)
   std::atomic<bool>* cancel_ = nullptr; // set when a task failed: receives give up
 };
 

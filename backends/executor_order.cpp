@@ -121,21 +121,7 @@ std::vector<u32> Executor::order(const cost::Simulation* sim) {
   return order;
 }
 
-// Devices become workers; with fewer workers, one serves several devices.
-// In a distributed run, only this rank's devices. Each worker's list holds its
-// tasks in the order of order(schedule).
-WorkerLists Executor::workerLists(const ExecuteOptions& options, const cost::Simulation* schedule) {
-  const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
-  std::vector<int> used;
-  for (u32 t = 0; t < tasks_.size(); ++t) {
-    checkInvariant(tasks_[t].device >= 0 && static_cast<std::size_t>(tasks_[t].device) < nDev,
-                   "executor: a task's device is one of the plan's");
-    if (role_[t] != Role::Elsewhere) {
-      used.push_back(placeOf(t));
-    }
-  }
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
+int Executor::rankCores() const {
   int cores = usableHardwareThreads();
   if (link_ != nullptr) {
     // Ranks on one machine that mpirun did not bind to cores of their own
@@ -146,14 +132,37 @@ WorkerLists Executor::workerLists(const ExecuteOptions& options, const cost::Sim
       cores = std::max(1, cores / local);
     }
   }
-  const int cap = options.threads > 0 ? options.threads : cores;
+  return cores;
+}
+
+// Devices become workers; with fewer workers, one serves several devices.
+// In a distributed run, only this rank's devices. Each worker's list holds its
+// tasks in `order`; with a link thread, the cross-rank transfers are its
+// operations instead, in the same order.
+WorkerLists Executor::workerLists(const std::vector<u32>& order, int threads, int cores,
+                                  bool linkThread) {
+  const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
+  auto onLink = [&](u32 t) {
+    return linkThread && (role_[t] == Role::Send || role_[t] == Role::Receive);
+  };
+  std::vector<int> used;
+  for (u32 t = 0; t < tasks_.size(); ++t) {
+    checkInvariant(tasks_[t].device >= 0 && static_cast<std::size_t>(tasks_[t].device) < nDev,
+                   "executor: a task's device is one of the plan's");
+    if (role_[t] != Role::Elsewhere && !onLink(t)) {
+      used.push_back(placeOf(t));
+    }
+  }
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  const int cap = threads > 0 ? threads : cores;
   const int workers = std::max(1, std::min(cap, static_cast<int>(used.size())));
   std::vector<int> workerOf(nDev, 0);
   for (std::size_t i = 0; i < used.size(); ++i) {
     workerOf[static_cast<std::size_t>(used[i])] = static_cast<int>(i) % workers;
   }
   std::vector<std::vector<u32>> lists(static_cast<std::size_t>(workers));
-  for (u32 t : order(schedule)) {
+  for (u32 t : order) {
     if (role_[t] == Role::Elsewhere) {
       continue;
     }
@@ -161,9 +170,31 @@ WorkerLists Executor::workerLists(const ExecuteOptions& options, const cost::Sim
     // arrives as a message (a receive) or was never shared (every other
     // dependency orders tasks on one device, or a transfer's send after its source).
     std::erase_if(tasks_[t].deps, [this](u32 d) { return role_[d] == Role::Elsewhere; });
-    lists[static_cast<std::size_t>(workerOf[static_cast<std::size_t>(placeOf(t))])].push_back(t);
+    if (!onLink(t)) {
+      lists[static_cast<std::size_t>(workerOf[static_cast<std::size_t>(placeOf(t))])].push_back(t);
+    }
   }
-  return WorkerLists{std::move(used), cores, workers, std::move(lists)};
+  WorkerLists result{std::move(used), cores, workers, std::move(lists), {}};
+  if (linkThread) {
+    result.link = linkSchedule(crossRankTransfers(order), me_);
+  }
+  return result;
+}
+
+std::vector<CrossRankTransfer> Executor::crossRankTransfers(const std::vector<u32>& order) const {
+  std::vector<CrossRankTransfer> cross;
+  for (u32 t : order) {
+    const Task& task = tasks_[t];
+    if (task.kind != Task::Kind::Transfer || task.reads.empty()) {
+      continue; // graph inputs are on every rank
+    }
+    const int from = rankOf(slots_[task.reads[0]].device);
+    const int to = rankOf(task.device);
+    if (from != to) {
+      cross.push_back(CrossRankTransfer{t, task.a, from, to});
+    }
+  }
+  return cross;
 }
 
 } // namespace tapestry::backend::detail

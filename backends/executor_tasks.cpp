@@ -12,14 +12,14 @@
 
 namespace tapestry::backend::detail {
 
-void Executor::bindInputs(const TensorBuffers& inputs) {
+void Executor::bindInputs(const TensorBuffers* inputs) {
   hostInputs_.assign(g_.tensors.size(), nullptr);
   for (std::size_t t = 0; t < g_.tensors.size(); ++t) {
     const graph::Tensor& tensor = g_.tensors[t];
-    if (!tensor.isGraphInput()) {
+    if (inputs == nullptr || !tensor.isGraphInput()) {
       continue;
     }
-    hostInputs_[t] = &graphInput(tensor, inputs);
+    hostInputs_[t] = &graphInput(tensor, *inputs);
   }
 }
 
@@ -129,7 +129,7 @@ void Executor::submitTransfer(std::size_t i) {
     task.reads.push_back(tile(t.afterShard->first, t.afterShard->second, t.tensor));
   } else if (t.afterReduction) {
     task.reads.push_back(root(*t.afterReduction));
-  } else if (hostInputs_[t.tensor] == nullptr) {
+  } else if (!g_.tensors[t.tensor].isGraphInput()) {
     throw InternalError("executor: transfer " + std::to_string(i) + " of " +
                         g_.tensors[t.tensor].name + " has no source");
   }

@@ -12,6 +12,9 @@
 #include <utility>
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> // Open MPI's extensions: MPIX_Query_cuda_support
+#endif
 
 #include "core/search/mpi_util.hpp"
 
@@ -95,6 +98,11 @@ MpiRankLink::MpiRankLink() : state_(std::make_unique<State>()) {
         "MPI_Comm_split_type");
   check(MPI_Comm_size(local, &localSize_), "MPI_Comm_size");
   MPI_Comm_free(&local);
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  // Declared whenever Open MPI has the CUDA extension, whether or not this
+  // build of it was CUDA-aware; the answer is the running library's.
+  cudaAware_ = MPIX_Query_cuda_support() == 1;
+#endif
   // tests/mpi: this rank fails mid-run, while the others wait for it.
   // "R": rank R throws at its first send; "R:kill": it is killed there (SIGKILL).
   if (const char* fail = std::getenv("TAPESTRY_TEST_FAIL_RANK")) {
@@ -182,6 +190,11 @@ void MpiRankLink::barrier() {
     }
   }
   started_ = true;
+}
+
+void MpiRankLink::broadcast(std::span<std::byte> data, int root) {
+  check(MPI_Bcast(data.data(), messageSize(data.size()), MPI_BYTE, root, state_->comm),
+        "MPI_Bcast");
 }
 
 void MpiRankLink::abort(int code) {

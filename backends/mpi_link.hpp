@@ -53,6 +53,12 @@ public:
   // exchangeStatus(0): throws RanksFailed when another rank reported a failure
   // instead (it failed before its first barrier).
   void barrier() override;
+  // MPI_Bcast on the link's communicator.
+  void broadcast(std::span<std::byte> data, int root) override;
+  // Open MPI's MPIX_Query_cuda_support(), asked at run time (the library the
+  // binary runs with may differ from the one it was built against); false
+  // for an MPI without that extension.
+  bool carriesDeviceMemory() const override { return cudaAware_; }
 
   // Every rank's exit status (0: fine), by rank: a collective, matching
   // barrier() on the others.
@@ -71,6 +77,7 @@ private:
   int maxTag_ = 32767;
   int localSize_ = 1;
   bool started_ = false;
+  bool cudaAware_ = false;
   bool failAtSend_ = false; // TAPESTRY_TEST_FAIL_RANK names this rank (tests/mpi)
   bool killAtSend_ = false; // ... with ":kill"
 };

@@ -244,12 +244,13 @@ bool repeatOnEveryRank(bool again, RankLink* link) {
 Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
                 const cost::Simulation& schedule, Backend& backend, const TensorBuffers& inputs,
                 const BenchConfig& config, const std::string& label, const PlanBreakdown* breakdown,
-                const cost::Target& target, std::ostream& err) {
+                const cost::Target& target, const RankTransport& transport, std::ostream& err) {
   ExecuteOptions options;
   options.threads = config.threads;
   if (config.link != nullptr) {
     options.link = config.link;
     options.deviceRank = deviceRanks(p, target, config.link->ranks());
+    transport.apply(options);
   }
   const RepeatLimits limits = repeatLimits(config);
   Timing timing;
@@ -554,7 +555,7 @@ void printBenchText(const BenchReport& r, std::ostream& out) {
     const int ranks = r.config.link->ranks();
     out << describeRanks(rankDevices(r.loaded.plan,
                                      deviceRanks(r.loaded.plan, r.loaded.target, ranks), ranks))
-        << "\n";
+        << "; between ranks: " << transportName(r.plan.stats.transport) << "\n";
   }
   const std::size_t w = 16;
   out << padded("", 15) << padded("measured", w) << padded("predicted", w)
@@ -681,6 +682,7 @@ Json benchJson(const BenchReport& r, const Timing* callTiming, std::int64_t flop
     doc["rank_devices"] =
         rankDevices(loaded.plan, deviceRanks(loaded.plan, loaded.target, config.link->ranks()),
                     config.link->ranks());
+    doc["cross_rank_transport"] = transportName(r.plan.stats.transport);
   }
   const Timing& planTiming = r.plan;
   doc["plan"] = timingJson(planTiming, flops, devicesUsed(loaded.plan));
@@ -737,12 +739,16 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
   const TensorBuffers timedInputs =
       config.backend == "cpu" ? inputs : inputsOnDevice(backend, inputs, 0);
   const PlanBreakdown breakdown(g, loaded.plan, loaded.simulation);
+  const RankTransport transport = connectRanks(
+      backend, config.link,
+      config.link != nullptr ? deviceRanks(loaded.plan, loaded.target, config.link->ranks())
+                             : std::vector<int>{});
   const Timing planTiming = timePlan(g, loaded.plan, loaded.simulation, backend, timedInputs,
-                                     config, "plan", &breakdown, loaded.target, err);
+                                     config, "plan", &breakdown, loaded.target, transport, err);
   // Under mpirun the baseline's device 0 is on rank 0; the others take part
   // in its runs' collectives only.
   const Timing singleTiming = timePlan(g, single, singleSim, backend, timedInputs, config,
-                                       "single device", nullptr, loaded.target, err);
+                                       "single device", nullptr, loaded.target, transport, err);
   if (config.link != nullptr && config.link->rank() != 0) {
     return 0; // rank 0 reports
   }

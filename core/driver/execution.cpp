@@ -3,7 +3,10 @@
 #include "core/driver/execution.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/machine_probe.hpp"
@@ -20,6 +23,9 @@
 #if TAPESTRY_HAVE_CUDA
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_probe.hpp"
+#endif
+#if TAPESTRY_HAVE_NCCL
+#include "backends/cuda/nccl_link.hpp"
 #endif
 
 namespace tapestry::driver {
@@ -107,6 +113,47 @@ std::unique_ptr<Backend> makeBackend(const std::string& name, int planDevices, b
 #endif
   requireBackend(name);
   return std::make_unique<CpuBackend>(planDevices);
+}
+
+void RankTransport::apply(ExecuteOptions& options) const {
+  options.deviceLink = device.get();
+  options.linkTakesDevice = deviceMemory;
+}
+
+RankTransport connectRanks(Backend& backend, RankLink* link, const std::vector<int>& deviceRank) {
+  RankTransport transport;
+  if (link == nullptr || backend.name() != "cuda") {
+    return transport;
+  }
+  link->barrier();
+  bool nccl = false;
+#if TAPESTRY_HAVE_NCCL
+  const char* setting = std::getenv("TAPESTRY_NCCL");
+  nccl = (setting == nullptr || std::string(setting) != "0") && ncclUnavailable().empty();
+#endif
+  bool everyNccl = true;
+  bool everyCudaAware = true;
+  for (const std::vector<std::int64_t>& v :
+       link->allgather({nccl ? 1 : 0, link->carriesDeviceMemory() ? 1 : 0})) {
+    everyNccl = everyNccl && v.at(0) != 0;
+    everyCudaAware = everyCudaAware && v.at(1) != 0;
+  }
+#if TAPESTRY_HAVE_NCCL
+  if (everyNccl) {
+    int home = 0;
+    const auto it = std::find(deviceRank.begin(), deviceRank.end(), link->rank());
+    if (it != deviceRank.end()) {
+      home = static_cast<int>(it - deviceRank.begin());
+    }
+    transport.device = std::make_unique<NcclLink>(*link, dynamic_cast<CudaBackend&>(backend), home);
+    return transport;
+  }
+#else
+  (void)deviceRank;
+  (void)everyNccl;
+#endif
+  transport.deviceMemory = everyCudaAware;
+  return transport;
 }
 
 double median(std::vector<double> values) {

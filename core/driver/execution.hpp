@@ -50,6 +50,25 @@ void requireBackend(const std::string& name);
 std::unique_ptr<backend::Backend> makeBackend(const std::string& name, int planDevices,
                                               bool tf32 = false);
 
+// How the cross-rank transfers of a distributed run move (docs/distributed.md),
+// decided once per command and alike on every rank: for the CUDA backend,
+// NCCL when this binary has it and libnccl loads on every rank (and
+// TAPESTRY_NCCL is not 0), else device buffers through MPI when the MPI
+// library is CUDA-aware on every rank, else host staging; the CPU backend's
+// buffers are host memory and go through MPI as they are. With the CUDA
+// backend this is a collective after a barrier (RankLink::barrier), so a rank
+// that failed before is reported as at any first barrier.
+struct RankTransport {
+  std::unique_ptr<backend::DeviceLink> device; // NCCL
+  bool deviceMemory = false;                   // a CUDA-aware MPI on every rank
+  // Sets ExecuteOptions::deviceLink and linkTakesDevice.
+  void apply(backend::ExecuteOptions& options) const;
+};
+// `deviceRank`: the plan's devices by rank (deviceRanks); the NCCL link runs
+// on the GPU of the first device this rank holds. Nothing without `link`.
+RankTransport connectRanks(backend::Backend& backend, backend::RankLink* link,
+                           const std::vector<int>& deviceRank);
+
 // Devices a plan runs shards on.
 std::size_t devicesUsed(const plan::ShardPlan& p);
 // "1 device", "2 devices".

@@ -119,6 +119,7 @@ void printRunJson(const RunReport& r, std::ostream& out) {
   if (r.config.link != nullptr) {
     doc["ranks"] = r.config.link->ranks();
     doc["rank_devices"] = rankDevices(r.loaded.plan, r.deviceRank, r.config.link->ranks());
+    doc["cross_rank_transport"] = transportName(stats.transport);
   }
   doc["workers"] = stats.workers;
   doc["blas_threads"] = stats.blasThreads;
@@ -176,7 +177,8 @@ void printRunText(const RunReport& r, std::ostream& err) {
       << r.backend << "): " << cost::formatTime(stats.wallSeconds) << " (predicted "
       << cost::formatTime(r.loaded.simulation.objectives.timeS) << ")\n";
   if (r.config.link != nullptr) {
-    err << describeRanks(rankDevices(r.loaded.plan, r.deviceRank, r.config.link->ranks())) << "\n";
+    err << describeRanks(rankDevices(r.loaded.plan, r.deviceRank, r.config.link->ranks()))
+        << "; between ranks: " << transportName(stats.transport) << "\n";
   }
   std::int64_t peak = 0;
   std::int64_t predictedPeak = 0;
@@ -235,6 +237,8 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
     options.link = config.link;
     options.deviceRank = deviceRanks(loaded.plan, loaded.target, config.link->ranks());
   }
+  const RankTransport transport = connectRanks(backend, config.link, options.deviceRank);
+  transport.apply(options);
   const Execution run = execute(loaded, backend, inputs, options);
   if (config.link != nullptr && config.link->rank() != 0) {
     return 0; // rank 0 holds the outputs, writes, checks and reports

@@ -15,6 +15,10 @@ and a failure on one rank in the middle of the run (the test hook
 TAPESTRY_TEST_FAIL_RANK: that rank's first message fails, or with ":kill"
 the rank is killed there) end every rank non-zero, each within 60 s, with the
 message printed once.
+
+--cuda: run and bench --backend cuda on K ranks: without a GPU, exit 4 on
+every rank within 60 s with one message (rank 0's); with one, run --check
+passes and the report names the cross-rank transport (docs/distributed.md).
 """
 import argparse
 import json
@@ -200,10 +204,12 @@ def run_report(args, tmp):
     check(doc.get("rank_devices") == [[0], [1]] + [[] for _ in range(k - 2)],
           f"run json: rank_devices {doc.get('rank_devices')}")
     check(doc.get("workers") == 2, f"run json: workers {doc.get('workers')}")
+    check(doc.get("cross_rank_transport") == "mpi",
+          f"run json: cross_rank_transport {doc.get('cross_rank_transport')}")
     rc, out, err, _ = mpirun(args, [(k, tmp, ["run", plan])], tmp)
     check(rc == 0 and out == "", f"run text: exit {rc}")
     line = "on %d ranks: rank 0 device 0, rank 1 device 1" % k + \
-        "".join(f", rank {r} no device" for r in range(2, k))
+        "".join(f", rank {r} no device" for r in range(2, k)) + "; between ranks: mpi"
     check(err.count("ran ") == 1 and line + "\n" in err, f"run text: no line '{line}'")
     bench = ["bench", plan, "--repeat", "3", "--max-repeat", "3", "--warmup", "1",
              "--format", "json"]
@@ -213,15 +219,83 @@ def run_report(args, tmp):
     check(doc.get("ranks") == k, f"bench json: ranks {doc.get('ranks')}")
     check(doc.get("rank_devices") == [[0], [1]] + [[] for _ in range(k - 2)],
           f"bench json: rank_devices {doc.get('rank_devices')}")
+    check(doc.get("cross_rank_transport") == "mpi",
+          f"bench json: cross_rank_transport {doc.get('cross_rank_transport')}")
     timed = doc.get("plan", {})
     check(len(timed.get("times_s", [])) == 3 and timed.get("measured_s", 0) > 0 and
           timed.get("workers") == 2, f"bench json: the plan timed 3 times by 2 workers: {timed}")
     check(len(doc.get("single_device", {}).get("times_s", [])) == 3,
           "bench json: the single-device baseline timed 3 times")
     rc, out, err, _ = mpirun(args, [(k, tmp, bench[:-2])], tmp)
-    check(rc == 0 and out.count("bench ") == 1 and f"on {k} ranks:" in out,
-          f"bench text: exit {rc}, one report with its rank line")
+    check(rc == 0 and out.count("bench ") == 1 and f"on {k} ranks:" in out and
+          "; between ranks: mpi\n" in out, f"bench text: exit {rc}, one report with its rank line")
     check(os.listdir(tmp) == [], f"runs without --outputs left {os.listdir(tmp)}")
+
+
+def run_cuda(args, tmp):
+    """--backend cuda under mpirun. Without a GPU (or without the CUDA
+    backend): run and bench exit 4 on every rank within 60 s, the message
+    printed once (by rank 0), one JSON document with --format json. With a
+    GPU: run --check passes and names the transport that moved the
+    cross-rank bytes."""
+    k = args.ranks
+    plan = os.path.join(args.testdata, "plans", "mlp_2dev.json")
+    rc, _, _ = tapestry(args, ["run", plan, "--backend", "cuda"], tmp)
+    if rc == 0:
+        # With NCCL off, over MPI (any number of GPUs); with NCCL, only where
+        # each rank's device has a GPU of its own (NCCL refuses two ranks of
+        # one communicator on one GPU).
+        try:
+            gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                  timeout=60).stdout.decode().count("GPU ")
+        except (OSError, subprocess.TimeoutExpired):
+            gpus = 1
+        cases = [({"TAPESTRY_NCCL": "0"}, ("cuda-aware-mpi", "mpi-host-staged"))]
+        if gpus >= 2:
+            cases.append(({}, ("nccl",)))
+        argv = ["run", plan, "--backend", "cuda", "--check", "--format", "json"]
+        for env, expected in cases:
+            rc, out, err, _ = mpirun(args, [(k, tmp, argv)], tmp, extra_env=env)
+            check(rc == 0, f"cuda on {k} ranks with a GPU ({env}): exit {rc}")
+            doc = json.loads(out) if rc == 0 else {}
+            check(doc.get("cross_rank_transport") in expected,
+                  f"cuda ({env}): cross_rank_transport {doc.get('cross_rank_transport')}")
+        return
+    check(rc == 4, f"cuda in one process without a GPU: exit {rc}, expected 4")
+    for argv in (["run", plan, "--backend", "cuda"],
+                 ["bench", plan, "--backend", "cuda", "--repeat", "1", "--warmup", "0"]):
+        what = argv[0]
+        rc, out, err, seconds = mpirun(args, [(k, tmp, argv)], tmp, timeout=120)
+        check(rc == 4, f"{what} --backend cuda on {k} ranks: exit {rc}, expected 4")
+        check(seconds < 60, f"{what} --backend cuda on {k} ranks took {seconds:.0f} s")
+        check(err.count("error:") == 1 and out == "",
+              f"{what} --backend cuda: one message (stderr {err!r})")
+        check("rank " not in err, f"{what} --backend cuda: the message names a rank: {err!r}")
+        rc, out, err, _ = mpirun(args, [(k, tmp, argv + ["--format", "json"])], tmp, timeout=120)
+        check(rc == 4, f"{what} --backend cuda --format json: exit {rc}")
+        try:
+            doc = json.loads(out)  # exactly one document: rank 0's
+            check(doc.get("status") == "error" and doc.get("exit_code") == 4,
+                  f"{what} --backend cuda: JSON error document {doc}")
+        except json.JSONDecodeError as e:
+            check(False, f"{what} --backend cuda: stdout is not one JSON document ({e})")
+    # Every rank's own exit code: each rank runs under a shell that records it
+    # (and exits 0, so that mpirun ends no rank early).
+    record = 'rc=0; "$0" "$@" || rc=$?; echo $rc > "rc.$OMPI_COMM_WORLD_RANK"'
+    cmd = [args.mpirun, "--oversubscribe", "-n", str(k), "-wdir", tmp, "sh", "-c", record,
+           args.bin, "run", plan, "--backend", "cuda"]
+    proc = subprocess.run(cmd, cwd=tmp, env=environment(), stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120)
+    show(cmd, proc)
+    codes = []
+    for r in range(k):
+        name = os.path.join(tmp, f"rc.{r}")
+        if os.path.exists(name):
+            with open(name) as f:
+                codes.append(f.read().strip())
+            os.remove(name)
+    check(codes == ["4"] * k, f"--backend cuda: the ranks' exit codes {codes}, expected 4 each")
+    check(os.listdir(tmp) == [], f"--backend cuda left {os.listdir(tmp)}")
 
 
 def run_errors(args, tmp):
@@ -315,13 +389,13 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--testdata", required=True)
     ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("mode", choices=["plans", "report", "errors", "calibrate"])
+    ap.add_argument("mode", choices=["plans", "report", "errors", "calibrate", "cuda"])
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.testdata = os.path.abspath(args.testdata)
     with tempfile.TemporaryDirectory(prefix="tapestry-mpi-run-") as tmp:
         {"plans": run_plans, "report": run_report, "errors": run_errors,
-         "calibrate": run_calibrate}[args.mode](args, tmp)
+         "calibrate": run_calibrate, "cuda": run_cuda}[args.mode](args, tmp)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
         return 1

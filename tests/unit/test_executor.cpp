@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -729,10 +731,76 @@ private:
   int rank_;
 };
 
-// Runs plan `p` on `ranks` threads as ranks; each rank's Execution.
+// NCCL's point-to-point semantics between rank threads: each rank's link
+// thread makes one call at a time, and a send completes only together with
+// its peer's receive (a rendezvous per ordered pair of ranks), so calls that
+// do not pair up in order never complete. The buffers must match in size; a
+// call without its partner for 30 s throws (a deadlock) instead of hanging.
+struct Rendezvous {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::pair<int, int>, const Buffer*> posted; // (from, to): the send waiting
+  int calls = 0;
+};
+
+class ThreadDeviceLink : public DeviceLink {
+public:
+  ThreadDeviceLink(Rendezvous& room, int rank) : room_(room), rank_(rank) {}
+  int device() const override { return 0; }
+  bool reaches(int) const override { return true; }
+  bool send(int to, const Buffer& data, const std::atomic<bool>& stop) override {
+    std::unique_lock<std::mutex> lock(room_.mutex);
+    const std::pair<int, int> key{rank_, to};
+    if (room_.posted.count(key) != 0) {
+      throw Error("two sends at once from one rank's link thread");
+    }
+    room_.posted[key] = &data;
+    ++room_.calls;
+    room_.changed.notify_all();
+    return await(lock, stop, [&] { return room_.posted.count(key) == 0; });
+  }
+  bool receive(int from, const Buffer& into, const std::atomic<bool>& stop) override {
+    std::unique_lock<std::mutex> lock(room_.mutex);
+    const std::pair<int, int> key{from, rank_};
+    if (!await(lock, stop, [&] { return room_.posted.count(key) != 0; })) {
+      return false;
+    }
+    const Buffer& data = *room_.posted[key];
+    if (data.byteSize() != into.byteSize()) {
+      throw Error("a send of " + std::to_string(data.byteSize()) + " bytes met a receive of " +
+                  std::to_string(into.byteSize()));
+    }
+    std::memcpy(into.data(), data.data(), static_cast<std::size_t>(data.byteSize()));
+    room_.posted.erase(key);
+    room_.changed.notify_all();
+    return true;
+  }
+
+private:
+  template <class Done>
+  bool await(std::unique_lock<std::mutex>& lock, const std::atomic<bool>& stop, Done done) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (stop.load()) {
+        return false;
+      }
+      if (std::chrono::steady_clock::now() > limit) {
+        throw Error("rank " + std::to_string(rank_) + "'s link call found no partner in 30 s");
+      }
+      room_.changed.wait_for(lock, std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+  Rendezvous& room_;
+  int rank_;
+};
+
+// Runs plan `p` on `ranks` threads as ranks; each rank's Execution. With
+// `devices`, the cross-rank transfers go through ThreadDeviceLinks on it.
 std::vector<Execution> runOnRanks(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
                                   const cost::Target& target, const TensorBuffers& inputs,
-                                  int ranks) {
+                                  int ranks, Rendezvous* devices = nullptr,
+                                  const cost::Simulation* schedule = nullptr) {
   Mailroom room(ranks);
   std::vector<Execution> runs(static_cast<std::size_t>(ranks));
   std::vector<std::string> errors(static_cast<std::size_t>(ranks));
@@ -746,7 +814,11 @@ std::vector<Execution> runOnRanks(const graph::ExpandedGraph& g, const plan::Sha
           ExecuteOptions options{0, 1};
           options.link = &link;
           options.deviceRank = deviceRanks(p, target, ranks);
-          runs[static_cast<std::size_t>(r)] = execute(g, p, backend, inputs, options);
+          std::optional<ThreadDeviceLink> deviceLink;
+          if (devices != nullptr) {
+            options.deviceLink = &deviceLink.emplace(*devices, r);
+          }
+          runs[static_cast<std::size_t>(r)] = execute(g, p, backend, inputs, options, schedule);
         } catch (const std::exception& e) {
           errors[static_cast<std::size_t>(r)] = e.what();
         }
@@ -829,6 +901,59 @@ TEST_CASE("ranks run their devices' tasks and rank 0 gets the outputs bit for bi
               0);
       }
       checkTaskTimes(p, stats);
+    }
+  }
+}
+
+TEST_CASE("ranks whose transfers go through a device link's one thread per rank get the outputs "
+          "bit for bit",
+          "[executor]") {
+  // The executor's link thread under NCCL's rules (ThreadDeviceLink), on the
+  // CPU backend: the testdata plans, and split reductions over 4 devices
+  // (partials moved between ranks), in simulated and in submission order.
+  struct Case {
+    graph::ExpandedGraph g;
+    plan::ShardPlan p;
+    cost::Target target;
+    std::optional<cost::Simulation> sim;
+  };
+  std::vector<Case> cases;
+  for (const char* name : {"convnet_2dev.json", "mm_relu_2dev.json", "mlp_2dev.json"}) {
+    plan::LoadedPlan loaded =
+        driver::loadRunnable(std::string(TAPESTRY_TESTDATA_DIR) + "/plans/" + name, lib());
+    cases.push_back(Case{loaded.graph, loaded.plan, loaded.target, loaded.simulation});
+  }
+  const cost::Target eight = cost::loadTarget("h100x8");
+  for (const char* name : {"mlp.json", "transformer_block.json"}) {
+    const graph::ExpandedGraph g = testGraph(name);
+    const plan::ShardPlan p = plan::buildPlan(g, 8, reductionSplit(g, 4));
+    cases.push_back(Case{g, p, eight, cost::simulate(g, eight, p)});
+    cases.push_back(Case{g, p, eight, std::nullopt});
+  }
+  for (const Case& c : cases) {
+    INFO(c.g.name << (c.sim ? ", simulated order" : ", submission order"));
+    const TensorBuffers inputs = drawInputs(c.g, 3);
+    CpuBackend backend(c.p.deviceCount);
+    const cost::Simulation* sim = c.sim ? &*c.sim : nullptr;
+    const Execution one = execute(c.g, c.p, backend, inputs, ExecuteOptions{0, 1}, sim);
+    for (int ranks : {2, 3}) {
+      INFO(ranks << " ranks");
+      Rendezvous room;
+      const std::vector<Execution> runs = runOnRanks(c.g, c.p, c.target, inputs, ranks, &room, sim);
+      CHECK(room.calls > 0);
+      CHECK(room.posted.empty());
+      const ExecutionStats& stats = runs[0].stats;
+      CHECK(stats.transport == Transport::Nccl);
+      CHECK(stats.transfers == one.stats.transfers);
+      CHECK(stats.reductionSteps == one.stats.reductionSteps);
+      CHECK(stats.workers > one.stats.workers); // the link threads
+      REQUIRE(runs[0].outputs.size() == one.outputs.size());
+      for (const auto& [output, buffer] : one.outputs) {
+        const Buffer& got = runs[0].outputs.at(output);
+        REQUIRE(got.byteSize() == buffer.byteSize());
+        CHECK(std::memcmp(got.data(), buffer.data(), static_cast<std::size_t>(buffer.byteSize())) ==
+              0);
+      }
     }
   }
 }

@@ -1,0 +1,221 @@
+#include "backends/cuda/nccl_link.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include "backends/cuda/cuda_backend.hpp"
+#include "backends/cuda/cuda_ops.hpp"
+#include "core/diag/error.hpp"
+
+namespace tapestry::backend {
+
+namespace {
+
+#define TAPESTRY_NCCL_STR2(x) #x
+#define TAPESTRY_NCCL_STR(x) TAPESTRY_NCCL_STR2(x)
+
+// The NCCL functions the link calls, bound from libnccl at first use.
+struct NcclApi {
+  std::string error; // why NCCL cannot be used; "" when every function is bound
+  ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
+  ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
+  ncclResult_t (*commAbort)(ncclComm_t) = nullptr;
+  ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
+  ncclResult_t (*send)(const void*, std::size_t, ncclDataType_t, int, ncclComm_t,
+                       cudaStream_t) = nullptr;
+  ncclResult_t (*recv)(void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  const char* (*errorString)(ncclResult_t) = nullptr;
+};
+
+NcclApi load() {
+  NcclApi api;
+  const std::string name = "libnccl.so." TAPESTRY_NCCL_STR(NCCL_MAJOR);
+  void* lib = nullptr;
+#ifdef TAPESTRY_NCCL_LIBRARY_DIR
+  lib = dlopen((std::string(TAPESTRY_NCCL_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW);
+#endif
+  if (lib == nullptr) {
+    lib = dlopen(name.c_str(), RTLD_NOW);
+  }
+  if (lib == nullptr) {
+    const char* why = dlerror();
+    api.error = "cannot load " + name + (why != nullptr ? std::string(": ") + why : "");
+    return api;
+  }
+  auto bind = [&](auto& fn, const char* symbol) {
+    void* address = dlsym(lib, symbol);
+    if (address == nullptr) {
+      if (api.error.empty()) {
+        api.error = name + " has no " + symbol;
+      }
+      return;
+    }
+    static_assert(sizeof(fn) == sizeof(address));
+    std::memcpy(&fn, &address, sizeof fn); // object to function pointer, without a cast
+  };
+  bind(api.getUniqueId, "ncclGetUniqueId");
+  bind(api.commInitRank, "ncclCommInitRank");
+  bind(api.commDestroy, "ncclCommDestroy");
+  bind(api.commAbort, "ncclCommAbort");
+  bind(api.commGetAsyncError, "ncclCommGetAsyncError");
+  bind(api.send, "ncclSend");
+  bind(api.recv, "ncclRecv");
+  bind(api.errorString, "ncclGetErrorString");
+  return api;
+}
+
+const NcclApi& nccl() {
+  static const NcclApi api = load();
+  return api;
+}
+
+// Error "NCCL: WHAT: <NCCL's message> (code N)" unless success.
+void check(ncclResult_t status, const std::string& what) {
+  if (status != ncclSuccess) {
+    throw Error("NCCL: " + what + ": " + nccl().errorString(status) + " (code " +
+                std::to_string(static_cast<int>(status)) + ")");
+  }
+}
+
+} // namespace
+
+std::string ncclUnavailable() {
+  return nccl().error;
+}
+
+struct NcclLink::State {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int gpu = 0;
+  int rank = 0;
+  std::vector<int> gpuOf; // per plan device
+
+  void select() const {
+    cuda::checkCuda(cudaSetDevice(gpu), "selecting GPU " + std::to_string(gpu));
+  }
+
+  // Polls the stream until the enqueued call is done: true; false once `stop`
+  // is set (the communicator is aborted then, as its peer may never come).
+  bool wait(const std::atomic<bool>& stop, const std::string& what) {
+    auto pause = std::chrono::microseconds(2);
+    for (;;) {
+      const cudaError_t status = cudaStreamQuery(stream);
+      if (status == cudaSuccess) {
+        return true;
+      }
+      if (status != cudaErrorNotReady) {
+        cuda::checkCuda(status, what);
+      }
+      ncclResult_t async = ncclSuccess;
+      check(nccl().commGetAsyncError(comm, &async), what);
+      if (async != ncclSuccess && async != ncclInProgress) {
+        check(async, what);
+      }
+      if (stop.load(std::memory_order_acquire)) {
+        nccl().commAbort(comm);
+        comm = nullptr;
+        return false;
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(100));
+    }
+  }
+
+  void usable(const std::string& what) const {
+    if (comm == nullptr) {
+      throw InternalError("NCCL: " + what + " after the communicator was aborted");
+    }
+  }
+};
+
+NcclLink::NcclLink(RankLink& link, const CudaBackend& backend, int device)
+    : state_(std::make_unique<State>()), device_(device) {
+  const NcclApi& api = nccl();
+  if (!api.error.empty()) {
+    throw Error("NCCL: " + api.error);
+  }
+  State& s = *state_;
+  for (const cuda::DevicePlacement& p : backend.placements()) {
+    s.gpuOf.push_back(p.gpu);
+  }
+  if (device < 0 || static_cast<std::size_t>(device) >= s.gpuOf.size()) {
+    throw InternalError("NCCL link on plan device " + std::to_string(device) +
+                        ", which the backend does not have");
+  }
+  s.gpu = s.gpuOf[static_cast<std::size_t>(device)];
+  s.rank = link.rank();
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  if (link.rank() == 0) {
+    check(api.getUniqueId(&id), "creating the communicator's unique id");
+  }
+  link.broadcast(std::as_writable_bytes(std::span<ncclUniqueId, 1>(&id, 1)), 0);
+  s.select();
+  cuda::checkCuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
+                  "creating the NCCL stream on GPU " + std::to_string(s.gpu));
+  check(api.commInitRank(&s.comm, link.ranks(), id, link.rank()),
+        "rank " + std::to_string(link.rank()) + " joining the communicator of " +
+            std::to_string(link.ranks()) + " ranks on GPU " + std::to_string(s.gpu));
+}
+
+NcclLink::~NcclLink() {
+  // Errors here have nowhere to go (and the process may be exiting).
+  State& s = *state_;
+  cudaSetDevice(s.gpu);
+  if (s.comm != nullptr) {
+    nccl().commDestroy(s.comm);
+  }
+  if (s.stream != nullptr) {
+    cudaStreamDestroy(s.stream);
+  }
+}
+
+bool NcclLink::reaches(int device) const {
+  return device >= 0 && static_cast<std::size_t>(device) < state_->gpuOf.size() &&
+         state_->gpuOf[static_cast<std::size_t>(device)] == state_->gpu;
+}
+
+bool NcclLink::send(int to, const Buffer& data, const std::atomic<bool>& stop) {
+  State& s = *state_;
+  const std::string what = "rank " + std::to_string(s.rank) + " sending " +
+                           std::to_string(data.byteSize()) + " bytes to rank " + std::to_string(to);
+  s.usable(what);
+  if (!reaches(data.device())) {
+    throw InternalError("NCCL: " + what + " from a buffer on plan device " +
+                        std::to_string(data.device()) + ", not on the link's GPU");
+  }
+  s.select();
+  check(nccl().send(data.data(), static_cast<std::size_t>(data.byteSize()), ncclUint8, to, s.comm,
+                    s.stream),
+        what);
+  return s.wait(stop, what);
+}
+
+bool NcclLink::receive(int from, const Buffer& into, const std::atomic<bool>& stop) {
+  State& s = *state_;
+  const std::string what = "rank " + std::to_string(s.rank) + " receiving " +
+                           std::to_string(into.byteSize()) + " bytes from rank " +
+                           std::to_string(from);
+  s.usable(what);
+  if (!reaches(into.device())) {
+    throw InternalError("NCCL: " + what + " into a buffer on plan device " +
+                        std::to_string(into.device()) + ", not on the link's GPU");
+  }
+  s.select();
+  check(nccl().recv(into.data(), static_cast<std::size_t>(into.byteSize()), ncclUint8, from, s.comm,
+                    s.stream),
+        what);
+  return s.wait(stop, what);
+}
+
+} // namespace tapestry::backend
