@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/body_kernel.hpp"
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/dtype.hpp"
 #include "core/metakernel/shard_body.hpp"
@@ -32,11 +33,6 @@ void roundTo(std::string_view dtype, std::span<double> values) {
   });
 }
 
-const expr::BodyPrimitives& cpuPrimitives() {
-  static const expr::BodyPrimitives p{&backend::cpu::denseGemm, &roundTo};
-  return p;
-}
-
 // Per output port, per tensor: the block's float64 numbers.
 std::vector<std::vector<std::vector<double>>> evaluateCase(const BodyCase& c,
                                                            std::uint64_t& state) {
@@ -49,17 +45,17 @@ std::vector<std::vector<std::vector<double>>> evaluateCase(const BodyCase& c,
         inputs[p].push_back(nullptr);
         continue;
       }
-      inputs[p].push_back(std::make_shared<std::vector<double>>(randomBlock(
+      inputs[p].push_back(expr::hostBlock(randomBlock(
           dtype, sels[p][t].size(), state, [&](std::vector<double>& v) { roundTo(dtype, v); })));
     }
   }
-  const auto values =
-      metakernel::evaluateShardBody(c.app, c.kernel, c.shard, &inputs, &cpuPrimitives());
+  const auto values = metakernel::evaluateShardBody(c.app, c.kernel, c.shard, &inputs,
+                                                    &backend::cpu::hostBodyOps());
   std::vector<std::vector<std::vector<double>>> out;
   for (const auto& port : values) {
     std::vector<std::vector<double>> blocks;
     for (const expr::BodyValue& v : port) {
-      blocks.push_back(v.data ? *v.data : std::vector<double>{});
+      blocks.push_back(v.data ? expr::hostValues(v) : std::vector<double>{});
     }
     out.push_back(std::move(blocks));
   }
