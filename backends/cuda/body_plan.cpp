@@ -390,7 +390,8 @@ Transfer planTransfer(const backend::TensorView& view, const ZRange& region) {
   const Shape extent = region.shape().vector();
   Transfer t;
   t.base = view.offsetOf(region.start().coords());
-  t.walk = walk(extent, {view.strides, rowMajor(extent)});
+  t.read = walk(extent, {view.strides, rowMajor(extent)});
+  t.write = walk(extent, {rowMajor(extent), view.strides});
   return t;
 }
 

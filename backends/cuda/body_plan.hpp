@@ -96,13 +96,14 @@ Plan planSlice(const expr::BodyValue& x, std::size_t axis, std::int64_t start, s
 Plan planWhere(const expr::BodyValue& condition, const expr::BodyValue& a, const expr::BodyValue& b,
                std::span<const std::int64_t> out);
 
-// Moving a tensor's selection between a view and a dense block: the walk of
-// `region` with operand 0 the view (from `base`, its element offset of the
-// region's start) and operand 1 the dense row-major block; a cast from the
-// view's dtype to the compute type reads, the reverse writes.
+// Moving a tensor's selection between a view and a dense row-major block, as
+// cast launches (the view's dtype to the compute type, or back): `read` walks
+// `region` with operand 0 the view (from `base`, the view's element offset of
+// the region's start) and operand 1 the block; `write` the other way round.
 struct Transfer {
   std::int64_t base = 0;
-  DeviceWalk walk;
+  DeviceWalk read;
+  DeviceWalk write;
 };
 Transfer planTransfer(const backend::TensorView& view, const ZRange& region);
 

@@ -150,7 +150,7 @@ public:
     const body::Transfer t = body::planTransfer(view, region);
     const std::int64_t size = static_cast<std::int64_t>(backend::dtypeSize(view.dtype));
     checkCuda(launchCast(elementType(view.dtype), block->type(), view.data + t.base * size,
-                         block->data(), t.walk, c_.stream),
+                         block->data(), t.read, c_.stream),
               what_ + ": reading " + region.toString() + " of " + view.toString());
     return block;
   }
@@ -163,13 +163,8 @@ public:
     }
     const body::Transfer t = body::planTransfer(view, region);
     const std::int64_t size = static_cast<std::int64_t>(backend::dtypeSize(view.dtype));
-    // The walk's operand 0 is the view: swap the operands' strides to write.
-    DeviceWalk w = t.walk;
-    for (int d = 0; d < w.rank; ++d) {
-      std::swap(w.stride[0][d], w.stride[1][d]);
-    }
     checkCuda(launchCast(block->type(), elementType(view.dtype), block->data(),
-                         view.data + t.base * size, w, c_.stream),
+                         view.data + t.base * size, t.write, c_.stream),
               what_ + ": writing " + region.toString() + " of " + view.toString());
   }
 
