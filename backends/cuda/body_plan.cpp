@@ -1,6 +1,7 @@
+// Host-side plans of the body block operations on the CUDA backend (see
+// body_plan.hpp): pure index arithmetic, no CUDA calls.
 #include "backends/cuda/body_plan.hpp"
 
-#include <algorithm>
 #include <string>
 
 #include "backends/dtype.hpp"
@@ -241,6 +242,7 @@ Plan planReduce(expr::ReduceFn fn, const BodyValue& x, const std::vector<bool>& 
   return plan;
 }
 
+// b's dtype is a's (the evaluator checked) and its shape is in s.
 Plan planMatmul(const BodyValue& a, const BodyValue& /*b*/, const expr::MatmulShape& s) {
   const ElementType type = computeType(a.type.dtype);
   const std::int64_t batches = countOf(s.batch);

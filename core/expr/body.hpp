@@ -2,8 +2,9 @@
 // expressions over the blocks its IPFs select. Parsed once through the one
 // ANTLR grammar (grammar/, rule bodyInput) into the AST below; evaluated either
 // on types only (shapes and dtypes: `kernels check`, and before a run) or on
-// numbers (the CPU backend's kernel for a template without a native one, and
-// the float64 reference of `run --check`).
+// numbers through a BlockOps (the backends' kernel for a template without a
+// native one: host float64 on the CPU backend, device blocks on the CUDA
+// backend; and the float64 reference of `run --check`).
 //
 // A body is a sequence of statements `NAME (, NAME)* = BLOCK_EXPR`. Input ports
 // name their blocks (a list port names a list of blocks); a statement binds a
