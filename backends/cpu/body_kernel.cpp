@@ -1,11 +1,14 @@
 // A kernel from its template's body (SPEC §4.1): the CPU backend runs any
 // kernel whose template has a body and that has no native kernel. The shard's
-// input selections are read into float64 blocks, the body is evaluated
-// (core/metakernel/shard_body.hpp; matrix products through cblas_dgemm), and
-// each output block is rounded to its tensor's dtype and written over its
-// selection. Bodies are the reference semantics, so they compute in float64
-// whatever the dtype; integer blocks are exact up to 2^53.
+// input selections are read into blocks, the body is evaluated
+// (core/metakernel/shard_body.hpp) and each output block is rounded to its
+// tensor's dtype and written over its selection. On the host the blocks are
+// float64 (hostBodyOps; matrix products through cblas_dgemm): bodies are the
+// reference semantics, so they compute in float64 whatever the dtype, and
+// integer blocks are exact up to 2^53.
 #include <memory>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "backends/cpu/body_kernel.hpp"
@@ -39,17 +42,16 @@ template <class F> void forEachPoint(const TensorView& view, const ZRange& regio
   }
 }
 
-std::shared_ptr<std::vector<double>> readBlock(const TensorView& view, const ZRange& region) {
-  auto data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(region.size()));
+expr::BlockHandle readBlock(const TensorView& view, const ZRange& region) {
+  std::vector<double> data(static_cast<std::size_t>(region.size()));
   dispatchWithBool(view.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* base = reinterpret_cast<const T*>(view.data);
-    double* out = data->data();
     forEachPoint(view, region, [&](std::int64_t offset, std::int64_t i) {
-      out[i] = convertValue<double>(base[offset]);
+      data[static_cast<std::size_t>(i)] = convertValue<double>(base[offset]);
     });
   });
-  return data;
+  return expr::hostBlock(std::move(data));
 }
 
 void writeBlock(const std::vector<double>& data, const TensorView& view, const ZRange& region) {
@@ -62,35 +64,48 @@ void writeBlock(const std::vector<double>& data, const TensorView& view, const Z
   });
 }
 
-const expr::BodyPrimitives& primitives() {
-  static const expr::BodyPrimitives p{&denseGemm,
-                                      [](std::string_view dtype, std::span<double> values) {
-                                        dispatchWithBool(parseDType(dtype), [&](auto tag) {
-                                          using T = typename decltype(tag)::type;
-                                          for (double& v : values) {
-                                            v = convertValue<double>(convertValue<T>(v));
-                                          }
-                                        });
-                                      }};
-  return p;
+void roundTo(std::string_view dtype, std::span<double> values) {
+  dispatchWithBool(parseDType(dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (double& v : values) {
+      v = convertValue<double>(convertValue<T>(v));
+    }
+  });
 }
+
+class HostMemory final : public BodyMemory {
+public:
+  expr::BlockOps& ops() override { return hostBodyOps(); }
+  expr::BlockHandle read(const TensorView& view, const ZRange& region) override {
+    return readBlock(view, region);
+  }
+  void write(const expr::BodyValue& block, const TensorView& view, const ZRange& region) override {
+    writeBlock(expr::hostValues(block), view, region);
+  }
+};
 
 } // namespace
 
-void runBodyKernel(const KernelCall& call) {
+expr::BlockOps& hostBodyOps() {
+  static const expr::BodyPrimitives primitives{&denseGemm, &roundTo};
+  static const std::unique_ptr<expr::BlockOps> ops = expr::hostBlockOps(primitives);
+  return *ops;
+}
+
+void runBodyKernelWith(const KernelCall& call, BodyMemory& memory) {
   const graph::Operation& op = call.op;
   const ShardSelections sel = shardSelections(op, call.index);
   metakernel::BlockData inputs(op.inputs.size());
   for (std::size_t p = 0; p < op.inputs.size(); ++p) {
     for (std::size_t t = 0; t < sel.inputs[p].size(); ++t) {
       const ZRange& region = sel.inputs[p][t];
-      inputs[p].push_back(region.isEmpty() ? nullptr : readBlock(call.inputs[p][t], region));
+      inputs[p].push_back(region.isEmpty() ? nullptr : memory.read(call.inputs[p][t], region));
     }
   }
   const std::vector<std::vector<expr::BodyValue>> outputs = [&] {
     try {
       return metakernel::evaluateShardBody(op.application, op.kernel, call.index, &inputs,
-                                           &primitives());
+                                           &memory.ops());
     } catch (Error& e) {
       if (e.exitCode() == ExitCode::InvalidInput) {
         e.prefix(op.name + " (" + op.kernel + "): ");
@@ -102,10 +117,15 @@ void runBodyKernel(const KernelCall& call) {
     for (std::size_t t = 0; t < outputs[p].size(); ++t) {
       const ZRange& region = sel.outputs[p][t];
       if (!region.isEmpty()) {
-        writeBlock(*outputs[p][t].data, call.outputs[p][t], region);
+        memory.write(outputs[p][t], call.outputs[p][t], region);
       }
     }
   }
+}
+
+void runBodyKernel(const KernelCall& call) {
+  HostMemory memory;
+  runBodyKernelWith(call, memory);
 }
 
 void runBodyKernelStaged(Backend& backend, const KernelCall& call) {

@@ -7,9 +7,9 @@
 
 #include <cuda_runtime.h>
 
-#include "backends/cpu/body_kernel.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cuda/cublaslt.hpp"
+#include "backends/cuda/cuda_body.hpp"
 #include "backends/cuda/cuda_ops.hpp"
 #include "backends/cuda/cuda_probe.hpp"
 #include "core/diag/error.hpp"
@@ -381,7 +381,21 @@ void checkCallViews(const KernelCall& call, int gpu, const std::function<int(int
 } // namespace
 
 void CudaBackend::launchBody(const KernelCall& call) {
-  cpu::runBodyKernelStaged(*this, call);
+  const Impl& m = *impl_;
+  const DeviceContext& ctx = m.context(call.device);
+  ctx.select();
+  checkCallViews(call, ctx.gpu, [&](int device) { return m.gpuOf(device); });
+  const cuda::KernelContext kernel = m.kernelContext(ctx);
+  const std::string what = "body of kernel " + call.op.kernel + " (operation " + call.op.name + ")";
+  try {
+    cuda::runBodyOnDevice(call, kernel);
+  } catch (...) {
+    // What was enqueued before the error still runs; let it finish first.
+    cudaStreamSynchronize(ctx.stream);
+    throw;
+  }
+  checkCuda(cudaGetLastError(), what);
+  ctx.wait(what);
 }
 
 void CudaBackend::launch(const KernelCall& call) {

@@ -1,7 +1,8 @@
 // The CUDA backend (SPEC §9, docs/cuda.md): buffers in stream-ordered device
 // memory pools, region copies (contiguous blocks as one memcpy, anything else
 // through a gather kernel or host staging), matrix products through cuBLASLt
-// and native kernels for every other standard-library kernel.
+// native kernels for every other standard-library kernel, and kernel bodies
+// evaluated on device blocks (cuda_body.hpp).
 //
 // Each logical plan device gets its own CUDA stream: on a GPU of its own when
 // there are at least as many GPUs as plan devices, else on GPU 0
@@ -68,8 +69,8 @@ public:
 
 protected:
   void launch(const KernelCall& call) override;
-  // A kernel with a body and no native CUDA kernel: staged through host
-  // memory and evaluated there (backends/cpu/body_kernel.hpp).
+  // A kernel with a body and no native CUDA kernel: the body evaluator with
+  // its blocks on the GPU (backends/cuda/cuda_body.hpp), float32 or float64.
   void launchBody(const KernelCall& call) override;
 
 private:

@@ -1,9 +1,9 @@
 // Kernel bodies (core/expr/body.hpp): the function table, the checks a body
 // gets right after parsing, and the small public helpers. The evaluator, one
-// walk over the statements that computes shapes and dtypes always and float64
-// data when asked, is in body_eval.cpp and body_ops.cpp; every shape rule lives
-// there once, so `kernels check` (types only) and a run (numbers) cannot
-// disagree about what a body means.
+// walk over the statements that computes shapes and dtypes always and block
+// data (through BlockOps) when asked, is in body_eval.cpp and body_ops.cpp;
+// every shape rule lives there once, so `kernels check` (types only) and a run
+// (numbers, on the host or on a GPU) cannot disagree about what a body means.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -134,7 +134,7 @@ std::string toString(const BlockType& t) {
   return ZPoint(t.shape).toString() + " " + t.dtype;
 }
 
-BodyValue BodyValue::block(BlockType type, std::shared_ptr<std::vector<double>> data) {
+BodyValue BodyValue::block(BlockType type, BlockHandle data) {
   BodyValue v;
   v.kind = Kind::Block;
   v.type = std::move(type);
@@ -177,8 +177,8 @@ std::optional<std::vector<std::int64_t>> broadcastShapes(std::span<const std::in
 
 std::map<std::string, BodyValue, std::less<>> evaluateBody(const Body& body,
                                                            const BodyEnvironment& env) {
-  if (env.numeric && env.primitives == nullptr) {
-    throw InternalError("evaluateBody: numbers asked for without primitives");
+  if (env.numeric && env.ops == nullptr) {
+    throw InternalError("evaluateBody: numbers asked for without block operations");
   }
   return body_impl::Evaluator(env).run(body);
 }

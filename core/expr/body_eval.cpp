@@ -15,8 +15,51 @@ namespace tapestry::expr::body_impl {
 
 namespace {
 
-double gelu(double x) {
-  return 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440));
+ElementOp elementOp(BodyOp op) {
+  switch (op) {
+  case BodyOp::Add:
+    return ElementOp::Add;
+  case BodyOp::Sub:
+    return ElementOp::Sub;
+  case BodyOp::Mul:
+    return ElementOp::Mul;
+  case BodyOp::Div:
+    return ElementOp::Div;
+  case BodyOp::Pow:
+  case BodyOp::MatMul: // '@' never gets here
+    break;
+  }
+  return ElementOp::Pow;
+}
+
+UnaryFn unaryFn(Fn fn) {
+  switch (fn) {
+  case Fn::Exp:
+    return UnaryFn::Exp;
+  case Fn::Log:
+    return UnaryFn::Log;
+  case Fn::Sqrt:
+    return UnaryFn::Sqrt;
+  case Fn::Rsqrt:
+    return UnaryFn::Rsqrt;
+  case Fn::Tanh:
+    return UnaryFn::Tanh;
+  case Fn::Erf:
+    return UnaryFn::Erf;
+  case Fn::Abs:
+    return UnaryFn::Abs;
+  case Fn::Sigmoid:
+    return UnaryFn::Sigmoid;
+  case Fn::Relu:
+    return UnaryFn::Relu;
+  case Fn::Gelu:
+    return UnaryFn::Gelu;
+  case Fn::Neg:
+    break;
+  default:
+    throw InternalError("body: not a unary function");
+  }
+  return UnaryFn::Neg;
 }
 
 } // namespace
@@ -210,25 +253,9 @@ BodyValue Evaluator::arithmetic(BodyOp op, const std::string& what, int column,
                       what + " needs blocks or numbers, got " + describe(*side));
     }
   }
-  auto apply = [op](double x, double y) {
-    switch (op) {
-    case BodyOp::Add:
-      return x + y;
-    case BodyOp::Sub:
-      return x - y;
-    case BodyOp::Mul:
-      return x * y;
-    case BodyOp::Div:
-      return x / y;
-    case BodyOp::Pow:
-      return std::pow(x, y);
-    case BodyOp::MatMul:
-      break;
-    }
-    return 0.0;
-  };
+  const ElementOp eop = elementOp(op);
   if (a.kind == Kind::Number && b.kind == Kind::Number) {
-    return number(apply(a.number, b.number),
+    return number(applyElement(eop, a.number, b.number),
                   a.isInt && b.isInt && op != BodyOp::Div && op != BodyOp::Pow);
   }
   std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
@@ -249,12 +276,11 @@ BodyValue Evaluator::arithmetic(BodyOp op, const std::string& what, int column,
       }
     }
   }
-  return elementwise(column, what, a, b, dtype, apply);
+  return elementwise(column, what, a, b, dtype, eop);
 }
 
-template <class F>
 BodyValue Evaluator::elementwise(int column, const std::string& what, const BodyValue& a,
-                                 const BodyValue& b, const std::string& dtype, F&& f) {
+                                 const BodyValue& b, const std::string& dtype, ElementOp op) {
   const Shape sa = a.kind == Kind::Block ? a.type.shape : Shape{};
   const Shape sb = b.kind == Kind::Block ? b.type.shape : Shape{};
   std::optional<Shape> out = broadcastShapes(sa, sb);
@@ -262,31 +288,9 @@ BodyValue Evaluator::elementwise(int column, const std::string& what, const Body
     throw ExprError(column, what + " cannot broadcast " + shapeText(sa) + " with " + shapeText(sb));
   }
   BodyValue r = BodyValue::block(BlockType{*out, dtype});
-  if (!numeric()) {
-    return r;
+  if (numeric()) {
+    r.data = ops().elementwise(op, a, b, *out);
   }
-  r.data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(*out)));
-  const double* pa = a.kind == Kind::Block ? a.data->data() : &a.number;
-  const double* pb = b.kind == Kind::Block ? b.data->data() : &b.number;
-  double* pr = r.data->data();
-  const std::size_t total = r.data->size();
-  // Fast paths: equal shapes, or a scalar on either side.
-  const bool fullA = sa == *out;
-  const bool fullB = sb == *out;
-  const bool oneA = elementCount(sa) == 1;
-  const bool oneB = elementCount(sb) == 1;
-  if ((fullA || oneA) && (fullB || oneB)) {
-    const std::size_t stepA = fullA ? 1 : 0;
-    const std::size_t stepB = fullB ? 1 : 0;
-    for (std::size_t i = 0; i < total; ++i) {
-      pr[i] = f(pa[i * stepA], pb[i * stepB]);
-    }
-    return r;
-  }
-  forEachElement(*out, {broadcastStrides(sa, *out), broadcastStrides(sb, *out)},
-                 [&](std::int64_t i, const std::vector<std::int64_t>& off) {
-                   pr[i] = f(pa[off[0]], pb[off[1]]);
-                 });
   return r;
 }
 
@@ -344,18 +348,7 @@ BodyValue Evaluator::matmul(const BodyNode& n, const BodyValue& a, const BodyVal
   if (!numeric()) {
     return r;
   }
-  r.data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(out)));
-  const Shape strideA = broadcastStrides(batchA, *batch);
-  const Shape strideB = broadcastStrides(batchB, *batch);
-  const Shape strideR = rowMajor(*batch);
-  const std::int64_t matA = m * k;
-  const std::int64_t matB = k * nn;
-  const std::int64_t matR = m * nn;
-  forEachElement(
-      *batch, {strideA, strideB, strideR}, [&](std::int64_t, const std::vector<std::int64_t>& off) {
-        env_.primitives->gemm(m, nn, k, a.data->data() + off[0] * matA,
-                              b.data->data() + off[1] * matB, r.data->data() + off[2] * matR);
-      });
+  r.data = ops().matmul(a, b, MatmulShape{batchA, batchB, *batch, m, nn, k});
   return r;
 }
 
@@ -394,22 +387,16 @@ BodyValue Evaluator::call(const BodyNode& n) {
         throw ExprError(n.column, n.name + "() needs blocks or numbers, got " + describe(*side));
       }
     }
-    const bool isMax = info.fn == Fn::Maximum;
-    auto pick = [isMax](double x, double y) {
-      if (std::isnan(x) || std::isnan(y)) {
-        return std::nan("");
-      }
-      return isMax ? std::max(x, y) : std::min(x, y);
-    };
+    const ElementOp op = info.fn == Fn::Maximum ? ElementOp::Maximum : ElementOp::Minimum;
     if (a.kind == Kind::Number && b.kind == Kind::Number) {
-      return number(pick(a.number, b.number), a.isInt && b.isInt);
+      return number(applyElement(op, a.number, b.number), a.isInt && b.isInt);
     }
     if (a.kind == Kind::Block && b.kind == Kind::Block && a.type.dtype != b.type.dtype) {
       throw ExprError(n.column, n.name + "() of a " + a.type.dtype + " block and a " +
                                     b.type.dtype + " block; cast one");
     }
     const std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
-    return elementwise(n.column, n.name + "()", a, b, dtype, pick);
+    return elementwise(n.column, n.name + "()", a, b, dtype, op);
   }
   default:
     return unary(n, info.fn, eval(*args[0]));
@@ -458,57 +445,16 @@ BodyValue Evaluator::where(const BodyNode& n, const std::vector<const BodyNode*>
   if (!numeric()) {
     return r;
   }
-  r.data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(*out)));
-  const double condition = c.boolean ? 1.0 : 0.0;
-  auto at = [](const BodyValue& v, const double* scalar) {
-    return v.kind == Kind::Block ? v.data->data() : scalar;
-  };
-  const double* pc = at(c, &condition);
-  const double* pa = at(a, &a.number);
-  const double* pb = at(b, &b.number);
-  double* pr = r.data->data();
-  forEachElement(*out,
-                 {broadcastStrides(shapeOf(c), *out), broadcastStrides(shapeOf(a), *out),
-                  broadcastStrides(shapeOf(b), *out)},
-                 [&](std::int64_t i, const std::vector<std::int64_t>& off) {
-                   pr[i] = pc[off[0]] != 0.0 ? pa[off[1]] : pb[off[2]];
-                 });
+  r.data = ops().where(c, a, b, *out);
   return r;
 }
 
 BodyValue Evaluator::unary(const BodyNode& n, Fn fn, BodyValue x) {
   const std::string what = n.kind == BodyKind::Neg ? "'-'" : n.name + "()";
   const bool intsOk = fn == Fn::Neg || fn == Fn::Abs || fn == Fn::Relu;
-  auto f = [fn](double v) {
-    switch (fn) {
-    case Fn::Exp:
-      return std::exp(v);
-    case Fn::Log:
-      return std::log(v);
-    case Fn::Sqrt:
-      return std::sqrt(v);
-    case Fn::Rsqrt:
-      return 1.0 / std::sqrt(v);
-    case Fn::Tanh:
-      return std::tanh(v);
-    case Fn::Erf:
-      return std::erf(v);
-    case Fn::Abs:
-      return std::fabs(v);
-    case Fn::Neg:
-      return -v;
-    case Fn::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-v));
-    case Fn::Relu:
-      return v < 0 ? 0.0 : v;
-    case Fn::Gelu:
-      return gelu(v);
-    default:
-      return v;
-    }
-  };
+  const UnaryFn f = unaryFn(fn);
   if (x.kind == Kind::Number) {
-    return number(f(x.number), x.isInt && intsOk);
+    return number(applyUnary(f, x.number), x.isInt && intsOk);
   }
   if (x.kind != Kind::Block) {
     throw ExprError(n.column, what + " needs a block or a number, got " + describe(x));
@@ -519,8 +465,7 @@ BodyValue Evaluator::unary(const BodyNode& n, Fn fn, BodyValue x) {
   }
   BodyValue r = BodyValue::block(x.type);
   if (numeric()) {
-    r.data = std::make_shared<std::vector<double>>(x.data->size());
-    std::transform(x.data->begin(), x.data->end(), r.data->begin(), f);
+    r.data = ops().unary(f, x);
   }
   return r;
 }

@@ -1,7 +1,9 @@
 // Shared between the body parser (parser.cpp, which owns the ANTLR types), the
-// function table (body.cpp) and the evaluator, whose member functions are split
+// function table (body.cpp), the evaluator, whose member functions are split
 // by job: statements, names, arithmetic and calls (body_eval.cpp); reductions
-// and data movement (body_ops.cpp).
+// and data movement (body_ops.cpp), and the host float64 BlockOps
+// (body_host.cpp). The evaluator checks shapes and arguments and leaves every
+// number of a block to BlockOps.
 #pragma once
 
 #include <array>
@@ -147,6 +149,7 @@ private:
   std::map<std::string, BodyValue, std::less<>> locals_;
 
   bool numeric() const { return env_.numeric; }
+  BlockOps& ops() const { return *env_.ops; }
 
   // statements, names and arithmetic (body_eval.cpp)
   static std::string describe(const BodyValue& v);
@@ -163,9 +166,8 @@ private:
                        std::array<const BodyNode*, 2> at, const BodyValue& a, const BodyValue& b);
   // where(condition, a, b): a bool block (or bool) picks a or b, all three broadcast.
   BodyValue where(const BodyNode& n, const std::vector<const BodyNode*>& args);
-  template <class F>
   BodyValue elementwise(int column, const std::string& what, const BodyValue& a, const BodyValue& b,
-                        const std::string& dtype, F&& f);
+                        const std::string& dtype, ElementOp op);
   BodyValue matmul(const BodyNode& n, const BodyValue& a, const BodyValue& b);
   BodyValue call(const BodyNode& n);
   BodyValue unary(const BodyNode& n, Fn fn, BodyValue x);

@@ -1,6 +1,6 @@
 // The body evaluator, second half (core/expr/body_internal.hpp): reductions
 // (sum, mean, max, min) and data movement (transpose, reshape, cast, concat,
-// slice).
+// slice): their arguments and shapes here, their numbers in BlockOps.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -37,65 +37,23 @@ BodyValue Evaluator::reduce(const BodyNode& n, Fn fn, const std::vector<const Bo
   if (fn == Fn::Mean && !isFloatDType(x.type.dtype)) {
     throw ExprError(n.column, "mean() needs a float block, got " + toString(x.type));
   }
-  Shape kept = x.type.shape; // reduced dims as 1
-  Shape out;                 // the result's shape
-  std::int64_t count = 1;    // elements combined into one
+  Shape out; // the result's shape
   for (std::size_t d = 0; d < rank; ++d) {
-    if (reduced[d]) {
-      count *= kept[d];
-      kept[d] = 1;
-      if (keepdims) {
-        out.push_back(1);
-      }
-    } else {
-      out.push_back(kept[d]);
+    if (!reduced[d]) {
+      out.push_back(x.type.shape[d]);
+    } else if (keepdims) {
+      out.push_back(1);
     }
   }
   BodyValue r = BodyValue::block(BlockType{out, x.type.dtype});
   if (!numeric()) {
     return r;
   }
-  const double init = fn == Fn::Max ? -INFINITY : fn == Fn::Min ? INFINITY : 0.0;
-  r.data =
-      std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(kept)), init);
-  double* pr = r.data->data();
-  const double* px = x.data->data();
-  auto combine = [fn](double acc, double v) {
-    if (fn == Fn::Max) {
-      return std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
-    }
-    if (fn == Fn::Min) {
-      return std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
-    }
-    return acc + v;
-  };
-  // Fast path: the reduced dims are the trailing ones (rows of a matrix).
-  std::size_t lead = rank;
-  while (lead > 0 && reduced[lead - 1]) {
-    --lead;
-  }
-  if (std::none_of(reduced.begin(), reduced.begin() + static_cast<std::ptrdiff_t>(lead),
-                   [](bool b) { return b; })) {
-    const std::size_t rows = r.data->size();
-    const auto inner = static_cast<std::size_t>(count);
-    for (std::size_t j = 0; j < rows; ++j) {
-      double acc = init;
-      for (std::size_t i = 0; i < inner; ++i) {
-        acc = combine(acc, px[j * inner + i]);
-      }
-      pr[j] = acc;
-    }
-  } else {
-    forEachElement(x.type.shape, {broadcastStrides(kept, x.type.shape)},
-                   [&](std::int64_t i, const std::vector<std::int64_t>& off) {
-                     pr[off[0]] = combine(pr[off[0]], px[i]);
-                   });
-  }
-  if (fn == Fn::Mean && count > 0) {
-    for (double& v : *r.data) {
-      v /= static_cast<double>(count);
-    }
-  }
+  const ReduceFn how = fn == Fn::Sum    ? ReduceFn::Sum
+                       : fn == Fn::Mean ? ReduceFn::Mean
+                       : fn == Fn::Max  ? ReduceFn::Max
+                                        : ReduceFn::Min;
+  r.data = ops().reduce(how, x, reduced);
   return r;
 }
 
@@ -125,20 +83,12 @@ BodyValue Evaluator::transpose(const BodyNode& n, const std::vector<const BodyNo
     }
   }
   Shape out(rank);
-  const Shape own = rowMajor(x.type.shape);
-  Shape strides(rank);
   for (std::size_t d = 0; d < rank; ++d) {
     out[d] = x.type.shape[static_cast<std::size_t>(perm[d])];
-    strides[d] = own[static_cast<std::size_t>(perm[d])];
   }
   BodyValue r = BodyValue::block(BlockType{out, x.type.dtype});
   if (numeric()) {
-    r.data = std::make_shared<std::vector<double>>(x.data->size());
-    double* pr = r.data->data();
-    const double* px = x.data->data();
-    forEachElement(out, {strides}, [&](std::int64_t i, const std::vector<std::int64_t>& off) {
-      pr[i] = px[off[0]];
-    });
+    r.data = ops().transpose(x, perm);
   }
   return r;
 }
@@ -181,8 +131,7 @@ BodyValue Evaluator::cast(const BodyNode& n, const std::vector<const BodyNode*>&
   }
   BodyValue r = BodyValue::block(BlockType{x.type.shape, d.dtype});
   if (numeric()) {
-    r.data = std::make_shared<std::vector<double>>(*x.data);
-    env_.primitives->round(d.dtype, *r.data);
+    r.data = ops().cast(x, d.dtype);
   }
   return r;
 }
@@ -221,25 +170,7 @@ BodyValue Evaluator::concat(const BodyNode& n, const std::vector<const BodyNode*
   if (!numeric()) {
     return r;
   }
-  r.data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(out)));
-  // Rows above the axis, each a run of (extent along axis x inner) per block.
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-  for (std::size_t d = 0; d < out.size(); ++d) {
-    if (d < axis) {
-      outer *= out[d];
-    } else if (d > axis) {
-      inner *= out[d];
-    }
-  }
-  double* pr = r.data->data();
-  for (std::int64_t o = 0; o < outer; ++o) {
-    for (const BodyValue& b : list.blocks) {
-      const std::int64_t run = b.type.shape[axis] * inner;
-      std::copy_n(b.data->data() + o * run, run, pr);
-      pr += run;
-    }
-  }
+  r.data = ops().concat(list.blocks, axis, out);
   return r;
 }
 
@@ -270,13 +201,7 @@ BodyValue Evaluator::slice(const BodyNode& n, const std::vector<const BodyNode*>
   out[axis] = stop - start;
   BodyValue r = BodyValue::block(BlockType{out, x.type.dtype});
   if (numeric()) {
-    r.data = std::make_shared<std::vector<double>>(static_cast<std::size_t>(elementCount(out)));
-    const Shape own = rowMajor(x.type.shape);
-    const double* px = x.data->data() + start * own[axis];
-    double* pr = r.data->data();
-    forEachElement(out, {own}, [&](std::int64_t i, const std::vector<std::int64_t>& off) {
-      pr[i] = px[off[0]];
-    });
+    r.data = ops().slice(x, axis, start, stop);
   }
   return r;
 }

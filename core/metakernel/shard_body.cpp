@@ -35,7 +35,7 @@ std::string indexText(const ZRange& index) {
 
 std::vector<std::vector<expr::BodyValue>>
 evaluateShardBody(const Application& app, const std::string& kernel, const ZRange& index,
-                  const BlockData* inputs, const expr::BodyPrimitives* primitives) {
+                  const BlockData* inputs, expr::BlockOps* ops) {
   if (!app.body) {
     throw InternalError("kernel " + kernel + " has no body to evaluate");
   }
@@ -43,7 +43,7 @@ evaluateShardBody(const Application& app, const std::string& kernel, const ZRang
   expr::BodyEnvironment env;
   env.bindings = &app.bindings;
   env.numeric = inputs != nullptr;
-  env.primitives = primitives;
+  env.ops = ops;
   for (const auto& [name, value] : app.params.items()) {
     if (value.is_number_float()) {
       env.numbers[name] = value.get<double>();
@@ -62,7 +62,7 @@ evaluateShardBody(const Application& app, const std::string& kernel, const ZRang
           expr::BodyValue::block(expr::BlockType{extents(sel), port.tensors[t].dtype});
       if (inputs != nullptr) {
         block.data = (*inputs)[p][t];
-        if (!block.data || static_cast<std::int64_t>(block.data->size()) != sel.size()) {
+        if (!block.data || block.data->elementCount() != sel.size()) {
           throw InternalError("body of " + kernel + ": input " + port.name +
                               " data does not match its selection " + sel.toString());
         }

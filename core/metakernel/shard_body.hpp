@@ -15,12 +15,13 @@
 
 namespace tapestry::metakernel {
 
-// Per port, per tensor of the port: row-major float64 data over the tensor's
-// selection (null for a list element the shard does not select).
-using BlockData = std::vector<std::vector<std::shared_ptr<std::vector<double>>>>;
+// Per port, per tensor of the port: the block over the tensor's selection, in
+// the memory of the BlockOps that evaluates (null for a list element the shard
+// does not select).
+using BlockData = std::vector<std::vector<expr::BlockHandle>>;
 
 // Evaluates app.body (which must be present) on the shard `index` (non-empty).
-// With `inputs` and `primitives`, on numbers; without, on types. Returns per
+// With `inputs` and `ops`, on numbers; without, on types. Returns per
 // output port, per tensor, the block the shard writes (its partial for a
 // combine output; an unselected list element gets an empty block). Errors are
 // Error (exit 1) "in body \"...\": MESSAGE at column C" with a note at that
@@ -29,8 +30,7 @@ using BlockData = std::vector<std::vector<std::shared_ptr<std::vector<double>>>>
 // selection's ("result is [4, 8] float32 but its IPF selects [4, 16] float32").
 std::vector<std::vector<expr::BodyValue>>
 evaluateShardBody(const Application& app, const std::string& kernel, const ZRange& index,
-                  const BlockData* inputs = nullptr,
-                  const expr::BodyPrimitives* primitives = nullptr);
+                  const BlockData* inputs = nullptr, expr::BlockOps* ops = nullptr);
 
 // Types only, on the whole index and on each half of every index dim of extent
 // 2 or more (a shard as a plan may cut it): what `kernels check` and expansion

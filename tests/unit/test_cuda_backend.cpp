@@ -3,8 +3,8 @@
 // plans (one device; 2 and 4 plan devices, which become streams on one GPU or
 // GPUs of their own; split reduction dims; random cuts and placements) and
 // compared with the CPU backend's unsharded result within SPEC §9's
-// tolerances; `run --check --backend cuda` on every testdata file; region
-// copies between host and GPU over strided views; kernel errors.
+// tolerances; user kernels run from their bodies on device blocks; `run --check --backend cuda` on
+// every testdata file; region copies between host and GPU over strided views; kernel errors.
 //
 // Not a Catch2 test: without a usable GPU it prints why and exits 77, which
 // ctest reports as Skipped (SKIP_RETURN_CODE).
@@ -172,6 +172,29 @@ const char* kMasked = R"({"tapestry": "graph/v1", "name": "masked",
     {"name": "bf", "kernel": "cast", "params": {"dtype": "float32"}, "inputs": {"input": "mt"}, "outputs": {"result": "f"}}],
   "outputs": ["y", "yi", "b", "f"]})";
 
+// Kernels with a body and no native kernel (the user kernels of
+// testdata/metakernels/): the CUDA backend runs them through the body
+// evaluator on device blocks (backends/cuda/cuda_body.hpp), the CPU backend in
+// float64; draft_matmul_k's k is split by the split-reductions plan.
+const char* kUserKernels = R"({"tapestry": "graph/v1", "name": "bodies",
+  "tensors": {"x": {"dtype": "DT", "shape": [4, 8, 16]}, "w": {"dtype": "DT", "shape": [4, 16, 5]},
+              "g": {"dtype": "DT", "shape": [16]}, "r": {"dtype": "DT", "shape": [6, 9]}},
+  "operations": [
+    {"name": "norm", "kernel": "rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "n"}},
+    {"name": "mk", "kernel": "draft_matmul_k", "inputs": {"X": "n", "W": "w"}, "outputs": {"result": "m"}},
+    {"name": "md", "kernel": "draft_matmul", "inputs": {"X": "n", "W": "w"}, "outputs": {"result": "m2"}},
+    {"name": "sc", "kernel": "scale", "inputs": {"input": "m"}, "outputs": {"result": "s"}},
+    {"name": "rs", "kernel": "rowsum", "inputs": {"input": "r"}, "outputs": {"result": "t"}}],
+  "outputs": ["n", "m2", "s", "t"]})";
+
+graph::ExpandedGraph expandUser(const std::string& text) {
+  const std::string dir = std::string(TAPESTRY_TESTDATA_DIR) + "/metakernels/";
+  static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(
+      {dir + "rmsnorm.yaml", dir + "matmul_draft.yaml", dir + "user_ops.yaml"});
+  json::Document doc = json::Document::parse(SourceFile("bodies.json", text));
+  return graph::expand(graph::decodeGraph(json::Value(doc)), library);
+}
+
 // Host -> GPU -> GPU -> host copies over strided sub-regions give the elements
 // back in place.
 void stridedCopies() {
@@ -295,6 +318,9 @@ int main() {
   }
   manyPlans("integers", expandText(kIntegers));
   manyPlans("masked (bool)", expandText(kMasked));
+  for (const std::string dt : {"float32", "float64", "bfloat16"}) {
+    manyPlans("bodies " + dt, expandUser(replaceAll(kUserKernels, "\"DT\"", "\"" + dt + "\"")));
+  }
   runCommands();
   std::cout << checks - failures << " of " << checks << " checks passed\n";
   return failures == 0 ? 0 : 1;

@@ -474,7 +474,8 @@ ext_nolibrary:
   CHECK(missing.location.rfind("dir/ext.yaml:31:", 0) == 0);
 }
 
-TEST_CASE("a body staged through host memory (the CUDA backend's path) equals the native kernel",
+TEST_CASE("a body staged through host memory (for a backend without block operations) equals "
+          "the native kernel",
           "[executor][body]") {
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "s",
     "tensors": {"x": {"dtype": "float32", "shape": [6, 10]}},

@@ -1,0 +1,119 @@
+// The body evaluator's numbers through its block operations (core/expr/body.hpp,
+// BlockOps): the host float64 implementation must give, bit for bit, the
+// numbers the evaluator gave before its arithmetic moved behind the interface.
+// The checksums below were computed by the evaluator as it was (commit
+// "tests: checksums of every standard body's float64 numbers"), over every
+// standard kernel with a body, each example, whole and halved shards.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/body_kernel.hpp"
+#include "backends/cpu/kernel_util.hpp"
+#include "backends/dtype.hpp"
+#include "core/metakernel/shard_body.hpp"
+#include "tests/unit/body_cases.hpp"
+
+using namespace tapestry;
+using namespace tapestry::testing;
+
+namespace {
+
+void roundTo(std::string_view dtype, std::span<double> values) {
+  backend::dispatchWithBool(backend::parseDType(dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (double& v : values) {
+      v = backend::cpu::convertValue<double>(backend::cpu::convertValue<T>(v));
+    }
+  });
+}
+
+// Per output port, per tensor: the block's float64 numbers.
+std::vector<std::vector<std::vector<double>>> evaluateCase(const BodyCase& c,
+                                                           std::uint64_t& state) {
+  const auto sels = inputSelections(c);
+  metakernel::BlockData inputs(sels.size());
+  for (std::size_t p = 0; p < sels.size(); ++p) {
+    for (std::size_t t = 0; t < sels[p].size(); ++t) {
+      const std::string& dtype = c.app.inputs[p].tensors[t].dtype;
+      if (sels[p][t].isEmpty()) {
+        inputs[p].push_back(nullptr);
+        continue;
+      }
+      inputs[p].push_back(expr::hostBlock(randomBlock(
+          dtype, sels[p][t].size(), state, [&](std::vector<double>& v) { roundTo(dtype, v); })));
+    }
+  }
+  const auto values = metakernel::evaluateShardBody(c.app, c.kernel, c.shard, &inputs,
+                                                    &backend::cpu::hostBodyOps());
+  std::vector<std::vector<std::vector<double>>> out;
+  for (const auto& port : values) {
+    std::vector<std::vector<double>> blocks;
+    for (const expr::BodyValue& v : port) {
+      blocks.push_back(v.data ? expr::hostValues(v) : std::vector<double>{});
+    }
+    out.push_back(std::move(blocks));
+  }
+  return out;
+}
+
+std::uint64_t fnv(std::uint64_t h, const std::vector<double>& values) {
+  for (double v : values) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int i = 0; i < 8; ++i) {
+      h = (h ^ ((bits >> (8 * i)) & 0xFFu)) * 0x100000001B3ull;
+    }
+  }
+  return h;
+}
+
+} // namespace
+
+TEST_CASE("body numbers: every standard body gives the evaluator's float64 numbers bit for bit",
+          "[body]") {
+  std::map<std::string, std::uint64_t> sums;
+  std::map<std::string, std::size_t> counts;
+  for (const BodyCase& c : standardBodyCases()) {
+    INFO(c.name());
+    std::uint64_t state = 0x5EED0000u + counts[c.kernel]++;
+    auto it = sums.try_emplace(c.kernel, 0xCBF29CE484222325ull).first;
+    for (const auto& port : evaluateCase(c, state)) {
+      for (const auto& block : port) {
+        it->second = fnv(it->second, block);
+      }
+    }
+  }
+  const std::map<std::string, std::uint64_t> expected = {
+      {"abs", 0x6fda9c657ed1743aull},         {"add", 0xed59352812c2b507ull},
+      {"add_scalar", 0x1bd1a53d43ce5e50ull},  {"batchnorm", 0xe0fb6a67984e4ce3ull},
+      {"cast", 0x52cd94840515e355ull},        {"clip", 0xca087c6754e42002ull},
+      {"concat", 0x7cf522b6c43f08a4ull},      {"div", 0xdaa2aa217548c384ull},
+      {"erf", 0x1942dc3607ea9d0ull},          {"exp", 0xe3bf7953ffb2447bull},
+      {"gelu", 0xbb1e1b303ff6f7eeull},        {"global_avgpool", 0x35f2174cf4ac1bc1ull},
+      {"layernorm", 0x7b86091b0458848cull},   {"linear", 0x4b33694724888c36ull},
+      {"log", 0xa3e15687ba438a2ull},          {"matmul", 0xa6ec382e2bdddabfull},
+      {"max", 0x27cf0783187954ccull},         {"mean", 0xb0bdef055a2dca39ull},
+      {"mul", 0x90ce84e21821dcedull},         {"mul_scalar", 0x586216278c32d821ull},
+      {"neg", 0x1a7d85aa0a8ec43aull},         {"pow", 0x90a0cb84ed4c0de6ull},
+      {"pow_scalar", 0x69815271db4cf413ull},  {"rdiv_scalar", 0x4b0c86e9233c2a6aull},
+      {"reciprocal", 0x3432aca29629b98aull},  {"relu", 0x54e7a9fd727b42b6ull},
+      {"rsub_scalar", 0xca16f6ecd46090b2ull}, {"sigmoid", 0xaf19ae8e44ec3950ull},
+      {"slice", 0xe018738933e6ce7ull},        {"softmax", 0x6d7c5f2bfba808e8ull},
+      {"sqrt", 0x51e80f5add69e03full},        {"sub", 0xe981a3e13c456fa0ull},
+      {"sum", 0xc17050e2a596d8cull},          {"tanh", 0xe58046b217614c6aull},
+      {"transpose", 0x3bde1caff136b704ull},   {"where", 0x490ea14ed510f6e9ull},
+  };
+  CHECK(sums.size() == expected.size());
+  for (const auto& [kernel, sum] : sums) {
+    INFO(kernel);
+    REQUIRE(expected.count(kernel) == 1);
+    CHECK(sum == expected.at(kernel));
+  }
+  CHECK(sums.size() == 36);
+}
