@@ -6,8 +6,8 @@
 #include <string>
 
 #include <cublasLt.h>
-#include <dlfcn.h>
 
+#include "backends/cuda/dynamic_library.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::cuda {
@@ -37,30 +37,13 @@ struct LtApi {
 
 LtApi loadApi() {
   LtApi api;
-  const std::string name = "libcublasLt.so." TAPESTRY_STR(CUBLAS_VER_MAJOR);
-  void* lib = nullptr;
 #ifdef TAPESTRY_CUDA_LIBRARY_DIR
-  lib = dlopen((std::string(TAPESTRY_CUDA_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW);
+  const char* dir = TAPESTRY_CUDA_LIBRARY_DIR;
+#else
+  const char* dir = nullptr;
 #endif
-  for (const std::string& candidate : {name, std::string("libcublasLt.so")}) {
-    if (lib == nullptr) {
-      lib = dlopen(candidate.c_str(), RTLD_NOW);
-    }
-  }
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    api.error = "cannot load " + name + (why != nullptr ? std::string(": ") + why : "");
-    return api;
-  }
-  auto bind = [&](auto& fn, const char* symbol) {
-    void* address = dlsym(lib, symbol);
-    if (address == nullptr) {
-      api.error = name + " has no " + symbol;
-      return;
-    }
-    static_assert(sizeof(fn) == sizeof(address));
-    std::memcpy(&fn, &address, sizeof fn); // object to function pointer, without a cast
-  };
+  DynamicLibrary lib({"libcublasLt.so." TAPESTRY_STR(CUBLAS_VER_MAJOR), "libcublasLt.so"}, dir);
+  auto bind = [&](auto& fn, const char* symbol) { lib.bind(fn, symbol); };
   bind(api.create, "cublasLtCreate");
   bind(api.destroy, "cublasLtDestroy");
   bind(api.statusString, "cublasLtGetStatusString");
@@ -74,6 +57,7 @@ LtApi loadApi() {
   bind(api.prefSet, "cublasLtMatmulPreferenceSetAttribute");
   bind(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
   bind(api.matmul, "cublasLtMatmul");
+  api.error = lib.error();
   return api;
 }
 

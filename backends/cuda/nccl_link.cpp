@@ -9,11 +9,11 @@
 #include <vector>
 
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
 #include "backends/cuda/cuda_backend.hpp"
 #include "backends/cuda/cuda_ops.hpp"
+#include "backends/cuda/dynamic_library.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::backend {
@@ -39,30 +39,13 @@ struct NcclApi {
 
 NcclApi load() {
   NcclApi api;
-  const std::string name = "libnccl.so." TAPESTRY_NCCL_STR(NCCL_MAJOR);
-  void* lib = nullptr;
 #ifdef TAPESTRY_NCCL_LIBRARY_DIR
-  lib = dlopen((std::string(TAPESTRY_NCCL_LIBRARY_DIR) + "/" + name).c_str(), RTLD_NOW);
+  const char* dir = TAPESTRY_NCCL_LIBRARY_DIR;
+#else
+  const char* dir = nullptr;
 #endif
-  if (lib == nullptr) {
-    lib = dlopen(name.c_str(), RTLD_NOW);
-  }
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    api.error = "cannot load " + name + (why != nullptr ? std::string(": ") + why : "");
-    return api;
-  }
-  auto bind = [&](auto& fn, const char* symbol) {
-    void* address = dlsym(lib, symbol);
-    if (address == nullptr) {
-      if (api.error.empty()) {
-        api.error = name + " has no " + symbol;
-      }
-      return;
-    }
-    static_assert(sizeof(fn) == sizeof(address));
-    std::memcpy(&fn, &address, sizeof fn); // object to function pointer, without a cast
-  };
+  tapestry::cuda::DynamicLibrary lib({"libnccl.so." TAPESTRY_NCCL_STR(NCCL_MAJOR)}, dir);
+  auto bind = [&](auto& fn, const char* symbol) { lib.bind(fn, symbol); };
   bind(api.getUniqueId, "ncclGetUniqueId");
   bind(api.commInitRank, "ncclCommInitRank");
   bind(api.commDestroy, "ncclCommDestroy");
@@ -71,6 +54,7 @@ NcclApi load() {
   bind(api.send, "ncclSend");
   bind(api.recv, "ncclRecv");
   bind(api.errorString, "ncclGetErrorString");
+  api.error = lib.error();
   return api;
 }
 
