@@ -169,37 +169,33 @@ bool NcclLink::reaches(int device) const {
          state_->gpuOf[static_cast<std::size_t>(device)] == state_->gpu;
 }
 
-bool NcclLink::send(int to, const Buffer& data, const std::atomic<bool>& stop) {
+bool NcclLink::transfer(bool sending, int peer, const Buffer& block,
+                        const std::atomic<bool>& stop) {
   State& s = *state_;
-  const std::string what = "rank " + std::to_string(s.rank) + " sending " +
-                           std::to_string(data.byteSize()) + " bytes to rank " + std::to_string(to);
+  const std::string what =
+      "rank " + std::to_string(s.rank) + (sending ? " sending " : " receiving ") +
+      std::to_string(block.byteSize()) + (sending ? " bytes to rank " : " bytes from rank ") +
+      std::to_string(peer);
   s.usable(what);
-  if (!reaches(data.device())) {
-    throw InternalError("NCCL: " + what + " from a buffer on plan device " +
-                        std::to_string(data.device()) + ", not on the link's GPU");
+  if (!reaches(block.device())) {
+    throw InternalError("NCCL: " + what + (sending ? " from" : " into") +
+                        " a buffer on plan device " + std::to_string(block.device()) +
+                        ", not on the link's GPU");
   }
   s.select();
-  check(nccl().send(data.data(), static_cast<std::size_t>(data.byteSize()), ncclUint8, to, s.comm,
-                    s.stream),
+  const auto bytes = static_cast<std::size_t>(block.byteSize());
+  check(sending ? nccl().send(block.data(), bytes, ncclUint8, peer, s.comm, s.stream)
+                : nccl().recv(block.data(), bytes, ncclUint8, peer, s.comm, s.stream),
         what);
   return s.wait(stop, what);
 }
 
+bool NcclLink::send(int to, const Buffer& data, const std::atomic<bool>& stop) {
+  return transfer(true, to, data, stop);
+}
+
 bool NcclLink::receive(int from, const Buffer& into, const std::atomic<bool>& stop) {
-  State& s = *state_;
-  const std::string what = "rank " + std::to_string(s.rank) + " receiving " +
-                           std::to_string(into.byteSize()) + " bytes from rank " +
-                           std::to_string(from);
-  s.usable(what);
-  if (!reaches(into.device())) {
-    throw InternalError("NCCL: " + what + " into a buffer on plan device " +
-                        std::to_string(into.device()) + ", not on the link's GPU");
-  }
-  s.select();
-  check(nccl().recv(into.data(), static_cast<std::size_t>(into.byteSize()), ncclUint8, from, s.comm,
-                    s.stream),
-        what);
-  return s.wait(stop, what);
+  return transfer(false, from, into, stop);
 }
 
 } // namespace tapestry::backend

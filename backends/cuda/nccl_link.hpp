@@ -40,6 +40,9 @@ public:
   bool receive(int from, const Buffer& into, const std::atomic<bool>& stop) override;
 
 private:
+  // send (sending) or receive: one NCCL call on the link's stream, waited for.
+  bool transfer(bool sending, int peer, const Buffer& block, const std::atomic<bool>& stop);
+
   struct State;
   std::unique_ptr<State> state_;
   int device_ = 0;
