@@ -21,12 +21,13 @@ namespace body_impl {
 const std::map<std::string, FnInfo, std::less<>>& functionTable() {
   static const std::map<std::string, FnInfo, std::less<>> table = [] {
     std::map<std::string, FnInfo, std::less<>> t;
-    const std::pair<const char*, Fn> unary[] = {
-        {"exp", Fn::Exp},   {"log", Fn::Log},         {"sqrt", Fn::Sqrt}, {"rsqrt", Fn::Rsqrt},
-        {"tanh", Fn::Tanh}, {"erf", Fn::Erf},         {"abs", Fn::Abs},   {"neg", Fn::Neg},
-        {"relu", Fn::Relu}, {"sigmoid", Fn::Sigmoid}, {"gelu", Fn::Gelu}};
+    const std::pair<const char*, UnaryFn> unary[] = {
+        {"exp", UnaryFn::Exp},         {"log", UnaryFn::Log},   {"sqrt", UnaryFn::Sqrt},
+        {"rsqrt", UnaryFn::Rsqrt},     {"tanh", UnaryFn::Tanh}, {"erf", UnaryFn::Erf},
+        {"abs", UnaryFn::Abs},         {"neg", UnaryFn::Neg},   {"relu", UnaryFn::Relu},
+        {"sigmoid", UnaryFn::Sigmoid}, {"gelu", UnaryFn::Gelu}};
     for (const auto& [name, fn] : unary) {
-      t.emplace(name, FnInfo{fn, {"x"}, 1});
+      t.emplace(name, FnInfo{Fn::Unary, {"x"}, 1, fn});
     }
     const std::pair<const char*, Fn> reductions[] = {
         {"sum", Fn::Sum}, {"mean", Fn::Mean}, {"max", Fn::Max}, {"min", Fn::Min}};

@@ -32,36 +32,6 @@ ElementOp elementOp(BodyOp op) {
   return ElementOp::Pow;
 }
 
-UnaryFn unaryFn(Fn fn) {
-  switch (fn) {
-  case Fn::Exp:
-    return UnaryFn::Exp;
-  case Fn::Log:
-    return UnaryFn::Log;
-  case Fn::Sqrt:
-    return UnaryFn::Sqrt;
-  case Fn::Rsqrt:
-    return UnaryFn::Rsqrt;
-  case Fn::Tanh:
-    return UnaryFn::Tanh;
-  case Fn::Erf:
-    return UnaryFn::Erf;
-  case Fn::Abs:
-    return UnaryFn::Abs;
-  case Fn::Sigmoid:
-    return UnaryFn::Sigmoid;
-  case Fn::Relu:
-    return UnaryFn::Relu;
-  case Fn::Gelu:
-    return UnaryFn::Gelu;
-  case Fn::Neg:
-    break;
-  default:
-    throw InternalError("body: not a unary function");
-  }
-  return UnaryFn::Neg;
-}
-
 } // namespace
 
 std::map<std::string, BodyValue, std::less<>> Evaluator::run(const Body& body) {
@@ -138,7 +108,7 @@ BodyValue Evaluator::eval(const BodyNode& n) {
     return list(n);
   case BodyKind::Neg: {
     BodyValue x = eval(n.children[0]);
-    return unary(n, Fn::Neg, std::move(x));
+    return unary(n, UnaryFn::Neg, std::move(x));
   }
   case BodyKind::Binary:
     return binary(n);
@@ -398,9 +368,10 @@ BodyValue Evaluator::call(const BodyNode& n) {
     const std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
     return elementwise(n.column, n.name + "()", a, b, dtype, op);
   }
-  default:
-    return unary(n, info.fn, eval(*args[0]));
+  case Fn::Unary:
+    break;
   }
+  return unary(n, info.unary, eval(*args[0]));
 }
 
 BodyValue Evaluator::where(const BodyNode& n, const std::vector<const BodyNode*>& args) {
@@ -449,10 +420,9 @@ BodyValue Evaluator::where(const BodyNode& n, const std::vector<const BodyNode*>
   return r;
 }
 
-BodyValue Evaluator::unary(const BodyNode& n, Fn fn, BodyValue x) {
+BodyValue Evaluator::unary(const BodyNode& n, UnaryFn f, BodyValue x) {
   const std::string what = n.kind == BodyKind::Neg ? "'-'" : n.name + "()";
-  const bool intsOk = fn == Fn::Neg || fn == Fn::Abs || fn == Fn::Relu;
-  const UnaryFn f = unaryFn(fn);
+  const bool intsOk = f == UnaryFn::Neg || f == UnaryFn::Abs || f == UnaryFn::Relu;
   if (x.kind == Kind::Number) {
     return number(applyUnary(f, x.number), x.isInt && intsOk);
   }

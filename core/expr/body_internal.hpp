@@ -30,18 +30,10 @@ using Shape = std::vector<std::int64_t>;
 
 // ---------------------------------------------------------------- functions
 
+// What a called function is: one of the unary math functions (FnInfo::unary
+// says which), a reduction, or one of the rest.
 enum class Fn : std::uint8_t {
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Tanh,
-  Erf,
-  Abs,
-  Neg,
-  Sigmoid,
-  Relu,
-  Gelu,
+  Unary,
   Sum,
   Mean,
   Max,
@@ -61,6 +53,7 @@ struct FnInfo {
   Fn fn;
   std::vector<std::string> args; // in positional order
   std::size_t required;          // the first `required` must be given
+  UnaryFn unary = UnaryFn::Exp;  // which, for Fn::Unary
 };
 
 // Every function a body may call, by name.
@@ -170,7 +163,7 @@ private:
                         const std::string& dtype, ElementOp op);
   BodyValue matmul(const BodyNode& n, const BodyValue& a, const BodyValue& b);
   BodyValue call(const BodyNode& n);
-  BodyValue unary(const BodyNode& n, Fn fn, BodyValue x);
+  BodyValue unary(const BodyNode& n, UnaryFn fn, BodyValue x);
   BodyValue blockArg(const BodyNode& call, const BodyNode* arg);
   std::int64_t intArg(const BodyNode& call, const BodyNode* arg, const char* what);
   std::vector<std::int64_t> intsArg(const BodyNode& call, const BodyNode* arg, const char* what);
