@@ -57,4 +57,18 @@ std::optional<MergedRows> mergeMatmulRows(const ZRange& index, const StrideWalk&
   return merged;
 }
 
+MatmulShard matmulShard(const KernelCall& call) {
+  const ZRange& idx = call.index;
+  const std::size_t nb = idx.rank() - 3;
+  return MatmulShard{nb,
+                     call.inputs[0][0].rank() - 2,
+                     call.inputs[1][0].rank() - 2,
+                     idx.start()[nb],
+                     idx.start()[nb + 1],
+                     idx.start()[nb + 2],
+                     idx.extent(nb),
+                     idx.extent(nb + 1),
+                     idx.extent(nb + 2)};
+}
+
 } // namespace tapestry::backend

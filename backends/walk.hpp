@@ -36,6 +36,15 @@ StrideWalk walkDense(std::byte* data, std::span<const std::int64_t> extent);
 // along any batch dim of extent > 1: W broadcast, as x[B, S, D] @ W[D, F]) and
 // the shard's (b..., m) rows of X and of the result are equally spaced, with
 // row strides xRowStride and rRowStride. Walks over `index`, as walkThrough's.
+// matmul's shard, index [b..., m, n, k] over X [bx..., m, k] and W [bw...,
+// k, n]: how many batch dims the index has (nb) and X and W have (rx, rw), and
+// the shard's corner (m0, n0, k0) and extents (M, N, K) of its product.
+struct MatmulShard {
+  std::size_t nb, rx, rw;
+  std::int64_t m0, n0, k0, M, N, K;
+};
+MatmulShard matmulShard(const KernelCall& call);
+
 struct MergedRows {
   std::int64_t rows = 0;
   std::int64_t xRowStride = 0;

@@ -195,10 +195,7 @@ template <class T> void matmulTyped(const KernelCall& call) {
   const TensorView& W = call.inputs[1][0];
   const TensorView& R = call.outputs[0][0];
   const ZRange& idx = call.index;
-  const std::size_t nb = idx.rank() - 3;
-  const std::size_t rx = X.rank() - 2, rw = W.rank() - 2;
-  const std::int64_t m0 = idx.start()[nb], n0 = idx.start()[nb + 1], k0 = idx.start()[nb + 2];
-  const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
+  const auto [nb, rx, rw, m0, n0, k0, M, N, K] = matmulShard(call);
   const IndexProjection& xIpf = inputIpf(call, 0);
   const IndexProjection& wIpf = inputIpf(call, 1);
   if (nb > 0 && !idx.isEmpty()) {

@@ -328,10 +328,7 @@ void matmulKernel(const KernelCall& call, const KernelContext& c) {
   const TensorView& W = call.inputs[1][0];
   const TensorView& R = call.outputs[0][0];
   const ZRange& idx = call.index;
-  const std::size_t nb = idx.rank() - 3;
-  const std::size_t rx = X.rank() - 2, rw = W.rank() - 2;
-  const std::int64_t m0 = idx.start()[nb], n0 = idx.start()[nb + 1], k0 = idx.start()[nb + 2];
-  const std::int64_t M = idx.extent(nb), N = idx.extent(nb + 1), K = idx.extent(nb + 2);
+  const auto [nb, rx, rw, m0, n0, k0, M, N, K] = matmulShard(call);
   if (nb > 0 && !idx.isEmpty()) {
     // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
     const ViewWalk x = walkThrough(X, inputIpf(call, 0), idx);
