@@ -148,23 +148,30 @@ evaluateShardBody(const Application& app, const std::string& kernel, const ZRang
   return out;
 }
 
+std::vector<ZRange> checkedShards(const ZRange& index) {
+  std::vector<ZRange> out{index};
+  for (std::size_t d = 0; d < index.rank(); ++d) {
+    const std::int64_t extent = index.extent(d);
+    if (extent < 2) {
+      continue;
+    }
+    const std::int64_t mid = index.start()[d] + extent / 2;
+    for (int half = 0; half < 2; ++half) {
+      std::vector<std::int64_t> lo(index.start().begin(), index.start().end());
+      std::vector<std::int64_t> hi(index.end().begin(), index.end().end());
+      (half == 0 ? hi : lo)[d] = mid;
+      out.emplace_back(ZPoint(lo), ZPoint(hi));
+    }
+  }
+  return out;
+}
+
 void checkShardBodies(const Application& app, const std::string& kernel) {
   if (!app.body || app.index.isEmpty()) {
     return;
   }
-  (void)evaluateShardBody(app, kernel, app.index);
-  for (std::size_t d = 0; d < app.index.rank(); ++d) {
-    const std::int64_t extent = app.index.extent(d);
-    if (extent < 2) {
-      continue;
-    }
-    const std::int64_t mid = app.index.start()[d] + extent / 2;
-    for (int half = 0; half < 2; ++half) {
-      std::vector<std::int64_t> lo(app.index.start().begin(), app.index.start().end());
-      std::vector<std::int64_t> hi(app.index.end().begin(), app.index.end().end());
-      (half == 0 ? hi : lo)[d] = mid;
-      (void)evaluateShardBody(app, kernel, ZRange(ZPoint(lo), ZPoint(hi)));
-    }
+  for (const ZRange& shard : checkedShards(app.index)) {
+    (void)evaluateShardBody(app, kernel, shard);
   }
 }
 

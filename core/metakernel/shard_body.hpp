@@ -32,9 +32,12 @@ std::vector<std::vector<expr::BodyValue>>
 evaluateShardBody(const Application& app, const std::string& kernel, const ZRange& index,
                   const BlockData* inputs = nullptr, expr::BlockOps* ops = nullptr);
 
-// Types only, on the whole index and on each half of every index dim of extent
-// 2 or more (a shard as a plan may cut it): what `kernels check` and expansion
-// run. Same errors, naming the shard when it is not the whole index.
+// The shards a body is checked on: the whole index, then each half of every
+// index dim of extent 2 or more (a shard as a plan may cut it).
+std::vector<ZRange> checkedShards(const ZRange& index);
+
+// Types only, on every checkedShards() of the index: what `kernels check` and
+// expansion run. Same errors, naming the shard when it is not the whole index.
 void checkShardBodies(const Application& app, const std::string& kernel);
 
 } // namespace tapestry::metakernel

@@ -13,6 +13,7 @@
 #include "core/metakernel/application.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/metakernel/metakernel.hpp"
+#include "core/metakernel/shard_body.hpp"
 #include "core/zspace/index_projection.hpp"
 #include "core/zspace/zrange.hpp"
 
@@ -54,19 +55,8 @@ inline std::vector<BodyCase> standardBodyCases() {
       if (app.index.isEmpty()) {
         continue;
       }
-      out.push_back({k->name, e, app, app.index});
-      for (std::size_t d = 0; d < app.index.rank(); ++d) {
-        const std::int64_t extent = app.index.extent(d);
-        if (extent < 2) {
-          continue;
-        }
-        const std::int64_t mid = app.index.start()[d] + extent / 2;
-        for (int half = 0; half < 2; ++half) {
-          std::vector<std::int64_t> lo(app.index.start().begin(), app.index.start().end());
-          std::vector<std::int64_t> hi(app.index.end().begin(), app.index.end().end());
-          (half == 0 ? hi : lo)[d] = mid;
-          out.push_back({k->name, e, app, ZRange(ZPoint(lo), ZPoint(hi))});
-        }
+      for (const ZRange& shard : metakernel::checkedShards(app.index)) {
+        out.push_back({k->name, e, app, shard});
       }
     }
   }
