@@ -1392,19 +1392,18 @@ TEST_CASE("concat and split on several axes (list ports)", "[cpu][kernel]") {
   }
 }
 
-TEST_CASE("conv2d: stride, padding, dilation, C, KH, KW split into partials", "[cpu][kernel]") {
-  struct Case {
-    Shape input;
-    Shape weight;
-    const char* params;
-  };
-  const std::vector<Case> cases = {
-      {{1, 2, 5, 5}, {3, 2, 3, 3}, "{}"},
-      {{2, 3, 6, 5}, {2, 3, 3, 3}, R"({"padding": [1, 1]})"},
-      {{1, 2, 9, 7}, {2, 2, 3, 2}, R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1]})"},
-  };
+namespace {
+
+struct ConvCase {
+  Shape input;
+  Shape weight;
+  const char* params;
+};
+
+// conv2d of each case in every float dtype, whole and sharded (checkKernel).
+void checkConvCases(const std::vector<ConvCase>& cases) {
   for (const std::string& dt : kFloats) {
-    for (const Case& c : cases) {
+    for (const ConvCase& c : cases) {
       INFO(dt << " " << shapeJson(c.input) << " " << c.params);
       checkKernel(oneOp("conv2d", {{"x", dt, c.input}, {"w", dt, c.weight}},
                         R"({"input": "x", "weight": "w"})", c.params));
@@ -1412,24 +1411,24 @@ TEST_CASE("conv2d: stride, padding, dilation, C, KH, KW split into partials", "[
   }
 }
 
-TEST_CASE("conv2d groups == O: depthwise and grouped channels, shards split", "[cpu][kernel]") {
-  struct Case {
-    Shape input;
-    Shape weight;
-    const char* params;
+} // namespace
+
+TEST_CASE("conv2d: stride, padding, dilation, C, KH, KW split into partials", "[cpu][kernel]") {
+  const std::vector<ConvCase> cases = {
+      {{1, 2, 5, 5}, {3, 2, 3, 3}, "{}"},
+      {{2, 3, 6, 5}, {2, 3, 3, 3}, R"({"padding": [1, 1]})"},
+      {{1, 2, 9, 7}, {2, 2, 3, 2}, R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1]})"},
   };
-  const std::vector<Case> cases = {
+  checkConvCases(cases);
+}
+
+TEST_CASE("conv2d groups == O: depthwise and grouped channels, shards split", "[cpu][kernel]") {
+  const std::vector<ConvCase> cases = {
       {{1, 4, 6, 6}, {4, 1, 3, 3}, R"({"groups": 4, "padding": [1, 1]})"},
       {{2, 6, 5, 5}, {3, 2, 3, 3}, R"({"groups": 3, "stride": [2, 2], "padding": [1, 0]})"},
       {{1, 3, 7, 6}, {3, 1, 3, 2}, R"({"groups": 3, "dilation": [2, 1], "padding": [2, 1]})"},
   };
-  for (const std::string& dt : kFloats) {
-    for (const Case& c : cases) {
-      INFO(dt << " " << shapeJson(c.input) << " " << c.params);
-      checkKernel(oneOp("conv2d", {{"x", dt, c.input}, {"w", dt, c.weight}},
-                        R"({"input": "x", "weight": "w"})", c.params));
-    }
-  }
+  checkConvCases(cases);
 }
 
 TEST_CASE("maxpool2d and avgpool2d: windows, padding, dilation, output shards", "[cpu][kernel]") {
