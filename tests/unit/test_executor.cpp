@@ -871,6 +871,22 @@ TEST_CASE("devices go to ranks in contiguous blocks, whole nodes where they fit"
   CHECK(rankDevices(p, deviceRanks(p, nodes, 4), 4) == blocks(used, 4));
 }
 
+namespace {
+
+// Every output of `want` is in `got`, byte for byte.
+void checkSameBytes(const TensorBuffers& got, const TensorBuffers& want) {
+  REQUIRE(got.size() == want.size());
+  for (const auto& [output, buffer] : want) {
+    INFO(output);
+    const Buffer& mine = got.at(output);
+    REQUIRE(mine.byteSize() == buffer.byteSize());
+    CHECK(std::memcmp(mine.data(), buffer.data(), static_cast<std::size_t>(buffer.byteSize())) ==
+          0);
+  }
+}
+
+} // namespace
+
 TEST_CASE("ranks run their devices' tasks and rank 0 gets the outputs bit for bit", "[executor]") {
   for (const char* name : {"convnet_2dev.json", "mm_relu_2dev.json", "mlp_2dev.json"}) {
     const plan::LoadedPlan loaded =
@@ -894,13 +910,7 @@ TEST_CASE("ranks run their devices' tasks and rank 0 gets the outputs bit for bi
       for (std::size_t d = 0; d < stats.devices.size(); ++d) {
         CHECK(stats.devices[d].allocatedBytes == one.stats.devices[d].allocatedBytes);
       }
-      REQUIRE(runs[0].outputs.size() == one.outputs.size());
-      for (const auto& [output, buffer] : one.outputs) {
-        const Buffer& got = runs[0].outputs.at(output);
-        REQUIRE(got.byteSize() == buffer.byteSize());
-        CHECK(std::memcmp(got.data(), buffer.data(), static_cast<std::size_t>(buffer.byteSize())) ==
-              0);
-      }
+      checkSameBytes(runs[0].outputs, one.outputs);
       checkTaskTimes(p, stats);
     }
   }
@@ -948,13 +958,7 @@ TEST_CASE("ranks whose transfers go through a device link's one thread per rank 
       CHECK(stats.transfers == one.stats.transfers);
       CHECK(stats.reductionSteps == one.stats.reductionSteps);
       CHECK(stats.workers > one.stats.workers); // the link threads
-      REQUIRE(runs[0].outputs.size() == one.outputs.size());
-      for (const auto& [output, buffer] : one.outputs) {
-        const Buffer& got = runs[0].outputs.at(output);
-        REQUIRE(got.byteSize() == buffer.byteSize());
-        CHECK(std::memcmp(got.data(), buffer.data(), static_cast<std::size_t>(buffer.byteSize())) ==
-              0);
-      }
+      checkSameBytes(runs[0].outputs, one.outputs);
     }
   }
 }
