@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -48,6 +49,19 @@ template <class F> Failure failureOf(F&& f) {
             internal};
   }
   return {"<no error>", "", "", "", ExitCode::Ok, false};
+}
+
+// The stored plans of testdata/plans, sorted.
+inline std::vector<std::string> testdataPlans() {
+  std::vector<std::string> plans;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TAPESTRY_TESTDATA_DIR) + "/plans")) {
+    if (entry.path().extension() == ".json") {
+      plans.push_back(entry.path().string());
+    }
+  }
+  std::sort(plans.begin(), plans.end());
+  return plans;
 }
 
 inline const metakernel::MetakernelLibrary& lib() {

@@ -529,13 +529,9 @@ TEST_CASE("every testdata graph runs under many plans and equals the unsharded g
 }
 
 TEST_CASE("the stored testdata plans run and check", "[executor][testdata]") {
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(TAPESTRY_TESTDATA_DIR) + "/plans")) {
-    if (entry.path().extension() != ".json") {
-      continue;
-    }
-    INFO(entry.path().string());
-    const plan::LoadedPlan loaded = plan::loadPlan(entry.path().string(), lib());
+  for (const std::string& path : testdataPlans()) {
+    INFO(path);
+    const plan::LoadedPlan loaded = plan::loadPlan(path, lib());
     const TensorBuffers inputs = drawInputs(loaded.graph, 3);
     CpuBackend backend(loaded.plan.deviceCount);
     const Execution run = execute(loaded, backend, inputs);

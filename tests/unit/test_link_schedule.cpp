@@ -267,13 +267,9 @@ TEST_CASE("the schedule check finds the deadlock of two ranks that both send fir
 TEST_CASE("every testdata plan's link schedule pairs up and finishes", "[link_schedule]") {
   const cost::Target eight = cost::loadTarget("h100x8");
   std::size_t crossing = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(TAPESTRY_TESTDATA_DIR) + "/plans")) {
-    if (entry.path().extension() != ".json") {
-      continue;
-    }
-    INFO(entry.path().string());
-    const plan::LoadedPlan loaded = plan::loadPlan(entry.path().string(), lib());
+  for (const std::string& path : testdataPlans()) {
+    INFO(path);
+    const plan::LoadedPlan loaded = plan::loadPlan(path, lib());
     for (int ranks : {2, 3, 4}) {
       for (int threads : {0, 1}) {
         crossing += checkSchedule(loaded.graph, loaded.plan, &loaded.simulation, loaded.target,

@@ -34,6 +34,7 @@
 using namespace tapestry;
 using tapestry::testing::failureOf;
 using tapestry::testing::lib;
+using tapestry::testing::testdataPlans;
 
 namespace {
 
@@ -43,18 +44,6 @@ std::filesystem::path tempDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-std::vector<std::string> testdataPlans() {
-  std::vector<std::string> plans;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(TAPESTRY_TESTDATA_DIR) + "/plans")) {
-    if (entry.path().extension() == ".json") {
-      plans.push_back(entry.path().string());
-    }
-  }
-  std::sort(plans.begin(), plans.end());
-  return plans;
 }
 
 // What a checked trace holds, per process.
