@@ -239,9 +239,24 @@ void Backend::copyOverlap(const TensorView& src, const TensorView& dst) {
   }
 }
 
-void Backend::runKernel(const graph::Operation& op, const ZRange& index,
-                        std::span<const PortViews> inputs, std::span<const PortViews> outputs,
-                        int device) {
+namespace {
+
+// A prepared call that runs one of the backend's launch functions each time.
+class LaunchEach final : public PreparedKernel {
+public:
+  using Launch = void (Backend::*)(const KernelCall&);
+  LaunchEach(Backend& backend, Launch launch) : backend_(backend), launch_(launch) {}
+  void run(const KernelCall& call) override { (backend_.*launch_)(call); }
+
+private:
+  Backend& backend_;
+  Launch launch_;
+};
+
+} // namespace
+
+std::unique_ptr<PreparedKernel> Backend::prepareKernel(const KernelCall& call) {
+  const graph::Operation& op = call.op;
   const metakernel::Application& app = op.application;
   const bool native = hasKernel(op.kernel) && !(app.body && prefersBodies());
   const bool external = !native && app.externKernel && !(app.body && prefersBodies());
@@ -249,17 +264,28 @@ void Backend::runKernel(const graph::Operation& op, const ZRange& index,
     throw Error("backend " + name() + " has no kernel \"" + op.kernel + "\" (operation " + op.name +
                 "), and its template has no body to run instead");
   }
-  KernelCall call{op, index, inputs, outputs, device};
   checkKernelCall(call);
-  if (index.isEmpty()) {
-    return;
+  if (call.index.isEmpty()) {
+    return nullptr;
   }
   if (native) {
-    launch(call);
-  } else if (external) {
-    launchExtern(call);
-  } else {
-    launchBody(call);
+    return prepareNative(call);
+  }
+  return std::make_unique<LaunchEach>(*this,
+                                      external ? &Backend::launchExtern : &Backend::launchBody);
+}
+
+std::unique_ptr<PreparedKernel> Backend::prepareNative(const KernelCall& call) {
+  (void)call;
+  return std::make_unique<LaunchEach>(*this, &Backend::launch);
+}
+
+void Backend::runKernel(const graph::Operation& op, const ZRange& index,
+                        std::span<const PortViews> inputs, std::span<const PortViews> outputs,
+                        int device) {
+  const KernelCall call{op, index, inputs, outputs, device};
+  if (std::unique_ptr<PreparedKernel> prepared = prepareKernel(call)) {
+    prepared->run(call);
   }
 }
 

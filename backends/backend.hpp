@@ -59,6 +59,9 @@ struct TensorView {
   ZRange region;                     // in tensor coordinates
   std::vector<std::int64_t> strides; // in elements, one per dim
   int device = kHostDevice;
+  // The view reads a constant graph input (SPEC §5.1: the same data every
+  // run), so a prepared kernel may keep a packed copy of it between runs.
+  bool constant = false;
 
   bool present() const { return data != nullptr; }
   std::size_t rank() const { return region.rank(); }
@@ -178,6 +181,24 @@ struct KernelCall {
   int device = 0;
 };
 
+// A kernel call checked and made ready once, then run any number of times
+// (the executor prepares every shard's calls when it loads a plan, and a
+// bench repetition only runs them). Between runs only the views' data
+// pointers change: the operation, the index range and the views' dtypes,
+// regions, strides, devices and constant flags are those given to prepare.
+// What a kernel can work out from those alone (loop bounds, walks, library
+// primitives, scratch sizes) it works out once; run() does no validation and,
+// for the hot kernels, no heap allocation. A constant input (view.constant)
+// may be packed at the first run and reused while its data pointer stays.
+class PreparedKernel {
+public:
+  PreparedKernel() = default;
+  PreparedKernel(const PreparedKernel&) = delete;
+  PreparedKernel& operator=(const PreparedKernel&) = delete;
+  virtual ~PreparedKernel() = default;
+  virtual void run(const KernelCall& call) = 0;
+};
+
 // ---------------------------------------------------------------- kernel arguments
 // What every backend's kernels read from the operation's application. A
 // missing or mistyped binding or param is an InternalError: the template
@@ -262,6 +283,10 @@ public:
   // views (the executor runs one worker per device).
   void runKernel(const graph::Operation& op, const ZRange& index, std::span<const PortViews> inputs,
                  std::span<const PortViews> outputs, int device = 0);
+  // The check and choice of runKernel, done once: what runs this call (with
+  // fresh data pointers) any number of times. Null for an empty index range,
+  // where there is nothing to run. Errors as runKernel's.
+  std::unique_ptr<PreparedKernel> prepareKernel(const KernelCall& call);
 
   virtual bool hasKernel(std::string_view kernel) const = 0;
   // Runs a kernel from its template's body even where a native kernel exists
@@ -290,6 +315,9 @@ public:
 protected:
   // Runs a checked call (kernel known, views match, index non-empty).
   virtual void launch(const KernelCall& call) = 0;
+  // Prepares a checked call of a native kernel. The default runs launch()
+  // on every run; a backend overrides it for kernels that do work once.
+  virtual std::unique_ptr<PreparedKernel> prepareNative(const KernelCall& call);
   // Runs a checked call of a kernel the backend lacks from its template's body
   // (op.application.body, present). The default refuses (Error, exit 1).
   virtual void launchBody(const KernelCall& call);

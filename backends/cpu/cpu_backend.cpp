@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -219,8 +220,17 @@ std::vector<std::string> CpuBackend::kernelNames() const {
   return registry().names();
 }
 
+namespace {
+std::atomic<int> kernelThreadCount{1};
+} // namespace
+
 void CpuBackend::setBlasThreads(int threads) {
   openblas_set_num_threads(std::max(1, threads));
+  kernelThreadCount.store(std::max(1, threads), std::memory_order_relaxed);
+}
+
+int CpuBackend::kernelThreads() {
+  return kernelThreadCount.load(std::memory_order_relaxed);
 }
 
 void CpuBackend::launchExtern(const KernelCall& call) {
@@ -232,7 +242,31 @@ void CpuBackend::launchBody(const KernelCall& call) {
 }
 
 void CpuBackend::launch(const KernelCall& call) {
-  (*registry().find(call.op.kernel))(call);
+  registry().find(call.op.kernel)->run(call);
+}
+
+namespace {
+
+// A native kernel without a prepare step: its function, looked up once.
+class RunEach final : public PreparedKernel {
+public:
+  explicit RunEach(cpu::CpuKernel kernel) : kernel_(kernel) {}
+  void run(const KernelCall& call) override { kernel_(call); }
+
+private:
+  cpu::CpuKernel kernel_;
+};
+
+} // namespace
+
+std::unique_ptr<PreparedKernel> CpuBackend::prepareNative(const KernelCall& call) {
+  const cpu::CpuKernelFns& fns = *registry().find(call.op.kernel);
+  if (fns.prepare != nullptr) {
+    if (std::unique_ptr<PreparedKernel> prepared = fns.prepare(call)) {
+      return prepared;
+    }
+  }
+  return std::make_unique<RunEach>(fns.run);
 }
 
 } // namespace tapestry::backend

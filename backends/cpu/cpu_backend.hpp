@@ -39,9 +39,13 @@ public:
   // Threads OpenBLAS may use inside one matrix product. The executor sets 1
   // when its own workers already occupy every core.
   static void setBlasThreads(int threads);
+  // Threads one kernel call may use (the last setBlasThreads; 1 before
+  // any): what kernels on other thread pools (oneDNN's OpenMP) ask for.
+  static int kernelThreads();
 
 protected:
   void launch(const KernelCall& call) override;
+  std::unique_ptr<PreparedKernel> prepareNative(const KernelCall& call) override;
   void launchBody(const KernelCall& call) override;
   void launchExtern(const KernelCall& call) override;
 

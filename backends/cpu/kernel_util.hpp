@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -21,7 +23,19 @@
 namespace tapestry::backend::cpu {
 
 using CpuKernel = void (*)(const KernelCall&);
-using CpuRegistry = KernelRegistry<CpuKernel>;
+// Makes a call ready once (PreparedKernel); null when this call gains nothing
+// from preparing, and the kernel function runs it each time instead.
+using CpuPrepare = std::unique_ptr<PreparedKernel> (*)(const KernelCall&);
+struct CpuKernelFns {
+  CpuKernel run = nullptr;
+  CpuPrepare prepare = nullptr;
+};
+class CpuRegistry : public KernelRegistry<CpuKernelFns> {
+public:
+  void add(std::string name, CpuKernel run, CpuPrepare prepare = nullptr) {
+    KernelRegistry<CpuKernelFns>::add(std::move(name), CpuKernelFns{run, prepare});
+  }
+};
 
 void registerElementwiseKernels(CpuRegistry& registry);
 void registerMatmulKernels(CpuRegistry& registry);

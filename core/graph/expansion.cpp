@@ -280,6 +280,11 @@ private:
                        " has two producers: " + decl(first).name + " (at " +
                        decl(first).where.pointer() + ") and " + decl(i).name);
           }
+          if (tensor.decl != nullptr && tensor.decl->constant) {
+            tensor.decl->where.member("constant")
+                .fail("tensor " + nameText(tensor.name) + " is produced by " + decl(i).name +
+                      "; only graph inputs can be constant");
+          }
           tensor.producer = i;
           tensor.type.reset(); // known once the producer is applied
           port.tensors.push_back(t);
@@ -546,6 +551,7 @@ private:
       tensor.type = std::move(*state.type);
       tensor.producer = state.producer;
       tensor.declared = state.decl != nullptr;
+      tensor.constant = state.decl != nullptr && state.decl->constant;
       out.tensors.push_back(std::move(tensor));
     }
     auto ports = [&](const std::vector<ResolvedPort>& resolved) {

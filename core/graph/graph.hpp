@@ -51,7 +51,8 @@ struct TensorDecl {
   metakernel::TensorType type;
   // Expanded files only: the stored "producer" (nullopt for null).
   std::optional<std::string> storedProducer;
-  json::Value where; // the declaration's object
+  bool constant = false; // "constant": true (graph inputs only)
+  json::Value where;     // the declaration's object
 };
 
 // One port of an operation and the tensor names the file binds to it. A list
@@ -96,6 +97,9 @@ struct Tensor {
   std::optional<std::size_t> producer; // operation index; nullopt: a graph input
   std::vector<std::size_t> consumers;  // operation indices, topological order, no repeats
   bool declared = false;               // listed in the file's "tensors"
+  // A graph input whose value is the same on every run (weights: `import`
+  // marks initializers), so a backend may prepare it once (SPEC §5.1).
+  bool constant = false;
 
   bool isGraphInput() const { return !producer.has_value(); }
 };

@@ -77,13 +77,19 @@ TensorDecl decodeTensor(const std::string& name, const json::Value& v, Format fo
   }
   v.expectObject();
   if (format == Format::Graph) {
-    v.expectKeys({"dtype", "shape"});
+    v.expectKeys({"dtype", "shape", "constant"});
   } else {
-    v.expectKeys({"dtype", "shape", "producer"});
+    v.expectKeys({"dtype", "shape", "producer", "constant"});
   }
   TensorDecl decl(name, v);
   decl.type.dtype = decodeDType(v.member("dtype"));
   decl.type.shape = decodeShape(v.member("shape"));
+  if (std::optional<json::Value> constant = v.find("constant")) {
+    if (!constant->isBool()) {
+      constant->fail("\"constant\" must be true or false, not " + json::brief(constant->json()));
+    }
+    decl.constant = constant->asBool();
+  }
   if (format == Format::Expanded) {
     json::Value producer = v.member("producer");
     if (!producer.isNull()) {

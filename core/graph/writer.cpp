@@ -96,6 +96,9 @@ Json toJson(const ExpandedGraph& graph) {
     append(entry, "shape", t.type.shape);
     append(entry, "producer",
            t.producer ? Json(graph.operations[*t.producer].name) : Json(nullptr));
+    if (t.constant) {
+      append(entry, "constant", true);
+    }
     append(tensors, t.name, std::move(entry));
   }
   append(doc, "tensors", std::move(tensors));
@@ -126,6 +129,9 @@ void tensorsLayout(detail::JsonLayout& out, const ExpandedGraph& graph) {
       out.string(graph.operations[*t.producer].name);
     } else {
       out.null();
+    }
+    if (t.constant) {
+      out.key("constant").boolean(true);
     }
     out.end();
   }

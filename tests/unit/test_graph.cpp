@@ -390,3 +390,45 @@ TEST_CASE("formatJson writes scalars as nlohmann's dump does", "[graph]") {
   Json object = {{control, 1}};
   CHECK(json::format(object, 100000) == "{" + Json(control).dump() + ": 1}\n");
 }
+
+TEST_CASE("constant graph inputs: loaded, kept through expansion, written only when true",
+          "[graph]") {
+  const std::string text = R"({"tapestry": "graph/v1", "name": "g",
+"tensors": {"x": {"dtype": "float32", "shape": [4, 8]},
+            "w": {"dtype": "float32", "shape": [8, 2], "constant": true},
+            "b": {"dtype": "float32", "shape": [4, 2], "constant": false}},
+"operations": [{"name": "fc", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+               {"name": "add", "kernel": "add", "inputs": {"A": "h", "B": "b"}, "outputs": {"result": "y"}}]}
+)";
+  const ExpandedGraph g = expandText(text);
+  auto tensor = [&](const std::string& name) -> const Tensor& {
+    for (const Tensor& t : g.tensors) {
+      if (t.name == name) {
+        return t;
+      }
+    }
+    FAIL("no tensor " << name);
+    throw;
+  };
+  CHECK(tensor("w").constant);
+  CHECK_FALSE(tensor("x").constant);
+  CHECK_FALSE(tensor("b").constant);
+  CHECK_FALSE(tensor("h").constant);
+  const std::string expanded = writeExpanded(g);
+  const Json doc = Json::parse(expanded);
+  CHECK(doc["tensors"]["w"]["constant"] == true);
+  CHECK_FALSE(doc["tensors"]["x"].contains("constant"));
+  CHECK_FALSE(doc["tensors"]["b"].contains("constant"));
+  CHECK(writeExpanded(expandText(expanded)) == expanded);
+  CHECK(writeExpanded(g) == json::format(toJson(g), kExpandedWidth));
+  // Only graph inputs can be constant, and the flag is a boolean.
+  std::string produced = text;
+  produced.replace(produced.find(R"("b": {)"), 0,
+                   R"("y": {"dtype": "float32", "shape": [4, 2], "constant": true}, )");
+  CHECK_THAT(errorOf(produced),
+             Contains("tensor \"y\" is produced by add; only graph inputs can be "
+                      "constant"));
+  std::string notBool = text;
+  notBool.replace(notBool.find("\"constant\": true"), 16, "\"constant\": 1");
+  CHECK_THAT(errorOf(notBool), Contains("\"constant\" must be true or false, not 1"));
+}

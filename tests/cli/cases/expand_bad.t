@@ -63,6 +63,16 @@ bad/graphs/broadcast_mismatch.json:9:5: error: at /operations/0: sum (add): in i
   index: "broadcast($a, $b)"
           ^
 [exit 1]
+$ cd $TESTDATA && tapestry expand bad/graphs/constant_not_bool.json -o $OLDPWD/out.json
+! bad/graphs/constant_not_bool.json:5:60: error: at /tensors/x/constant: "constant" must be true or false, not "yes"
+!     "x": {"dtype": "float32", "shape": [4, 8], "constant": "yes"}
+!                                                            ^
+[exit 1]
+$ cd $TESTDATA && tapestry expand bad/graphs/constant_produced.json -o $OLDPWD/out.json
+! bad/graphs/constant_produced.json:6:60: error: at /tensors/y/constant: tensor "y" is produced by act; only graph inputs can be constant
+!     "y": {"dtype": "float32", "shape": [4, 8], "constant": true}
+!                                                            ^
+[exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/cycle.json -o $OLDPWD/out.json
 ! bad/graphs/cycle.json:9:5: error: at /operations/0: cycle: fc -> act -> residual -> fc
 !     {"name": "fc", "kernel": "matmul", "inputs": {"X": "z", "W": "w"}, "outputs": {"result": "h"}},
@@ -316,7 +326,7 @@ $ cd $TESTDATA && tapestry expand bad/graphs/unknown_tensor.json -o $OLDPWD/out.
 !                                                           ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/unknown_tensor_key.json -o $OLDPWD/out.json
-! bad/graphs/unknown_tensor_key.json:5:58: error: at /tensors/x/layout: unknown key "layout" (expected one of: dtype, shape)
+! bad/graphs/unknown_tensor_key.json:5:58: error: at /tensors/x/layout: unknown key "layout" (expected one of: dtype, shape, constant)
 !     "x": {"dtype": "float32", "shape": [4, 8], "layout": "row_major"}
 !                                                          ^
 [exit 1]
@@ -331,7 +341,7 @@ $ cd $TESTDATA && tapestry expand bad/graphs/unnamed_list_output.json -o $OLDPWD
 !     ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/user_graph_with_expanded_fields.json -o $OLDPWD/out.json
-! bad/graphs/user_graph_with_expanded_fields.json:5:60: error: at /tensors/x/producer: unknown key "producer" (expected one of: dtype, shape)
+! bad/graphs/user_graph_with_expanded_fields.json:5:60: error: at /tensors/x/producer: unknown key "producer" (expected one of: dtype, shape, constant)
 !     "x": {"dtype": "float32", "shape": [4, 8], "producer": null},
 !                                                            ^
 [exit 1]
