@@ -62,16 +62,30 @@ std::int64_t Buffer::byteSize() const {
   return checkedMul(region_.size(), static_cast<std::int64_t>(dtypeSize(dtype_)));
 }
 
-Buffer Buffer::host(DType dtype, const ZRange& region, int device) {
+namespace {
+
+Buffer hostBuffer(DType dtype, const ZRange& region, int device, bool zeroed) {
   const std::int64_t bytes = checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(dtype)));
   constexpr std::size_t kAlign = 64;
   const std::size_t rounded = (static_cast<std::size_t>(bytes) + kAlign - 1) / kAlign * kAlign;
   auto* raw = static_cast<std::byte*>(
       ::operator new(std::max<std::size_t>(rounded, kAlign), std::align_val_t(kAlign)));
-  std::fill_n(raw, rounded, std::byte{0});
+  if (zeroed) {
+    std::fill_n(raw, rounded, std::byte{0});
+  }
   std::shared_ptr<std::byte> storage(
       raw, [](std::byte* p) { ::operator delete(p, std::align_val_t(kAlign)); });
   return Buffer(dtype, region, device, std::move(storage));
+}
+
+} // namespace
+
+Buffer Buffer::host(DType dtype, const ZRange& region, int device) {
+  return hostBuffer(dtype, region, device, true);
+}
+
+Buffer Buffer::hostUninitialized(DType dtype, const ZRange& region, int device) {
+  return hostBuffer(dtype, region, device, false);
 }
 
 TensorView Buffer::view() const {

@@ -91,6 +91,8 @@ public:
   static Buffer host(DType dtype, const std::vector<std::int64_t>& shape) {
     return host(dtype, ZRange::fromShape(ZPoint(shape)));
   }
+  // The same without the zero fill: the contents are unspecified.
+  static Buffer hostUninitialized(DType dtype, const ZRange& region, int device = kHostDevice);
 
   DType dtype() const { return dtype_; }
   const ZRange& region() const { return region_; }
@@ -259,6 +261,12 @@ public:
   // A zero-filled row-major buffer for `region` of a tensor, on `device`
   // (kHostDevice: host memory). Memory is released with the last handle.
   virtual Buffer allocate(DType dtype, const ZRange& region, int device) = 0;
+  // As allocate, for a region that is written whole before anything reads it
+  // (a kernel's output tile, a transfer's arrival): its contents may be left
+  // unspecified. The default zero-fills anyway.
+  virtual Buffer allocateUninitialized(DType dtype, const ZRange& region, int device) {
+    return allocate(dtype, region, device);
+  }
 
   // dst[p] = src[p] for p in `region`, which both views must cover; one dtype.
   // Either view may be on the host or on any device (a transfer).

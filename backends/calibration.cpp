@@ -222,11 +222,12 @@ public:
         }
       }
     }
-    execute(g, p, backend_, inputs); // warm-up
+    PreparedRun prepared(g, p, backend_, inputs);
+    prepared.run(); // warm-up
     std::vector<double> walls, shards, starts;
     const Clock::time_point start = Clock::now();
     while (walls.size() < 3 || (walls.size() < 25 && secondsSince(start) < seconds)) {
-      const ExecutionStats stats = execute(g, p, backend_, inputs).stats;
+      const ExecutionStats stats = prepared.run().stats;
       double sum = 0;
       std::size_t count = 0;
       std::vector<double> firstStart(static_cast<std::size_t>(std::max(stats.workers, 1)), -1);

@@ -46,6 +46,194 @@ Combine parseCombine(const std::string& name) {
 
 } // namespace
 
+// ---------------------------------------------------------------- preparing
+
+Executor::Executor(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
+                   const TensorBuffers* inputs)
+    : g_(g), p_(p), backend_(backend) {
+  checkInvariant(p.ops.size() == g.operations.size(), "executor: the plan is for this graph");
+  hostBuffers_ = dynamic_cast<CpuBackend*>(&backend_) != nullptr;
+  bindInputs(inputs);
+  for (const graph::Operation& op : g.operations) {
+    separable_.push_back(separableDims(op));
+  }
+  makeSlots();
+  makeTasks();
+}
+
+namespace {
+
+// What a present view points to while a call is prepared: its data pointers
+// are filled in at run time, and a prepared kernel never reads them before.
+alignas(64) std::byte placeholder[64];
+
+} // namespace
+
+bool Executor::aliasesInput(u32 s) const {
+  if (!hostBuffers_ || hostInputs_[slots_[s].tensor] == nullptr || slots_[s].region.isEmpty()) {
+    return false;
+  }
+  if (s >= residentBase_) {
+    return true;
+  }
+  // A transfer from the host: a graph input read in place (a transfer with a
+  // source slot moves another device's region, and stays a copy).
+  if (s >= transferBase_) {
+    const std::size_t i = s - transferBase_;
+    const plan::Transfer& t = p_.transfers[i];
+    return !t.afterShard && !t.afterReduction;
+  }
+  return false;
+}
+
+namespace {
+
+// Slots up to this size are kept across runs, up to this many bytes in all.
+constexpr std::int64_t kPersistentSlotBytes = std::int64_t{64} << 10;
+constexpr std::int64_t kPersistentBytes = std::int64_t{64} << 20;
+
+} // namespace
+
+void Executor::makeSlotViews() {
+  slotViews_.assign(slots_.size(), TensorView{});
+  alias_.assign(slots_.size(), 0);
+  persistent_.assign(slots_.size(), 0);
+  std::int64_t kept = 0;
+  for (u32 s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    TensorView& view = slotViews_[s];
+    const bool input = s >= transferBase_ && g_.tensors[slot.tensor].isGraphInput();
+    if (aliasesInput(s)) {
+      alias_[s] = 1;
+      view = hostInputs_[slot.tensor]->view().sub(slot.region);
+      view.device = slot.device;
+    } else {
+      view.dtype = slot.dtype;
+      view.region = slot.region;
+      view.strides = rowMajorStrides(slot.region.shape().coords());
+      view.device = slot.device;
+    }
+    view.constant = input && g_.tensors[slot.tensor].constant;
+    const std::int64_t bytes =
+        slot.region.size() * static_cast<std::int64_t>(dtypeSize(slot.dtype));
+    if (hostBuffers_ && alias_[s] == 0 && bytes > 0 && bytes <= kPersistentSlotBytes &&
+        kept + bytes <= kPersistentBytes) {
+      persistent_[s] = 1;
+      kept += bytes;
+    }
+  }
+}
+
+// The shard's kernel calls, as runShard used to make them on every run: the
+// output views are its tiles; each piece's inputs read the one region that
+// covers their selection, or a scratch buffer the parts are copied into.
+void Executor::prepareShard(u32 id) {
+  const Task& task = tasks_[id];
+  const graph::Operation& op = g_.operations[task.a];
+  const plan::Shard& shard = p_.ops[task.a].shards[task.b];
+  auto ready = [](TensorView view) {
+    view.data = placeholder;
+    return view;
+  };
+  auto shardPlan = std::make_unique<PreparedShard>();
+  if (shard.index.isEmpty()) {
+    prepared_[id] = std::move(shardPlan);
+    return;
+  }
+  std::vector<PortViews> outputs(op.outputs.size());
+  std::vector<ViewSource> outputSources;
+  u32 e = 0;
+  for (std::size_t port = 0; port < op.outputs.size(); ++port) {
+    for (std::size_t j = 0; j < shard.outputs[port].size(); ++j, ++e) {
+      const u32 s = tileBase_[task.a] + static_cast<u32>(task.b) * outCount_[task.a] + e;
+      if (slots_[s].region.isEmpty()) {
+        outputs[port].emplace_back();
+        outputSources.push_back({});
+        continue;
+      }
+      outputs[port].push_back(ready(slotViews_[s]));
+      outputSources.push_back({ViewSource::Kind::Slot, s});
+    }
+  }
+  const std::vector<ZRange> pieces = cutShard(op, shard, slots_, task.reads, separable_[task.a]);
+  for (const ZRange& index : pieces) {
+    PreparedPiece piece;
+    piece.index = index;
+    piece.outputs = outputs;
+    piece.outputSources = outputSources;
+    std::vector<std::vector<ZRange>> selections;
+    if (pieces.size() == 1) {
+      for (const std::vector<plan::Selection>& port : shard.inputs) {
+        selections.emplace_back();
+        for (const plan::Selection& sel : port) {
+          selections.back().push_back(sel.range);
+        }
+      }
+    } else {
+      selections = shardSelections(op, index).inputs;
+    }
+    piece.inputs.resize(op.inputs.size());
+    for (std::size_t port = 0; port < op.inputs.size(); ++port) {
+      for (std::size_t j = 0; j < selections[port].size(); ++j) {
+        const ZRange& range = selections[port][j];
+        const std::size_t tensor = op.inputs[port].tensors[j];
+        if (range.isEmpty()) {
+          piece.inputs[port].emplace_back(); // a list element the piece does not touch
+          piece.inputSources.push_back({});
+          continue;
+        }
+        std::vector<u32> parts;
+        const u32 covering = findParts(slots_, task.reads, tensor, range, &parts);
+        if (covering != kNone) {
+          piece.inputs[port].push_back(ready(slotViews_[covering]));
+          piece.inputSources.push_back({ViewSource::Kind::Slot, covering});
+          continue;
+        }
+        // Several regions that no cut separates (or none, for a tensor whose
+        // producer had an empty index space and wrote nothing: zeros): copied
+        // into one buffer for this kernel call.
+        const Slot scratch{
+            tensor, parseDType(g_.tensors[tensor].type.dtype), range, shard.device, false, 0};
+        TensorView view;
+        view.dtype = scratch.dtype;
+        view.region = range;
+        view.strides = rowMajorStrides(range.shape().coords());
+        view.device = shard.device;
+        view.constant = std::all_of(parts.begin(), parts.end(),
+                                    [&](u32 part) { return slotViews_[part].constant; });
+        piece.inputs[port].push_back(ready(std::move(view)));
+        piece.inputSources.push_back(
+            {ViewSource::Kind::Scratch, static_cast<u32>(piece.scratch.size())});
+        piece.scratch.push_back({scratch, std::move(parts)});
+      }
+    }
+    const KernelCall call{op, piece.index, piece.inputs, piece.outputs, shard.device};
+    piece.kernel = backend_.prepareKernel(call);
+    shardPlan->pieces.push_back(std::move(piece));
+  }
+  prepared_[id] = std::move(shardPlan);
+}
+
+void Executor::setup(const ExecuteOptions& options, const cost::Simulation* schedule) {
+  checkInvariant(!setUp_, "executor: set up once");
+  setUp_ = true;
+  lists_ = prepare(options, schedule);
+  if (hostBuffers_) {
+    blasThreads_ =
+        options.blasThreads > 0 ? options.blasThreads : std::max(1, lists_.cores / lists_.workers);
+    CpuBackend::setBlasThreads(blasThreads_);
+  }
+  makeSlotViews();
+  charged_ = std::make_unique<std::int64_t[]>(slots_.size());
+  prepared_.clear();
+  prepared_.resize(tasks_.size());
+  for (u32 t = 0; t < tasks_.size(); ++t) {
+    if (tasks_[t].kind == Task::Kind::Shard && role_[t] == Role::Run) {
+      prepareShard(t);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- running
 
 void Executor::charge(int device, std::int64_t bytes) {
@@ -61,79 +249,73 @@ void Executor::discharge(int device, std::int64_t bytes) {
   memory_[static_cast<std::size_t>(device)].live.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-Buffer Executor::allocate(const Slot& slot) {
-  Buffer buffer = backend_.allocate(slot.dtype, slot.region, slot.device);
+Buffer Executor::allocate(const Slot& slot, bool zeroed) {
+  Buffer buffer = zeroed ? backend_.allocate(slot.dtype, slot.region, slot.device)
+                         : backend_.allocateUninitialized(slot.dtype, slot.region, slot.device);
   charge(slot.device, buffer.byteSize());
   return buffer;
 }
 
-void Executor::runShard(const Task& task) {
-  const graph::Operation& op = g_.operations[task.a];
+void Executor::makeBuffer(u32 s) {
+  const Slot& slot = slots_[s];
+  if (persistent_[s] == 0 || buffers_[s].data() == nullptr) {
+    buffers_[s] = backend_.allocateUninitialized(slot.dtype, slot.region, slot.device);
+  }
+  charged_[s] = buffers_[s].byteSize();
+  charge(slot.device, charged_[s]);
+}
+
+TensorView Executor::slotView(u32 s) const {
+  if (alias_[s] != 0) {
+    return slotViews_[s];
+  }
+  return buffers_[s].view();
+}
+
+void Executor::runShard(u32 id) {
+  const Task& task = tasks_[id];
   const plan::Shard& shard = p_.ops[task.a].shards[task.b];
-  std::vector<PortViews> outputs(op.outputs.size());
-  u32 e = 0;
-  for (std::size_t port = 0; port < op.outputs.size(); ++port) {
-    for (std::size_t j = 0; j < shard.outputs[port].size(); ++j, ++e) {
-      const u32 s = tileBase_[task.a] + static_cast<u32>(task.b) * outCount_[task.a] + e;
-      if (slots_[s].region.isEmpty()) {
-        outputs[port].emplace_back();
-        continue;
-      }
-      buffers_[s] = allocate(slots_[s]);
-      outputs[port].push_back(buffers_[s].view());
+  PreparedShard& prepared = *prepared_[id];
+  for (u32 s : task.creates) {
+    if (!slots_[s].region.isEmpty()) {
+      makeBuffer(s); // every kernel overwrites its output selection
     }
   }
-  if (shard.index.isEmpty()) {
-    return;
-  }
-  const std::vector<ZRange> pieces = cutShard(op, shard, slots_, task.reads, separable_[task.a]);
-  if (pieces.size() > 1) {
+  if (prepared.pieces.size() > 1) {
     split_.fetch_add(1, std::memory_order_relaxed);
   }
-  for (const ZRange& piece : pieces) {
-    std::vector<std::vector<ZRange>> selections;
-    if (pieces.size() == 1) {
-      for (const std::vector<plan::Selection>& port : shard.inputs) {
-        selections.emplace_back();
-        for (const plan::Selection& sel : port) {
-          selections.back().push_back(sel.range);
-        }
-      }
-    } else {
-      selections = shardSelections(op, piece).inputs;
-    }
+  const graph::Operation& op = g_.operations[task.a];
+  for (PreparedPiece& piece : prepared.pieces) {
     std::vector<Buffer> scratch; // assembled selections, freed after the kernel
-    std::vector<PortViews> inputs(op.inputs.size());
-    for (std::size_t port = 0; port < op.inputs.size(); ++port) {
-      for (std::size_t j = 0; j < selections[port].size(); ++j) {
-        const ZRange& range = selections[port][j];
-        const std::size_t tensor = op.inputs[port].tensors[j];
-        if (range.isEmpty()) {
-          inputs[port].emplace_back(); // a list element the piece does not touch
-          continue;
-        }
-        std::vector<u32> parts;
-        const u32 covering = findParts(slots_, task.reads, tensor, range, &parts);
-        if (covering != kNone) {
-          inputs[port].push_back(buffers_[covering].view());
-          continue;
-        }
-        // Several regions that no cut separates (or none, for a tensor whose
-        // producer had an empty index space and wrote nothing: zeros): copy
-        // them into one buffer for this kernel call.
-        const Slot piece_{
-            tensor, parseDType(g_.tensors[tensor].type.dtype), range, shard.device, false, 0};
-        Buffer buffer = allocate(piece_);
-        for (u32 s : parts) {
-          backend_.copyOverlap(buffers_[s].view(), buffer.view());
-        }
-        assembled_.fetch_add(1, std::memory_order_relaxed);
-        assembledBytes_.fetch_add(buffer.byteSize(), std::memory_order_relaxed);
-        inputs[port].push_back(buffer.view());
-        scratch.push_back(std::move(buffer));
+    for (PreparedPiece::Assembly& a : piece.scratch) {
+      Buffer buffer = allocate(a.slot, true);
+      for (u32 s : a.parts) {
+        backend_.copyOverlap(slotView(s), buffer.view());
+      }
+      assembled_.fetch_add(1, std::memory_order_relaxed);
+      assembledBytes_.fetch_add(buffer.byteSize(), std::memory_order_relaxed);
+      scratch.push_back(std::move(buffer));
+    }
+    std::size_t v = 0;
+    for (PortViews& port : piece.inputs) {
+      for (TensorView& view : port) {
+        const ViewSource& source = piece.inputSources[v++];
+        view.data = source.kind == ViewSource::Kind::Slot      ? slotData(source.index)
+                    : source.kind == ViewSource::Kind::Scratch ? scratch[source.index].data()
+                                                               : nullptr;
       }
     }
-    backend_.runKernel(op, piece, inputs, outputs, shard.device);
+    v = 0;
+    for (PortViews& port : piece.outputs) {
+      for (TensorView& view : port) {
+        const ViewSource& source = piece.outputSources[v++];
+        view.data = source.kind == ViewSource::Kind::Slot ? slotData(source.index) : nullptr;
+      }
+    }
+    if (piece.kernel != nullptr) {
+      const KernelCall call{op, piece.index, piece.inputs, piece.outputs, shard.device};
+      piece.kernel->run(call);
+    }
     kernelCalls_.fetch_add(1, std::memory_order_relaxed);
     for (const Buffer& buffer : scratch) {
       discharge(shard.device, buffer.byteSize());
@@ -156,14 +338,21 @@ void Executor::runTask(u32 id) {
     const plan::Resident& r = p_.residents[task.a];
     const u32 s = task.creates[0];
     // Counted as allocated either way, so that release() balances it.
+    if (alias_[s] != 0) {
+      charged_[s] = slots_[s].region.size() * static_cast<std::int64_t>(dtypeSize(slots_[s].dtype));
+      charge(slots_[s].device, charged_[s]);
+      return;
+    }
     Buffer shared =
         backend_.shareRegion(*hostInputs_[r.tensor], slots_[s].region, slots_[s].device);
     if (shared.data() != nullptr) {
       charge(slots_[s].device, shared.byteSize());
+      charged_[s] = shared.byteSize();
       buffers_[s] = std::move(shared);
       return;
     }
     buffers_[s] = allocate(slots_[s]);
+    charged_[s] = buffers_[s].byteSize();
     backend_.copyRegion(hostInputs_[r.tensor]->view(), buffers_[s].view(), r.region);
     return;
   }
@@ -173,19 +362,24 @@ void Executor::runTask(u32 id) {
     if (t.region.isEmpty()) {
       return;
     }
+    if (alias_[s] != 0) { // a graph input read where it is
+      charged_[s] = slots_[s].region.size() * static_cast<std::int64_t>(dtypeSize(slots_[s].dtype));
+      charge(slots_[s].device, charged_[s]);
+      return;
+    }
     const TensorView source =
-        task.reads.empty() ? hostInputs_[t.tensor]->view() : buffers_[task.reads[0]].view();
-    buffers_[s] = allocate(slots_[s]);
+        task.reads.empty() ? hostInputs_[t.tensor]->view() : slotView(task.reads[0]);
+    makeBuffer(s);
     backend_.copyRegion(source, buffers_[s].view(), t.region);
     return;
   }
   case Task::Kind::Shard:
-    runShard(task);
+    runShard(id);
     return;
   case Task::Kind::Step: {
     const plan::Reduction& red = p_.reductions[task.a];
-    backend_.combine(parseCombine(red.combine), buffers_[task.reads[1]].view(),
-                     buffers_[task.reads[0]].view(), red.region);
+    backend_.combine(parseCombine(red.combine), slotView(task.reads[1]), slotView(task.reads[0]),
+                     red.region);
     return;
   }
   }
@@ -198,10 +392,13 @@ void Executor::release(const Task& task) {
     if (slot.keep) {
       return;
     }
-    if (buffers_[s].data() != nullptr) {
-      discharge(slot.device, buffers_[s].byteSize());
+    if (charged_[s] != 0) {
+      discharge(slot.device, charged_[s]);
+      charged_[s] = 0;
     }
-    buffers_[s] = Buffer();
+    if (persistent_[s] == 0) {
+      buffers_[s] = Buffer();
+    }
   };
   for (u32 s : task.reads) {
     if (remaining_[s].fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -358,24 +555,29 @@ void Executor::countTasks(ExecutionStats& stats) const {
   }
 }
 
-Execution Executor::run(const ExecuteOptions& options, const cost::Simulation* schedule) {
+Execution Executor::runOnce() {
+  checkInvariant(setUp_, "executor: set up before it runs");
   const auto nDev = static_cast<std::size_t>(std::max(p_.deviceCount, 1));
   memory_ = std::make_unique<DeviceCounters[]>(nDev);
   remaining_ = std::make_unique<std::atomic<int>[]>(slots_.size());
   for (std::size_t s = 0; s < slots_.size(); ++s) {
     remaining_[s].store(slots_[s].uses, std::memory_order_relaxed);
+    charged_[s] = 0;
   }
-  hostBuffers_ = dynamic_cast<CpuBackend*>(&backend_) != nullptr;
-  WorkerLists plan = prepare(options, schedule);
-  const std::vector<int>& used = plan.devices;
-  const int cores = plan.cores;
-  const int workers = plan.workers;
-  const std::vector<std::vector<u32>>& lists = plan.lists;
-
-  int blasThreads = 0;
+  for (std::size_t s = 0; s < buffers_.size(); ++s) {
+    if (persistent_[s] == 0) {
+      buffers_[s] = Buffer(); // the outputs an earlier run kept
+    }
+  }
+  assembled_ = 0;
+  split_ = 0;
+  kernelCalls_ = 0;
+  assembledBytes_ = 0;
+  const std::vector<int>& used = lists_.devices;
+  const std::vector<std::vector<u32>>& lists = lists_.lists;
+  const int blasThreads = blasThreads_;
   if (hostBuffers_) {
-    blasThreads = options.blasThreads > 0 ? options.blasThreads : std::max(1, cores / workers);
-    CpuBackend::setBlasThreads(blasThreads);
+    CpuBackend::setBlasThreads(blasThreads); // another prepared run may have set others
   }
 
   auto done = std::make_unique<std::atomic<bool>[]>(tasks_.size());
@@ -477,6 +679,19 @@ Execution execute(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backe
                   const cost::Simulation* schedule) {
   detail::Executor executor(g, p, backend, &inputs);
   return executor.run(options, schedule);
+}
+
+PreparedRun::PreparedRun(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
+                         const TensorBuffers& inputs, const ExecuteOptions& options,
+                         const cost::Simulation* schedule)
+    : executor_(std::make_unique<detail::Executor>(g, p, backend, &inputs)) {
+  executor_->setup(options, schedule);
+}
+
+PreparedRun::~PreparedRun() = default;
+
+Execution PreparedRun::run() {
+  return executor_->runOnce();
 }
 
 } // namespace tapestry::backend

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -211,6 +212,34 @@ inline Execution execute(const plan::LoadedPlan& loaded, Backend& backend,
                          const TensorBuffers& inputs, const ExecuteOptions& options = {}) {
   return execute(loaded.graph, loaded.plan, backend, inputs, options, &loaded.simulation);
 }
+
+namespace detail {
+class Executor;
+}
+
+// A plan made ready to run many times (bench's repetitions, calibration):
+// everything execute() works out before the first task (the task lists, the
+// views, every shard's kernel calls checked and prepared, Backend::
+// prepareKernel) is done once here, and each run() only runs the tasks. The
+// graph, plan, backend and inputs must outlive it, and the inputs must not
+// change while it lives where the graph marks them constant (a kernel may
+// keep a packed copy of them). One run at a time.
+class PreparedRun {
+public:
+  PreparedRun(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
+              const TensorBuffers& inputs, const ExecuteOptions& options = {},
+              const cost::Simulation* schedule = nullptr);
+  PreparedRun(const plan::LoadedPlan& loaded, Backend& backend, const TensorBuffers& inputs,
+              const ExecuteOptions& options = {})
+      : PreparedRun(loaded.graph, loaded.plan, backend, inputs, options, &loaded.simulation) {}
+  PreparedRun(const PreparedRun&) = delete;
+  PreparedRun& operator=(const PreparedRun&) = delete;
+  ~PreparedRun();
+  Execution run();
+
+private:
+  std::unique_ptr<detail::Executor> executor_;
+};
 
 // What each rank of a distributed run with a device link runs, in order,
 // without running it (tests): the tasks as the executor numbers them.

@@ -30,6 +30,36 @@ struct Slot {
   int uses = 0;      // tasks that read it after it is made
 };
 
+// Where a prepared call's view finds its data at run time.
+struct ViewSource {
+  enum class Kind : std::uint8_t { Absent, Slot, Scratch };
+  Kind kind = Kind::Absent;
+  u32 index = 0; // Slot: the slot; Scratch: the piece's assembled selection
+};
+
+// One kernel call of a shard (a piece of its index range, see cutShard),
+// checked and prepared once (Backend::prepareKernel). At run time only the
+// views' data pointers are filled in, from their sources.
+struct PreparedPiece {
+  ZRange index;
+  std::vector<PortViews> inputs;         // parallel to op.inputs
+  std::vector<PortViews> outputs;        // parallel to op.outputs
+  std::vector<ViewSource> inputSources;  // one per input view, port by port
+  std::vector<ViewSource> outputSources; // one per output view, port by port
+  // Selections spanning several regions that no cut separates: copied into a
+  // zero-filled scratch buffer over `slot.region` before the call.
+  struct Assembly {
+    Slot slot;
+    std::vector<u32> parts;
+  };
+  std::vector<Assembly> scratch;
+  std::unique_ptr<PreparedKernel> kernel; // null: an empty index, nothing to run
+};
+
+struct PreparedShard {
+  std::vector<PreparedPiece> pieces;
+};
+
 struct Task {
   enum class Kind : std::uint8_t { Resident, Transfer, Shard, Step };
   Kind kind = Kind::Shard;
@@ -76,18 +106,17 @@ class Executor {
 public:
   // Without `inputs` (null) the executor only plans (lists), it cannot run.
   Executor(const graph::ExpandedGraph& g, const plan::ShardPlan& p, Backend& backend,
-           const TensorBuffers* inputs)
-      : g_(g), p_(p), backend_(backend) {
-    checkInvariant(p.ops.size() == g.operations.size(), "executor: the plan is for this graph");
-    bindInputs(inputs);
-    for (const graph::Operation& op : g.operations) {
-      separable_.push_back(separableDims(op));
-    }
-    makeSlots();
-    makeTasks();
-  }
+           const TensorBuffers* inputs);
 
-  Execution run(const ExecuteOptions& options, const cost::Simulation* schedule);
+  // Everything a run needs that does not change between runs: the roles and
+  // worker lists, the slots' views, and every shard's kernel calls prepared.
+  // Once per executor; then runOnce() as often as wanted.
+  void setup(const ExecuteOptions& options, const cost::Simulation* schedule);
+  Execution runOnce();
+  Execution run(const ExecuteOptions& options, const cost::Simulation* schedule) {
+    setup(options, schedule);
+    return runOnce();
+  }
   // What rank `rank` would run with a device link (distributedSchedule): its
   // lists, every task's dependencies before they are cut to this rank's, and
   // the order every rank agrees on.
@@ -145,11 +174,26 @@ private:
   // clock at the start of its tasks (Backend::now()).
   void mergeStats(ExecutionStats& stats, std::vector<TaskTime>& times, double start) const;
 
+  // ---- preparing (setup)
+  // Whether slot s reads a graph input in place (the CPU backend's host
+  // inputs: residents and transfers from the host are views, not copies).
+  bool aliasesInput(u32 s) const;
+  void makeSlotViews();
+  void prepareShard(u32 id);
+
   // ---- running
   void runTask(u32 id);
-  void runShard(const Task& task);
+  void runShard(u32 id);
   void release(const Task& task);
-  Buffer allocate(const Slot& slot);
+  Buffer allocate(const Slot& slot, bool zeroed = false);
+  // Slot s's buffer for this run (allocated, or kept from an earlier run),
+  // charged to its device.
+  void makeBuffer(u32 s);
+  // The view of slot s with its data (a graph input's view, or the buffer's).
+  TensorView slotView(u32 s) const;
+  std::byte* slotData(u32 s) const {
+    return alias_[s] != 0 ? slotViews_[s].data : buffers_[s].data();
+  }
   void recordTimes(const std::vector<TaskTime>& times, ExecutionStats& stats) const;
   // Shards, transfers, reduction steps and bytes moved, from the task list.
   void countTasks(ExecutionStats& stats) const;
@@ -166,6 +210,21 @@ private:
   u32 transferBase_ = 0, residentBase_ = 0;
   std::vector<Slot> slots_;
   std::vector<Buffer> buffers_; // parallel to slots_: set by the creator, reset by the last user
+  // Parallel to slots_ (setup): each slot's view (region, row-major strides,
+  // dtype, device, constant; data only for an alias), whether it aliases a
+  // graph input, and the bytes charged for it this run.
+  std::vector<TensorView> slotViews_;
+  std::vector<char> alias_;
+  // Small regions the CPU backend keeps across runs (setup): their buffer is
+  // taken at the first run and reused by every later one, so a small task
+  // neither allocates nor frees (its bytes are still charged and discharged
+  // as the simulation counts them).
+  std::vector<char> persistent_;
+  std::unique_ptr<std::int64_t[]> charged_;
+  std::vector<std::unique_ptr<PreparedShard>> prepared_; // per task: shards only
+  WorkerLists lists_;
+  bool setUp_ = false;
+  int blasThreads_ = 0;
 
   std::vector<Task> tasks_; // in submission order
   std::vector<u32> lastWriter_;

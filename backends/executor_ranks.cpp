@@ -240,7 +240,7 @@ void Executor::receiveTransfer(const Task& task) {
   if (t.region.isEmpty()) {
     return; // as a copy of nothing: no buffer, no message
   }
-  buffers_[s] = allocate(slots_[s]);
+  makeBuffer(s);
   const int from = rankOf(slots_[task.reads[0]].device);
   if (transport_ == Transport::Nccl) {
     const bool inPlace = deviceLink_->reaches(slots_[s].device);

@@ -1,10 +1,14 @@
 #include "backends/cpu/block_cache.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace tapestry::backend {
 
@@ -23,23 +27,46 @@ void drop(std::byte* p) {
 
 } // namespace
 
+// One power-of-two size of small blocks: a stack of released ones.
+struct SizeClass {
+  std::mutex mutex;
+  std::vector<std::byte*> free;
+};
+
+constexpr std::size_t kSmallClasses = 32;
+
 struct BlockCache::State {
   std::size_t smallest = 0;
   std::size_t keep = 0;
+  std::size_t keepSmall = 0;
   mutable std::mutex mutex;
   std::multimap<std::size_t, std::byte*> free; // by size
   std::size_t cached = 0;
   std::size_t reused = 0;
+  std::array<SizeClass, kSmallClasses> small; // by log2(size)
+  std::atomic<std::size_t> smallReused{0};
 
   ~State() {
     for (const auto& [size, p] : free) {
       drop(p);
     }
+    for (SizeClass& c : small) {
+      for (std::byte* p : c.free) {
+        drop(p);
+      }
+    }
   }
 
   // Keeps a released block, or frees it when it is small or the cache full.
   void release(std::byte* p, std::size_t size) {
-    if (size >= smallest) {
+    if (size < smallest && keepSmall > 0) {
+      SizeClass& c = small[static_cast<std::size_t>(std::countr_zero(size))];
+      const std::lock_guard<std::mutex> lock(c.mutex);
+      if ((c.free.size() + 1) * size <= keepSmall) {
+        c.free.push_back(p);
+        return;
+      }
+    } else if (size >= smallest) {
       const std::lock_guard<std::mutex> lock(mutex);
       if (cached + size <= keep) {
         free.emplace(size, p);
@@ -64,21 +91,35 @@ struct BlockCache::State {
   }
 };
 
-BlockCache::BlockCache(std::size_t smallest, std::size_t keep) : state_(std::make_shared<State>()) {
+BlockCache::BlockCache(std::size_t smallest, std::size_t keep, std::size_t keepSmall)
+    : state_(std::make_shared<State>()) {
   state_->smallest = smallest;
   state_->keep = keep;
+  state_->keepSmall = keepSmall;
 }
 
-std::shared_ptr<std::byte> BlockCache::take(std::size_t bytes) {
+std::shared_ptr<std::byte> BlockCache::take(std::size_t bytes, bool zeroed) {
   std::size_t size = std::max((bytes + kAlign - 1) / kAlign * kAlign, kAlign);
+  std::byte* p = nullptr;
   if (size >= state_->smallest) {
     size = (size + kPage - 1) / kPage * kPage;
+    p = state_->reuse(size);
+  } else if (state_->keepSmall > 0) {
+    size = std::bit_ceil(size);
+    SizeClass& c = state_->small[static_cast<std::size_t>(std::countr_zero(size))];
+    const std::lock_guard<std::mutex> lock(c.mutex);
+    if (!c.free.empty()) {
+      p = c.free.back();
+      c.free.pop_back();
+      state_->smallReused.fetch_add(1, std::memory_order_relaxed);
+    }
   }
-  std::byte* p = size >= state_->smallest ? state_->reuse(size) : nullptr;
   if (p == nullptr) {
     p = fresh(size);
   }
-  std::memset(p, 0, size);
+  if (zeroed) {
+    std::memset(p, 0, size);
+  }
   // The deleter holds the state, so a block outlives the cache object safely.
   return std::shared_ptr<std::byte>(
       p, [state = state_, size](std::byte* block) { state->release(block, size); });
@@ -91,7 +132,7 @@ std::size_t BlockCache::cachedBytes() const {
 
 std::size_t BlockCache::reused() const {
   const std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->reused;
+  return state_->reused + state_->smallReused.load(std::memory_order_relaxed);
 }
 
 } // namespace tapestry::backend

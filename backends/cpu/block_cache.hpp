@@ -16,11 +16,16 @@ namespace tapestry::backend {
 class BlockCache {
 public:
   // Blocks of at least `smallest` bytes are kept after release while the
-  // cache holds at most `keep` bytes; others go back to the heap.
-  BlockCache(std::size_t smallest, std::size_t keep);
+  // cache holds at most `keep` bytes; others go back to the heap, unless
+  // `keepSmall` > 0: then smaller blocks are rounded up to a power of two
+  // (from 64 bytes) and up to `keepSmall` bytes of each size are kept, in a
+  // stack per size (a shard's output tile of a few KiB, taken and released on
+  // every run: an aligned heap allocation costs more than a small kernel).
+  BlockCache(std::size_t smallest, std::size_t keep, std::size_t keepSmall = 0);
 
-  // A zero-filled, 64-byte aligned block of at least `bytes` (at least 64).
-  std::shared_ptr<std::byte> take(std::size_t bytes);
+  // A 64-byte aligned block of at least `bytes` (at least 64), zero-filled
+  // unless `zeroed` is false (then its contents are unspecified).
+  std::shared_ptr<std::byte> take(std::size_t bytes, bool zeroed = true);
 
   std::size_t cachedBytes() const; // held for reuse now
   std::size_t reused() const;      // blocks handed out again so far

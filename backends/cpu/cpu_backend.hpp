@@ -27,6 +27,7 @@ public:
   std::string name() const override { return "cpu"; }
   int deviceCount() const override { return devices_; }
   Buffer allocate(DType dtype, const ZRange& region, int device) override;
+  Buffer allocateUninitialized(DType dtype, const ZRange& region, int device) override;
   void copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) override;
   void combine(Combine kind, const TensorView& dst, const TensorView& src,
                const ZRange& region) override;

@@ -46,10 +46,19 @@ struct DeviceContext {
     }
   }
 
-  void select() const { checkCuda(cudaSetDevice(gpu), "selecting GPU " + std::to_string(gpu)); }
-  void wait(const std::string& what) const {
-    checkCuda(cudaStreamSynchronize(stream), what + " on plan device " + std::to_string(device) +
-                                                 " (GPU " + std::to_string(gpu) + ")");
+  void select() const {
+    const cudaError_t status = cudaSetDevice(gpu);
+    if (status != cudaSuccess) {
+      checkCuda(status, "selecting GPU " + std::to_string(gpu));
+    }
+  }
+  // The message is built only when the stream failed (this runs after every call).
+  void wait(std::string_view what) const {
+    const cudaError_t status = cudaStreamSynchronize(stream);
+    if (status != cudaSuccess) {
+      checkCuda(status, std::string(what) + " on plan device " + std::to_string(device) + " (GPU " +
+                            std::to_string(gpu) + ")");
+    }
   }
 };
 
@@ -176,8 +185,17 @@ std::string CudaBackend::deviceDescription(int device) const {
 }
 
 Buffer CudaBackend::allocate(DType dtype, const ZRange& region, int device) {
+  return allocateOn(dtype, region, device, true);
+}
+
+Buffer CudaBackend::allocateUninitialized(DType dtype, const ZRange& region, int device) {
+  return allocateOn(dtype, region, device, false);
+}
+
+Buffer CudaBackend::allocateOn(DType dtype, const ZRange& region, int device, bool zeroed) {
   if (device == kHostDevice) {
-    return Buffer::host(dtype, region, kHostDevice);
+    return zeroed ? Buffer::host(dtype, region, kHostDevice)
+                  : Buffer::hostUninitialized(dtype, region, kHostDevice);
   }
   impl_->context(device); // an InternalError for a device the backend does not have
   const std::shared_ptr<DeviceContext> ctx = impl_->contexts[static_cast<std::size_t>(device)];
@@ -186,17 +204,25 @@ Buffer CudaBackend::allocate(DType dtype, const ZRange& region, int device) {
   const std::size_t rounded = (static_cast<std::size_t>(std::max<std::int64_t>(bytes, 1)) + 255) /
                               256 * 256; // keeps every buffer 256-byte aligned
   void* raw = nullptr;
-  const std::string what = "allocating " + std::to_string(bytes) + " bytes for " +
-                           dtypeName(dtype) + " " + region.toString();
-  checkCuda(cudaMallocAsync(&raw, rounded, ctx->stream),
-            what + " on plan device " + std::to_string(device));
+  // The message is built only when a call fails (allocation is on every task's path).
+  auto check = [&](cudaError_t status, bool onDevice) {
+    if (status != cudaSuccess) {
+      std::string what = "allocating " + std::to_string(bytes) + " bytes for " + dtypeName(dtype) +
+                         " " + region.toString();
+      checkCuda(status, onDevice ? what + " on plan device " + std::to_string(device) : what);
+    }
+  };
+  check(cudaMallocAsync(&raw, rounded, ctx->stream), true);
   std::shared_ptr<std::byte> storage(static_cast<std::byte*>(raw), [ctx](std::byte* p) {
     // Every call waits for its work, so nothing pending uses p.
     cudaSetDevice(ctx->gpu);
     cudaFreeAsync(p, ctx->stream);
   });
-  checkCuda(cudaMemsetAsync(raw, 0, rounded, ctx->stream), what);
-  ctx->wait(what);
+  if (zeroed) {
+    check(cudaMemsetAsync(raw, 0, rounded, ctx->stream), false);
+  }
+  // The allocation is ordered on this stream: other streams may use it only after.
+  ctx->wait("allocating a buffer");
   return Buffer(dtype, region, device, std::move(storage));
 }
 
@@ -396,6 +422,53 @@ void CudaBackend::launchBody(const KernelCall& call) {
   }
   checkCuda(cudaGetLastError(), what);
   ctx.wait(what);
+}
+
+namespace {
+
+// A native kernel's call on one device, its views checked once: each run
+// selects the device, enqueues the kernel and waits for it.
+class PreparedCudaKernel final : public PreparedKernel {
+public:
+  PreparedCudaKernel(cuda::CudaKernel kernel, cuda::KernelContext context, int gpu,
+                     cudaStream_t stream)
+      : kernel_(kernel), context_(context), gpu_(gpu), stream_(stream) {}
+
+  void run(const KernelCall& call) override {
+    cudaError_t status = cudaSetDevice(gpu_);
+    if (status != cudaSuccess) {
+      checkCuda(status, "selecting GPU " + std::to_string(gpu_));
+    }
+    kernel_(call, context_);
+    status = cudaGetLastError();
+    if (status == cudaSuccess) {
+      status = cudaStreamSynchronize(stream_);
+    }
+    if (status != cudaSuccess) {
+      checkCuda(status, "kernel " + call.op.kernel + " (operation " + call.op.name +
+                            ") on plan device " + std::to_string(call.device) + " (GPU " +
+                            std::to_string(gpu_) + ")");
+    }
+  }
+
+private:
+  cuda::CudaKernel kernel_;
+  cuda::KernelContext context_;
+  int gpu_;
+  cudaStream_t stream_;
+};
+
+} // namespace
+
+std::unique_ptr<PreparedKernel> CudaBackend::prepareNative(const KernelCall& call) {
+  const Impl& m = *impl_;
+  const DeviceContext& ctx = m.context(call.device);
+  checkCallViews(call, ctx.gpu, [&](int device) { return m.gpuOf(device); });
+  const cuda::CudaKernel* kernel = cuda::cudaKernels().find(call.op.kernel);
+  if (kernel == nullptr) {
+    throw Error("kernel " + call.op.kernel + " is not implemented on the CUDA backend");
+  }
+  return std::make_unique<PreparedCudaKernel>(*kernel, m.kernelContext(ctx), ctx.gpu, ctx.stream);
 }
 
 void CudaBackend::launch(const KernelCall& call) {

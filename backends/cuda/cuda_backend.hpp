@@ -41,6 +41,7 @@ public:
   std::string name() const override { return "cuda"; }
   int deviceCount() const override;
   Buffer allocate(DType dtype, const ZRange& region, int device) override;
+  Buffer allocateUninitialized(DType dtype, const ZRange& region, int device) override;
   void copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) override;
   void combine(Combine kind, const TensorView& dst, const TensorView& src,
                const ZRange& region) override;
@@ -69,11 +70,14 @@ public:
 
 protected:
   void launch(const KernelCall& call) override;
+  // The views' devices checked and the kernel looked up once per call.
+  std::unique_ptr<PreparedKernel> prepareNative(const KernelCall& call) override;
   // A kernel with a body and no native CUDA kernel: the body evaluator with
   // its blocks on the GPU (backends/cuda/cuda_body.hpp), float32 or float64.
   void launchBody(const KernelCall& call) override;
 
 private:
+  Buffer allocateOn(DType dtype, const ZRange& region, int device, bool zeroed);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

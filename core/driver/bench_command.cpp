@@ -255,12 +255,15 @@ Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
   const RepeatLimits limits = repeatLimits(config);
   Timing timing;
   timing.predicted = schedule.objectives.timeS;
+  // Made ready once (kernel calls prepared, constants packed at the first
+  // run), as a runtime keeps a loaded model; each repetition runs the tasks.
+  PreparedRun prepared(g, p, backend, inputs, options, &schedule);
   for (int i = 0; i < config.warmup; ++i) {
     if (config.progress) {
       err << "\rbench: " << label << " warm-up " << (i + 1) << "/" << config.warmup << "\033[K"
           << std::flush;
     }
-    execute(g, p, backend, inputs, options, &schedule);
+    prepared.run();
   }
   const std::size_t nRows = breakdown != nullptr ? breakdown->rows().size() : 0;
   std::vector<std::vector<double>> rowTimes(nRows + kKinds);
@@ -272,7 +275,7 @@ Timing timePlan(const graph::ExpandedGraph& g, const plan::ShardPlan& p,
       err << "\rbench: " << label << " run " << (timing.times.size() + 1) << " (" << limits.fewest
           << " to " << limits.most << ", until the median is stable)\033[K" << std::flush;
     }
-    Execution run = execute(g, p, backend, inputs, options, &schedule);
+    Execution run = prepared.run();
     timing.times.push_back(run.stats.wallSeconds);
     if (breakdown != nullptr) {
       const std::vector<double> seconds = breakdown->measure(run.stats);
