@@ -1,4 +1,5 @@
-// tapestry bench PLAN.json [--backend ...] [--repeat N] [--max-repeat M] [--max-seconds S]
+// tapestry bench PLAN.json [--backend ...] [--inputs DIR] [--repeat N] [--max-repeat M]
+// [--max-seconds S]
 //                [--warmup N]   (SPEC §9)
 #include <memory>
 
@@ -14,7 +15,10 @@ namespace tapestry::cli {
 
 void registerBench(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::BenchConfig>();
-  addExecutionFlags(sub, *config, "Seed the inputs are drawn from");
+  addExecutionFlags(sub, *config, "Seed for drawing inputs when --inputs is not given");
+  sub->add_option("--inputs", config->inputsDir,
+                  "Directory with one NAME.npy per graph input (the same inputs for the plan and "
+                  "the single-device baseline)");
   sub->add_option("--repeat", config->repeat, "Fewest timed repetitions (the median is reported)")
       ->check(CLI::Range(1, 100000));
   sub->add_option("--max-repeat", config->maxRepeat,

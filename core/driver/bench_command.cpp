@@ -734,7 +734,8 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
     need.devices = std::max(need.devices, singlePeak);
   }
   refuseIfTooBig(displayName(config.planPath), need, availableMemory());
-  const TensorBuffers inputs = drawInputs(g, config.seed);
+  const TensorBuffers inputs =
+      config.inputsDir.empty() ? drawInputs(g, config.seed) : loadInputs(g, config.inputsDir);
 
   const std::unique_ptr<Backend> benchBackend = makeBackend(
       config.backend, std::max({1, loaded.plan.deviceCount, single.deviceCount}), config.tf32);

@@ -52,6 +52,7 @@ struct RunConfig : ExecutionOptions {
 int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err);
 
 struct BenchConfig : ExecutionOptions {
+  std::string inputsDir;  // one NAME.npy per graph input; "" draws from seed
   int repeat = 10;        // the fewest timed runs; the median is reported
   int maxRepeat = 0;      // the most, repeating until the median is stable; 0: max(repeat, 50)
   double maxSeconds = 10; // no further runs (past `repeat`) after this long timing one plan

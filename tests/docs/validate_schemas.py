@@ -35,6 +35,7 @@ SEMANTIC_ONLY = {
     "graphs/bad_perm.json": "a where clause of transpose",
     "graphs/bad_reshape.json": "reshape's element counts",
     "graphs/broadcast_mismatch.json": "shapes of two inputs",
+    "graphs/constant_produced.json": "which tensors an operation produces",
     "graphs/cycle.json": "a cycle",
     "graphs/declared_dtype_conflict.json": "declared vs inferred dtype",
     "graphs/declared_shape_conflict.json": "declared vs inferred shape",

@@ -38,6 +38,9 @@ $ mkdir dir6 && tapestry --format json expand dir6
 $ tapestry run $TESTDATA/graphs/tiny.json --inputs $TESTDATA/graphs 2>&1 | sed "s#.*/testdata/#testdata/#"
 testdata/graphs/x.npy: error: missing input x: cannot open file: No such file or directory
 [exit 1]
+$ tapestry bench $TESTDATA/graphs/tiny.json --inputs $TESTDATA/graphs 2>&1 | sed "s#.*/testdata/#testdata/#"
+testdata/graphs/x.npy: error: missing input x: cannot open file: No such file or directory
+[exit 1]
 $ mkdir -p in/x.npy && tapestry run $TESTDATA/graphs/tiny.json --inputs in
 ! in/x.npy: error: is a directory, expected a .npy file
 [exit 1]

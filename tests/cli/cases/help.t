@@ -156,9 +156,10 @@ Options:
                               Backend: cpu or cuda
   --threads INT:INT in [0 - 4096]=0
                               Cap on CPU worker threads (0: one per device, at most one per core)
-  --seed UINT=0               Seed the inputs are drawn from
+  --seed UINT=0               Seed for drawing inputs when --inputs is not given
   --tf32                      Let float32 matrix products use TF32 tensor cores (cuda backend only)
   --trace TEXT                Also write a Chrome trace (open it in Perfetto) of the run beside its prediction to this file
+  --inputs TEXT               Directory with one NAME.npy per graph input (the same inputs for the plan and the single-device baseline)
   --repeat INT:INT in [1 - 100000]=10
                               Fewest timed repetitions (the median is reported)
   --max-repeat INT:INT in [0 - 100000]=0

@@ -24,6 +24,8 @@ y.npy
 [created mlp3.x.json]
 [created out]
 [created plan.json]
+$ tapestry bench plan.json --inputs w --repeat 1 --max-repeat 1 --warmup 0 --format json | jq -c '[.status, (.plan.times_s | length), (.single_device.times_s | length)]'
+["ok",1,1]
 $ tapestry import $TESTDATA/onnx/mlp3.onnx | sed -n 1,12p
 {
   "tapestry": "graph/v1",
