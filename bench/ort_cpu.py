@@ -274,7 +274,7 @@ def measure(name, binary, node_path, env, args, work):
     difference = compare_outputs(name, binary, plan, tensors, node_path, model, feeds, env,
                                  model_work)
     rounds = {"plan": [], "single": [], "ort1": [], "ort2": []}
-    devices = None
+    ran_with = {}  # the devices, workers and BLAS threads bench ran each plan with
     for r in range(args.rounds):
         order = VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]
         for variant in order:
@@ -284,7 +284,8 @@ def measure(name, binary, node_path, env, args, work):
                                                   tensors if args.bench_inputs else None, env, args)
                 rounds["plan"].append(plan_t["measured_s"])
                 rounds["single"].append(single_t["measured_s"])
-                devices = plan_t["devices"]
+                for key, t in (("plan", plan_t), ("single", single_t)):
+                    ran_with[key] = {k: t[k] for k in ("devices", "workers", "blas_threads")}
             else:
                 threads = int(variant[-1])
                 rounds[variant].append(ort_run(node_path, model, feeds, threads, args.warmup,
@@ -299,13 +300,14 @@ def measure(name, binary, node_path, env, args, work):
         "model": name,
         "tapestry_single_s": med["single"],
         "tapestry_plan_s": med["plan"],
-        "plan_devices": devices,
+        "plan_devices": ran_with["plan"]["devices"],
+        "tapestry_threads": ran_with,
         "plan_is_single_device": plan_is_single,
         "ort_1_thread_s": med["ort1"],
         "ort_2_threads_s": med["ort2"],
         "tapestry_best_s": best,
         "best_over_ort2": best / med["ort2"],
-        "single_over_ort1": med["single"] / med["ort1"],
+        "best_over_ort_best": best / min(med["ort1"], med["ort2"]),
         "output_difference": difference,
         "rounds_s": rounds,
     }
@@ -330,23 +332,31 @@ def cpu_model():
     return "unknown"
 
 
+def source_commit():
+    """The checkout's commit (with -dirty for local changes), or "unknown"."""
+    proc = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=7"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
 def print_table(doc):
     m = doc["machine"]
-    print(f"{doc['date']}, {m['cpu']}, {m['cores']} cores; tapestry {doc['tapestry_version']}, "
-          f"ONNX Runtime {doc['ort_version']} (onnxruntime-node, CPU)")
+    print(f"{doc['date']}, {m['cpu']}, {m['cores']} cores; tapestry {doc['tapestry_version']} "
+          f"({doc['commit']}), ONNX Runtime {doc['ort_version']} (onnxruntime-node, CPU)")
+    print(f"command: {doc['command']}")
     print(f"medians of {doc['rounds']} interleaved rounds, each the median of {doc['repeat']} "
           f"runs after {doc['warmup']} warm-up; Tapestry's inputs: {doc['tapestry_inputs']}\n")
     print("| model | Tapestry one device | Tapestry plan (devices) | ORT 1 thread | "
-          "ORT 2 threads | Tapestry best / ORT 2 threads | one device / ORT 1 thread |")
+          "ORT 2 threads | Tapestry best / ORT 2 threads | Tapestry best / ORT best |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in doc["models"]:
         devices = "the one-device plan" if r["plan_is_single_device"] else r["plan_devices"]
         print(f"| {r['model']} | {fmt_s(r['tapestry_single_s'])} | "
               f"{fmt_s(r['tapestry_plan_s'])} ({devices}) | "
               f"{fmt_s(r['ort_1_thread_s'])} | {fmt_s(r['ort_2_threads_s'])} | "
-              f"{r['best_over_ort2']:.2f} | {r['single_over_ort1']:.2f} |")
+              f"{r['best_over_ort2']:.2f} | {r['best_over_ort_best']:.2f} |")
     print(f"| geometric mean | | | | | {doc['geomean_best_over_ort2']:.2f} | "
-          f"{doc['geomean_single_over_ort1']:.2f} |")
+          f"{doc['geomean_best_over_ort_best']:.2f} |")
 
 
 def draw_figure(doc, path):
@@ -369,10 +379,11 @@ def draw_figure(doc, path):
     ax.axhline(1, color="black", linewidth=0.8)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r["model"] for r in rows])
-    ax.set_ylabel("time / ONNX Runtime with 2 threads")
+    ax.set_ylabel("time / ONNX Runtime with 2 threads (log)")
     ax.set_title(f"CPU inference, {doc['machine']['cpu']}, {doc['machine']['cores']} cores "
                  f"({doc['date']})")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", ncol=len(series), loc="upper center",
+              bbox_to_anchor=(0.5, -0.08), frameon=False)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -423,6 +434,7 @@ def main():
         "machine": {"cpu": cpu_model(), "cores": len(os.sched_getaffinity(0))},
         "tapestry_version": run([args.bin, "--version"]).strip().split()[-1],
         "ort_version": installed_version(args.ort_dir),
+        "commit": source_commit(),
         "command": " ".join(["/usr/bin/python3"] + sys.argv),
         "rounds": args.rounds,
         "repeat": args.repeat,
@@ -438,7 +450,7 @@ def main():
         run([args.bin, "calibrate", "--budget-seconds", str(args.calibrate_seconds), "-q"], env)
         doc["models"] = [measure(m, args.bin, node_path, env, args, work) for m in models]
     doc["geomean_best_over_ort2"] = geomean([r["best_over_ort2"] for r in doc["models"]])
-    doc["geomean_single_over_ort1"] = geomean([r["single_over_ort1"] for r in doc["models"]])
+    doc["geomean_best_over_ort_best"] = geomean([r["best_over_ort_best"] for r in doc["models"]])
     if args.json == "-":
         json.dump(doc, sys.stdout, indent=1)
         print()
