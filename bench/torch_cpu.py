@@ -4,9 +4,11 @@
 For each model of tests/torch/torch_models.py, in one run on this machine:
 PyTorch eager on the CPU with as many threads as Tapestry uses cores (the
 median of --repeat runs after --warmup), then `tapestry import` of the same
-model, `optimize --target local`, and `tapestry bench` of the chosen plan and
-of the single-device plan. Prints a table of both times and the ratio
-tapestry / PyTorch (below 1: Tapestry is faster).
+model with its weights (`import --weights DIR`), `optimize --target local`,
+and `tapestry bench` of the chosen plan and of the single-device plan, on
+PyTorch's input and weights where bench reads --inputs (as bench/ort_cpu.py
+does). Prints a table of both times and the ratio tapestry / PyTorch (below 1:
+Tapestry is faster).
 
     /usr/bin/python3 bench/torch_cpu.py --bin build/release/bin/tapestry [--models ...]
 """
@@ -46,19 +48,22 @@ def torch_median(model, x, repeat, warmup):
     return statistics.median(times)
 
 
-def measure(binary, case, work, repeat, warmup):
+def measure(binary, case, work, repeat, warmup, bench_inputs):
     model = case.model()
     x = case.input()
     eager = torch_median(model, x, repeat, warmup)
     onnx_path = os.path.join(work, f"{case.name}.onnx")
     case.export(model, onnx_path)
     graph = os.path.join(work, f"{case.name}.graph.json")
-    tapestry(binary, "import", onnx_path, "-o", graph, "-q")
+    tensors = os.path.join(work, f"{case.name}.tensors")
+    tapestry(binary, "import", onnx_path, "-o", graph, "--weights", tensors, "-q")
+    np.save(os.path.join(tensors, npy_name(case.input_name)), x.numpy())
     plan = os.path.join(work, f"{case.name}.plan.json")
     tapestry(binary, "optimize", graph, "--target", "local", "--seed", "1", "--iterations", "40",
              "-q", "-o", plan)
+    inputs = ["--inputs", tensors] if bench_inputs else []
     report = json.loads(tapestry(binary, "--format", "json", "bench", plan, "--repeat",
-                                 str(repeat), "--warmup", str(warmup)))
+                                 str(repeat), "--warmup", str(warmup), *inputs))
     return eager, report
 
 
@@ -71,9 +76,14 @@ def main():
     args = ap.parse_args()
     threads = len(os.sched_getaffinity(0))
     torch.set_num_threads(threads)
+    # bench reads the weights and input files where it has --inputs; else it
+    # draws them (the same shapes and work).
+    bench_inputs = "--inputs" in tapestry(args.bin, "bench", "--help")
+    source = "PyTorch's" if bench_inputs else "drawn"
     print(f"PyTorch {torch.__version__} eager, {threads} threads; tapestry bench of the plan "
-          "`optimize --target local --seed 1` chose; medians of "
-          f"{args.repeat} runs\n")
+          "`optimize --target local --seed 1` chose, on "
+          f"{source} inputs and weights; "
+          f"medians of {args.repeat} runs\n")
     print("| model | PyTorch eager | tapestry plan (devices) | tapestry one device | "
           "plan / PyTorch | one device / PyTorch |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -82,7 +92,7 @@ def main():
         for case in CASES:
             if case.name not in wanted:
                 continue
-            eager, report = measure(args.bin, case, work, args.repeat, args.warmup)
+            eager, report = measure(args.bin, case, work, args.repeat, args.warmup, bench_inputs)
             plan = report["plan"]["measured_s"]
             single = report["single_device"]["measured_s"]
             devices = report["plan"]["devices"]

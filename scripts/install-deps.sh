@@ -17,9 +17,17 @@ packages=(
   # The torch tests (tests/torch) and bench/torch_cpu.py: PyTorch 1.13 (CPU)
   # for Debian's /usr/bin/python3, and the onnx module that makes the models.
   python3-torch python3-torchvision python3-onnx python3-numpy
+  # bench/ort_cpu.py's bar chart (docs/performance.md).
+  python3-matplotlib
 )
 
 missing=()
+# bench/ort_cpu.py runs ONNX Runtime (the npm package onnxruntime-node) under
+# Node.js: Debian's nodejs and npm, unless a node and npm are there already
+# (another distribution's nodejs package bundles npm and conflicts with Debian's).
+if ! command -v node >/dev/null 2>&1; then missing+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")

@@ -1,0 +1,468 @@
+#!/usr/bin/python3
+"""ONNX Runtime as the CPU speed reference (issue 32, docs/performance.md).
+
+For each model of testdata/onnx, in one run on this machine: Tapestry on one
+device and Tapestry's plan for a calibrated `local` target (one `tapestry
+bench` of the plan `optimize --target local` chose measures both), and ONNX
+Runtime (the npm package onnxruntime-node, CPU) with 1 and 2 intra-op
+threads. Each round runs every variant once, round robin (the order rotates
+from round to round), and each figure is the median over the rounds of each
+run's median; every variant reads the same weights and the same input.
+Prints a table of the times and of Tapestry's best over ORT with 2 threads
+(below 1: Tapestry is faster), and their geometric mean.
+
+    /usr/bin/python3 bench/ort_cpu.py --bin build/release/bin/tapestry [--models ...]
+        [--rounds 3] [--json FILE] [--figure FILE.png] [--quick]
+
+ONNX Runtime is installed on first use with the machine's npm into a cache
+folder (--ort-dir); where node or npm is missing or the npm registry cannot be
+reached, the script says so and exits 77 (the ctest's skip code).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import mapping, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ORT_VERSION = "1.30.0"
+UNAVAILABLE = 77  # exit code: ONNX Runtime cannot be had on this machine
+
+# The models of testdata/onnx (the same names as tests/torch/torch_models.py,
+# which bench/torch_cpu.py measures), each with its own inputs; every other
+# graph input is a weight. The _dynamic variants repeat mlp3 and bert_layer
+# with named dims, and relu is one node: they add nothing to a speed table.
+MODELS = {
+    "mlp3": ["x"],
+    "resnet18": ["image"],
+    "resnet50": ["image"],
+    "mobilenet_v2": ["image"],
+    "bert_layer": ["x"],
+    "gpt2_block": ["x"],
+}
+VARIANTS = ["tapestry", "ort1", "ort2"]
+
+
+class Unavailable(Exception):
+    """ONNX Runtime cannot be installed or run here (no node, no npm registry)."""
+
+
+def npy_name(tensor):
+    """A tensor's .npy file name: its name percent-encoded (docs/reference/formats.md)."""
+    safe = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+    return "".join(chr(b) if b in safe else "%%%02X" % b for b in tensor.encode()) + ".npy"
+
+
+def run(cmd, env=None, what=None):
+    proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what or ' '.join(cmd)}: exit {proc.returncode}\n{proc.stderr}")
+    return proc.stdout
+
+
+# ---------------------------------------------------------------- ONNX Runtime
+
+def default_ort_dir():
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "tapestry-bench", f"onnxruntime-node-{ORT_VERSION}")
+
+
+def installed_version(ort_dir):
+    try:
+        with open(os.path.join(ort_dir, "node_modules", "onnxruntime-node", "package.json")) as f:
+            return json.load(f).get("version")
+    except (OSError, ValueError):
+        return None
+
+
+def ensure_ort(ort_dir):
+    """Installs onnxruntime-node into ort_dir unless it is there; returns its NODE_PATH.
+
+    --ignore-scripts: the CPU library ships inside the package, and its install
+    script only downloads GPU binaries (which fails offline). The package holds
+    the libraries of every platform (290 MB); those of other platforms are
+    removed. The install goes to a fresh folder renamed into place, so a
+    failed one leaves nothing."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        raise Unavailable("node and npm are not on PATH (scripts/install-deps.sh installs them)")
+    node_path = os.path.join(ort_dir, "node_modules")
+    if installed_version(ort_dir) != ORT_VERSION:
+        parent = os.path.dirname(ort_dir)
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".install-", dir=parent)
+        with open(os.path.join(tmp, "package.json"), "w") as f:
+            json.dump({"private": True, "description": "ONNX Runtime for bench/ort_cpu.py"}, f)
+        print(f"ort_cpu: installing onnxruntime-node@{ORT_VERSION} into {ort_dir}",
+              file=sys.stderr)
+        proc = subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
+                               "--fetch-retries", "1", "--prefix", tmp,
+                               f"onnxruntime-node@{ORT_VERSION}"],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+            raise Unavailable(f"npm install onnxruntime-node@{ORT_VERSION} failed "
+                              f"(exit {proc.returncode}):\n{tail}")
+        here = run(["node", "-p", "process.platform + '/' + process.arch"]).strip()
+        libs = os.path.join(tmp, "node_modules", "onnxruntime-node", "bin", "napi-v6")
+        for platform in os.listdir(libs):
+            for arch in os.listdir(os.path.join(libs, platform)):
+                if f"{platform}/{arch}" != here:
+                    shutil.rmtree(os.path.join(libs, platform, arch))
+        shutil.rmtree(ort_dir, ignore_errors=True)
+        os.rename(tmp, ort_dir)
+    env = dict(os.environ, NODE_PATH=node_path)
+    run(["node", "-e", "require('onnxruntime-node')"], env,
+        f"node cannot load onnxruntime-node from {node_path}")
+    return node_path
+
+
+def ort_run(node_path, model, feeds, threads, warmup, repeat, outputs=None):
+    """One ort_run.js process: the median of `repeat` runs after `warmup`."""
+    cmd = ["node", os.path.join(HERE, "ort_run.js"), model, "--threads", str(threads),
+           "--warmup", str(warmup), "--repeat", str(repeat)]
+    for name, path in feeds.items():
+        cmd += ["--feed", f"{name}={path}"]
+    if outputs is not None:
+        cmd += ["--outputs", outputs]
+    out = run(cmd, dict(os.environ, NODE_PATH=node_path), f"ONNX Runtime on {model}")
+    return json.loads(out)["median_s"]
+
+
+# ---------------------------------------------------------------- models
+
+def prepare_model(name, work, rng):
+    """The testdata model with every weight an initializer, and its inputs.
+
+    Weights that are graph inputs as well as initializers stop being graph
+    inputs (ORT treats such weights as overridable, not constant, and skips
+    folding and pre-packing them). Structure-only models (the CNNs, exported
+    without their weights) get seeded He-normal weights: the times do not
+    depend on the values, as long as they stay finite. Returns the model's
+    path and {input: .npy path} of its own inputs, standard normal."""
+    model = onnx.load(os.path.join(ROOT, "testdata", "onnx", name + ".onnx"))
+    graph = model.graph
+    initialized = {t.name for t in graph.initializer}
+    own = MODELS[name]
+    feeds = {}
+    keep = []
+    for value in graph.input:
+        shape = [d.dim_value if d.HasField("dim_value") else None
+                 for d in value.type.tensor_type.shape.dim]
+        if value.name in own:
+            if None in shape:
+                raise RuntimeError(f"{name}: input {value.name} has symbolic dims {shape}")
+            dtype = mapping.TENSOR_TYPE_TO_NP_TYPE[value.type.tensor_type.elem_type]
+            path = os.path.join(work, "feeds", npy_name(value.name))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            np.save(path, rng.standard_normal(shape).astype(dtype))
+            feeds[value.name] = path
+            keep.append(value)
+        elif value.name not in initialized:
+            if value.type.tensor_type.elem_type != onnx.TensorProto.FLOAT or None in shape:
+                raise RuntimeError(f"{name}: cannot make weights for input {value.name}")
+            fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 0
+            data = (rng.standard_normal(shape) * math.sqrt(2 / fan_in) if fan_in > 0
+                    else rng.standard_normal(shape) * 0.01)
+            graph.initializer.append(numpy_helper.from_array(data.astype(np.float32), value.name))
+    missing = set(own) - set(feeds)
+    if missing:
+        raise RuntimeError(f"{name}: no graph input {sorted(missing)}")
+    del graph.input[:]
+    graph.input.extend(keep)
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(model, path)
+    return path, feeds
+
+
+# ---------------------------------------------------------------- tapestry
+
+def bench_takes_inputs(binary):
+    return "--inputs" in run([binary, "bench", "--help"])
+
+
+def plan_key(path):
+    """What makes two plans the same plan: each operation's split and devices."""
+    with open(path) as f:
+        p = json.load(f)
+    return json.dumps({name: [op["split"], [s["device"] for s in op["shards"]]]
+                       for name, op in p["operations"].items()}, sort_keys=True)
+
+
+def tapestry_plan(binary, name, model, feeds, env, args, work):
+    """Imports the model (its weights to DIR), adds its inputs to DIR, and
+    optimizes for the calibrated `local`; returns the plan, DIR, and whether
+    the plan is the single-device baseline that bench measures beside it."""
+    tensors = os.path.join(work, "tensors")
+    graph = os.path.join(work, name + ".graph.json")
+    run([binary, "import", model, "-o", graph, "--weights", tensors, "-q"], env)
+    for path in feeds.values():
+        shutil.copy(path, os.path.join(tensors, os.path.basename(path)))
+    plan = os.path.join(work, name + ".plan.json")
+    opt = [binary, "optimize", graph, "--target", "local", "--seed", "1", "-o", plan, "-q"]
+    if args.iterations:
+        opt += ["--iterations", str(args.iterations)]
+    run(opt, env)
+    single = os.path.join(work, name + ".single.json")
+    run([binary, "optimize", graph, "--target", "local", "--iterations", "1", "--baseline",
+         "single", "-o", single, "-q"], env)
+    return plan, tensors, plan_key(plan) == plan_key(single)
+
+
+def tapestry_bench(binary, plan, tensors, env, args):
+    """One `tapestry bench` (--repeat runs, no adaptive extra ones): the
+    measured medians of the plan and of the single-device baseline."""
+    cmd = [binary, "--format", "json", "bench", plan, "--repeat", str(args.repeat),
+           "--max-repeat", str(args.repeat), "--warmup", str(args.warmup)]
+    if tensors is not None:
+        cmd += ["--inputs", tensors]
+    d = json.loads(run(cmd, env))
+    return d["plan"], d["single_device"]
+
+
+# ---------------------------------------------------------------- measuring
+
+# Both sides compute the same model on the same data, so their outputs differ
+# only by the rounding of float32 sums taken in other orders: relative to the
+# output's largest magnitude that stays below 1e-5 on these models, while a
+# wrong weight, input or operator gives differences of order 1.
+SAME_OUTPUT = 1e-3
+
+
+def compare_outputs(name, binary, plan, tensors, node_path, model, feeds, env, work):
+    """Runs the plan (`tapestry run --inputs`) and ORT once each on the same
+    inputs and returns the largest difference of their outputs, relative to
+    the largest magnitude of ORT's; raises when it exceeds SAME_OUTPUT."""
+    ours = os.path.join(work, "outputs.tapestry")
+    theirs = os.path.join(work, "outputs.ort")
+    run([binary, "run", plan, "--inputs", tensors, "--outputs", ours, "-q"], env)
+    ort_run(node_path, model, feeds, 1, 0, 1, theirs)
+    files = sorted(os.listdir(theirs))
+    if not files or sorted(os.listdir(ours)) != files:
+        raise RuntimeError(f"{name}: tapestry wrote outputs {sorted(os.listdir(ours))}, "
+                           f"ONNX Runtime {files}")
+    worst = 0.0
+    for f in files:
+        a, b = np.load(os.path.join(ours, f)), np.load(os.path.join(theirs, f))
+        if a.shape != b.shape:
+            raise RuntimeError(f"{name}: output {f}: shape {a.shape}, ONNX Runtime's {b.shape}")
+        scale = float(np.max(np.abs(b))) or 1.0
+        worst = max(worst, float(np.max(np.abs(a.astype(np.float64) - b))) / scale)
+    if not worst <= SAME_OUTPUT:
+        raise RuntimeError(f"{name}: tapestry's outputs differ from ONNX Runtime's by {worst:.3g} "
+                           f"of their largest magnitude (more than {SAME_OUTPUT:g})")
+    return worst
+
+def measure(name, binary, node_path, env, args, work):
+    model_work = os.path.join(work, name)
+    os.makedirs(model_work)
+    # One stream per model: its data is the same whichever models run with it.
+    rng = np.random.default_rng([args.seed, list(MODELS).index(name)])
+    model, feeds = prepare_model(name, model_work, rng)
+    plan, tensors, plan_is_single = tapestry_plan(binary, name, model, feeds, env, args,
+                                                  model_work)
+    difference = compare_outputs(name, binary, plan, tensors, node_path, model, feeds, env,
+                                 model_work)
+    rounds = {"plan": [], "single": [], "ort1": [], "ort2": []}
+    ran_with = {}  # the devices, workers and BLAS threads bench ran each plan with
+    for r in range(args.rounds):
+        order = VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]
+        for variant in order:
+            print(f"ort_cpu: {name} round {r + 1}/{args.rounds}: {variant}", file=sys.stderr)
+            if variant == "tapestry":
+                plan_t, single_t = tapestry_bench(binary, plan,
+                                                  tensors if args.bench_inputs else None, env, args)
+                rounds["plan"].append(plan_t["measured_s"])
+                rounds["single"].append(single_t["measured_s"])
+                for key, t in (("plan", plan_t), ("single", single_t)):
+                    ran_with[key] = {k: t[k] for k in ("devices", "workers", "blas_threads")}
+            else:
+                threads = int(variant[-1])
+                rounds[variant].append(ort_run(node_path, model, feeds, threads, args.warmup,
+                                               args.repeat))
+    med = {k: statistics.median(v) for k, v in rounds.items()}
+    # One plan, one figure: where the chosen plan is the single-device one,
+    # bench timed it twice a round, and the better of two medians of the same
+    # plan would flatter it; the median of both series is its time.
+    best = (statistics.median(rounds["plan"] + rounds["single"]) if plan_is_single
+            else min(med["plan"], med["single"]))
+    return {
+        "model": name,
+        "tapestry_single_s": med["single"],
+        "tapestry_plan_s": med["plan"],
+        "plan_devices": ran_with["plan"]["devices"],
+        "tapestry_threads": ran_with,
+        "plan_is_single_device": plan_is_single,
+        "ort_1_thread_s": med["ort1"],
+        "ort_2_threads_s": med["ort2"],
+        "tapestry_best_s": best,
+        "best_over_ort2": best / med["ort2"],
+        "best_over_ort_best": best / min(med["ort1"], med["ort2"]),
+        "output_difference": difference,
+        "rounds_s": rounds,
+    }
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def fmt_s(s):
+    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} us"
+
+
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return "unknown"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def source_commit():
+    """The checkout's commit (with -dirty for local changes), or "unknown"."""
+    proc = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=7"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
+def print_table(doc):
+    m = doc["machine"]
+    print(f"{doc['date']}, {m['cpu']}, {m['cores']} cores; tapestry {doc['tapestry_version']} "
+          f"({doc['commit']}), ONNX Runtime {doc['ort_version']} (onnxruntime-node, CPU)")
+    print(f"command: {doc['command']}")
+    print(f"medians of {doc['rounds']} interleaved rounds, each the median of {doc['repeat']} "
+          f"runs after {doc['warmup']} warm-up; Tapestry's inputs: {doc['tapestry_inputs']}\n")
+    print("| model | Tapestry one device | Tapestry plan (devices) | ORT 1 thread | "
+          "ORT 2 threads | Tapestry best / ORT 2 threads | Tapestry best / ORT best |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in doc["models"]:
+        devices = "the one-device plan" if r["plan_is_single_device"] else r["plan_devices"]
+        print(f"| {r['model']} | {fmt_s(r['tapestry_single_s'])} | "
+              f"{fmt_s(r['tapestry_plan_s'])} ({devices}) | "
+              f"{fmt_s(r['ort_1_thread_s'])} | {fmt_s(r['ort_2_threads_s'])} | "
+              f"{r['best_over_ort2']:.2f} | {r['best_over_ort_best']:.2f} |")
+    print(f"| geometric mean | | | | | {doc['geomean_best_over_ort2']:.2f} | "
+          f"{doc['geomean_best_over_ort_best']:.2f} |")
+
+
+def draw_figure(doc, path):
+    """Bars: each variant's time over ORT with 2 threads, per model (log scale)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = [("Tapestry, one device", "tapestry_single_s"),
+              ("Tapestry, plan for calibrated local", "tapestry_plan_s"),
+              ("ONNX Runtime, 1 thread", "ort_1_thread_s"),
+              ("ONNX Runtime, 2 threads", "ort_2_threads_s")]
+    rows = doc["models"]
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for i, (label, key) in enumerate(series):
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(rows))]
+        ax.bar(xs, [r[key] / r["ort_2_threads_s"] for r in rows], width, label=label)
+    ax.set_yscale("log")
+    ax.axhline(1, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([r["model"] for r in rows])
+    ax.set_ylabel("time / ONNX Runtime with 2 threads (log)")
+    ax.set_title(f"CPU inference, {doc['machine']['cpu']}, {doc['machine']['cores']} cores "
+                 f"({doc['date']})")
+    ax.legend(fontsize="small", ncol=len(series), loc="upper center",
+              bbox_to_anchor=(0.5, -0.08), frameon=False)
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin/tapestry"))
+    ap.add_argument("--models",
+                    help="comma-separated, of: " + ", ".join(MODELS) + " (default: all)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the median is kept)")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs per variant and round")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed runs before them")
+    ap.add_argument("--calibrate-seconds", type=float, default=60,
+                    help="tapestry calibrate --budget-seconds for the local target")
+    ap.add_argument("--iterations", type=int, default=0, help="optimize --iterations (0: default)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the inputs and made-up weights")
+    ap.add_argument("--ort-dir", default=default_ort_dir(),
+                    help="where onnxruntime-node is installed (on first use)")
+    ap.add_argument("--json", help="also write the results here as JSON (- for stdout, "
+                                   "which then replaces the table)")
+    ap.add_argument("--figure", help="also draw the bar chart into this PNG (needs matplotlib)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke run: mlp3 (unless --models), 1 round, short calibration")
+    args = ap.parse_args()
+    if args.models is None:
+        args.models = "mlp3" if args.quick else ",".join(MODELS)
+    if args.quick:
+        args.rounds = 1
+        args.repeat = min(args.repeat, 5)
+        args.warmup = min(args.warmup, 1)
+        args.calibrate_seconds = min(args.calibrate_seconds, 0.5)
+        args.iterations = args.iterations or 20
+    models = args.models.split(",")
+    unknown = [m for m in models if m not in MODELS]
+    if unknown or args.rounds < 1 or args.repeat < 1 or args.warmup < 0:
+        ap.error(f"unknown models {unknown}" if unknown else
+                 "needs --rounds >= 1, --repeat >= 1, --warmup >= 0")
+
+    try:
+        node_path = ensure_ort(args.ort_dir)
+    except Unavailable as e:
+        print(f"ort_cpu: ONNX Runtime is unavailable: {e}", file=sys.stderr)
+        return UNAVAILABLE
+    args.bench_inputs = bench_takes_inputs(args.bin)
+    doc = {
+        "date": datetime.date.today().isoformat(),
+        "machine": {"cpu": cpu_model(), "cores": len(os.sched_getaffinity(0))},
+        "tapestry_version": run([args.bin, "--version"]).strip().split()[-1],
+        "ort_version": installed_version(args.ort_dir),
+        "commit": source_commit(),
+        "command": " ".join(["/usr/bin/python3"] + sys.argv),
+        "rounds": args.rounds,
+        "repeat": args.repeat,
+        "warmup": args.warmup,
+        "calibrate_seconds": args.calibrate_seconds,
+        "tapestry_inputs": ("the same files as ORT (bench --inputs)" if args.bench_inputs else
+                            "drawn by bench (seed 0; this build's bench has no --inputs)"),
+    }
+    with tempfile.TemporaryDirectory(prefix="tapestry-ort-bench-") as work:
+        # A private calibration: the user's saved one is left alone.
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
+        print(f"ort_cpu: calibrating local ({args.calibrate_seconds:g} s)", file=sys.stderr)
+        run([args.bin, "calibrate", "--budget-seconds", str(args.calibrate_seconds), "-q"], env)
+        doc["models"] = [measure(m, args.bin, node_path, env, args, work) for m in models]
+    doc["geomean_best_over_ort2"] = geomean([r["best_over_ort2"] for r in doc["models"]])
+    doc["geomean_best_over_ort_best"] = geomean([r["best_over_ort_best"] for r in doc["models"]])
+    if args.json == "-":
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+    else:
+        print_table(doc)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=1)
+    if args.figure:
+        draw_figure(doc, args.figure)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
