@@ -1,0 +1,100 @@
+// Vectorised float32 loops for the CPU kernels (elementwise, reductions,
+// softmax, layernorm), compiled once per x86-64 ISA level and chosen at run
+// time from the CPU's features, so one binary runs on any x86-64 and uses the
+// widest vectors it has: SSE2 (every x86-64), AVX2 with FMA, AVX-512 F.
+// exp, log, tanh, erf and pow are SLEEF's u10 functions (within 1.0 ULP of the
+// exact result, on every level); sqrt and division are the hardware's, exactly
+// rounded. The loops themselves are written here because no library offers
+// them for small contiguous rows at a call cost of a few nanoseconds (oneDNN's
+// eltwise primitive costs about a microsecond per call, bench/bench_eltwise_cpu).
+//
+// Each level lives in its own translation unit (vector_math_sse2.cpp,
+// _avx2.cpp, _avx512.cpp, built from vector_math_impl.hpp with that level's
+// compiler flags); nothing else is compiled with those flags. Kernels take
+// the table of the active level when they are prepared. TAPESTRY_CPU_ISA
+// (sse2, avx2, avx512) or setCpuIsa() forces a lower level, which is how the
+// tests run every level on one machine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tapestry::backend::cpu {
+
+enum class CpuIsa : std::uint8_t { Sse2, Avx2, Avx512 };
+inline constexpr int kIsaCount = 3;
+
+const char* isaName(CpuIsa isa); // "sse2", "avx2", "avx512"
+std::optional<CpuIsa> parseIsa(std::string_view name);
+// The widest level this CPU executes (AVX2 needs FMA too).
+CpuIsa detectedIsa();
+// The level kernels prepared from now on use: setCpuIsa's, else
+// TAPESTRY_CPU_ISA's (read once; a level the CPU lacks, or a name that is no
+// level, is an Error naming the levels it has), else detectedIsa().
+CpuIsa activeIsa();
+// Test hook: force a level (InternalError when the CPU lacks it), or with
+// nullopt go back to the default. Not for use while kernels are prepared on
+// other threads.
+void setCpuIsa(std::optional<CpuIsa> isa);
+
+// y = f(x) (with params p, q where the op has them).
+enum class VUnary : std::uint8_t {
+  Relu,
+  Gelu,
+  Tanh,
+  Exp,
+  Sigmoid,
+  Neg,
+  Erf,
+  Sqrt,
+  Reciprocal,
+  Log,
+  Abs,
+  Clip,       // min(max(x, p), q), NaN stays NaN
+  AddScalar,  // x + p
+  MulScalar,  // x * p
+  RsubScalar, // p - x
+  RdivScalar, // p / x
+  PowScalar,  // pow(x, p)
+};
+inline constexpr int kVUnaryCount = 17;
+
+// y = f(a, b). MaxNan is the reductions' max: b where b > a or b is NaN.
+enum class VBinary : std::uint8_t { Add, Sub, Mul, Div, Pow, MaxNan };
+inline constexpr int kVBinaryCount = 6;
+
+// Which operand of a binary loop is one value read at [0] (NumPy broadcast of
+// a scalar along the run), if any.
+enum class VScalar : std::uint8_t { None, A, B };
+
+// One level's loops over n contiguous floats. Outputs may be the inputs
+// themselves (in place), never partly overlapping them.
+struct VectorKernels {
+  CpuIsa isa;
+  void (*unary[kVUnaryCount])(const float* x, float* y, std::int64_t n, float p, float q);
+  void (*binary[kVBinaryCount][3])(const float* a, const float* b, float* y, std::int64_t n);
+  // Reductions of x[0..n): the sum, and the max (NaN when any element is NaN;
+  // -inf for n == 0).
+  float (*sum)(const float* x, std::int64_t n);
+  float (*max)(const float* x, std::int64_t n);
+  // One softmax row: y = exp(x - max x) / sum, in three passes.
+  void (*softmax)(const float* x, float* y, std::int64_t n);
+  // One layernorm row: y = (x - mean) / sqrt(var + eps) * gamma + beta, two
+  // passes for the moments (float accumulators, 4 vectors wide).
+  void (*layernorm)(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
+                    float eps);
+};
+
+// The active level's table (activeIsa()), and any level's (InternalError
+// when the CPU lacks it).
+const VectorKernels& vectorKernels();
+const VectorKernels& vectorKernels(CpuIsa isa);
+
+// Each level's table, defined in its own translation unit; call only where
+// the CPU has that level.
+const VectorKernels& vectorKernelsSse2();
+const VectorKernels& vectorKernelsAvx2();
+const VectorKernels& vectorKernelsAvx512();
+
+} // namespace tapestry::backend::cpu
