@@ -1,4 +1,4 @@
-// The run-time choice of vector_math.hpp's ISA level.
+// The run-time choice of vector_math.hpp's ISA level (cpu_isa.hpp).
 #include "backends/cpu/vector_math.hpp"
 
 #include <atomic>
@@ -7,7 +7,7 @@
 
 #include "core/diag/error.hpp"
 
-namespace tapestry::backend::cpu {
+namespace tapestry::backend {
 
 namespace {
 
@@ -98,8 +98,16 @@ void setCpuIsa(std::optional<CpuIsa> isa) {
   forcedIsa.store(isa ? static_cast<int>(*isa) : kNotForced, std::memory_order_relaxed);
 }
 
+bool cpuHasIsa(CpuIsa isa) {
+  return cpuHas(isa);
+}
+
+} // namespace tapestry::backend
+
+namespace tapestry::backend::cpu {
+
 const VectorKernels& vectorKernels(CpuIsa isa) {
-  if (!cpuHas(isa)) {
+  if (!cpuHasIsa(isa)) {
     throw InternalError(std::string("vector kernels for ") + isaName(isa) +
                         " on a CPU that lacks it");
   }

@@ -11,32 +11,14 @@
 // Each level lives in its own translation unit (vector_math_sse2.cpp,
 // _avx2.cpp, _avx512.cpp, built from vector_math_impl.hpp with that level's
 // compiler flags); nothing else is compiled with those flags. Kernels take
-// the table of the active level when they are prepared. TAPESTRY_CPU_ISA
-// (sse2, avx2, avx512) or setCpuIsa() forces a lower level, which is how the
-// tests run every level on one machine.
+// the table of the active level (cpu_isa.hpp) when they are prepared.
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
+
+#include "backends/cpu/cpu_isa.hpp"
 
 namespace tapestry::backend::cpu {
-
-enum class CpuIsa : std::uint8_t { Sse2, Avx2, Avx512 };
-inline constexpr int kIsaCount = 3;
-
-const char* isaName(CpuIsa isa); // "sse2", "avx2", "avx512"
-std::optional<CpuIsa> parseIsa(std::string_view name);
-// The widest level this CPU executes (AVX2 needs FMA too).
-CpuIsa detectedIsa();
-// The level kernels prepared from now on use: setCpuIsa's, else
-// TAPESTRY_CPU_ISA's (read once; a level the CPU lacks, or a name that is no
-// level, is an Error naming the levels it has), else detectedIsa().
-CpuIsa activeIsa();
-// Test hook: force a level (InternalError when the CPU lacks it), or with
-// nullopt go back to the default. Not for use while kernels are prepared on
-// other threads.
-void setCpuIsa(std::optional<CpuIsa> isa);
 
 // y = f(x) (with params p, q where the op has them).
 enum class VUnary : std::uint8_t {

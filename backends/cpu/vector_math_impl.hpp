@@ -317,10 +317,14 @@ struct Sqrt {
 struct Reciprocal {
   VF operator()(VF x) const { return vdiv(vset(1.0f), x); }
 };
+// 1 / (1 + exp(-x)) without overflow: with e = exp(-|x|), 1 / (1 + e) for
+// x >= 0 and e / (1 + e) below, so that a result far below 1 keeps its digits
+// (sigmoid(-100) is 3.7e-44, not 1 / inf). NaN stays NaN.
 struct Sigmoid {
   VF operator()(VF x) const {
-    const VF one = vset(1.0f);
-    return vdiv(one, vadd(one, vexp(vbits(x, -1, kSign))));
+    const VF e = vexp(vbits(x, ~kSign, kSign)); // exp(-|x|)
+    const VF s = vdiv(vset(1.0f), vadd(vset(1.0f), e));
+    return vselect(vgt(vset(0.0f), x), vmul(e, s), s);
   }
 };
 struct Gelu { // the exact form: x/2 * (1 + erf(x / sqrt(2)))
