@@ -5,8 +5,9 @@
 // exp, log, tanh, erf and pow are SLEEF's u10 functions (within 1.0 ULP of the
 // exact result, on every level); sqrt and division are the hardware's, exactly
 // rounded. The loops themselves are written here because no library offers
-// them for small contiguous rows at a call cost of a few nanoseconds (oneDNN's
-// eltwise primitive costs about a microsecond per call, bench/bench_eltwise_cpu).
+// them at a call cost of a few nanoseconds: oneDNN's eltwise primitive takes
+// about 150 ns per call before any work, allocates its argument map and has
+// no erf (docs/cost-model.md, bench/bench_eltwise_cpu).
 //
 // Each level lives in its own translation unit (vector_math_sse2.cpp,
 // _avx2.cpp, _avx512.cpp, built from vector_math_impl.hpp with that level's
