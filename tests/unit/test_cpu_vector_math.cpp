@@ -6,6 +6,9 @@
 // against the same kernel in float64 (and the template's body) on strided and
 // broadcast views and special values; a prepared kernel run again with other
 // data at other addresses; and run() allocating nothing.
+//
+// Longer than 800 lines on purpose: the loops' cases and the kernels' cases
+// share their value sets, tolerances and ISA loop, and read best side by side.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
