@@ -10,7 +10,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev
   antlr4 libantlr4-runtime-dev
   libgraphviz-dev graphviz
-  catch2 libopenblas-dev libdnnl-dev
+  catch2 libopenblas-dev libdnnl-dev libsleef-dev
   python3 python3-jsonschema python3-yaml jq
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler

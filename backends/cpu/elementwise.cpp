@@ -2,41 +2,72 @@
 // reciprocal, log, abs (unary); clip and the *_scalar kernels (unary with float
 // params); add, sub, mul, div, pow (binary, NumPy broadcasting); where (a bool
 // condition picks X or Y, all three broadcast). Every operand is walked through
-// its IPF, so broadcasting (zero rows), any shard and any view layout take the
-// same path; unit-stride runs get a loop the compiler can vectorize.
+// its IPF, so broadcasting (zero strides), any shard and any view layout take
+// the same path. Each call is prepared once (run_loop.hpp): the loop nest and
+// the inner function are chosen then, and run() only walks the data.
+//
+// float32 runs through vector_math.hpp (SLEEF's exp, erf, tanh, log and pow,
+// the CPU's widest vectors; strided runs gathered in chunks). The other dtypes
+// compute element by element in their compute type (Num<T>::C), with the
+// functions of <cmath>.
 #include <cmath>
+#include <memory>
 
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/vector_math.hpp"
 
 namespace tapestry::backend::cpu {
 
 namespace {
 
-struct Relu {
+// ---------------------------------------------------------------- scalar ops
+// Each: kInts (whether integers are allowed), kVec (its float32 loop), a
+// constructor from the call (for params), vecParams() (the float32 loop's p
+// and q) and the op itself in compute type C.
+
+struct NoParams {
+  explicit NoParams(const KernelCall&) {}
+  std::array<float, 2> vecParams() const { return {0.0f, 0.0f}; }
+};
+
+struct Relu : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = true;
+  static constexpr VUnary kVec = VUnary::Relu;
   template <class C> C operator()(C x) const { return x < C(0) ? C(0) : x; } // NaN stays NaN
 };
-struct Gelu {
+struct Gelu : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Gelu;
   template <class C> C operator()(C x) const {
     // The exact form: x * Phi(x) = x/2 * (1 + erf(x / sqrt(2))).
     return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
   }
 };
-struct Tanh {
+struct Tanh : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Tanh;
   template <class C> C operator()(C x) const { return std::tanh(x); }
 };
-struct Exp {
+struct Exp : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Exp;
   template <class C> C operator()(C x) const { return std::exp(x); }
 };
-struct Sigmoid {
+struct Sigmoid : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Sigmoid;
   template <class C> C operator()(C x) const { return C(1) / (C(1) + std::exp(-x)); }
 };
-struct Neg {
+struct Neg : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = true;
+  static constexpr VUnary kVec = VUnary::Neg;
   template <class C> C operator()(C x) const {
     if constexpr (std::is_integral_v<C>) {
       return wrapSub(0, x);
@@ -45,24 +76,34 @@ struct Neg {
     }
   }
 };
-struct Erf {
+struct Erf : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Erf;
   template <class C> C operator()(C x) const { return std::erf(x); }
 };
-struct Sqrt {
+struct Sqrt : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Sqrt;
   template <class C> C operator()(C x) const { return std::sqrt(x); }
 };
-struct Reciprocal {
+struct Reciprocal : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Reciprocal;
   template <class C> C operator()(C x) const { return C(1) / x; }
 };
-struct Log {
+struct Log : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Log;
   template <class C> C operator()(C x) const { return std::log(x); }
 };
-struct Abs {
+struct Abs : NoParams {
+  using NoParams::NoParams;
   static constexpr bool kInts = true;
+  static constexpr VUnary kVec = VUnary::Abs;
   template <class C> C operator()(C x) const {
     if constexpr (std::is_integral_v<C>) {
       return x < 0 ? wrapSub(0, x) : x;
@@ -73,48 +114,60 @@ struct Abs {
 };
 
 // Unary kernels with float params (floats only). Bounds and values are
-// doubles; each element computes in its compute type C, as the other kernels.
+// doubles; each element computes in its compute type C, the params rounded to
+// C (for a bound that is exact: x < lo in double exactly when x < C(lo)).
 struct Clip {
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Clip;
   double lo;
   double hi;
   explicit Clip(const KernelCall& call)
       : lo(floatParam(call.op, "min")), hi(floatParam(call.op, "max")) {}
-  // In double, so that a bound beyond C's range (the defaults) compares
-  // exactly; NaN fails both tests and stays NaN.
+  std::array<float, 2> vecParams() const {
+    return {static_cast<float>(lo), static_cast<float>(hi)}; // beyond float's range: +-inf
+  }
+  // min(max(x, lo), hi) as the float64 reference: NaN stays NaN, and a lo
+  // above hi gives hi.
   template <class C> C operator()(C x) const {
-    const double v = static_cast<double>(x);
-    return v < lo ? static_cast<C>(lo) : v > hi ? static_cast<C>(hi) : x;
+    const C t = x < static_cast<C>(lo) ? static_cast<C>(lo) : x;
+    return static_cast<C>(hi) < t ? static_cast<C>(hi) : t;
   }
 };
 struct ScalarValue {
   static constexpr bool kInts = false;
   double value;
   explicit ScalarValue(const KernelCall& call) : value(floatParam(call.op, "value")) {}
+  std::array<float, 2> vecParams() const { return {static_cast<float>(value), 0.0f}; }
 };
 struct AddScalar : ScalarValue {
   using ScalarValue::ScalarValue;
+  static constexpr VUnary kVec = VUnary::AddScalar;
   template <class C> C operator()(C x) const { return x + static_cast<C>(value); }
 };
 struct MulScalar : ScalarValue {
   using ScalarValue::ScalarValue;
+  static constexpr VUnary kVec = VUnary::MulScalar;
   template <class C> C operator()(C x) const { return x * static_cast<C>(value); }
 };
 struct RsubScalar : ScalarValue {
   using ScalarValue::ScalarValue;
+  static constexpr VUnary kVec = VUnary::RsubScalar;
   template <class C> C operator()(C x) const { return static_cast<C>(value) - x; }
 };
 struct RdivScalar : ScalarValue {
   using ScalarValue::ScalarValue;
+  static constexpr VUnary kVec = VUnary::RdivScalar;
   template <class C> C operator()(C x) const { return static_cast<C>(value) / x; }
 };
 struct PowScalar : ScalarValue {
   using ScalarValue::ScalarValue;
+  static constexpr VUnary kVec = VUnary::PowScalar;
   template <class C> C operator()(C x) const { return std::pow(x, static_cast<C>(value)); }
 };
 
 struct Add {
   static constexpr bool kInts = true;
+  static constexpr VBinary kVec = VBinary::Add;
   template <class C> C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>) {
       return wrapAdd(a, b);
@@ -125,6 +178,7 @@ struct Add {
 };
 struct Sub {
   static constexpr bool kInts = true;
+  static constexpr VBinary kVec = VBinary::Sub;
   template <class C> C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>) {
       return wrapSub(a, b);
@@ -135,6 +189,7 @@ struct Sub {
 };
 struct Mul {
   static constexpr bool kInts = true;
+  static constexpr VBinary kVec = VBinary::Mul;
   template <class C> C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>) {
       return wrapMul(a, b);
@@ -145,154 +200,319 @@ struct Mul {
 };
 struct Div {
   static constexpr bool kInts = false;
+  static constexpr VBinary kVec = VBinary::Div;
   template <class C> C operator()(C a, C b) const { return a / b; }
 };
 struct Pow {
   static constexpr bool kInts = false;
+  static constexpr VBinary kVec = VBinary::Pow;
   template <class C> C operator()(C a, C b) const { return std::pow(a, b); }
 };
 
-template <class T, class Op> void unaryTyped(const KernelCall& call, const Op& op) {
-  mapElements<T, T>(call, [&](T x) { return Num<T>::store(op(Num<T>::load(x))); });
+// ---------------------------------------------------------------- unary
+
+RunLoop<2> unaryLoop(const KernelCall& call) {
+  return ipfLoop<2>(call, {&call.inputs[0][0], &call.outputs[0][0]},
+                    {&inputIpf(call, 0), &outputIpf(call, 0)});
 }
 
-template <class T, class Op> void binaryTyped(const KernelCall& call) {
-  const Walk a = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
-  const Walk b = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);
-  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
-  const T* pa = a.ptr<T>();
-  const T* pb = b.ptr<T>();
-  T* pr = r.ptr<T>();
-  const Op op;
-  forEachRun<3>(call.index, {&a, &b, &r},
-                [&](const std::array<std::int64_t, 3>& off, std::int64_t n,
-                    const std::array<std::int64_t, 3>& st) {
-                  const T* xa = pa + off[0];
-                  const T* xb = pb + off[1];
-                  T* y = pr + off[2];
-                  if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      y[j] = Num<T>::store(op(Num<T>::load(xa[j]), Num<T>::load(xb[j])));
-                    }
-                  } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-                    const auto vb = Num<T>::load(*xb);
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      y[j] = Num<T>::store(op(Num<T>::load(xa[j]), vb));
-                    }
-                  } else if (st[0] == 0 && st[1] == 1 && st[2] == 1) {
-                    const auto va = Num<T>::load(*xa);
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      y[j] = Num<T>::store(op(va, Num<T>::load(xb[j])));
-                    }
-                  } else {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      y[j * st[2]] = Num<T>::store(
-                          op(Num<T>::load(xa[j * st[0]]), Num<T>::load(xb[j * st[1]])));
-                    }
-                  }
-                });
-}
+class UnaryF32 final : public PreparedKernel {
+public:
+  UnaryF32(const KernelCall& call, VUnary op, std::array<float, 2> params)
+      : fn_(vectorKernels().unary[static_cast<int>(op)]), p_(params[0]), q_(params[1]),
+        loop_(unaryLoop(call)) {}
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const std::int64_t sx = loop_.stride(0);
+    const std::int64_t sy = loop_.stride(1);
+    loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
+      throughChunks(reinterpret_cast<const float*>(at[0]), sx, reinterpret_cast<float*>(at[1]), sy,
+                    n, [&](const float* x, float* y, std::int64_t m) { fn_(x, y, m, p_, q_); });
+    });
+  }
 
-template <class Op> void unaryKernel(const KernelCall& call) {
+private:
+  void (*fn_)(const float*, float*, std::int64_t, float, float);
+  float p_, q_;
+  RunLoop<2> loop_;
+};
+
+template <class T, class Op> class UnaryScalar final : public PreparedKernel {
+public:
+  UnaryScalar(const KernelCall& call, const Op& op) : op_(op), loop_(unaryLoop(call)) {}
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const std::int64_t sx = loop_.stride(0);
+    const std::int64_t sy = loop_.stride(1);
+    loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
+      const T* x = reinterpret_cast<const T*>(at[0]);
+      T* y = reinterpret_cast<T*>(at[1]);
+      if (sx == 1 && sy == 1) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          y[j] = Num<T>::store(op_(Num<T>::load(x[j])));
+        }
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) {
+          y[j * sy] = Num<T>::store(op_(Num<T>::load(x[j * sx])));
+        }
+      }
+    });
+  }
+
+private:
+  Op op_;
+  RunLoop<2> loop_;
+};
+
+template <class Op> std::unique_ptr<PreparedKernel> prepareUnary(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
+  const Op op(call);
+  if (dtype == DType::Float32) {
+    return std::make_unique<UnaryF32>(call, Op::kVec, op.vecParams());
+  }
+  std::unique_ptr<PreparedKernel> prepared;
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsInt<T> && !Op::kInts) {
       unsupportedDType(call, dtype);
     } else {
-      unaryTyped<T, Op>(call, Op{});
+      prepared = std::make_unique<UnaryScalar<T, Op>>(call, op);
     }
   });
+  return prepared;
 }
 
-// A unary kernel whose op reads the call's float params (clip, *_scalar).
-template <class Op> void paramKernel(const KernelCall& call) {
-  dispatchFloat(call, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    unaryTyped<T, Op>(call, Op(call));
-  });
+// ---------------------------------------------------------------- binary
+
+RunLoop<3> binaryLoop(const KernelCall& call) {
+  return ipfLoop<3>(call, {&call.inputs[0][0], &call.inputs[1][0], &call.outputs[0][0]},
+                    {&inputIpf(call, 0), &inputIpf(call, 1), &outputIpf(call, 0)});
 }
 
-template <class Op> void binaryKernel(const KernelCall& call) {
+using BinaryFn = void (*)(const float*, const float*, float*, std::int64_t);
+
+// y = op(a, b) over a run of n, each operand at its stride: contiguous or
+// broadcast (stride 0) operands straight into the vector loop, others through
+// chunk buffers.
+void binaryRun(const std::array<BinaryFn, 3>& fn, const float* a, std::int64_t sa, const float* b,
+               std::int64_t sb, float* y, std::int64_t sy, std::int64_t n) {
+  constexpr int kBoth = static_cast<int>(VScalar::None);
+  constexpr int kScalarA = static_cast<int>(VScalar::A);
+  constexpr int kScalarB = static_cast<int>(VScalar::B);
+  if (sy == 1 && (sa == 1 || sa == 0) && (sb == 1 || sb == 0) && (sa | sb) != 0) {
+    fn[sa == 0 ? kScalarA : sb == 0 ? kScalarB : kBoth](a, b, y, n);
+    return;
+  }
+  alignas(64) float ba[kChunk];
+  alignas(64) float bb[kChunk];
+  alignas(64) float by[kChunk];
+  // A scalar operand stays one value, unless both are (then a is gathered).
+  const bool scalarA = sa == 0 && sb != 0;
+  const bool scalarB = sb == 0;
+  const int mode = scalarA ? kScalarA : scalarB ? kScalarB : kBoth;
+  for (std::int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const std::int64_t m = std::min(kChunk, n - j0);
+    const float* pa = a + j0 * sa;
+    const float* pb = b + j0 * sb;
+    if (!scalarA && sa != 1) {
+      for (std::int64_t j = 0; j < m; ++j) {
+        ba[j] = pa[j * sa];
+      }
+      pa = ba;
+    }
+    if (!scalarB && sb != 1) {
+      for (std::int64_t j = 0; j < m; ++j) {
+        bb[j] = pb[j * sb];
+      }
+      pb = bb;
+    }
+    float* py = sy == 1 ? y + j0 : by;
+    fn[mode](pa, pb, py, m);
+    if (sy != 1) {
+      for (std::int64_t j = 0; j < m; ++j) {
+        y[(j0 + j) * sy] = by[j];
+      }
+    }
+  }
+}
+
+class BinaryF32 final : public PreparedKernel {
+public:
+  BinaryF32(const KernelCall& call, VBinary op) : loop_(binaryLoop(call)) {
+    const VectorKernels& vk = vectorKernels();
+    for (int m = 0; m < 3; ++m) {
+      fn_[static_cast<std::size_t>(m)] = vk.binary[static_cast<int>(op)][m];
+    }
+  }
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const std::int64_t sa = loop_.stride(0);
+    const std::int64_t sb = loop_.stride(1);
+    const std::int64_t sy = loop_.stride(2);
+    loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
+                  [&](const auto& at) {
+                    binaryRun(fn_, reinterpret_cast<const float*>(at[0]), sa,
+                              reinterpret_cast<const float*>(at[1]), sb,
+                              reinterpret_cast<float*>(at[2]), sy, n);
+                  });
+  }
+
+private:
+  std::array<BinaryFn, 3> fn_{};
+  RunLoop<3> loop_;
+};
+
+template <class T, class Op> class BinaryScalar final : public PreparedKernel {
+public:
+  explicit BinaryScalar(const KernelCall& call) : loop_(binaryLoop(call)) {}
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const std::int64_t sa = loop_.stride(0);
+    const std::int64_t sb = loop_.stride(1);
+    const std::int64_t sy = loop_.stride(2);
+    const Op op;
+    loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
+                  [&](const auto& at) {
+                    const T* xa = reinterpret_cast<const T*>(at[0]);
+                    const T* xb = reinterpret_cast<const T*>(at[1]);
+                    T* y = reinterpret_cast<T*>(at[2]);
+                    if (sa == 1 && sb == 1 && sy == 1) {
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        y[j] = Num<T>::store(op(Num<T>::load(xa[j]), Num<T>::load(xb[j])));
+                      }
+                    } else if (sa == 1 && sb == 0 && sy == 1) {
+                      const auto vb = Num<T>::load(*xb);
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        y[j] = Num<T>::store(op(Num<T>::load(xa[j]), vb));
+                      }
+                    } else if (sa == 0 && sb == 1 && sy == 1) {
+                      const auto va = Num<T>::load(*xa);
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        y[j] = Num<T>::store(op(va, Num<T>::load(xb[j])));
+                      }
+                    } else {
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        y[j * sy] =
+                            Num<T>::store(op(Num<T>::load(xa[j * sa]), Num<T>::load(xb[j * sb])));
+                      }
+                    }
+                  });
+  }
+
+private:
+  RunLoop<3> loop_;
+};
+
+template <class Op> std::unique_ptr<PreparedKernel> prepareBinary(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
   if (call.inputs[0][0].dtype != dtype || call.inputs[1][0].dtype != dtype) {
     unsupportedDType(call, call.inputs[0][0].dtype == dtype ? call.inputs[1][0].dtype
                                                             : call.inputs[0][0].dtype);
   }
+  if (dtype == DType::Float32) {
+    return std::make_unique<BinaryF32>(call, Op::kVec);
+  }
+  std::unique_ptr<PreparedKernel> prepared;
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsInt<T> && !Op::kInts) {
       unsupportedDType(call, dtype);
     } else {
-      binaryTyped<T, Op>(call);
+      prepared = std::make_unique<BinaryScalar<T, Op>>(call);
     }
   });
+  return prepared;
 }
+
+// ---------------------------------------------------------------- where
 
 // where: result = condition ? X : Y. It only selects, so X and Y are copied as
-// stored (any dtype, bit for bit); the four operands share one walk.
-template <class T> void whereTyped(const KernelCall& call) {
-  const Walk c = walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index);
-  const Walk x = walkThrough(call.inputs[1][0], inputIpf(call, 1), call.index);
-  const Walk y = walkThrough(call.inputs[2][0], inputIpf(call, 2), call.index);
-  const Walk r = walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index);
-  const Bool* pc = c.ptr<Bool>();
-  const T* px = x.ptr<T>();
-  const T* py = y.ptr<T>();
-  T* pr = r.ptr<T>();
-  forEachRun<4>(call.index, {&c, &x, &y, &r},
-                [&](const std::array<std::int64_t, 4>& off, std::int64_t n,
-                    const std::array<std::int64_t, 4>& st) {
-                  const Bool* cs = pc + off[0];
-                  const T* xs = px + off[1];
-                  const T* ys = py + off[2];
-                  T* rs = pr + off[3];
-                  if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      rs[j] = cs[j].bits != 0 ? xs[j] : ys[j];
+// stored (any dtype, bit for bit, as an unsigned integer of their size); the
+// four operands share one loop.
+template <class E> class Where final : public PreparedKernel {
+public:
+  explicit Where(const KernelCall& call)
+      : loop_(ipfLoop<4>(
+            call, {&call.inputs[0][0], &call.inputs[1][0], &call.inputs[2][0], &call.outputs[0][0]},
+            {&inputIpf(call, 0), &inputIpf(call, 1), &inputIpf(call, 2), &outputIpf(call, 0)})) {}
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const bool unit = loop_.unitStride();
+    const std::int64_t s0 = loop_.stride(0);
+    const std::int64_t s1 = loop_.stride(1);
+    const std::int64_t s2 = loop_.stride(2);
+    const std::int64_t s3 = loop_.stride(3);
+    loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.inputs[2][0].data,
+                   call.outputs[0][0].data},
+                  [&](const auto& at) {
+                    const auto* c = reinterpret_cast<const std::uint8_t*>(at[0]);
+                    const E* x = reinterpret_cast<const E*>(at[1]);
+                    const E* y = reinterpret_cast<const E*>(at[2]);
+                    E* r = reinterpret_cast<E*>(at[3]);
+                    if (unit) {
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        r[j] = c[j] != 0 ? x[j] : y[j];
+                      }
+                    } else {
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        r[j * s3] = c[j * s0] != 0 ? x[j * s1] : y[j * s2];
+                      }
                     }
-                  } else {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                      rs[j * st[3]] = cs[j * st[0]].bits != 0 ? xs[j * st[1]] : ys[j * st[2]];
-                    }
-                  }
-                });
-}
+                  });
+  }
 
-void whereKernel(const KernelCall& call) {
-  const DType dtype = call.outputs[0][0].dtype;
+private:
+  RunLoop<4> loop_;
+};
+
+std::unique_ptr<PreparedKernel> prepareWhere(const KernelCall& call) {
   if (const std::optional<DType> bad = backend::whereOperandMismatch(call)) {
     unsupportedDType(call, *bad);
   }
-  dispatch(dtype, [&](auto tag) { whereTyped<typename decltype(tag)::type>(call); });
+  switch (dtypeSize(call.outputs[0][0].dtype)) {
+  case 1:
+    return std::make_unique<Where<std::uint8_t>>(call);
+  case 2:
+    return std::make_unique<Where<std::uint16_t>>(call);
+  case 4:
+    return std::make_unique<Where<std::uint32_t>>(call);
+  default:
+    break;
+  }
+  return std::make_unique<Where<std::uint64_t>>(call);
+}
+
+template <std::unique_ptr<PreparedKernel> (*Prepare)(const KernelCall&)>
+void add(CpuRegistry& registry, const char* name) {
+  registry.add(name, &runPrepared<Prepare>, Prepare);
 }
 
 } // namespace
 
 void registerElementwiseKernels(CpuRegistry& registry) {
-  registry.add("relu", &unaryKernel<Relu>);
-  registry.add("gelu", &unaryKernel<Gelu>);
-  registry.add("tanh", &unaryKernel<Tanh>);
-  registry.add("exp", &unaryKernel<Exp>);
-  registry.add("sigmoid", &unaryKernel<Sigmoid>);
-  registry.add("neg", &unaryKernel<Neg>);
-  registry.add("add", &binaryKernel<Add>);
-  registry.add("sub", &binaryKernel<Sub>);
-  registry.add("mul", &binaryKernel<Mul>);
-  registry.add("div", &binaryKernel<Div>);
-  registry.add("erf", &unaryKernel<Erf>);
-  registry.add("sqrt", &unaryKernel<Sqrt>);
-  registry.add("reciprocal", &unaryKernel<Reciprocal>);
-  registry.add("log", &unaryKernel<Log>);
-  registry.add("abs", &unaryKernel<Abs>);
-  registry.add("clip", &paramKernel<Clip>);
-  registry.add("add_scalar", &paramKernel<AddScalar>);
-  registry.add("mul_scalar", &paramKernel<MulScalar>);
-  registry.add("rsub_scalar", &paramKernel<RsubScalar>);
-  registry.add("rdiv_scalar", &paramKernel<RdivScalar>);
-  registry.add("pow_scalar", &paramKernel<PowScalar>);
-  registry.add("pow", &binaryKernel<Pow>);
-  registry.add("where", &whereKernel);
+  add<&prepareUnary<Relu>>(registry, "relu");
+  add<&prepareUnary<Gelu>>(registry, "gelu");
+  add<&prepareUnary<Tanh>>(registry, "tanh");
+  add<&prepareUnary<Exp>>(registry, "exp");
+  add<&prepareUnary<Sigmoid>>(registry, "sigmoid");
+  add<&prepareUnary<Neg>>(registry, "neg");
+  add<&prepareBinary<Add>>(registry, "add");
+  add<&prepareBinary<Sub>>(registry, "sub");
+  add<&prepareBinary<Mul>>(registry, "mul");
+  add<&prepareBinary<Div>>(registry, "div");
+  add<&prepareUnary<Erf>>(registry, "erf");
+  add<&prepareUnary<Sqrt>>(registry, "sqrt");
+  add<&prepareUnary<Reciprocal>>(registry, "reciprocal");
+  add<&prepareUnary<Log>>(registry, "log");
+  add<&prepareUnary<Abs>>(registry, "abs");
+  add<&prepareUnary<Clip>>(registry, "clip");
+  add<&prepareUnary<AddScalar>>(registry, "add_scalar");
+  add<&prepareUnary<MulScalar>>(registry, "mul_scalar");
+  add<&prepareUnary<RsubScalar>>(registry, "rsub_scalar");
+  add<&prepareUnary<RdivScalar>>(registry, "rdiv_scalar");
+  add<&prepareUnary<PowScalar>>(registry, "pow_scalar");
+  add<&prepareBinary<Pow>>(registry, "pow");
+  add<&prepareWhere>(registry, "where");
 }
 
 } // namespace tapestry::backend::cpu

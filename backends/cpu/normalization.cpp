@@ -3,97 +3,206 @@
 // docs/metakernels-design.md): a shard walks its points through the IPFs to
 // each row's first element and normalizes the row along the view's axis
 // stride. Both are numerically stable (softmax subtracts the row max;
-// layernorm uses two passes in double). batchnorm (inference) is elementwise
-// with per-channel constants.
+// layernorm takes two passes) and prepared once per call (run_loop.hpp);
+// float32 rows run through vector_math.hpp. batchnorm (inference) is
+// elementwise with per-channel constants.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/vector_math.hpp"
 
 namespace tapestry::backend::cpu {
 
 namespace {
 
-// Calls f(x, sx, y, sy) once per row of the shard: the row's first input and
-// output elements and their strides along `axis`.
-template <class T, class F> void forEachRow(const KernelCall& call, std::size_t axis, F&& f) {
-  const TensorView& inView = call.inputs[0][0];
-  const TensorView& outView = call.outputs[0][0];
-  const Walk in = walkThrough(inView, inputIpf(call, 0), call.index);
-  const Walk out = walkThrough(outView, outputIpf(call, 0), call.index);
-  const std::int64_t sx = inView.strides[axis];
-  const std::int64_t sy = outView.strides[axis];
-  forEachRun<2>(call.index, {&in, &out},
-                [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
-                    const std::array<std::int64_t, 2>& st) {
-                  for (std::int64_t r = 0; r < len; ++r) {
-                    f(in.ptr<T>() + off[0] + r * st[0], sx, out.ptr<T>() + off[1] + r * st[1], sy);
-                  }
-                });
+// The rows of a shard: its index points (the axis is not an index dim), each
+// walked through the IPFs to its row's first input and output element; the
+// row itself runs along the views' strides of the axis.
+struct Rows {
+  RunLoop<2> loop;
+  std::int64_t sx = 0; // input and output strides along the axis
+  std::int64_t sy = 0;
+
+  Rows(const KernelCall& call, std::size_t axis) {
+    const TensorView& in = call.inputs[0][0];
+    const TensorView& out = call.outputs[0][0];
+    loop = ipfLoop<2>(call, {&in, &out}, {&inputIpf(call, 0), &outputIpf(call, 0)});
+    sx = in.strides[axis];
+    sy = out.strides[axis];
+  }
+  // f(x, y) per row.
+  template <class T, class F> void forEach(const KernelCall& call, F&& f) const {
+    const std::int64_t len = loop.length();
+    const std::int64_t s0 = loop.stride(0);
+    const std::int64_t s1 = loop.stride(1);
+    loop.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
+      const T* x = reinterpret_cast<const T*>(at[0]);
+      T* y = reinterpret_cast<T*>(at[1]);
+      for (std::int64_t r = 0; r < len; ++r) {
+        f(x + r * s0, y + r * s1);
+      }
+    });
+  }
+};
+
+// A row of n floats at stride sx into f(row, out), which computes a
+// contiguous row in place or into y; strided rows go through `scratch`.
+template <class F>
+void contiguousRow(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t n,
+                   float* scratch, F&& f) {
+  if (sx == 1 && sy == 1) {
+    f(x, y);
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    scratch[i] = x[i * sx];
+  }
+  f(scratch, scratch);
+  for (std::int64_t i = 0; i < n; ++i) {
+    y[i * sy] = scratch[i];
+  }
 }
 
-struct Softmax {
-  template <class T> static void run(const KernelCall& call) {
-    using C = typename Num<T>::C;
-    const std::size_t ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-    const std::int64_t n = intBinding(call.op, "n");
-    std::vector<C> row(static_cast<std::size_t>(n));
-    forEachRow<T>(call, ax, [&](const T* x, std::int64_t sx, T* y, std::int64_t sy) {
-      C m = -std::numeric_limits<C>::infinity();
-      for (std::int64_t i = 0; i < n; ++i) {
-        const C v = Num<T>::load(x[i * sx]);
-        row[static_cast<std::size_t>(i)] = v;
-        m = (v > m || std::isnan(v)) ? v : m;
-      }
-      C total = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        C& v = row[static_cast<std::size_t>(i)];
-        v = std::exp(v - m);
-        total += v;
-      }
-      for (std::int64_t i = 0; i < n; ++i) {
-        y[i * sy] = Num<T>::store(row[static_cast<std::size_t>(i)] / total);
+// softmax: numerically stable (the row max is subtracted). float32 rows go
+// through vector_math.hpp's softmax; the other dtypes compute in Num<T>::C.
+template <class T> class Softmax final : public PreparedKernel {
+public:
+  using C = typename Num<T>::C;
+  explicit Softmax(const KernelCall& call)
+      : rows_(call, static_cast<std::size_t>(intBinding(call.op, "ax"))),
+        n_(intBinding(call.op, "n")), row_(static_cast<std::size_t>(n_)),
+        softmax_(vectorKernels().softmax) {}
+
+  void run(const KernelCall& call) override {
+    const std::int64_t n = n_;
+    C* row = row_.data();
+    rows_.forEach<T>(call, [&](const T* x, T* y) {
+      if constexpr (std::is_same_v<T, float>) {
+        contiguousRow(x, rows_.sx, y, rows_.sy, n, row,
+                      [&](const float* in, float* out) { softmax_(in, out, n); });
+      } else {
+        C m = -std::numeric_limits<C>::infinity();
+        for (std::int64_t i = 0; i < n; ++i) {
+          const C v = Num<T>::load(x[i * rows_.sx]);
+          row[i] = v;
+          m = (v > m || std::isnan(v)) ? v : m;
+        }
+        C total = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          row[i] = std::exp(row[i] - m);
+          total += row[i];
+        }
+        for (std::int64_t i = 0; i < n; ++i) {
+          y[i * rows_.sy] = Num<T>::store(row[i] / total);
+        }
       }
     });
   }
+
+private:
+  Rows rows_;
+  std::int64_t n_;
+  std::vector<C> row_; // scratch of run()
+  void (*softmax_)(const float*, float*, std::int64_t);
 };
 
-struct Layernorm {
-  template <class T> static void run(const KernelCall& call) {
-    using C = typename Num<T>::C;
-    const std::int64_t d = intBinding(call.op, "d");
-    const double eps = floatParam(call.op, "eps");
-    std::vector<C> gamma(static_cast<std::size_t>(d));
-    std::vector<C> beta(static_cast<std::size_t>(d));
-    for (std::int64_t i = 0; i < d; ++i) {
-      gamma[static_cast<std::size_t>(i)] = Num<T>::load(*call.inputs[1][0].at<T>(std::span(&i, 1)));
-      beta[static_cast<std::size_t>(i)] = Num<T>::load(*call.inputs[2][0].at<T>(std::span(&i, 1)));
+// layernorm over the last axis. float32 rows go through vector_math.hpp's
+// layernorm (moments in float, two passes); the other dtypes take the two
+// passes in double.
+template <class T> class Layernorm final : public PreparedKernel {
+public:
+  using C = typename Num<T>::C;
+  explicit Layernorm(const KernelCall& call)
+      : rows_(call, call.inputs[0][0].strides.size() - 1), d_(intBinding(call.op, "d")),
+        eps_(floatParam(call.op, "eps")), gamma_(static_cast<std::size_t>(d_)),
+        beta_(static_cast<std::size_t>(d_)), row_(static_cast<std::size_t>(d_)),
+        layernorm_(vectorKernels().layernorm) {
+    // gamma and beta: element i of each view, [d] from 0.
+    for (std::size_t p = 0; p < 2; ++p) {
+      const TensorView& v = call.inputs[1 + p][0];
+      const std::int64_t zero = 0;
+      params_[p] = {(v.at<T>(std::span(&zero, 1)) - reinterpret_cast<T*>(v.data)), v.strides[0]};
     }
-    std::vector<double> row(static_cast<std::size_t>(d));
-    const std::size_t last = call.inputs[0][0].strides.size() - 1;
-    forEachRow<T>(call, last, [&](const T* x, std::int64_t sx, T* y, std::int64_t sy) {
-      double sum = 0;
-      for (std::int64_t i = 0; i < d; ++i) {
-        const double v = static_cast<double>(Num<T>::load(x[i * sx]));
-        row[static_cast<std::size_t>(i)] = v;
-        sum += v;
+  }
+
+  void run(const KernelCall& call) override {
+    const std::int64_t d = d_;
+    // gamma and beta as contiguous rows of C: in place where they are, else
+    // copied (every run: their data may change).
+    std::array<const C*, 2> gb{};
+    for (std::size_t p = 0; p < 2; ++p) {
+      const T* v = reinterpret_cast<const T*>(call.inputs[1 + p][0].data) + params_[p].offset;
+      if constexpr (std::is_same_v<T, C>) {
+        if (params_[p].stride == 1) {
+          gb[p] = v;
+          continue;
+        }
       }
-      const double mean = sum / static_cast<double>(d);
-      double sq = 0;
+      C* to = p == 0 ? gamma_.data() : beta_.data();
       for (std::int64_t i = 0; i < d; ++i) {
-        const double c = row[static_cast<std::size_t>(i)] - mean;
-        sq += c * c;
+        to[i] = Num<T>::load(v[i * params_[p].stride]);
       }
-      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
-      for (std::int64_t i = 0; i < d; ++i) {
-        const auto k = static_cast<std::size_t>(i);
-        const C norm = static_cast<C>((row[k] - mean) * inv);
-        y[i * sy] = Num<T>::store(norm * gamma[k] + beta[k]);
+      gb[p] = to;
+    }
+    const C* gamma = gb[0];
+    const C* beta = gb[1];
+    rows_.forEach<T>(call, [&](const T* x, T* y) {
+      if constexpr (std::is_same_v<T, float>) {
+        const float eps = static_cast<float>(eps_);
+        contiguousRow(x, rows_.sx, y, rows_.sy, d, row_.data(), [&](const float* in, float* out) {
+          layernorm_(in, out, d, gamma, beta, eps);
+        });
+      } else {
+        double* row = row_.data();
+        double sum = 0;
+        for (std::int64_t i = 0; i < d; ++i) {
+          const double v = static_cast<double>(Num<T>::load(x[i * rows_.sx]));
+          row[i] = v;
+          sum += v;
+        }
+        const double mean = sum / static_cast<double>(d);
+        double sq = 0;
+        for (std::int64_t i = 0; i < d; ++i) {
+          const double c = row[i] - mean;
+          sq += c * c;
+        }
+        const double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps_);
+        for (std::int64_t i = 0; i < d; ++i) {
+          const C norm = static_cast<C>((row[i] - mean) * inv);
+          y[i * rows_.sy] = Num<T>::store(norm * gamma[i] + beta[i]);
+        }
       }
     });
   }
+
+private:
+  struct Param {
+    std::int64_t offset; // elements from the view's data pointer to element 0
+    std::int64_t stride;
+  };
+  Rows rows_;
+  std::int64_t d_;
+  double eps_;
+  std::array<Param, 2> params_{};
+  std::vector<C> gamma_, beta_; // scratch of run()
+  std::vector<std::conditional_t<std::is_same_v<T, float>, float, double>> row_;
+  void (*layernorm_)(const float*, float*, std::int64_t, const float*, const float*, float);
 };
+
+// Prepares Kernel<T> for the call's floating-point dtype (unsupportedDType
+// for an integer one).
+template <template <class> class Kernel>
+std::unique_ptr<PreparedKernel> prepareFloat(const KernelCall& call) {
+  std::unique_ptr<PreparedKernel> prepared;
+  dispatchFloat(call, [&](auto tag) {
+    prepared = std::make_unique<Kernel<typename decltype(tag)::type>>(call);
+  });
+  return prepared;
+}
 
 // batchnorm: index = the input's shape [N, C, spatial...]; one channel at a
 // time, with that channel's (x - mean) * scale / sqrt(var + epsilon) + bias.
@@ -137,8 +246,8 @@ struct Batchnorm {
 } // namespace
 
 void registerNormalizationKernels(CpuRegistry& registry) {
-  registry.add("softmax", &floatKernel<Softmax>);
-  registry.add("layernorm", &floatKernel<Layernorm>);
+  registry.add("softmax", &runPrepared<&prepareFloat<Softmax>>, &prepareFloat<Softmax>);
+  registry.add("layernorm", &runPrepared<&prepareFloat<Layernorm>>, &prepareFloat<Layernorm>);
   registry.add("batchnorm", &floatKernel<Batchnorm>);
 }
 

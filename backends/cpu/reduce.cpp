@@ -3,12 +3,21 @@
 // the axis into its output selection: the final value when the axis is whole,
 // a partial (joined with the output's combine) when it is split. mean divides
 // by the full axis length $n from the bindings, so partial means add up.
+//
+// Prepared once per call: the loop runs over the shard's output points (the
+// index box with the axis collapsed). When the axis is the innermost dim that
+// moves, each output element reduces one row (float32: vector_math.hpp's sum
+// and max); otherwise the runs go along the dims after the axis and a row of
+// accumulators takes the axis one step at a time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/vector_math.hpp"
 
 namespace tapestry::backend::cpu {
 
@@ -18,32 +27,60 @@ enum class Reduce { Sum, Mean, Max };
 
 constexpr std::int64_t kLanes = 8;
 
-template <class T, Reduce kind> void reduceTyped(const KernelCall& call) {
+template <class T, Reduce kind> class PreparedReduce final : public PreparedKernel {
+public:
   using Acc = typename Num<T>::C; // float for float32/16-bit floats, double, int64
-  const ZRange& idx = call.index;
-  const std::size_t ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
-  const std::int64_t n = intBinding(call.op, "n");
 
-  // One accumulator per output element of the shard: row-major over the
-  // shard's extents with the axis collapsed (stride 0 along it).
-  std::vector<std::int64_t> accExtent = idx.shape().vector();
-  accExtent[ax] = 1;
-  Acc identity = Acc(0);
-  if constexpr (kind == Reduce::Max) {
-    identity = std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
-                                                      : std::numeric_limits<Acc>::lowest();
+  explicit PreparedReduce(const KernelCall& call) : vk_(vectorKernels()) {
+    const ZRange& idx = call.index;
+    const auto ax = static_cast<std::size_t>(intBinding(call.op, "ax"));
+    length_ = static_cast<Acc>(intBinding(call.op, "n"));
+    const TensorView& in = call.inputs[0][0];
+    const TensorView& out = call.outputs[0][0];
+    const Walk inWalk = walkThrough(in, inputIpf(call, 0), idx);
+    const Walk outWalk = walkThrough(out, outputIpf(call, 0), idx);
+    std::vector<std::int64_t> extent = idx.shape().vector();
+    axisExtent_ = extent[ax];
+    axisStride_ = inWalk.stride[ax];
+    extent[ax] = 1;
+    rowsAlongAxis_ = true; // every dim after the axis has extent 1 in this shard
+    for (std::size_t d = ax + 1; d < extent.size(); ++d) {
+      rowsAlongAxis_ = rowsAlongAxis_ && extent[d] == 1;
+    }
+    loop_ = RunLoop<2>(extent, {&inWalk, &outWalk}, {&in, &out},
+                       {dtypeSize(in.dtype), dtypeSize(out.dtype)});
+    if (!rowsAlongAxis_) {
+      acc_.resize(static_cast<std::size_t>(loop_.length()));
+    }
   }
-  std::int64_t count = 1;
-  for (std::int64_t e : accExtent) {
-    count *= e;
-  }
-  std::vector<Acc> acc(static_cast<std::size_t>(count), identity);
-  Walk accWalk = walkDense(reinterpret_cast<std::byte*>(acc.data()), accExtent);
-  accWalk.stride[ax] = 0;
 
-  const Walk in = walkThrough(call.inputs[0][0], inputIpf(call, 0), idx);
-  const T* x = in.ptr<T>();
-  auto fold = [](Acc& slot, Acc v) {
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const std::int64_t sx = loop_.stride(0);
+    const std::int64_t sy = loop_.stride(1);
+    loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
+      const T* x = reinterpret_cast<const T*>(at[0]);
+      T* y = reinterpret_cast<T*>(at[1]);
+      if (rowsAlongAxis_) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          y[j * sy] = finish(row(x + j * sx));
+        }
+      } else {
+        across(x, sx, y, sy, n);
+      }
+    });
+  }
+
+private:
+  static constexpr Acc identity() {
+    if constexpr (kind == Reduce::Max) {
+      return std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                    : std::numeric_limits<Acc>::lowest();
+    } else {
+      return Acc(0);
+    }
+  }
+  static void fold(Acc& slot, Acc v) {
     if constexpr (kind == Reduce::Max) {
       if constexpr (std::is_integral_v<Acc>) {
         slot = v > slot ? v : slot;
@@ -55,72 +92,126 @@ template <class T, Reduce kind> void reduceTyped(const KernelCall& call) {
     } else {
       slot += v;
     }
-  };
-  forEachRun<2>(idx, {&in, &accWalk},
-                [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
-                    const std::array<std::int64_t, 2>& st) {
-                  const T* xs = x + off[0];
-                  Acc* a = acc.data() + off[1];
-                  if (st[1] != 0) { // across the axis: one accumulator per element
-                    for (std::int64_t j = 0; j < len; ++j) {
-                      fold(a[j * st[1]], Num<T>::load(xs[j * st[0]]));
-                    }
-                    return;
-                  }
-                  // Along the axis: kLanes independent accumulators, then one
-                  // (a single one is a chain of dependent adds, 4x slower).
-                  Acc lanes[kLanes];
-                  std::fill(lanes, lanes + kLanes, identity);
-                  std::int64_t j = 0;
-                  for (; j + kLanes <= len; j += kLanes) {
-                    for (std::int64_t l = 0; l < kLanes; ++l) {
-                      fold(lanes[l], Num<T>::load(xs[(j + l) * st[0]]));
-                    }
-                  }
-                  for (; j < len; ++j) {
-                    fold(lanes[0], Num<T>::load(xs[j * st[0]]));
-                  }
-                  for (std::int64_t l = 0; l < kLanes; ++l) {
-                    fold(*a, lanes[l]);
-                  }
-                });
+  }
+  T finish(Acc v) const {
+    if constexpr (kind == Reduce::Mean) {
+      return Num<T>::store(v / length_);
+    } else {
+      return Num<T>::store(v);
+    }
+  }
 
-  const Walk out = walkThrough(call.outputs[0][0], outputIpf(call, 0), idx);
-  T* y = out.ptr<T>();
-  [[maybe_unused]] const Acc length = static_cast<Acc>(n);
-  forEachRun<2>(std::span<const std::int64_t>(accExtent), {&accWalk, &out},
-                [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
-                    const std::array<std::int64_t, 2>& st) {
-                  const Acc* a = acc.data() + off[0];
-                  T* ys = y + off[1];
-                  for (std::int64_t j = 0; j < len; ++j) {
-                    if constexpr (kind == Reduce::Mean) {
-                      ys[j * st[1]] = Num<T>::store(a[j * st[0]] / length);
-                    } else {
-                      ys[j * st[1]] = Num<T>::store(a[j * st[0]]);
-                    }
-                  }
-                });
-}
+  // One row of the axis from x.
+  Acc row(const T* x) const {
+    const std::int64_t len = axisExtent_;
+    const std::int64_t st = axisStride_;
+    if constexpr (std::is_same_v<T, float>) {
+      auto whole = kind == Reduce::Max ? vk_.max : vk_.sum;
+      if (st == 1) {
+        return whole(x, len);
+      }
+      alignas(64) float chunk[kChunk];
+      Acc total = identity();
+      for (std::int64_t j0 = 0; j0 < len; j0 += kChunk) {
+        const std::int64_t m = std::min(kChunk, len - j0);
+        for (std::int64_t j = 0; j < m; ++j) {
+          chunk[j] = x[(j0 + j) * st];
+        }
+        fold(total, whole(chunk, m));
+      }
+      return total;
+    } else {
+      // kLanes independent accumulators, then one (a single one is a chain of
+      // dependent adds, 4x slower).
+      Acc lanes[kLanes];
+      std::fill(lanes, lanes + kLanes, identity());
+      std::int64_t j = 0;
+      for (; j + kLanes <= len; j += kLanes) {
+        for (std::int64_t l = 0; l < kLanes; ++l) {
+          fold(lanes[l], Num<T>::load(x[(j + l) * st]));
+        }
+      }
+      for (; j < len; ++j) {
+        fold(lanes[0], Num<T>::load(x[j * st]));
+      }
+      Acc total = identity();
+      for (std::int64_t l = 0; l < kLanes; ++l) {
+        fold(total, lanes[l]);
+      }
+      return total;
+    }
+  }
 
-template <Reduce kind> void reduceKernel(const KernelCall& call) {
+  // n output elements at once: the axis folded into acc_ one step at a time.
+  void across(const T* x, std::int64_t sx, T* y, std::int64_t sy, std::int64_t n) {
+    Acc* acc = acc_.data();
+    for (std::int64_t j = 0; j < n; ++j) {
+      acc[j] = Num<T>::load(x[j * sx]);
+    }
+    for (std::int64_t k = 1; k < axisExtent_; ++k) {
+      const T* xk = x + k * axisStride_;
+      if constexpr (std::is_same_v<T, float>) {
+        const auto fn =
+            vk_.binary[static_cast<int>(kind == Reduce::Max ? VBinary::MaxNan : VBinary::Add)][0];
+        if (sx == 1) {
+          fn(acc, xk, acc, n);
+          continue;
+        }
+        alignas(64) float chunk[kChunk];
+        for (std::int64_t j0 = 0; j0 < n; j0 += kChunk) {
+          const std::int64_t m = std::min(kChunk, n - j0);
+          for (std::int64_t j = 0; j < m; ++j) {
+            chunk[j] = xk[(j0 + j) * sx];
+          }
+          fn(acc + j0, chunk, acc + j0, m);
+        }
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) {
+          fold(acc[j], Num<T>::load(xk[j * sx]));
+        }
+      }
+    }
+    if constexpr (std::is_same_v<T, float> && kind == Reduce::Mean) {
+      if (sy == 1) { // the division of finish(), vectorised
+        vk_.binary[static_cast<int>(VBinary::Div)][static_cast<int>(VScalar::B)](acc, &length_, y,
+                                                                                 n);
+        return;
+      }
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      y[j * sy] = finish(acc[j]);
+    }
+  }
+
+  const VectorKernels& vk_;
+  RunLoop<2> loop_;
+  Acc length_{};
+  std::int64_t axisExtent_ = 1;
+  std::int64_t axisStride_ = 0;
+  bool rowsAlongAxis_ = true;
+  std::vector<Acc> acc_; // scratch of run()
+};
+
+template <Reduce kind> std::unique_ptr<PreparedKernel> prepareReduce(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
+  std::unique_ptr<PreparedKernel> prepared;
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsInt<T> && kind == Reduce::Mean) {
       unsupportedDType(call, dtype);
     } else {
-      reduceTyped<T, kind>(call);
+      prepared = std::make_unique<PreparedReduce<T, kind>>(call);
     }
   });
+  return prepared;
 }
 
 } // namespace
 
 void registerReduceKernels(CpuRegistry& registry) {
-  registry.add("sum", &reduceKernel<Reduce::Sum>);
-  registry.add("mean", &reduceKernel<Reduce::Mean>);
-  registry.add("max", &reduceKernel<Reduce::Max>);
+  registry.add("sum", &runPrepared<&prepareReduce<Reduce::Sum>>, &prepareReduce<Reduce::Sum>);
+  registry.add("mean", &runPrepared<&prepareReduce<Reduce::Mean>>, &prepareReduce<Reduce::Mean>);
+  registry.add("max", &runPrepared<&prepareReduce<Reduce::Max>>, &prepareReduce<Reduce::Max>);
 }
 
 } // namespace tapestry::backend::cpu

@@ -1,113 +1,181 @@
 // Data movement: transpose, slice, reshape, cast, concat, split. Each is a copy of the
 // shard's index points from the input walk to the output walk (the IPFs say
 // where each point lives in each tensor); list ports copy only the part of the
-// shard that falls inside each element, which may be none.
+// shard that falls inside each element, which may be none. Each call is
+// prepared once (run_loop.hpp): its runs or transpose tiles are worked out
+// then, and run() only copies.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/run_loop.hpp"
+#include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu {
 
 namespace {
 
 // A transposing copy: dim `out` is contiguous in the destination and dim `in`
-// in the source (both of `dims`, which the copy walks). Copies in square tiles
-// of those two dims, so that each cache line read or written is used whole
-// while it is in cache; one element at a time along the innermost dim of a
-// transpose reads a new line per element (heads' k^T ran at 2 GB/s).
-template <class T>
-void copyTiles(std::vector<RunDim<2>> dims, std::size_t out, std::size_t in, const Walk& src,
-               const Walk& dst) {
-  constexpr std::int64_t kTile = 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T);
-  const RunDim<2> o = dims[out];
-  const RunDim<2> i = dims[in];
-  dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::max(out, in)));
-  dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::min(out, in)));
-  const T* from = src.ptr<const T>();
-  T* to = dst.ptr<T>();
-  forEachOffset<2>(dims, [&](const std::array<std::int64_t, 2>& off) {
-    for (std::int64_t a0 = 0; a0 < i.extent; a0 += kTile) {
-      const std::int64_t a1 = std::min(i.extent, a0 + kTile);
-      for (std::int64_t b0 = 0; b0 < o.extent; b0 += kTile) {
-        const std::int64_t b1 = std::min(o.extent, b0 + kTile);
-        for (std::int64_t a = a0; a < a1; ++a) {
-          const T* s = from + off[0] + a * i.stride[0];
-          T* d = to + off[1] + a * i.stride[1];
-          for (std::int64_t b = b0; b < b1; ++b) {
-            d[b] = s[b * o.stride[0]]; // o.stride[1] == 1
-          }
+// in the source. Copies in square tiles of those two dims, so that each cache
+// line read or written is used whole while it is in cache; one element at a
+// time along the innermost dim of a transpose reads a new line per element
+// (heads' k^T ran at 2 GB/s).
+template <class E> void copyTiles(const RunDim<2>& o, const RunDim<2>& i, const E* from, E* to) {
+  constexpr std::int64_t kTile = 64 / sizeof(E) < 8 ? 8 : 64 / sizeof(E);
+  for (std::int64_t a0 = 0; a0 < i.extent; a0 += kTile) {
+    const std::int64_t a1 = std::min(i.extent, a0 + kTile);
+    for (std::int64_t b0 = 0; b0 < o.extent; b0 += kTile) {
+      const std::int64_t b1 = std::min(o.extent, b0 + kTile);
+      for (std::int64_t a = a0; a < a1; ++a) {
+        const E* s = from + a * i.stride[0];
+        E* d = to + a * i.stride[1];
+        for (std::int64_t b = b0; b < b1; ++b) {
+          d[b] = s[b * o.stride[0]]; // o.stride[1] == 1
         }
       }
     }
-  });
+  }
 }
 
-// The tiled copy where it applies: one walked dim is contiguous in the
-// destination, another in the source. False when it does not apply (the
-// caller copies runs).
-bool copyTransposed(const ZRange& index, const Walk& src, const Walk& dst,
-                    std::size_t elementSize) {
-  std::vector<RunDim<2>> dims;
-  const std::vector<std::int64_t> extent = index.shape().vector();
-  if (!runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims)) {
-    return false;
-  }
-  std::size_t out = dims.size();
-  std::size_t in = dims.size();
-  for (std::size_t k = 0; k < dims.size(); ++k) {
-    out = dims[k].stride[1] == 1 ? k : out;
-    in = dims[k].stride[0] == 1 ? k : in;
-  }
-  if (out == dims.size() || in == dims.size() || in == out) {
-    return false;
-  }
-  using Copy = void (*)(std::vector<RunDim<2>>, std::size_t, std::size_t, const Walk&, const Walk&);
-  // By element size, 1, 2, 4 or 8 bytes (a bitwise copy).
-  static constexpr Copy kBySize[9] = {nullptr,
-                                      &copyTiles<std::uint8_t>,
-                                      &copyTiles<std::uint16_t>,
-                                      nullptr,
-                                      &copyTiles<std::uint32_t>,
-                                      nullptr,
-                                      nullptr,
-                                      nullptr,
-                                      &copyTiles<std::uint64_t>};
-  if (elementSize > 8 || kBySize[elementSize] == nullptr) {
-    return false;
-  }
-  kBySize[elementSize](std::move(dims), out, in, src, dst);
-  return true;
-}
-
-// Copies one element per index point of `index` (bitwise, same dtype).
-void copyPoints(const ZRange& index, const Walk& src, const Walk& dst, std::size_t elementSize) {
-  if (copyTransposed(index, src, dst, elementSize)) {
+// A run of n elements at strides (in elements) ss and ds.
+template <class E>
+void copyRun(const std::byte* from, std::int64_t ss, std::byte* to, std::int64_t ds,
+             std::int64_t n) {
+  if (ss == 1 && ds == 1) {
+    std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(E));
     return;
   }
-  const auto size = static_cast<std::int64_t>(elementSize);
-  forEachRun<2>(index, {&src, &dst},
-                [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
-                    const std::array<std::int64_t, 2>& st) {
-                  const std::byte* from = src.base + off[0] * size;
-                  std::byte* to = dst.base + off[1] * size;
-                  if (st[0] == 1 && st[1] == 1) {
-                    std::memcpy(to, from, static_cast<std::size_t>(n * size));
-                    return;
-                  }
-                  for (std::int64_t j = 0; j < n; ++j) {
-                    std::memcpy(to + j * st[1] * size, from + j * st[0] * size, elementSize);
-                  }
-                });
+  const E* s = reinterpret_cast<const E*>(from);
+  E* d = reinterpret_cast<E*>(to);
+  for (std::int64_t j = 0; j < n; ++j) {
+    d[j * ds] = s[j * ss];
+  }
 }
 
-// One input, one output, both with unit-shape IPFs.
-void copyKernel(const KernelCall& call) {
-  const TensorView& in = call.inputs[0][0];
-  const TensorView& out = call.outputs[0][0];
-  copyPoints(call.index, walkThrough(in, inputIpf(call, 0), call.index),
-             walkThrough(out, outputIpf(call, 0), call.index), dtypeSize(in.dtype));
+// The copy of one element per index point of a box from one walk to another
+// (bitwise, one dtype), worked out once: tiles where one walked dim is
+// contiguous in the destination and another in the source (a transpose),
+// runs otherwise.
+class CopyPlan {
+public:
+  CopyPlan(const ZRange& box, const Walk& src, const Walk& dst, const TensorView& srcView,
+           const TensorView& dstView, std::size_t elementSize) {
+    const std::vector<std::int64_t> extent = box.shape().vector();
+    const std::array<std::size_t, 2> sizes{elementSize, elementSize};
+    std::vector<RunDim<2>> dims;
+    if (runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims) &&
+        pickTiles(dims, elementSize)) {
+      const auto size = static_cast<std::int64_t>(elementSize);
+      loop_ = RunLoop<2>({(src.base - srcView.data) / size, (dst.base - dstView.data) / size}, dims,
+                         sizes);
+      return;
+    }
+    run_ = runFor(elementSize);
+    loop_ = RunLoop<2>(extent, {&src, &dst}, {&srcView, &dstView}, sizes);
+  }
+
+  void run(const std::byte* from, std::byte* to) const {
+    if (tiles_ != nullptr) {
+      loop_.forEach({const_cast<std::byte*>(from), to},
+                    [&](const auto& at) { tiles_(out_, in_, at[0], at[1]); });
+      return;
+    }
+    const std::int64_t n = loop_.length();
+    const std::int64_t ss = loop_.stride(0);
+    const std::int64_t ds = loop_.stride(1);
+    loop_.forEach({const_cast<std::byte*>(from), to},
+                  [&](const auto& at) { run_(at[0], ss, at[1], ds, n); });
+  }
+
+private:
+  using Tiles = void (*)(const RunDim<2>&, const RunDim<2>&, const std::byte*, std::byte*);
+  using Run = void (*)(const std::byte*, std::int64_t, std::byte*, std::int64_t, std::int64_t);
+
+  template <class E>
+  static void tilesOf(const RunDim<2>& o, const RunDim<2>& i, const std::byte* from,
+                      std::byte* to) {
+    copyTiles<E>(o, i, reinterpret_cast<const E*>(from), reinterpret_cast<E*>(to));
+  }
+
+  // Takes the two tiled dims out of dims when a transpose applies.
+  bool pickTiles(std::vector<RunDim<2>>& dims, std::size_t elementSize) {
+    std::size_t out = dims.size();
+    std::size_t in = dims.size();
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      out = dims[k].stride[1] == 1 ? k : out;
+      in = dims[k].stride[0] == 1 ? k : in;
+    }
+    if (out == dims.size() || in == dims.size() || in == out) {
+      return false;
+    }
+    switch (elementSize) { // by element size, a bitwise copy
+    case 1:
+      tiles_ = &tilesOf<std::uint8_t>;
+      break;
+    case 2:
+      tiles_ = &tilesOf<std::uint16_t>;
+      break;
+    case 4:
+      tiles_ = &tilesOf<std::uint32_t>;
+      break;
+    case 8:
+      tiles_ = &tilesOf<std::uint64_t>;
+      break;
+    default:
+      return false;
+    }
+    out_ = dims[out];
+    in_ = dims[in];
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::max(out, in)));
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::min(out, in)));
+    return true;
+  }
+
+  static Run runFor(std::size_t elementSize) {
+    switch (elementSize) {
+    case 1:
+      return &copyRun<std::uint8_t>;
+    case 2:
+      return &copyRun<std::uint16_t>;
+    case 4:
+      return &copyRun<std::uint32_t>;
+    case 8:
+      return &copyRun<std::uint64_t>;
+    default:
+      break;
+    }
+    throw InternalError("copy of elements of " + std::to_string(elementSize) + " bytes");
+  }
+
+  RunLoop<2> loop_; // the runs, or the dims around the tiles
+  Tiles tiles_ = nullptr;
+  RunDim<2> out_{0, {}};
+  RunDim<2> in_{0, {}};
+  Run run_ = nullptr;
+};
+
+// One input, one output, both with unit-shape IPFs (transpose, slice, the
+// common refinement of reshape).
+class Copy final : public PreparedKernel {
+public:
+  explicit Copy(const KernelCall& call)
+      : plan_(call.index, walkThrough(call.inputs[0][0], inputIpf(call, 0), call.index),
+              walkThrough(call.outputs[0][0], outputIpf(call, 0), call.index), call.inputs[0][0],
+              call.outputs[0][0], dtypeSize(call.inputs[0][0].dtype)) {}
+  void run(const KernelCall& call) override {
+    plan_.run(call.inputs[0][0].data, call.outputs[0][0].data);
+  }
+
+private:
+  CopyPlan plan_;
+};
+
+std::unique_ptr<PreparedKernel> prepareCopy(const KernelCall& call) {
+  return std::make_unique<Copy>(call);
 }
 
 bool unitShape(const IndexProjection& ipf) {
@@ -119,69 +187,156 @@ bool unitShape(const IndexProjection& ipf) {
   return true;
 }
 
-void reshapeKernel(const KernelCall& call) {
-  if (unitShape(inputIpf(call, 0)) && unitShape(outputIpf(call, 0))) {
-    copyKernel(call); // the common refinement: a point is one element of each
-    return;
+// reshape's single-point (unshardable) form: both views hold whole tensors,
+// and row-major order is the same elements in both shapes. The input is read
+// as the output's shape in place when it is dense row-major; otherwise it is
+// first copied into a dense scratch block.
+class ReshapeWhole final : public PreparedKernel {
+public:
+  explicit ReshapeWhole(const KernelCall& call) {
+    const TensorView& in = call.inputs[0][0];
+    const TensorView& out = call.outputs[0][0];
+    const auto& inShape = call.op.application.inputs[0].tensors[0].shape;
+    const auto& outShape = call.op.application.outputs[0].tensors[0].shape;
+    const ZRange inBounds = ZRange::fromShape(ZPoint(inShape));
+    const ZRange outBounds = ZRange::fromShape(ZPoint(outShape));
+    const std::size_t size = dtypeSize(in.dtype);
+    TensorView flat;
+    flat.data = in.data;
+    flat.dtype = in.dtype;
+    flat.region = outBounds;
+    flat.strides = rowMajorStrides(outShape);
+    if (in.region != inBounds || in.strides != rowMajorStrides(inShape)) {
+      scratch_ = Buffer::host(in.dtype, inBounds);
+      const TensorView dense = scratch_.view();
+      gather_.emplace(inBounds, walkRegion(in, inBounds), walkRegion(dense, inBounds), in, dense,
+                      size);
+      flat.data = scratch_.data();
+    }
+    scatter_.emplace(outBounds, walkRegion(flat, outBounds), walkRegion(out, outBounds), flat, out,
+                     size);
   }
-  // The single-point fallback: both views hold whole tensors; copy through a
-  // dense row-major buffer, which is the same elements in both shapes.
-  const TensorView& in = call.inputs[0][0];
-  const TensorView& out = call.outputs[0][0];
-  const auto& inShape = call.op.application.inputs[0].tensors[0].shape;
-  const auto& outShape = call.op.application.outputs[0].tensors[0].shape;
-  const ZRange inBounds = ZRange::fromShape(ZPoint(inShape));
-  const ZRange outBounds = ZRange::fromShape(ZPoint(outShape));
-  Buffer dense = Buffer::host(in.dtype, inBounds);
-  copyViews(in, dense.view(), inBounds);
-  TensorView flat;
-  flat.data = dense.data();
-  flat.dtype = in.dtype;
-  flat.region = outBounds;
-  flat.strides = rowMajorStrides(outShape);
-  copyViews(flat, out, outBounds);
+  void run(const KernelCall& call) override {
+    const std::byte* from = call.inputs[0][0].data;
+    if (gather_) {
+      gather_->run(from, scratch_.data());
+      from = scratch_.data();
+    }
+    scatter_->run(from, call.outputs[0][0].data);
+  }
+
+private:
+  Buffer scratch_;
+  std::optional<CopyPlan> gather_;
+  std::optional<CopyPlan> scatter_;
+};
+
+std::unique_ptr<PreparedKernel> prepareReshape(const KernelCall& call) {
+  if (unitShape(inputIpf(call, 0)) && unitShape(outputIpf(call, 0))) {
+    return std::make_unique<Copy>(call); // the common refinement: a point is one element of each
+  }
+  return std::make_unique<ReshapeWhole>(call);
 }
 
-template <class From, class To> void castTyped(const KernelCall& call) {
-  mapElements<From, To>(call, [](From x) { return convertValue<To, From>(x); });
+// cast: element by element through convertValue.
+template <class From, class To>
+void castRun(const std::byte* from, std::int64_t sx, std::byte* to, std::int64_t sy,
+             std::int64_t n) {
+  const From* x = reinterpret_cast<const From*>(from);
+  To* y = reinterpret_cast<To*>(to);
+  if (sx == 1 && sy == 1) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      y[j] = convertValue<To, From>(x[j]);
+    }
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) {
+      y[j * sy] = convertValue<To, From>(x[j * sx]);
+    }
+  }
 }
 
-void castKernel(const KernelCall& call) {
-  dispatchWithBool(call.inputs[0][0].dtype, [&](auto from) {
-    dispatchWithBool(call.outputs[0][0].dtype, [&](auto to) {
-      castTyped<typename decltype(from)::type, typename decltype(to)::type>(call);
+class Cast final : public PreparedKernel {
+public:
+  explicit Cast(const KernelCall& call)
+      : loop_(ipfLoop<2>(call, {&call.inputs[0][0], &call.outputs[0][0]},
+                         {&inputIpf(call, 0), &outputIpf(call, 0)})) {
+    dispatchWithBool(call.inputs[0][0].dtype, [&](auto from) {
+      dispatchWithBool(call.outputs[0][0].dtype, [&](auto to) {
+        run_ = &castRun<typename decltype(from)::type, typename decltype(to)::type>;
+      });
     });
-  });
+  }
+  void run(const KernelCall& call) override {
+    const std::int64_t n = loop_.length();
+    const std::int64_t sx = loop_.stride(0);
+    const std::int64_t sy = loop_.stride(1);
+    loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data},
+                  [&](const auto& at) { run_(at[0], sx, at[1], sy, n); });
+  }
+
+private:
+  RunLoop<2> loop_;
+  void (*run_)(const std::byte*, std::int64_t, std::byte*, std::int64_t, std::int64_t) = nullptr;
+};
+
+std::unique_ptr<PreparedKernel> prepareCast(const KernelCall& call) {
+  return std::make_unique<Cast>(call);
 }
+
+// concat and split: one copy per element of the list port that the shard
+// reaches (forEachAxisPart), between that element's view and the other port's.
+class AxisParts final : public PreparedKernel {
+public:
+  AxisParts(const KernelCall& call, bool isConcat) : concat_(isConcat) {
+    forEachAxisPart(call, isConcat ? "sizes" : "sections", [&](std::size_t j, const ZRange& part) {
+      const TensorView& in = call.inputs[0][isConcat ? j : 0];
+      const TensorView& out = call.outputs[0][isConcat ? 0 : j];
+      const Walk src = walkThrough(in, inputIpf(call, 0, isConcat ? j : 0), part);
+      const Walk dst = walkThrough(out, outputIpf(call, 0, isConcat ? 0 : j), part);
+      parts_.push_back(Part{j, CopyPlan(part, src, dst, in, out, dtypeSize(in.dtype))});
+    });
+  }
+  void run(const KernelCall& call) override {
+    for (const Part& p : parts_) {
+      p.plan.run(call.inputs[0][concat_ ? p.element : 0].data,
+                 call.outputs[0][concat_ ? 0 : p.element].data);
+    }
+  }
+
+private:
+  struct Part {
+    std::size_t element;
+    CopyPlan plan;
+  };
+  bool concat_;
+  std::vector<Part> parts_;
+};
 
 // concat: index = the result shape; element j covers [offset_j, offset_j + size_j)
 // of the axis.
-void concatKernel(const KernelCall& call) {
-  const TensorView& out = call.outputs[0][0];
-  forEachAxisPart(call, "sizes", [&](std::size_t j, const ZRange& part) {
-    copyPoints(part, walkThrough(call.inputs[0][j], inputIpf(call, 0, j), part),
-               walkThrough(out, outputIpf(call, 0), part), dtypeSize(out.dtype));
-  });
+std::unique_ptr<PreparedKernel> prepareConcat(const KernelCall& call) {
+  return std::make_unique<AxisParts>(call, true);
 }
 
 // split: index = the input shape; result j holds [offset_j, offset_j + sections_j).
-void splitKernel(const KernelCall& call) {
-  const TensorView& in = call.inputs[0][0];
-  forEachAxisPart(call, "sections", [&](std::size_t j, const ZRange& part) {
-    copyPoints(part, walkThrough(in, inputIpf(call, 0), part),
-               walkThrough(call.outputs[0][j], outputIpf(call, 0, j), part), dtypeSize(in.dtype));
-  });
+std::unique_ptr<PreparedKernel> prepareSplit(const KernelCall& call) {
+  return std::make_unique<AxisParts>(call, false);
+}
+
+template <std::unique_ptr<PreparedKernel> (*Prepare)(const KernelCall&)>
+void add(CpuRegistry& registry, const char* name) {
+  registry.add(name, &runPrepared<Prepare>, Prepare);
 }
 
 } // namespace
 
 void registerShapeKernels(CpuRegistry& registry) {
-  registry.add("transpose", &copyKernel);
-  registry.add("slice", &copyKernel); // the input IPF is offset by starts
-  registry.add("reshape", &reshapeKernel);
-  registry.add("cast", &castKernel);
-  registry.add("concat", &concatKernel);
-  registry.add("split", &splitKernel);
+  add<&prepareCopy>(registry, "transpose");
+  add<&prepareCopy>(registry, "slice"); // the input IPF is offset by starts
+  add<&prepareReshape>(registry, "reshape");
+  add<&prepareCast>(registry, "cast");
+  add<&prepareConcat>(registry, "concat");
+  add<&prepareSplit>(registry, "split");
 }
 
 } // namespace tapestry::backend::cpu

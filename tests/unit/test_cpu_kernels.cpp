@@ -27,6 +27,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/block_cache.hpp"
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_isa.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
 #include "backends/walk.hpp"
@@ -849,9 +850,7 @@ std::vector<Shape> splitsFor(const ZRange& index) {
 
 // The whole battery for one graph: naive comparison, then every split in
 // every view mode (modes rotate over the splits to keep the runtime small).
-void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
-                 const std::map<std::string, Buffer>& overrides = {}) {
-  Inputs in = makeInputs(g, seed, overrides);
+void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in) {
   checkNaive(g, in);
   const std::vector<Shape> splits = splitsFor(g.operations[0].application.index);
   for (std::size_t i = 0; i < splits.size(); ++i) {
@@ -866,6 +865,24 @@ void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
       checkSharded(g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
     }
   }
+}
+
+// The battery, and for a float32 output once per ISA level this CPU has
+// (backends/cpu/vector_math.hpp: float32 runs that level's vector loops).
+void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
+                 const std::map<std::string, Buffer>& overrides = {}) {
+  Inputs in = makeInputs(g, seed, overrides);
+  if (g.operations[0].application.outputs[0].tensors[0].dtype != "float32") {
+    checkKernelOnce(g, in);
+    return;
+  }
+  for (int level = 0; level <= static_cast<int>(detectedIsa()); ++level) {
+    const auto isa = static_cast<CpuIsa>(level);
+    INFO("ISA level " << isaName(isa));
+    setCpuIsa(isa);
+    checkKernelOnce(g, in);
+  }
+  setCpuIsa(std::nullopt);
 }
 
 const std::vector<std::string> kFloats = {"float32", "float64", "float16", "bfloat16"};

@@ -1,0 +1,83 @@
+// Vectorised float32 loops for the CPU kernels (elementwise, reductions,
+// softmax, layernorm), compiled once per x86-64 ISA level and chosen at run
+// time from the CPU's features, so one binary runs on any x86-64 and uses the
+// widest vectors it has: SSE2 (every x86-64), AVX2 with FMA, AVX-512 F.
+// exp, log, tanh, erf and pow are SLEEF's u10 functions (within 1.0 ULP of the
+// exact result, on every level); sqrt and division are the hardware's, exactly
+// rounded. The loops themselves are written here because no library offers
+// them at a call cost of a few nanoseconds: oneDNN's eltwise primitive takes
+// about 150 ns per call before any work, allocates its argument map and has
+// no erf (docs/cost-model.md, bench/bench_eltwise_cpu).
+//
+// Each level lives in its own translation unit (vector_math_sse2.cpp,
+// _avx2.cpp, _avx512.cpp, built from vector_math_impl.hpp with that level's
+// compiler flags); nothing else is compiled with those flags. Kernels take
+// the table of the active level (cpu_isa.hpp) when they are prepared.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/cpu_isa.hpp"
+
+namespace tapestry::backend::cpu {
+
+// y = f(x) (with params p, q where the op has them).
+enum class VUnary : std::uint8_t {
+  Relu,
+  Gelu,
+  Tanh,
+  Exp,
+  Sigmoid,
+  Neg,
+  Erf,
+  Sqrt,
+  Reciprocal,
+  Log,
+  Abs,
+  Clip,       // min(max(x, p), q), NaN stays NaN
+  AddScalar,  // x + p
+  MulScalar,  // x * p
+  RsubScalar, // p - x
+  RdivScalar, // p / x
+  PowScalar,  // pow(x, p)
+};
+inline constexpr int kVUnaryCount = 17;
+
+// y = f(a, b). MaxNan is the reductions' max: b where b > a or b is NaN.
+enum class VBinary : std::uint8_t { Add, Sub, Mul, Div, Pow, MaxNan };
+inline constexpr int kVBinaryCount = 6;
+
+// Which operand of a binary loop is one value read at [0] (NumPy broadcast of
+// a scalar along the run), if any.
+enum class VScalar : std::uint8_t { None, A, B };
+
+// One level's loops over n contiguous floats. Outputs may be the inputs
+// themselves (in place), never partly overlapping them.
+struct VectorKernels {
+  CpuIsa isa;
+  void (*unary[kVUnaryCount])(const float* x, float* y, std::int64_t n, float p, float q);
+  void (*binary[kVBinaryCount][3])(const float* a, const float* b, float* y, std::int64_t n);
+  // Reductions of x[0..n): the sum, and the max (NaN when any element is NaN;
+  // -inf for n == 0).
+  float (*sum)(const float* x, std::int64_t n);
+  float (*max)(const float* x, std::int64_t n);
+  // One softmax row: y = exp(x - max x) / sum, in three passes.
+  void (*softmax)(const float* x, float* y, std::int64_t n);
+  // One layernorm row: y = (x - mean) / sqrt(var + eps) * gamma + beta, two
+  // passes for the moments (float accumulators, 4 vectors wide).
+  void (*layernorm)(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
+                    float eps);
+};
+
+// The active level's table (activeIsa()), and any level's (InternalError
+// when the CPU lacks it).
+const VectorKernels& vectorKernels();
+const VectorKernels& vectorKernels(CpuIsa isa);
+
+// Each level's table, defined in its own translation unit; call only where
+// the CPU has that level.
+const VectorKernels& vectorKernelsSse2();
+const VectorKernels& vectorKernelsAvx2();
+const VectorKernels& vectorKernelsAvx512();
+
+} // namespace tapestry::backend::cpu

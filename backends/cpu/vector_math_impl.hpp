@@ -1,0 +1,659 @@
+// The loops of vector_math.hpp for one ISA level, included once by each of
+// vector_math_sse2.cpp, _avx2.cpp and _avx512.cpp, which define
+// TAPESTRY_VM_LEVEL (1, 2, 3) and are compiled with that level's flags.
+//
+// Everything here has internal linkage (an anonymous namespace) and calls
+// nothing inline from other headers but the compiler's intrinsics, so no
+// function compiled with AVX-512 instructions can be merged by the linker into
+// code that runs on a CPU without them. Per level: VF (a float vector), VM (a
+// lane mask), W lanes, and the primitives below; the loops after them are
+// written once against those.
+#include <cstdint>
+
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "backends/cpu/vector_math.hpp"
+
+#ifndef TAPESTRY_VM_LEVEL
+#error "define TAPESTRY_VM_LEVEL (1 sse2, 2 avx2, 3 avx512) before including vector_math_impl.hpp"
+#endif
+
+namespace tapestry::backend::cpu {
+
+namespace {
+
+#if TAPESTRY_VM_LEVEL == 3
+// ---------------------------------------------------------------- AVX-512 F
+#define TAPESTRY_VM_TABLE vectorKernelsAvx512
+constexpr CpuIsa kIsa = CpuIsa::Avx512;
+constexpr int W = 16;
+using VF = __m512;
+using VM = __mmask16;
+inline VF vset(float x) {
+  return _mm512_set1_ps(x);
+}
+inline VF vload(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline void vstore(float* p, VF v) {
+  _mm512_storeu_ps(p, v);
+}
+inline VF vadd(VF a, VF b) {
+  return _mm512_add_ps(a, b);
+}
+inline VF vsub(VF a, VF b) {
+  return _mm512_sub_ps(a, b);
+}
+inline VF vmul(VF a, VF b) {
+  return _mm512_mul_ps(a, b);
+}
+inline VF vdiv(VF a, VF b) {
+  return _mm512_div_ps(a, b);
+}
+inline VF vmaxps(VF a, VF b) {
+  return _mm512_max_ps(a, b);
+}
+inline VF vminps(VF a, VF b) {
+  return _mm512_min_ps(a, b);
+}
+inline VM vnone() {
+  return 0;
+}
+inline VM vgt(VF a, VF b) {
+  return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ);
+}
+inline VM visnan(VF a) {
+  return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+}
+inline VM vor(VM a, VM b) {
+  return static_cast<VM>(a | b);
+}
+inline bool vany(VM m) {
+  return m != 0;
+}
+inline VF vselect(VM m, VF t, VF f) {
+  return _mm512_mask_blend_ps(m, f, t);
+}
+inline VF vbits(VF a, std::int32_t andMask, std::int32_t xorMask) {
+  const __m512i bits = _mm512_and_epi32(_mm512_castps_si512(a), _mm512_set1_epi32(andMask));
+  return _mm512_castsi512_ps(_mm512_xor_epi32(bits, _mm512_set1_epi32(xorMask)));
+}
+inline VF vsqrt(VF a) {
+  return _mm512_sqrt_ps(a);
+}
+inline VF vexp(VF a) {
+  return Sleef_expf16_u10avx512f(a);
+}
+inline VF vlog(VF a) {
+  return Sleef_logf16_u10avx512f(a);
+}
+inline VF vtanh(VF a) {
+  return Sleef_tanhf16_u10avx512f(a);
+}
+inline VF verf(VF a) {
+  return Sleef_erff16_u10avx512f(a);
+}
+inline VF vpow(VF a, VF b) {
+  return Sleef_powf16_u10avx512f(a, b);
+}
+#elif TAPESTRY_VM_LEVEL == 2
+// ---------------------------------------------------------------- AVX2 + FMA
+#define TAPESTRY_VM_TABLE vectorKernelsAvx2
+constexpr CpuIsa kIsa = CpuIsa::Avx2;
+constexpr int W = 8;
+using VF = __m256;
+using VM = __m256;
+inline VF vset(float x) {
+  return _mm256_set1_ps(x);
+}
+inline VF vload(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline void vstore(float* p, VF v) {
+  _mm256_storeu_ps(p, v);
+}
+inline VF vadd(VF a, VF b) {
+  return _mm256_add_ps(a, b);
+}
+inline VF vsub(VF a, VF b) {
+  return _mm256_sub_ps(a, b);
+}
+inline VF vmul(VF a, VF b) {
+  return _mm256_mul_ps(a, b);
+}
+inline VF vdiv(VF a, VF b) {
+  return _mm256_div_ps(a, b);
+}
+inline VF vmaxps(VF a, VF b) {
+  return _mm256_max_ps(a, b);
+}
+inline VF vminps(VF a, VF b) {
+  return _mm256_min_ps(a, b);
+}
+inline VM vnone() {
+  return _mm256_setzero_ps();
+}
+inline VM vgt(VF a, VF b) {
+  return _mm256_cmp_ps(a, b, _CMP_GT_OQ);
+}
+inline VM visnan(VF a) {
+  return _mm256_cmp_ps(a, a, _CMP_UNORD_Q);
+}
+inline VM vor(VM a, VM b) {
+  return _mm256_or_ps(a, b);
+}
+inline bool vany(VM m) {
+  return _mm256_movemask_ps(m) != 0;
+}
+inline VF vselect(VM m, VF t, VF f) {
+  return _mm256_blendv_ps(f, t, m);
+}
+inline VF vbits(VF a, std::int32_t andMask, std::int32_t xorMask) {
+  const VF bits = _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(andMask)));
+  return _mm256_xor_ps(bits, _mm256_castsi256_ps(_mm256_set1_epi32(xorMask)));
+}
+inline VF vsqrt(VF a) {
+  return _mm256_sqrt_ps(a);
+}
+inline VF vexp(VF a) {
+  return Sleef_expf8_u10avx2(a);
+}
+inline VF vlog(VF a) {
+  return Sleef_logf8_u10avx2(a);
+}
+inline VF vtanh(VF a) {
+  return Sleef_tanhf8_u10avx2(a);
+}
+inline VF verf(VF a) {
+  return Sleef_erff8_u10avx2(a);
+}
+inline VF vpow(VF a, VF b) {
+  return Sleef_powf8_u10avx2(a, b);
+}
+#elif TAPESTRY_VM_LEVEL == 1
+// ---------------------------------------------------------------- SSE2 (every x86-64)
+#define TAPESTRY_VM_TABLE vectorKernelsSse2
+constexpr CpuIsa kIsa = CpuIsa::Sse2;
+constexpr int W = 4;
+using VF = __m128;
+using VM = __m128;
+inline VF vset(float x) {
+  return _mm_set1_ps(x);
+}
+inline VF vload(const float* p) {
+  return _mm_loadu_ps(p);
+}
+inline void vstore(float* p, VF v) {
+  _mm_storeu_ps(p, v);
+}
+inline VF vadd(VF a, VF b) {
+  return _mm_add_ps(a, b);
+}
+inline VF vsub(VF a, VF b) {
+  return _mm_sub_ps(a, b);
+}
+inline VF vmul(VF a, VF b) {
+  return _mm_mul_ps(a, b);
+}
+inline VF vdiv(VF a, VF b) {
+  return _mm_div_ps(a, b);
+}
+inline VF vmaxps(VF a, VF b) {
+  return _mm_max_ps(a, b);
+}
+inline VF vminps(VF a, VF b) {
+  return _mm_min_ps(a, b);
+}
+inline VM vnone() {
+  return _mm_setzero_ps();
+}
+inline VM vgt(VF a, VF b) {
+  return _mm_cmpgt_ps(a, b);
+}
+inline VM visnan(VF a) {
+  return _mm_cmpunord_ps(a, a);
+}
+inline VM vor(VM a, VM b) {
+  return _mm_or_ps(a, b);
+}
+inline bool vany(VM m) {
+  return _mm_movemask_ps(m) != 0;
+}
+inline VF vselect(VM m, VF t, VF f) {
+  return _mm_or_ps(_mm_and_ps(m, t), _mm_andnot_ps(m, f));
+}
+inline VF vbits(VF a, std::int32_t andMask, std::int32_t xorMask) {
+  const VF bits = _mm_and_ps(a, _mm_castsi128_ps(_mm_set1_epi32(andMask)));
+  return _mm_xor_ps(bits, _mm_castsi128_ps(_mm_set1_epi32(xorMask)));
+}
+inline VF vsqrt(VF a) {
+  return _mm_sqrt_ps(a);
+}
+inline VF vexp(VF a) {
+  return Sleef_expf4_u10sse2(a);
+}
+inline VF vlog(VF a) {
+  return Sleef_logf4_u10sse2(a);
+}
+inline VF vtanh(VF a) {
+  return Sleef_tanhf4_u10sse2(a);
+}
+inline VF verf(VF a) {
+  return Sleef_erff4_u10sse2(a);
+}
+inline VF vpow(VF a, VF b) {
+  return Sleef_powf4_u10sse2(a, b);
+}
+#else
+#error "TAPESTRY_VM_LEVEL must be 1, 2 or 3"
+#endif
+
+// ---------------------------------------------------------------- helpers
+
+constexpr std::int32_t kSign = static_cast<std::int32_t>(0x80000000u);
+constexpr float kInf = __builtin_huge_valf();
+
+// The first r (< W) floats of `from` into a W-wide buffer whose other lanes
+// hold `pad`, and back.
+inline void fill(float* buf, const float* from, std::int64_t r, float pad) {
+  for (int l = 0; l < W; ++l) {
+    buf[l] = l < r ? from[l] : pad;
+  }
+}
+inline void drain(float* to, const float* buf, std::int64_t r) {
+  for (std::int64_t l = 0; l < r; ++l) {
+    to[l] = buf[l];
+  }
+}
+
+// The lanes of v, summed (or max-ed) in a fixed order.
+inline float hsum(VF v) {
+  alignas(64) float lanes[W];
+  vstore(lanes, v);
+  float s = 0;
+  for (int l = 0; l < W; ++l) {
+    s += lanes[l];
+  }
+  return s;
+}
+inline float hmax(VF v) {
+  alignas(64) float lanes[W];
+  vstore(lanes, v);
+  float m = lanes[0];
+  for (int l = 1; l < W; ++l) {
+    m = lanes[l] > m ? lanes[l] : m;
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------- unary ops
+
+// Each: VF operator()(VF) const, params p and q as vectors where it has them.
+struct Relu {
+  VF operator()(VF x) const { return vmaxps(vset(0.0f), x); } // 0 > x ? 0 : x: NaN and -0 stay
+};
+struct Neg {
+  VF operator()(VF x) const { return vbits(x, -1, kSign); }
+};
+struct Abs {
+  VF operator()(VF x) const { return vbits(x, ~kSign, 0); }
+};
+struct Exp {
+  VF operator()(VF x) const { return vexp(x); }
+};
+struct Log {
+  VF operator()(VF x) const { return vlog(x); }
+};
+struct Tanh {
+  VF operator()(VF x) const { return vtanh(x); }
+};
+struct Erf {
+  VF operator()(VF x) const { return verf(x); }
+};
+struct Sqrt {
+  VF operator()(VF x) const { return vsqrt(x); }
+};
+struct Reciprocal {
+  VF operator()(VF x) const { return vdiv(vset(1.0f), x); }
+};
+// 1 / (1 + exp(-x)) without overflow: with e = exp(-|x|), 1 / (1 + e) for
+// x >= 0 and e / (1 + e) below, so that a result far below 1 keeps its digits
+// (sigmoid(-100) is 3.7e-44, not 1 / inf). NaN stays NaN.
+struct Sigmoid {
+  VF operator()(VF x) const {
+    const VF e = vexp(vbits(x, ~kSign, kSign)); // exp(-|x|)
+    const VF s = vdiv(vset(1.0f), vadd(vset(1.0f), e));
+    return vselect(vgt(vset(0.0f), x), vmul(e, s), s);
+  }
+};
+struct Gelu { // the exact form: x/2 * (1 + erf(x / sqrt(2)))
+  VF operator()(VF x) const {
+    const VF e = verf(vmul(x, vset(0.70710678118654752440f)));
+    return vmul(vmul(vset(0.5f), x), vadd(vset(1.0f), e));
+  }
+};
+// std::min(std::max(x, lo), hi) as the float64 reference computes it:
+// max(x, lo) is x < lo ? lo : x, i.e. lo > x ? lo : x (NaN stays); then
+// hi < t ? hi : t.
+struct Clip {
+  VF lo, hi;
+  VF operator()(VF x) const { return vminps(hi, vmaxps(lo, x)); }
+};
+struct AddScalar {
+  VF v;
+  VF operator()(VF x) const { return vadd(x, v); }
+};
+struct MulScalar {
+  VF v;
+  VF operator()(VF x) const { return vmul(x, v); }
+};
+struct RsubScalar {
+  VF v;
+  VF operator()(VF x) const { return vsub(v, x); }
+};
+struct RdivScalar {
+  VF v;
+  VF operator()(VF x) const { return vdiv(v, x); }
+};
+struct PowScalar {
+  VF v;
+  VF operator()(VF x) const { return vpow(x, v); }
+};
+struct Square { // pow(x, 2), exactly x * x (infinities and NaN included)
+  VF operator()(VF x) const { return vmul(x, x); }
+};
+
+template <class Op> void mapUnary(const float* x, float* y, std::int64_t n, const Op& op) {
+  std::int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const VF a = vload(x + i);
+    const VF b = vload(x + i + W);
+    vstore(y + i, op(a));
+    vstore(y + i + W, op(b));
+  }
+  for (; i + W <= n; i += W) {
+    vstore(y + i, op(vload(x + i)));
+  }
+  if (i < n) {
+    alignas(64) float buf[W];
+    fill(buf, x + i, n - i, 1.0f); // 1: harmless for every op (no log(0), no 1/0)
+    vstore(buf, op(vload(buf)));
+    drain(y + i, buf, n - i);
+  }
+}
+
+template <class Op> void unaryPlain(const float* x, float* y, std::int64_t n, float, float) {
+  mapUnary(x, y, n, Op{});
+}
+template <class Op> void unaryOne(const float* x, float* y, std::int64_t n, float p, float) {
+  mapUnary(x, y, n, Op{vset(p)});
+}
+void clip(const float* x, float* y, std::int64_t n, float lo, float hi) {
+  mapUnary(x, y, n, Clip{vset(lo), vset(hi)});
+}
+void powScalar(const float* x, float* y, std::int64_t n, float p, float) {
+  if (p == 1.0f) { // pow(x, 1) is x, NaN included
+    if (x != y) {
+      for (std::int64_t i = 0; i < n; ++i) {
+        y[i] = x[i];
+      }
+    }
+  } else if (p == 2.0f) {
+    mapUnary(x, y, n, Square{});
+  } else {
+    mapUnary(x, y, n, PowScalar{vset(p)});
+  }
+}
+
+// ---------------------------------------------------------------- binary ops
+
+struct Add {
+  VF operator()(VF a, VF b) const { return vadd(a, b); }
+};
+struct Sub {
+  VF operator()(VF a, VF b) const { return vsub(a, b); }
+};
+struct Mul {
+  VF operator()(VF a, VF b) const { return vmul(a, b); }
+};
+struct Div {
+  VF operator()(VF a, VF b) const { return vdiv(a, b); }
+};
+struct Pow {
+  VF operator()(VF a, VF b) const { return vpow(a, b); }
+};
+struct MaxNan {
+  VF operator()(VF a, VF b) const { return vselect(vor(vgt(b, a), visnan(b)), b, a); }
+};
+
+template <class Op, VScalar kScalar>
+void binary(const float* a, const float* b, float* y, std::int64_t n) {
+  const Op op;
+  auto at = [&](const float* p, bool scalar, std::int64_t i) {
+    return scalar ? vset(p[0]) : vload(p + i);
+  };
+  constexpr bool sa = kScalar == VScalar::A;
+  constexpr bool sb = kScalar == VScalar::B;
+  std::int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const VF a0 = at(a, sa, i);
+    const VF b0 = at(b, sb, i);
+    const VF a1 = at(a, sa, i + W);
+    const VF b1 = at(b, sb, i + W);
+    vstore(y + i, op(a0, b0));
+    vstore(y + i + W, op(a1, b1));
+  }
+  for (; i + W <= n; i += W) {
+    vstore(y + i, op(at(a, sa, i), at(b, sb, i)));
+  }
+  if (i < n) {
+    alignas(64) float ba[W];
+    alignas(64) float bb[W];
+    fill(ba, sa ? a : a + i, sa ? 1 : n - i, 1.0f);
+    fill(bb, sb ? b : b + i, sb ? 1 : n - i, 1.0f);
+    const VF va = sa ? vset(a[0]) : vload(ba);
+    const VF vb = sb ? vset(b[0]) : vload(bb);
+    vstore(ba, op(va, vb));
+    drain(y + i, ba, n - i);
+  }
+}
+
+// ---------------------------------------------------------------- reductions
+
+float sum(const float* x, std::int64_t n) {
+  VF s0 = vset(0.0f);
+  VF s1 = s0;
+  VF s2 = s0;
+  VF s3 = s0;
+  std::int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    s0 = vadd(s0, vload(x + i));
+    s1 = vadd(s1, vload(x + i + W));
+    s2 = vadd(s2, vload(x + i + 2 * W));
+    s3 = vadd(s3, vload(x + i + 3 * W));
+  }
+  for (; i + W <= n; i += W) {
+    s0 = vadd(s0, vload(x + i));
+  }
+  if (i < n) {
+    alignas(64) float buf[W];
+    fill(buf, x + i, n - i, 0.0f);
+    s1 = vadd(s1, vload(buf));
+  }
+  return hsum(vadd(vadd(s0, s1), vadd(s2, s3)));
+}
+
+float max(const float* x, std::int64_t n) {
+  // maxps(m, v) keeps m > v ? m : v; a NaN is noted apart and wins at the end.
+  VF m0 = vset(-kInf);
+  VF m1 = m0;
+  VM nan = vnone();
+  std::int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const VF a = vload(x + i);
+    const VF b = vload(x + i + W);
+    m0 = vmaxps(m0, a);
+    m1 = vmaxps(m1, b);
+    nan = vor(nan, vor(visnan(a), visnan(b)));
+  }
+  for (; i + W <= n; i += W) {
+    const VF a = vload(x + i);
+    m0 = vmaxps(m0, a);
+    nan = vor(nan, visnan(a));
+  }
+  if (i < n) {
+    alignas(64) float buf[W];
+    fill(buf, x + i, n - i, -kInf);
+    const VF a = vload(buf);
+    m1 = vmaxps(m1, a);
+    nan = vor(nan, visnan(a));
+  }
+  if (vany(nan)) {
+    return __builtin_nanf("");
+  }
+  return hmax(vmaxps(m0, m1));
+}
+
+void softmax(const float* x, float* y, std::int64_t n) {
+  const float m = max(x, n);
+  const VF vm = vset(m);
+  VF s0 = vset(0.0f);
+  VF s1 = s0;
+  std::int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const VF e0 = vexp(vsub(vload(x + i), vm));
+    const VF e1 = vexp(vsub(vload(x + i + W), vm));
+    vstore(y + i, e0);
+    vstore(y + i + W, e1);
+    s0 = vadd(s0, e0);
+    s1 = vadd(s1, e1);
+  }
+  for (; i + W <= n; i += W) {
+    const VF e = vexp(vsub(vload(x + i), vm));
+    vstore(y + i, e);
+    s0 = vadd(s0, e);
+  }
+  float tail = 0;
+  if (i < n) {
+    alignas(64) float buf[W];
+    fill(buf, x + i, n - i, m);
+    vstore(buf, vexp(vsub(vload(buf), vm)));
+    for (std::int64_t l = 0; l < n - i; ++l) {
+      tail += buf[l];
+    }
+    drain(y + i, buf, n - i);
+  }
+  const float inv = 1.0f / (hsum(vadd(s0, s1)) + tail);
+  mapUnary(y, y, n, MulScalar{vset(inv)});
+}
+
+void layernorm(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
+               float eps) {
+  const float count = static_cast<float>(n);
+  const float mean = sum(x, n) / count;
+  const VF vmean = vset(mean);
+  VF q0 = vset(0.0f);
+  VF q1 = q0;
+  VF q2 = q0;
+  VF q3 = q0;
+  std::int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    const VF c0 = vsub(vload(x + i), vmean);
+    const VF c1 = vsub(vload(x + i + W), vmean);
+    const VF c2 = vsub(vload(x + i + 2 * W), vmean);
+    const VF c3 = vsub(vload(x + i + 3 * W), vmean);
+    q0 = vadd(q0, vmul(c0, c0));
+    q1 = vadd(q1, vmul(c1, c1));
+    q2 = vadd(q2, vmul(c2, c2));
+    q3 = vadd(q3, vmul(c3, c3));
+  }
+  for (; i + W <= n; i += W) {
+    const VF c = vsub(vload(x + i), vmean);
+    q0 = vadd(q0, vmul(c, c));
+  }
+  if (i < n) {
+    alignas(64) float buf[W];
+    fill(buf, x + i, n - i, mean); // padding adds 0
+    const VF c = vsub(vload(buf), vmean);
+    q1 = vadd(q1, vmul(c, c));
+  }
+  const float var = hsum(vadd(vadd(q0, q1), vadd(q2, q3))) / count;
+  const VF inv = vset(1.0f / __builtin_sqrtf(var + eps));
+  i = 0;
+  for (; i + W <= n; i += W) {
+    const VF norm = vmul(vsub(vload(x + i), vmean), inv);
+    vstore(y + i, vadd(vmul(norm, vload(gamma + i)), vload(beta + i)));
+  }
+  if (i < n) {
+    alignas(64) float bx[W];
+    alignas(64) float bg[W];
+    alignas(64) float bb[W];
+    fill(bx, x + i, n - i, 0.0f);
+    fill(bg, gamma + i, n - i, 0.0f);
+    fill(bb, beta + i, n - i, 0.0f);
+    const VF norm = vmul(vsub(vload(bx), vmean), inv);
+    vstore(bx, vadd(vmul(norm, vload(bg)), vload(bb)));
+    drain(y + i, bx, n - i);
+  }
+}
+
+// ---------------------------------------------------------------- the table
+
+template <class Op> constexpr auto binaryModes() {
+  using Fn = void (*)(const float*, const float*, float*, std::int64_t);
+  struct Modes {
+    Fn fn[3];
+  };
+  return Modes{{&binary<Op, VScalar::None>, &binary<Op, VScalar::A>, &binary<Op, VScalar::B>}};
+}
+
+VectorKernels makeTable() {
+  VectorKernels t{};
+  t.isa = kIsa;
+  auto u = [&](VUnary op, void (*fn)(const float*, float*, std::int64_t, float, float)) {
+    t.unary[static_cast<int>(op)] = fn;
+  };
+  u(VUnary::Relu, &unaryPlain<Relu>);
+  u(VUnary::Gelu, &unaryPlain<Gelu>);
+  u(VUnary::Tanh, &unaryPlain<Tanh>);
+  u(VUnary::Exp, &unaryPlain<Exp>);
+  u(VUnary::Sigmoid, &unaryPlain<Sigmoid>);
+  u(VUnary::Neg, &unaryPlain<Neg>);
+  u(VUnary::Erf, &unaryPlain<Erf>);
+  u(VUnary::Sqrt, &unaryPlain<Sqrt>);
+  u(VUnary::Reciprocal, &unaryPlain<Reciprocal>);
+  u(VUnary::Log, &unaryPlain<Log>);
+  u(VUnary::Abs, &unaryPlain<Abs>);
+  u(VUnary::Clip, &clip);
+  u(VUnary::AddScalar, &unaryOne<AddScalar>);
+  u(VUnary::MulScalar, &unaryOne<MulScalar>);
+  u(VUnary::RsubScalar, &unaryOne<RsubScalar>);
+  u(VUnary::RdivScalar, &unaryOne<RdivScalar>);
+  u(VUnary::PowScalar, &powScalar);
+  auto b = [&](VBinary op, auto modes) {
+    for (int m = 0; m < 3; ++m) {
+      t.binary[static_cast<int>(op)][m] = modes.fn[m];
+    }
+  };
+  b(VBinary::Add, binaryModes<Add>());
+  b(VBinary::Sub, binaryModes<Sub>());
+  b(VBinary::Mul, binaryModes<Mul>());
+  b(VBinary::Div, binaryModes<Div>());
+  b(VBinary::Pow, binaryModes<Pow>());
+  b(VBinary::MaxNan, binaryModes<MaxNan>());
+  t.sum = &sum;
+  t.max = &max;
+  t.softmax = &softmax;
+  t.layernorm = &layernorm;
+  return t;
+}
+
+} // namespace
+
+const VectorKernels& TAPESTRY_VM_TABLE() {
+  static const VectorKernels table = makeTable();
+  return table;
+}
+
+} // namespace tapestry::backend::cpu
