@@ -307,6 +307,12 @@ public:
   // source's memory directly and the region is contiguous in it); an empty
   // Buffer otherwise, which is the default. The executor places resident
   // graph inputs, which nothing writes, this way.
+  // Whether the executor reads graph inputs in host memory where they are
+  // (the CPU backend: its devices share the host's memory), so that a
+  // transfer of a graph input from the host copies nothing. calibrate then
+  // measures no host link.
+  virtual bool readsHostInPlace() const { return false; }
+
   virtual Buffer shareRegion(const Buffer& source, const ZRange& region, int device) {
     (void)source;
     (void)region;

@@ -15,6 +15,7 @@
 
 #include "backends/executor.hpp"
 #include "backends/tensor_io.hpp"
+#include "core/cost/simulator.hpp"
 #include "core/diag/error.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
@@ -24,6 +25,11 @@
 namespace tapestry::backend {
 
 namespace {
+
+// A host "link" the executor never copies over (Backend::readsHostInPlace):
+// a nanosecond per transfer, whatever its size, and a bandwidth to match.
+constexpr double kInPlaceSeconds = 1e-9;
+constexpr double kInPlaceBandwidth = 1e18;
 
 using Clock = std::chrono::steady_clock;
 
@@ -303,6 +309,7 @@ public:
   }
 
   int devices() const { return devices_; }
+  bool readsHostInPlace() const { return backend_.readsHostInPlace(); }
 
 private:
   Backend& backend_;
@@ -313,19 +320,25 @@ private:
 // tenth of the budget; fits the target's links and host link to them.
 void measureCopies(Bench& bench, int devices, double budget, cost::Target& base,
                    cost::Profile& profile) {
-  const double each = 0.1 * budget / (devices > 1 ? 28 : 14);
+  const bool inPlace = bench.readsHostInPlace();
+  const double each = 0.1 * budget / ((devices > 1 ? 28 : 14) / (inPlace ? 2 : 1));
   std::vector<std::pair<double, double>> between, fromHost;
   for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
     const auto b = static_cast<double>(bytes);
     between.emplace_back(b, bench.copyTime(bytes, 0, devices > 1 ? 1 : 0, each));
-    fromHost.emplace_back(b, bench.copyTime(bytes, kHostDevice, 0, each));
+    // Where the executor reads graph inputs in place, a transfer from the
+    // host copies nothing and costs only its task's overhead (taskOverhead).
+    fromHost.emplace_back(b,
+                          inPlace ? kInPlaceSeconds : bench.copyTime(bytes, kHostDevice, 0, each));
     if (devices > 1) {
       profile.linkCopiesAll.push_back({b, bench.copyTimeAll(bytes, false, each)});
-      profile.hostCopiesAll.push_back({b, bench.copyTimeAll(bytes, true, each)});
+      if (!inPlace) {
+        profile.hostCopiesAll.push_back({b, bench.copyTimeAll(bytes, true, each)});
+      }
     }
   }
   base.links = fitLink(between);
-  base.host = fitLink(fromHost);
+  base.host = inPlace ? cost::LinkSpec{kInPlaceBandwidth, 0} : fitLink(fromHost);
   for (const auto& [bytes, seconds] : between) {
     profile.linkCopies.push_back({bytes, seconds});
   }
@@ -335,6 +348,43 @@ void measureCopies(Bench& bench, int devices, double budget, cost::Target& base,
   if (base.nodes) {
     base.nodes->interNode = base.links;
   }
+}
+
+// How far the calibrated model's predicted speedup of a small plan split over
+// every device, against the same graph on one device, is from the measured
+// speedup: |ln(measured / predicted)| on graphs of 20 us to a few ms (three
+// sizes each of matmul, add, tanh and softmax), as a relative spread: e^x - 1
+// of the second largest (one outlier on a busy machine aside). A noisy
+// machine measures a wider spread, which is what `optimize` should know.
+double measureSpread(Bench& bench, const metakernel::MetakernelLibrary& library,
+                     const cost::Target& model, const std::vector<FamilyCase>& cases,
+                     double budget) {
+  const int devices = bench.devices();
+  const double each = 0.005 * budget;
+  std::vector<double> errors;
+  for (const FamilyCase& c : cases) {
+    const bool matmul = c.kernel == "matmul";
+    if (!matmul && c.kernel != "add" && c.kernel != "tanh" && c.kernel != "softmax") {
+      continue;
+    }
+    for (int step = matmul ? 3 : 1; step < (matmul ? 6 : 4); ++step) {
+      const graph::ExpandedGraph g = c.graphFor(library, step, devices);
+      const plan::ShardPlan single = bench.planFor(g, 1, true);
+      const plan::ShardPlan split = bench.planFor(g, devices, false);
+      const double predicted = cost::simulate(g, model, single).objectives.timeS /
+                               cost::simulate(g, model, split).objectives.timeS;
+      const double measured =
+          bench.time(g, single, each, c.spread).wall / bench.time(g, split, each, c.spread).wall;
+      if (predicted > 0 && measured > 0) {
+        errors.push_back(std::fabs(std::log(measured / predicted)));
+      }
+    }
+  }
+  if (errors.empty()) {
+    return 0;
+  }
+  std::sort(errors.begin(), errors.end());
+  return std::exp(errors[errors.size() >= 2 ? errors.size() - 2 : 0]) - 1;
 }
 
 } // namespace
@@ -444,6 +494,10 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   }
   base.devices.launchOverhead = profile.taskOverhead;
   base.profile = std::move(profile);
+  if (devices > 1) {
+    report("spread");
+    base.profile->spread = measureSpread(bench, library, base, cases, budget);
+  }
   report("done");
   return base;
 }

@@ -70,7 +70,8 @@ alignas(64) std::byte placeholder[64];
 } // namespace
 
 bool Executor::aliasesInput(u32 s) const {
-  if (!hostBuffers_ || hostInputs_[slots_[s].tensor] == nullptr || slots_[s].region.isEmpty()) {
+  if (!backend_.readsHostInPlace() || hostInputs_[slots_[s].tensor] == nullptr ||
+      slots_[s].region.isEmpty()) {
     return false;
   }
   if (s >= residentBase_) {
@@ -223,6 +224,7 @@ void Executor::setup(const ExecuteOptions& options, const cost::Simulation* sche
         options.blasThreads > 0 ? options.blasThreads : std::max(1, lists_.cores / lists_.workers);
     CpuBackend::setBlasThreads(blasThreads_);
   }
+  pool_ = std::make_unique<WorkerPool>(std::max<std::size_t>(lists_.lists.size(), 1));
   makeSlotViews();
   charged_ = std::make_unique<std::int64_t[]>(slots_.size());
   prepared_.clear();
@@ -626,13 +628,7 @@ Execution Executor::runOnce() {
     }
   }
   start = Backend::now();
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t w = 1; w < lists.size(); ++w) {
-      threads.emplace_back(work, w);
-    }
-    work(0);
-  }
+  pool_->run(work);
   backend_.synchronize();
   const double end = Backend::now();
   cancel_ = nullptr;

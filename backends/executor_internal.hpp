@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/executor.hpp"
+#include "backends/worker_pool.hpp"
 
 namespace tapestry::backend::detail {
 
@@ -223,6 +224,7 @@ private:
   std::unique_ptr<std::int64_t[]> charged_;
   std::vector<std::unique_ptr<PreparedShard>> prepared_; // per task: shards only
   WorkerLists lists_;
+  std::unique_ptr<WorkerPool> pool_; // one thread per worker list but the first
   bool setUp_ = false;
   int blasThreads_ = 0;
 

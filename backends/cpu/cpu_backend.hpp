@@ -33,6 +33,7 @@ public:
                const ZRange& region) override;
   void fillIdentity(Combine kind, const TensorView& dst) override;
   bool hasKernel(std::string_view kernel) const override;
+  bool readsHostInPlace() const override { return true; }
   bool prefersBodies() const override { return kernels_ == CpuKernels::Bodies; }
   std::vector<std::string> kernelNames() const override;
   void synchronize() override {} // every call runs to completion on its thread

@@ -81,6 +81,12 @@ struct Profile {
   // Once per run of a plan that keeps more than one device busy: the time
   // until every device is at work (waking the workers), added to the makespan.
   double startOverhead = 0;
+  // How far a predicted speedup over one device may be off, relative (0.15:
+  // a plan predicted 1.1x faster may run up to 15% slower or faster than
+  // that): the largest error calibrate measured on small plans split over
+  // every device against one device. `optimize` selects one device when the
+  // selected plan's predicted gain is within it. 0: not measured.
+  double spread = 0;
   // By family name; also by a standard kernel's own name where calibrate
   // measured that kernel apart from its family (sigmoid runs 4x faster than
   // tanh, the activation family's representative).

@@ -355,7 +355,7 @@ std::vector<ProfileEntry> profileTables(const Profile& p) {
 
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
-                "copies", "kernels"});
+                "spread", "copies", "kernels"});
   Profile p;
   if (auto machine = m.find("machine")) {
     p.machine = machine->string();
@@ -373,6 +373,9 @@ template <class Map> Profile decodeProfile(const Map& m) {
   p.taskOverhead = notNegative(overhead, overhead.time());
   if (auto start = m.find("start_overhead")) {
     p.startOverhead = notNegative(*start, start->time());
+  }
+  if (auto spread = m.find("spread")) {
+    p.spread = notNegative(*spread, spread->number());
   }
   if (auto copiesField = m.find("copies")) {
     auto copies = nestedMap(m, *copiesField, "copies");
@@ -524,6 +527,9 @@ Json profileJson(const Profile& p) {
   j["devices"] = p.devices;
   j["task_overhead"] = p.taskOverhead;
   j["start_overhead"] = p.startOverhead;
+  if (p.spread > 0) {
+    j["spread"] = p.spread;
+  }
   {
     Json copies = Json::object();
     copies["on_device"] = p.copiesOnDevice;
@@ -721,6 +727,10 @@ std::string toYaml(const Target& target) {
     y += "  devices: " + std::to_string(p->devices) + "\n";
     y += "  task_overhead: " + exact(p->taskOverhead) + "s\n";
     y += "  start_overhead: " + exact(p->startOverhead) + "s\n";
+    if (p->spread > 0) {
+      y += "  spread: " + exact(p->spread) +
+           "  # a predicted speedup over one device is this far off at most (relative)\n";
+    }
     {
       y += "  copies:\n";
       y += std::string("    on_device: ") + (p->copiesOnDevice ? "true" : "false") +

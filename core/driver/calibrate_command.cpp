@@ -98,11 +98,20 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
   const cost::Profile& p = *measured.profile;
   to << "calibrated " << label << " (" << measured.deviceCount() << " devices, backend "
      << p.backend << ") in " << cost::formatTime(seconds) << "\n";
-  to << "  task overhead " << cost::formatTime(p.taskOverhead) << "; links "
+  to << "  task overhead " << cost::formatTime(p.taskOverhead) << "; start overhead "
+     << cost::formatTime(p.startOverhead) << "; links "
      << cost::formatBandwidth(measured.links.bandwidth) << " "
-     << cost::formatTime(measured.links.latency) << "; host "
-     << cost::formatBandwidth(measured.host.bandwidth) << " "
-     << cost::formatTime(measured.host.latency) << "\n";
+     << cost::formatTime(measured.links.latency) << "; host ";
+  if (p.hostCopies.empty() || p.hostCopies.back().seconds > 1e-8) {
+    to << cost::formatBandwidth(measured.host.bandwidth) << " "
+       << cost::formatTime(measured.host.latency) << "\n";
+  } else {
+    to << "read in place (no copy)\n";
+  }
+  if (p.spread > 0) {
+    to << "  predicted speedups over one device within " << std::lround(p.spread * 100)
+       << "% on small plans (optimize selects one device below that)\n";
+  }
   for (const auto& [name, table] : p.kernels) {
     const cost::ProfilePoint& big = table.alone.back();
     to << "  " << name << ": " << table.alone.size() << " sizes, up to "

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iomanip>
 #include <ostream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -209,16 +211,6 @@ SearchResult searchPlans(const ChoiceScorer& evaluator, const OptimizeConfig& co
               (least > 0 ? "; the smallest plan found needs " + cost::formatSize(least) : ""));
 }
 
-// Devices a plan choice runs shards on.
-std::size_t devicesOf(const plan::PlanChoice& choice) {
-  std::vector<int> used;
-  for (const plan::OpChoice& op : choice.ops) {
-    used.insert(used.end(), op.devices.begin(), op.devices.end());
-  }
-  std::sort(used.begin(), used.end());
-  return static_cast<std::size_t>(std::unique(used.begin(), used.end()) - used.begin());
-}
-
 // Whether some plan on the front that uses more than one device is predicted
 // faster than the single-device baseline (SPEC §7: the search must say so when
 // sharding does not pay, and --select fastest then picks one device).
@@ -261,7 +253,20 @@ struct Outcome {
   const Evaluated& chosen;
   bool local = false;      // --target local
   std::string calibration; // the saved calibration `local` came from, "" for none
+  OneDeviceRule oneDevice; // whether one device was selected for a small gain
+  std::string written;     // the baseline written instead of the selected plan, or ""
 };
+
+// "one device selected: the fastest plan on 2 devices is predicted 1.08x faster
+// than one device, within this machine's calibrated spread (15%)".
+std::string oneDeviceNote(const Outcome& o) {
+  const OneDeviceRule& r = o.oneDevice;
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << "one device selected: the fastest plan is predicted "
+    << r.gain << "x faster than one device, within the calibrated spread of predicted speedups ("
+    << std::setprecision(0) << o.target.profile->spread * 100 << "%)";
+  return s.str();
+}
 
 // The --format json summary (when the plan goes to a file).
 void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostream& out) {
@@ -282,7 +287,16 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   summary["selected"] = std::move(sel);
   summary["baselines"] = baselinesToJson(o.result.baselines);
   summary["sharding_pays"] = shardingPays(o.result);
-  summary["written"] = config.baseline.empty() ? std::string("selected") : config.baseline;
+  summary["written"] = o.written.empty() ? std::string("selected") : o.written;
+  if (o.target.profile && o.target.profile->spread > 0) {
+    Json rule = Json::object();
+    rule["applied"] = o.oneDevice.applies;
+    rule["spread"] = o.target.profile->spread;
+    if (o.oneDevice.gain > 0) {
+      rule["gain"] = o.oneDevice.gain;
+    }
+    summary["one_device_rule"] = std::move(rule);
+  }
   summary["search"] = searchToJson(o.result, o.info);
   summary["output"] = config.outputPath;
   if (!config.frontPath.empty()) {
@@ -320,6 +334,9 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
        << (b.objectives ? objectivesText(*b.objectives) : std::string("not a valid plan"))
        << (b.objectives && !b.objectives->feasible ? " (over memory)" : "") << "\n";
   }
+  if (o.oneDevice.applies) {
+    to << "  " << oneDeviceNote(o) << "\n";
+  }
   if (!shardingPays(result)) {
     to << "  no plan on more than one device is predicted to beat one device on " << o.target.name
        << "\n";
@@ -335,6 +352,8 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   }
   if (!config.baseline.empty()) {
     to << "  written: the " << config.baseline << " baseline, not the selected plan\n";
+  } else if (!o.written.empty()) {
+    to << "  written: the " << o.written << " baseline (the front has no plan on one device)\n";
   }
   if (config.outputPath != "-") {
     to << "  -> " << config.outputPath;
@@ -371,6 +390,20 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   }
   FrontInfo info;
   info.selected = selectPlan(result.front, flags.policy, flags.memoryCap);
+  // A small predicted gain is no gain at all when the prediction is not that
+  // good: one device then, with a calibrated spread (cost::Profile::spread).
+  OneDeviceRule oneDevice;
+  if (flags.policy == SelectPolicy::Fastest && config.baseline.empty() && target.profile) {
+    for (const BaselineResult& b : result.baselines) {
+      if (b.baseline.name == "single" && b.objectives && b.objectives->feasible) {
+        oneDevice =
+            oneDeviceRule(result.front, info.selected, b.objectives->timeS, target.profile->spread);
+      }
+    }
+  }
+  if (oneDevice.applies && oneDevice.index) {
+    info.selected = *oneDevice.index;
+  }
   info.policy = flags.policy;
   info.exhaustive = config.exhaustive;
   info.seed = config.seed;
@@ -382,8 +415,10 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
 
   // The selected plan, rebuilt in full with its schedule, then the front.
   const Evaluated& chosen = result.front[info.selected];
+  const std::string writtenBaseline =
+      oneDevice.applies && !oneDevice.index ? std::string("single") : config.baseline;
   const plan::PlanChoice& written =
-      config.baseline.empty() ? chosen.choice : baselineChoice(result, config.baseline, graph);
+      writtenBaseline.empty() ? chosen.choice : baselineChoice(result, writtenBaseline, graph);
   plan::ShardPlan plan =
       plan::buildPlan(evaluator.context(), target.deviceCount(), written, flags.planOptions);
   cost::Simulation simulation = cost::simulate(graph, target, plan);
@@ -394,7 +429,9 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     writeFileAtomically(config.frontPath, json::format(front, graph::kExpandedWidth) + "\n", out);
   }
 
-  const Outcome outcome{graph, target, result, info, chosen, config.target == "local", calibration};
+  const Outcome outcome{graph,       target,    result,
+                        info,        chosen,    config.target == "local",
+                        calibration, oneDevice, writtenBaseline};
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
     printJsonSummary(config, outcome, out);

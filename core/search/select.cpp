@@ -113,4 +113,34 @@ std::size_t selectPlan(const std::vector<Evaluated>& front, SelectPolicy policy,
   return best(front, candidates, fasterThan);
 }
 
+std::size_t devicesOf(const plan::PlanChoice& choice) {
+  std::vector<int> used;
+  for (const plan::OpChoice& op : choice.ops) {
+    used.insert(used.end(), op.devices.begin(), op.devices.end());
+  }
+  std::sort(used.begin(), used.end());
+  return static_cast<std::size_t>(std::unique(used.begin(), used.end()) - used.begin());
+}
+
+OneDeviceRule oneDeviceRule(const std::vector<Evaluated>& front, std::size_t selected,
+                            double singleTime, double spread) {
+  OneDeviceRule rule;
+  const Evaluated& chosen = front.at(selected);
+  if (spread <= 0 || devicesOf(chosen.choice) <= 1 || chosen.objectives.timeS <= 0) {
+    return rule;
+  }
+  rule.gain = singleTime / chosen.objectives.timeS;
+  if (rule.gain > 1 + spread) {
+    return rule;
+  }
+  rule.applies = true;
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    if (devicesOf(front[i].choice) == 1 &&
+        (!rule.index || fasterThan(front[i].objectives, front[*rule.index].objectives))) {
+      rule.index = i;
+    }
+  }
+  return rule;
+}
+
 } // namespace tapestry::search

@@ -29,4 +29,23 @@ const char* selectPolicyName(SelectPolicy policy);
 std::size_t selectPlan(const std::vector<Evaluated>& front, SelectPolicy policy,
                        std::optional<std::int64_t> memoryCap = std::nullopt);
 
+// Devices a plan choice runs shards on.
+std::size_t devicesOf(const plan::PlanChoice& choice);
+
+// When one device is selected instead (issue 32): a sub-millisecond plan
+// predicted 1.1x faster than one device may well run slower, because the
+// prediction itself is only so good. With a calibrated `spread` (cost::
+// Profile::spread, > 0), a selected plan on more than one device whose
+// predicted gain over the single-device baseline (`singleTime` / its time)
+// is at most 1 + spread gives way to one device.
+struct OneDeviceRule {
+  bool applies = false;
+  double gain = 0; // the selected plan's predicted speedup over one device
+  // The fastest front plan on one device, when the front has one; else the
+  // caller writes the single baseline.
+  std::optional<std::size_t> index;
+};
+OneDeviceRule oneDeviceRule(const std::vector<Evaluated>& front, std::size_t selected,
+                            double singleTime, double spread);
+
 } // namespace tapestry::search

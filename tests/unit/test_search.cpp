@@ -581,3 +581,27 @@ TEST_CASE("parallelFor runs every task once and rethrows the first failure", "[s
     }
   }
 }
+
+TEST_CASE("one device for a gain within the calibrated spread", "[search][select]") {
+  // Plans on two devices (0 and 1) and on one (device 0).
+  auto on = [](double t, std::int64_t m, std::vector<int> devices) {
+    return Evaluated{
+        plan::PlanChoice{{plan::OpChoice{{static_cast<std::int64_t>(devices.size())}, devices}}},
+        obj(t, m)};
+  };
+  const std::vector<Evaluated> front = {on(0.9, 100, {0, 1}), on(1.0, 40, {0}), on(1.2, 30, {1})};
+  CHECK(devicesOf(front[0].choice) == 2);
+  CHECK(devicesOf(front[2].choice) == 1);
+  // Predicted 1.0 / 0.9 = 1.11x faster than one device: within 15%, not within 10%.
+  OneDeviceRule rule = oneDeviceRule(front, 0, 1.0, 0.15);
+  CHECK(rule.applies);
+  CHECK(rule.gain == Approx(1.0 / 0.9));
+  CHECK(rule.index == std::optional<std::size_t>(1)); // the fastest one-device plan
+  CHECK_FALSE(oneDeviceRule(front, 0, 1.0, 0.10).applies);
+  CHECK_FALSE(oneDeviceRule(front, 0, 1.0, 0.0).applies); // no spread measured
+  CHECK_FALSE(oneDeviceRule(front, 1, 1.0, 0.5).applies); // already one device
+  // No one-device plan on the front: the caller writes the single baseline.
+  rule = oneDeviceRule({on(0.9, 100, {0, 1})}, 0, 1.0, 0.15);
+  CHECK(rule.applies);
+  CHECK_FALSE(rule.index.has_value());
+}

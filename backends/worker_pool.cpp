@@ -1,0 +1,84 @@
+#include "backends/worker_pool.hpp"
+
+#include <chrono>
+
+namespace tapestry::backend {
+
+namespace {
+
+// Waits until `value` differs from `old`: spins with the CPU's pause hint for
+// up to `spin`, then sleeps in std::atomic::wait (a futex wake-up takes 10-50
+// us on a virtual machine; back-to-back runs of a small plan come faster).
+template <class T>
+T awaitChange(const std::atomic<T>& value, T old, std::chrono::nanoseconds spin) {
+  T now = value.load(std::memory_order_acquire);
+  if (now != old) {
+    return now;
+  }
+  const auto until = std::chrono::steady_clock::now() + spin;
+  do {
+    for (int i = 0; i < 64; ++i) {
+      now = value.load(std::memory_order_acquire);
+      if (now != old) {
+        return now;
+      }
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+  } while (std::chrono::steady_clock::now() < until);
+  while ((now = value.load(std::memory_order_acquire)) == old) {
+    value.wait(old, std::memory_order_acquire);
+  }
+  return now;
+}
+
+constexpr auto kSpinBetweenRuns = std::chrono::microseconds(100);
+constexpr auto kSpinForWorkers = std::chrono::microseconds(50);
+
+} // namespace
+
+WorkerPool::WorkerPool(std::size_t workers) {
+  for (std::size_t w = 1; w < workers; ++w) {
+    threads_.emplace_back([this, w] { loop(w); });
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  stop_.store(true, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  // The jthreads join here.
+}
+
+void WorkerPool::loop(std::size_t worker) {
+  std::uint64_t seen = 0;
+  while (true) {
+    seen = awaitChange(generation_, seen, kSpinBetweenRuns);
+    if (stop_.load(std::memory_order_relaxed)) {
+      return;
+    }
+    (*job_)(worker);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      pending_.notify_all();
+    }
+  }
+}
+
+void WorkerPool::run(const std::function<void(std::size_t)>& job) {
+  if (threads_.empty()) {
+    job(0);
+    return;
+  }
+  job_ = &job;
+  pending_.store(threads_.size(), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  job(0);
+  std::size_t left = pending_.load(std::memory_order_acquire);
+  while (left != 0) {
+    left = awaitChange(pending_, left, kSpinForWorkers);
+  }
+}
+
+} // namespace tapestry::backend
