@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -217,7 +218,7 @@ public:
   // least 3, at most 25, after one warm-up).
   // Inputs are drawn in [-spread, spread] (float32).
   RunTimes time(const graph::ExpandedGraph& g, const plan::ShardPlan& p, double seconds,
-                float spread = 1) {
+                float spread = 1, const ExecuteOptions& options = {}) {
     TensorBuffers inputs = drawInputs(g, 1);
     if (spread != 1) {
       for (auto& [name, buffer] : inputs) {
@@ -228,7 +229,7 @@ public:
         }
       }
     }
-    PreparedRun prepared(g, p, backend_, inputs);
+    PreparedRun prepared(g, p, backend_, inputs, options);
     prepared.run(); // warm-up
     std::vector<double> walls, shards, starts;
     const Clock::time_point start = Clock::now();
@@ -348,6 +349,37 @@ void measureCopies(Bench& bench, int devices, double budget, cost::Target& base,
   if (base.nodes) {
     base.nodes->interNode = base.links;
   }
+}
+
+// How much faster one device runs a matmul and a conv2d (the largest sizes
+// of their families that take well under the budget) with every core of the
+// machine as its threads than with one thread: the scaling of a kernel's own
+// threads, which the `alone` tables already include. By family name.
+std::map<std::string, double, std::less<>>
+measureThreadScaling(Bench& bench, const metakernel::MetakernelLibrary& library,
+                     const std::vector<FamilyCase>& cases, double budget) {
+  std::map<std::string, double, std::less<>> scaling;
+  const int cores = usableHardwareThreads();
+  if (cores < 2) {
+    return scaling;
+  }
+  for (const FamilyCase& c : cases) {
+    if (c.kernel != "matmul" && c.kernel != "conv2d") {
+      continue;
+    }
+    const graph::ExpandedGraph g = c.graphFor(library, c.steps - 2, 1);
+    const plan::ShardPlan p = bench.planFor(g, 1, true);
+    ExecuteOptions one;
+    one.blasThreads = 1;
+    ExecuteOptions all;
+    all.blasThreads = cores;
+    const double single = bench.time(g, p, 0.01 * budget, c.spread, one).shard;
+    const double many = bench.time(g, p, 0.01 * budget, c.spread, all).shard;
+    if (single > 0 && many > 0) {
+      scaling[c.family] = single / many;
+    }
+  }
+  return scaling;
 }
 
 // How far the calibrated model's predicted speedup of a small plan split over
@@ -494,6 +526,8 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   }
   base.devices.launchOverhead = profile.taskOverhead;
   base.profile = std::move(profile);
+  report("threads");
+  base.profile->threadScaling = measureThreadScaling(bench, library, cases, budget);
   if (devices > 1) {
     report("spread");
     base.profile->spread = measureSpread(bench, library, base, cases, budget);

@@ -87,6 +87,10 @@ struct Profile {
   // every device against one device. `optimize` selects one device when the
   // selected plan's predicted gain is within it. 0: not measured.
   double spread = 0;
+  // How much faster one device runs a family's kernel with every core of the
+  // machine as its threads than with one (calibrate: a large matmul and
+  // conv2d). Informative: the `alone` tables already include it.
+  std::map<std::string, double, std::less<>> threadScaling;
   // By family name; also by a standard kernel's own name where calibrate
   // measured that kernel apart from its family (sigmoid runs 4x faster than
   // tanh, the activation family's representative).

@@ -355,7 +355,7 @@ std::vector<ProfileEntry> profileTables(const Profile& p) {
 
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
-                "spread", "copies", "kernels"});
+                "spread", "thread_scaling", "copies", "kernels"});
   Profile p;
   if (auto machine = m.find("machine")) {
     p.machine = machine->string();
@@ -376,6 +376,17 @@ template <class Map> Profile decodeProfile(const Map& m) {
   }
   if (auto spread = m.find("spread")) {
     p.spread = notNegative(*spread, spread->number());
+  }
+  if (auto scalingField = m.find("thread_scaling")) {
+    auto scaling = nestedMap(m, *scalingField, "thread_scaling");
+    std::vector<std::string_view> names;
+    for (const KernelFamily& f : kernelFamilies()) {
+      names.push_back(f.name);
+    }
+    scaling.expectKeys(names);
+    for (const auto& [family, value] : scaling.members()) {
+      p.threadScaling.emplace(family, positive(value, value.number()));
+    }
   }
   if (auto copiesField = m.find("copies")) {
     auto copies = nestedMap(m, *copiesField, "copies");
@@ -529,6 +540,13 @@ Json profileJson(const Profile& p) {
   j["start_overhead"] = p.startOverhead;
   if (p.spread > 0) {
     j["spread"] = p.spread;
+  }
+  if (!p.threadScaling.empty()) {
+    Json scaling = Json::object();
+    for (const auto& [family, factor] : p.threadScaling) {
+      scaling[family] = factor;
+    }
+    j["thread_scaling"] = std::move(scaling);
   }
   {
     Json copies = Json::object();
@@ -727,6 +745,15 @@ std::string toYaml(const Target& target) {
     y += "  devices: " + std::to_string(p->devices) + "\n";
     y += "  task_overhead: " + exact(p->taskOverhead) + "s\n";
     y += "  start_overhead: " + exact(p->startOverhead) + "s\n";
+    if (!p->threadScaling.empty()) {
+      y += "  thread_scaling: {";
+      bool first = true;
+      for (const auto& [family, factor] : p->threadScaling) {
+        y += (first ? "" : ", ") + family + ": " + exact(factor);
+        first = false;
+      }
+      y += "}  # one device, every core against one thread\n";
+    }
     if (p->spread > 0) {
       y += "  spread: " + exact(p->spread) +
            "  # a predicted speedup over one device is this far off at most (relative)\n";

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <iomanip>
 #include <memory>
 #include <ostream>
 
@@ -107,6 +108,13 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
        << cost::formatTime(measured.host.latency) << "\n";
   } else {
     to << "read in place (no copy)\n";
+  }
+  if (!p.threadScaling.empty()) {
+    to << "  one device, every core against one thread:";
+    for (const auto& [family, factor] : p.threadScaling) {
+      to << " " << family << " " << std::fixed << std::setprecision(2) << factor << "x";
+    }
+    to << std::defaultfloat << "\n";
   }
   if (p.spread > 0) {
     to << "  predicted speedups over one device within " << std::lround(p.spread * 100)

@@ -77,6 +77,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   task_overhead: 3us
   start_overhead: 40us
   spread: 0.15
+  thread_scaling: {matmul: 1.7, conv: 1.9}
   copies: {on_device: false, links: [[4096, 1e-6]], host_all: [[4096, 4e-6], [8192, 5e-6]]}
   kernels:
     matmul: {size: flops, alone: [[1e3, 1e-6], [1e9, 2e-2]], all: [[1e3, 2e-6], [1e9, 3e-2]]}
@@ -91,6 +92,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.taskOverhead == Approx(3e-6));
   CHECK(p.startOverhead == Approx(40e-6));
   CHECK(p.spread == Approx(0.15));
+  CHECK(p.threadScaling.at("conv") == Approx(1.9));
   CHECK_FALSE(p.copiesOnDevice);
   CHECK(p.linkCopies.size() == 1);
   CHECK(p.hostCopiesAll.size() == 2);
