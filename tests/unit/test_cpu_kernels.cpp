@@ -28,6 +28,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/block_cache.hpp"
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/products.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
 #include "backends/walk.hpp"
@@ -1173,7 +1174,7 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
   // Broadcast batch dims: x[B, S, D] @ w[D, F], [1, H, S, D] @ [B, H, D, S],
   // an operand with both fewer dims and a size-1 one, and a 2-D X. Where W is
   // one matrix for the shard and the views allow, the rows merge into one
-  // product (mergeMatmulRows): [4, 1, 6] @ [6, 5] is one product of 4 rows.
+  // product (planProduct): [4, 1, 6] @ [6, 5] is one product of 4 rows.
   const std::vector<std::pair<Shape, Shape>> broadcast = {
       {{2, 3, 4}, {4, 5}}, {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}},
       {{3, 4}, {2, 4, 5}}, {{4, 1, 6}, {6, 5}},          {{2, 1, 3, 4}, {1, 4, 2}}};
@@ -1191,29 +1192,67 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
                     R"({"X": "x", "W": "w"})"));
 }
 
-TEST_CASE("mergeMatmulRows: one product when W is one matrix for the shard", "[cpu][kernel]") {
-  // Index [B, S, m, n, k] = [4, 3, 2, 5, 6]: X [4, 3, 2, 6] dense, result [4, 3, 2, 5] dense.
-  const ZRange index = ZRange::fromShape({4, 3, 2, 5, 6});
-  const StrideWalk x{nullptr, {36, 12, 6, 0, 1}};
-  const StrideWalk r{nullptr, {30, 10, 5, 1, 0}};
-  const StrideWalk w{nullptr, {0, 0, 0, 1, 5}}; // W [6, 5], broadcast over B and S
-  const std::optional<MergedRows> all = mergeMatmulRows(index, x, w, r);
-  REQUIRE(all.has_value());
-  CHECK(all->rows == 24);
-  CHECK(all->xRowStride == 6);
-  CHECK(all->rRowStride == 5);
-  // W moves along S: one product per batch point.
-  CHECK_FALSE(mergeMatmulRows(index, x, StrideWalk{nullptr, {0, 30, 0, 1, 5}}, r).has_value());
-  // X's rows are not equally spaced (a view wider than the shard's m extent).
-  CHECK_FALSE(mergeMatmulRows(index, StrideWalk{nullptr, {48, 16, 6, 0, 1}}, w, r).has_value());
-  // m of extent 1 and a batch dim of extent 1: rows start at the next dim that moves.
-  const ZRange single = ZRange::fromShape({4, 1, 1, 5, 6});
-  const std::optional<MergedRows> rows = mergeMatmulRows(
-      single, StrideWalk{nullptr, {6, 6, 6, 0, 1}}, w, StrideWalk{nullptr, {5, 5, 5, 1, 0}});
-  REQUIRE(rows.has_value());
-  CHECK(rows->rows == 4);
-  CHECK(rows->xRowStride == 6);
-  CHECK(rows->rRowStride == 5);
+namespace {
+
+// planProduct of one shard of a one-operation graph, every input a whole dense tensor.
+ProductPlan planOf(const graph::ExpandedGraph& g, const ZRange& shard) {
+  const graph::Operation& op = g.operations[0];
+  std::vector<Buffer> keep;
+  std::vector<PortViews> ins;
+  for (const auto& port : op.application.inputs) {
+    keep.push_back(Buffer::host(parseDType(port.tensors[0].dtype), port.tensors[0].shape));
+    ins.push_back({keep.back().view()});
+  }
+  const auto& out = op.application.outputs[0].tensors[0];
+  keep.push_back(Buffer::host(parseDType(out.dtype), out.shape));
+  std::vector<PortViews> outs = {{keep.back().view()}};
+  return planProduct(KernelCall{op, shard, ins, outs, 0});
+}
+
+std::string geometry(const ProductPlan& p) {
+  std::string out = p.gemm.toString() + " outer";
+  for (const auto& o : p.outer) {
+    out += " (" + std::to_string(o[0]) + ", " + std::to_string(o[1]) + ", " + std::to_string(o[2]) +
+           ")";
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("planProduct: a shard's product as one strided gemm and the loops around it",
+          "[cpu][kernel][products]") {
+  const char* xw = R"({"X": "x", "W": "w"})";
+  // W broadcast over the batch: [4, 3, 2, 6] @ [6, 5] is one product of 24 rows.
+  const graph::ExpandedGraph b =
+      oneOp("matmul", {{"x", "float32", {4, 3, 2, 6}}, {"w", "float32", {6, 5}}}, xw);
+  CHECK(geometry(planOf(b, b.operations[0].application.index)) ==
+        "1 x [24, 6] @ [6, 5] strides A [6, 1] B [5, 1] C [5, 1] batch strides 0/0/0 outer (0, 0, "
+        "0)");
+  // One row of m per batch point: rows 12 elements apart in X, 10 in the result.
+  CHECK(geometry(planOf(b, ZRange({0, 0, 1, 0, 0}, {4, 3, 2, 5, 6}))) ==
+        "1 x [12, 6] @ [6, 5] strides A [12, 1] B [5, 1] C [10, 1] batch strides 0/0/0 outer "
+        "(6, 0, 5)");
+  // W stored transposed: B [k, n] reads W [n, k] with strides (1, k).
+  const graph::ExpandedGraph t =
+      oneOp("matmul", {{"x", "float32", {3, 4}}, {"w", "float32", {5, 4}}}, xw,
+            R"({"transpose_w": true})");
+  CHECK(
+      geometry(planOf(t, ZRange({0, 1, 1}, {3, 5, 4}))) ==
+      "1 x [3, 3] @ [3, 4] strides A [4, 1] B [1, 4] C [5, 1] batch strides 0/0/0 outer (1, 5, 1)");
+  // W moves along one batch dim only: that dim is the gemm's batch, the other an outer loop.
+  const graph::ExpandedGraph o =
+      oneOp("matmul", {{"x", "float32", {2, 3, 4, 6}}, {"w", "float32", {3, 6, 5}}}, xw);
+  CHECK(geometry(planOf(o, o.operations[0].application.index)) ==
+        "3 x [4, 6] @ [6, 5] strides A [6, 1] B [5, 1] C [5, 1] batch strides 24/30/20 outer (0, "
+        "0, 0) (72, 0, 60)");
+  // linear with X stored [b, k, m] and W [n, k]: k strides from the params.
+  const graph::ExpandedGraph l = oneOp(
+      "linear", {{"x", "float32", {2, 6, 4}}, {"w", "float32", {5, 6}}, {"b", "float32", {5}}},
+      R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_x": true, "transpose_w": true})");
+  CHECK(geometry(planOf(l, ZRange({0, 1, 2}, {2, 4, 5}))) ==
+        "2 x [3, 6] @ [6, 3] strides A [1, 4] B [1, 6] C [5, 1] batch strides 24/0/20 + bias "
+        "outer (1, 12, 7)");
 }
 
 TEST_CASE("matmul on transposed and strided views", "[cpu][kernel]") {

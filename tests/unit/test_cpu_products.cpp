@@ -1,5 +1,5 @@
 // Which engine the CPU backend's matrix products run on (backends/cpu/
-// products.hpp): oneDNN for float32, with a constant W kept in oneDNN's own
+// gemm_engine.hpp): oneDNN for float32, with a constant W kept in oneDNN's own
 // layout, OpenBLAS for float64, float32 blocks for float16, loops for
 // integers. The numbers of every engine are checked in test_cpu_kernels.cpp
 // (naive reference, shards, bodies, constant W, re-runs); this file pins down
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/products.hpp"
+#include "backends/cpu/gemm_engine.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"

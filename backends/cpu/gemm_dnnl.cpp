@@ -9,7 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/products.hpp"
+#include "backends/cpu/gemm_engine.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu {

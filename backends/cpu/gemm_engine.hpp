@@ -1,7 +1,6 @@
-// Matrix products as the CPU backend runs them (matmul and linear shards): a
-// shard's product reduced to one strided, possibly batched gemm, and the
-// engines that run such a gemm once it is prepared (oneDNN's matmul primitive,
-// OpenBLAS, or loops for integers). docs/cpu-products.md says which engine
+// The engines that run a matmul or linear shard's gemm (backends/products.hpp)
+// on the CPU once it is prepared: oneDNN's matmul primitive, OpenBLAS, or
+// loops for integers. docs/cpu-products.md says which engine
 // runs which product and the measurements behind it. Not a public header.
 #pragma once
 
@@ -12,26 +11,11 @@
 
 #include "backends/backend.hpp"
 #include "backends/dtype.hpp"
+#include "backends/products.hpp"
 
 namespace tapestry::backend::cpu {
 
-// C[b] = A[b]·B[b] (+ bias on every row) for b < batch, each operand given by
-// element strides from its first element: A [M, K] with strides (rsA, csA), B
-// [K, N], C [M, N], and bsX the stride from one batch element to the next (0:
-// the same matrix for every b). bias, when present, is [N] with stride
-// biasStride.
-struct GemmGeometry {
-  std::int64_t batch = 1, M = 1, N = 1, K = 1;
-  std::int64_t bsA = 0, rsA = 0, csA = 0;
-  std::int64_t bsB = 0, rsB = 0, csB = 0;
-  std::int64_t bsC = 0, rsC = 0, csC = 0;
-  bool bias = false;
-  std::int64_t biasStride = 0;
-
-  // 2·batch·M·N·K.
-  double flops() const;
-  std::string toString() const; // "2 x [16, 64] @ [64, 192] strides ..."
-};
+using backend::GemmGeometry; // backends/products.hpp
 
 // A gemm made ready once: run() takes the operands' first elements (storage
 // type of the engine's dtype) and does no heap allocation of its own.
@@ -60,7 +44,7 @@ std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, W
 
 // oneDNN's matmul for float32 or bfloat16 with these strides, or null where
 // oneDNN has only its reference kernel (slow) or no kernel at all (float16 on
-// CPUs without AVX512-FP16, float64). K must be > 0. products_dnnl.cpp.
+// CPUs without AVX512-FP16, float64). K must be > 0. gemm_dnnl.cpp.
 std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights);
 
 // The threads one product uses: CpuBackend::kernelThreads(), or 1 for a
