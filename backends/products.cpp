@@ -144,15 +144,29 @@ ProductPlan plan(ShardProduct p) {
       batch.push_back(d);
     }
   }
+  // Folding must not cost a copy: X's rows must stay readable in place by a
+  // BLAS (one unit stride) and the result's writable, where they were.
+  auto inPlace = [&](const LoopDim& m) {
+    const bool a = matrixLayout(m.extent, p.k.extent, m.x, p.k.x).has_value();
+    const bool c = (p.n.extent == 1 || p.n.r == 1) && (m.extent == 1 || m.r >= p.n.extent);
+    return std::array<bool, 2>{a, c};
+  };
   while (!batch.empty() && batch.back().w == 0) {
     const LoopDim& b = batch.back();
-    if (p.m.extent == 1) {
-      p.m = LoopDim{b.extent, b.x, 0, b.r};
-    } else if (b.x == p.m.x * p.m.extent && b.r == p.m.r * p.m.extent) {
-      p.m.extent *= b.extent;
+    LoopDim m = p.m;
+    if (m.extent == 1) {
+      m = LoopDim{b.extent, b.x, 0, b.r};
+    } else if (b.x == m.x * m.extent && b.r == m.r * m.extent) {
+      m.extent *= b.extent;
     } else {
       break;
     }
+    const std::array<bool, 2> before = inPlace(p.m);
+    const std::array<bool, 2> after = inPlace(m);
+    if ((before[0] && !after[0]) || (before[1] && !after[1])) {
+      break;
+    }
+    p.m = m;
     batch.pop_back();
   }
   ProductPlan plan;

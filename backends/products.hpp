@@ -47,7 +47,8 @@ struct ProductPlan {
 // whole per point) call. Batch dims of extent 1 go; dims every operand walks
 // contiguously merge; trailing batch dims along which W does not move become
 // more rows of one product (x [B, S, D] @ W [D, F] is one [B·S, D] product)
-// while X's and the result's rows stay equally spaced; the innermost remaining
+// while X's and the result's rows stay equally spaced and as readable in place
+// (a unit stride) as before; the innermost remaining
 // batch dim is the gemm's own batch, and the others are listed in `outer`.
 ProductPlan planProduct(const KernelCall& call);
 
