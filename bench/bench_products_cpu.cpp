@@ -138,6 +138,13 @@ int main(int argc, char** argv) {
       {"attn_values", 8, 8, 8, 16, false},
       {"mlp3_fc1", 1, 4, 16, 64, true},
       {"mlp3_fc2", 1, 4, 64, 64, true},
+      // Where a second thread starts to pay (productThreads' size rule).
+      {"square_64", 1, 64, 64, 64, false},
+      {"square_96", 1, 96, 96, 96, false},
+      {"square_128", 1, 128, 128, 128, false},
+      {"square_160", 1, 160, 160, 160, false},
+      {"square_256", 1, 256, 256, 256, false},
+      {"rows64_fc", 1, 64, 512, 128, true},
       {"square_512", 1, 512, 512, 512, false},
       {"square_2048", 1, 2048, 2048, 2048, false},
   };

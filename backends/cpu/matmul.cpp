@@ -23,13 +23,14 @@
 
 namespace tapestry::backend::cpu {
 
-// On this machine's measurements (docs/cpu-products.md, bench_products_cpu) a
-// second thread only paid for itself from about a million multiply-adds, or
-// when B is large enough that reading it dominates (a classifier's [1, K] x
-// [K, 1000]): below that, waking and joining the team costs more than the
-// split saves.
+// Measured with bench_products_cpu (oneDNN, 1 against 2 threads, the 2-core
+// machine of docs/cpu-products.md): a second thread cost more than it saved
+// up to about 2 million flops (square 64: 2.5 -> 5.7 us, square 96: 7.9 ->
+// 9.7 us) and paid from about 4 million (square 128: 1.31x, 160: 1.55x, 256:
+// 1.81x), or where B is large enough that reading it dominates (a classifier's
+// [1, 512] x [512, 1000], 1 MFLOP and 2 MB: 1.32x).
 int productThreads(const GemmGeometry& g, std::size_t elementSize) {
-  constexpr double kParallelFlops = 2.0 * (1 << 20);
+  constexpr double kParallelFlops = 3 << 20;
   constexpr double kParallelBBytes = 1 << 20;
   const int threads = CpuBackend::kernelThreads();
   const double bBytes = static_cast<double>(g.K) * static_cast<double>(g.N) *
