@@ -4,11 +4,14 @@
 // layout oneDNN picks, as for a constant W) and oneDNN's inner product, on
 // the shapes of the testdata models (CNN classifiers, the transformer layers'
 // projections and attention products, mlp3) and on a large square one, with 1
-// and 2 threads. Each case times every variant interleaved, round after round,
+// and 2 threads; and the CPU backend's own engine for the product (variant
+// "tapestry": makeGemmEngine with weights packed as for a constant W, split
+// into parts on helper threads when large enough, at CpuBackend's thread
+// count). Each case times every variant interleaved, round after round,
 // and prints the median time per call of each and its ratio to OpenBLAS.
 // bfloat16 (oneDNN only, where the CPU has it) is timed against float32 sgemm.
 //
-//   bench_products_cpu [--rounds R] [--threads T,...] [--only SUBSTRING] [--bf16]
+//   bench_products_cpu [--rounds R] [--threads T,...] [--only CASE] [--variant NAME] [--bf16]
 //
 // What the CPU backend chose from these figures: docs/cpu-products.md.
 #include <algorithm>
@@ -18,11 +21,15 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cblas.h>
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/gemm_engine.hpp"
 
 namespace {
 
@@ -68,7 +75,7 @@ dnnl::engine& engine() {
 }
 
 // Times the variants of one case interleaved: `rounds` rounds, each calling
-// every variant `inner` times; per variant the median and the least per-call time.
+// every variant `inner` times after 5 ms idle; per variant the median and the least per-call time.
 std::vector<std::pair<double, double>> timeVariants(const std::vector<Variant>& vs, int rounds,
                                                     int inner) {
   std::vector<std::vector<double>> t(vs.size());
@@ -79,6 +86,9 @@ std::vector<std::pair<double, double>> timeVariants(const std::vector<Variant>& 
   }
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t i = 0; i < vs.size(); ++i) {
+      // Idle threads of the variant before (OpenMP's team, OpenBLAS's pool)
+      // spin on for a while after it; let them fall asleep first.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
       const double start = now();
       for (int j = 0; j < inner; ++j) {
         vs[i].call();
@@ -102,6 +112,7 @@ int main(int argc, char** argv) {
   std::vector<int> threadCounts = {1, 2};
   std::string only;
   bool bf16 = false;
+  std::string variant; // only variants whose name contains this
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--rounds" && i + 1 < argc) {
@@ -116,11 +127,13 @@ int main(int argc, char** argv) {
       }
     } else if (flag == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (flag == "--variant" && i + 1 < argc) {
+      variant = argv[++i];
     } else if (flag == "--bf16") {
       bf16 = true;
     } else {
       std::fprintf(stderr, "usage: bench_products_cpu [--rounds R] [--threads T,...] "
-                           "[--only SUBSTRING] [--bf16]\n");
+                           "[--only SUBSTRING] [--variant SUBSTRING] [--bf16]\n");
       return 2;
     }
   }
@@ -148,6 +161,10 @@ int main(int argc, char** argv) {
       {"square_512", 1, 512, 512, 512, false},
       {"square_2048", 1, 2048, 2048, 2048, false},
   };
+  // As the backend runs: its constructor stops OpenBLAS's pool threads from
+  // spinning for 0.1 s after each product (cpu_backend.cpp).
+  const tapestry::backend::CpuBackend backend(2);
+  (void)backend;
   dnnl::stream stream(engine());
   std::printf("%-13s %3s %-12s %10s %7s %10s %7s\n", "case", "thr", "variant", "median us",
               "x blas", "min us", "x blas");
@@ -176,6 +193,34 @@ int main(int argc, char** argv) {
                                     0.0f, y.data() + b * M * N, N);
                       }
                     }});
+      // The CPU backend's engine, as a prepared matmul/linear runs it.
+      tapestry::backend::CpuBackend::setBlasThreads(threads);
+      tapestry::backend::GemmGeometry g;
+      g.batch = B;
+      g.M = M;
+      g.N = N;
+      g.K = K;
+      g.rsA = K;
+      g.csA = 1;
+      g.bsA = M * K;
+      g.rsB = c.transW ? 1 : N;
+      g.csB = c.transW ? K : 1;
+      g.bsB = K * N;
+      g.rsC = N;
+      g.csC = 1;
+      g.bsC = M * N;
+      const std::unique_ptr<tapestry::backend::cpu::GemmEngine> ours =
+          tapestry::backend::cpu::makeGemmEngine(tapestry::backend::DType::Float32, g,
+                                                 B == 1
+                                                     ? tapestry::backend::cpu::WeightUse::Packed
+                                                     : tapestry::backend::cpu::WeightUse::InPlace);
+      vs.push_back({"tapestry", [&] {
+                      ours->run(reinterpret_cast<const std::byte*>(x.data()),
+                                reinterpret_cast<const std::byte*>(w.data()),
+                                reinterpret_cast<std::byte*>(y.data()), nullptr);
+                    }});
+      // oneDNN's own team of `threads` (the backend's engine set this thread's to 1).
+      omp_set_num_threads(threads);
       // oneDNN matmul, weights as stored (strides), primitive made once.
       const dims xd = B == 1 ? dims{M, K} : dims{B, M, K};
       const dims wd = B == 1 ? dims{K, N} : dims{B, K, N};
@@ -192,6 +237,7 @@ int main(int argc, char** argv) {
       std::vector<dnnl_exec_arg_t> args = {
           {DNNL_ARG_SRC, xm.get()}, {DNNL_ARG_WEIGHTS, wm.get()}, {DNNL_ARG_DST, ym.get()}};
       vs.push_back({"dnnl_plain", [&] {
+                      omp_set_num_threads(threads); // the backend's engine sets 1
                       dnnl_primitive_execute(plain.get(), stream.get(), 3, args.data());
                       stream.wait();
                     }});
@@ -205,6 +251,7 @@ int main(int argc, char** argv) {
       std::vector<dnnl_exec_arg_t> pargs = {
           {DNNL_ARG_SRC, xm.get()}, {DNNL_ARG_WEIGHTS, wpacked.get()}, {DNNL_ARG_DST, ym.get()}};
       vs.push_back({"dnnl_packed", [&] {
+                      omp_set_num_threads(threads);
                       dnnl_primitive_execute(packed.get(), stream.get(), 3, pargs.data());
                       stream.wait();
                     }});
@@ -225,6 +272,7 @@ int main(int argc, char** argv) {
         ip = dnnl::inner_product_forward(ipd);
         iargs = {{DNNL_ARG_SRC, xm.get()}, {DNNL_ARG_WEIGHTS, ipw.get()}, {DNNL_ARG_DST, ym.get()}};
         vs.push_back({"dnnl_inner", [&] {
+                        omp_set_num_threads(threads);
                         dnnl_primitive_execute(ip.get(), stream.get(), 3, iargs.data());
                         stream.wait();
                       }});
@@ -248,9 +296,16 @@ int main(int argc, char** argv) {
         bargs = {
             {DNNL_ARG_SRC, xbm.get()}, {DNNL_ARG_WEIGHTS, wbm.get()}, {DNNL_ARG_DST, ybm.get()}};
         vs.push_back({"dnnl_bf16", [&] {
+                        omp_set_num_threads(threads);
                         dnnl_primitive_execute(bfm.get(), stream.get(), 3, bargs.data());
                         stream.wait();
                       }});
+      }
+      if (!variant.empty()) { // the baseline (first) stays for the ratios
+        vs.erase(std::remove_if(
+                     vs.begin() + 1, vs.end(),
+                     [&](const Variant& v) { return v.name.find(variant) == std::string::npos; }),
+                 vs.end());
       }
       const std::vector<std::pair<double, double>> t = timeVariants(vs, rounds, inner);
       for (std::size_t i = 0; i < vs.size(); ++i) {

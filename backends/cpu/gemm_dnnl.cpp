@@ -8,7 +8,6 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/gemm_engine.hpp"
 #include "core/diag/error.hpp"
 
@@ -24,14 +23,16 @@ dnnl::engine& cpuEngine() {
   return engine;
 }
 
-// oneDNN's OpenMP team is as large as the calling thread's nthreads-var, which
-// each executor worker sets for itself; setting it costs a call into libgomp,
-// so it is done only when it changes.
-void useThreads(int threads) {
-  thread_local int current = 0;
-  if (current != threads) {
-    omp_set_num_threads(threads);
-    current = threads;
+// oneDNN's OpenMP team is as large as the calling thread's nthreads-var (the
+// core count unless set). A product runs on one thread: a larger one is split
+// into parts on helper threads instead (gemm_split.cpp), because libgomp's
+// team threads spin for milliseconds after each parallel region and take the
+// core from the kernels that follow (docs/cpu-products.md). Other oneDNN
+// kernels on the thread may set another size, so it is read each time (a
+// cheap call) rather than remembered.
+void useOneThread() {
+  if (omp_get_max_threads() != 1) {
+    omp_set_num_threads(1);
   }
 }
 
@@ -69,9 +70,8 @@ public:
   DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights)
       : dtype_(dtype), g_(g), weights_(weights), stream_(cpuEngine()) {}
 
-  // Makes the primitive for `kernelThreads`; false when oneDNN has no fast
-  // kernel for the problem.
-  bool build(int kernelThreads) {
+  // Makes the primitive; false when oneDNN has no fast kernel for the problem.
+  bool build() {
     const auto type =
         dtype_ == DType::BFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
     const bool batched = g_.batch > 1;
@@ -87,8 +87,7 @@ public:
                                    : b;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    threads_ = kernelThreads > 1 ? productThreads(g_, dtypeSize(dtype_)) : 1;
-    useThreads(threads_); // oneDNN partitions the work for the creating thread's team size
+    useOneThread(); // oneDNN partitions the work for the creating thread's team size
     dnnl::matmul::primitive_desc pd;
     try {
       const dnnl::matmul::desc desc =
@@ -101,7 +100,6 @@ public:
     if (impl_.rfind("ref", 0) == 0) {
       return false; // the reference kernel: loops, slower than any BLAS
     }
-    builtFor_ = kernelThreads;
     primitive_ = dnnl::matmul(pd);
     a_ = dnnl::memory(a, cpuEngine(), DNNL_MEMORY_NONE);
     b_ = dnnl::memory(b, cpuEngine(), DNNL_MEMORY_NONE);
@@ -127,11 +125,7 @@ public:
   }
 
   void run(const std::byte* a, const std::byte* b, std::byte* c, const std::byte* bias) override {
-    if (const int threads = CpuBackend::kernelThreads(); threads != builtFor_ && !build(threads)) {
-      throw InternalError("oneDNN matmul for " + g_.toString() + " could not be rebuilt for " +
-                          std::to_string(threads) + " threads");
-    }
-    useThreads(threads_);
+    useOneThread();
     check(dnnl_memory_set_data_handle(a_.get(), const_cast<std::byte*>(a)), "setting A");
     check(dnnl_memory_set_data_handle(c_.get(), c), "setting C");
     if (g_.bias) {
@@ -162,8 +156,6 @@ private:
   GemmGeometry g_;
   WeightUse weights_;
   dnnl::stream stream_;
-  int builtFor_ = 0; // the kernelThreads() the primitive was made for
-  int threads_ = 1;  // the team it runs with
   std::string impl_;
   dnnl::matmul primitive_;
   dnnl::memory a_, b_, c_, bias_, scratch_, packed_;
@@ -180,7 +172,7 @@ std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, Wei
     return nullptr;
   }
   auto engine = std::make_unique<DnnlGemm>(dtype, g, weights);
-  if (!engine->build(CpuBackend::kernelThreads())) {
+  if (!engine->build()) {
     return nullptr;
   }
   return engine;

@@ -47,6 +47,12 @@ std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, W
 // CPUs without AVX512-FP16, float64). K must be > 0. gemm_dnnl.cpp.
 std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights);
 
+// The product in `parts` parts (along the batch, n or m) run at once on the
+// calling thread and helper threads of its own, each part a one-thread oneDNN
+// engine; null where oneDNN cannot run a part. gemm_split.cpp.
+std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
+                                          int parts);
+
 // The threads one product uses: CpuBackend::kernelThreads(), or 1 for a
 // product too small to gain from a second thread (the size rule measured by
 // bench/bench_products_cpu; docs/cpu-products.md).

@@ -266,19 +266,30 @@ private:
   std::vector<std::int64_t> row_;
 };
 
+// oneDNN, split into parts on several threads when the product is large
+// enough (productThreads), or null.
+std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights) {
+  if (const int parts = productThreads(g, dtypeSize(dtype)); parts > 1) {
+    if (std::unique_ptr<GemmEngine> e = makeSplitGemm(dtype, g, weights, parts)) {
+      return e;
+    }
+  }
+  return makeDnnlGemm(dtype, g, weights);
+}
+
 } // namespace
 
 std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights) {
   switch (dtype) {
   case DType::Float32:
-    if (std::unique_ptr<GemmEngine> e = makeDnnlGemm(dtype, g, weights)) {
+    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
       return e;
     }
     return std::make_unique<BlasEngine<float>>(g);
   case DType::Float64:
     return std::make_unique<BlasEngine<double>>(g);
   case DType::BFloat16:
-    if (std::unique_ptr<GemmEngine> e = makeDnnlGemm(dtype, g, weights)) {
+    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
       return e;
     }
     return std::make_unique<ConvertEngine<BFloat16>>(g, weights);

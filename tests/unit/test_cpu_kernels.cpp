@@ -1432,29 +1432,53 @@ TEST_CASE("a prepared product runs again with new data and re-packs a constant W
   }
 }
 
-TEST_CASE("products follow the kernel thread count, rebuilding a prepared product when it changes",
+TEST_CASE("large products split into parts on helper threads, and follow the thread count",
           "[cpu][kernel][products]") {
-  // Large enough for a second thread (productThreads): prepared at 2 threads,
-  // run at 2, then at 1 (the oneDNN primitive is remade), then at 2 again.
-  const graph::ExpandedGraph g =
-      oneOp("matmul", {{"x", "float32", {64, 256}}, {"w", "float32", {256, 160}}},
-            R"({"X": "x", "W": "w"})");
-  const graph::Operation& op = g.operations[0];
-  const std::vector<Buffer> want = runWhole(g, makeInputs(g, 1));
-  ProductRun r = productRun(g, 1);
-  std::vector<PortViews> ins = r.inViews();
-  std::vector<PortViews> outs = {{r.result.view()}};
-  const KernelCall call{op, op.application.index, ins, outs, 0};
-  CpuBackend::setBlasThreads(2);
-  std::unique_ptr<PreparedKernel> prepared = cpu().prepareKernel(call);
-  for (const int threads : {2, 1, 2}) {
-    INFO(threads << " threads");
-    CpuBackend::setBlasThreads(threads);
-    std::memset(r.result.data(), 0, static_cast<std::size_t>(r.result.byteSize()));
-    prepared->run(call);
-    CHECK(relError(values(r.result), values(want[0])) <= 1e-5);
+  // Large enough for a second thread (productThreads), split along the batch,
+  // n (a classifier, W constant: each part packs its columns) and m: prepared
+  // at 2 threads, run at 2, then at 1 (the parts one after another), then at
+  // 2 again, each time against the reference.
+  struct Case {
+    graph::ExpandedGraph g;
+    bool constantW;
+  };
+  std::vector<Case> cases;
+  cases.push_back(
+      {oneOp("matmul", {{"x", "float32", {4, 64, 128}}, {"w", "float32", {4, 128, 128}}},
+             R"({"X": "x", "W": "w"})"),
+       false});
+  cases.push_back(
+      {oneOp("linear",
+             {{"x", "float32", {2, 512}}, {"w", "float32", {1000, 512}}, {"b", "float32", {1000}}},
+             R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})"),
+       true});
+  cases.push_back({oneOp("matmul", {{"x", "float32", {512, 128}}, {"w", "float32", {128, 32}}},
+                         R"({"X": "x", "W": "w"})"),
+                   false});
+  cases.push_back({oneOp("matmul", {{"x", "bfloat16", {64, 256}}, {"w", "bfloat16", {256, 160}}},
+                         R"({"X": "x", "W": "w"})"),
+                   true});
+  for (const Case& c : cases) {
+    const graph::Operation& op = c.g.operations[0];
+    INFO(op.kernel << " " << op.application.index.toString());
+    const DType dtype = parseDType(op.application.outputs[0].tensors[0].dtype);
+    const std::vector<Buffer> want = runWhole(c.g, makeInputs(c.g, 1));
+    ProductRun r = productRun(c.g, 1);
+    std::vector<PortViews> ins = r.inViews();
+    ins[1][0].constant = c.constantW;
+    std::vector<PortViews> outs = {{r.result.view()}};
+    const KernelCall call{op, op.application.index, ins, outs, 0};
+    CpuBackend::setBlasThreads(2);
+    std::unique_ptr<PreparedKernel> prepared = cpu().prepareKernel(call);
+    for (const int threads : {2, 1, 2}) {
+      INFO(threads << " threads");
+      CpuBackend::setBlasThreads(threads);
+      std::memset(r.result.data(), 0, static_cast<std::size_t>(r.result.byteSize()));
+      prepared->run(call);
+      CHECK(relError(values(r.result), values(want[0])) <= tolerance(dtype));
+    }
+    CpuBackend::setBlasThreads(1);
   }
-  CpuBackend::setBlasThreads(1);
 }
 
 TEST_CASE("sum, mean and max reduce an axis, split axes give partials", "[cpu][kernel]") {

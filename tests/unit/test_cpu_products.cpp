@@ -22,21 +22,24 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-// The engine of an unsharded matmul [16, 64] x W [192, 64] (transpose_w) of
+// The engine of an unsharded matmul [m, k] x W [n, k] (transpose_w) of
 // `dtype`, W's view constant or not.
-std::string engineOf(const std::string& dtype, bool constant) {
+std::string engineOf(const std::string& dtype, bool constant, std::int64_t m = 16,
+                     std::int64_t k = 64, std::int64_t n = 192) {
   static const metakernel::MetakernelLibrary lib = metakernel::MetakernelLibrary::standard();
   const std::string text =
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": ")" + dtype +
-      R"(", "shape": [16, 64]}, "w": {"dtype": ")" + dtype +
-      R"(", "shape": [192, 64]}}, "operations": [{"name": "op", "kernel": "matmul", "params": {"transpose_w": true}, "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}]})";
+      R"(", "shape": [)" + std::to_string(m) + ", " + std::to_string(k) +
+      R"(]}, "w": {"dtype": ")" + dtype + R"(", "shape": [)" + std::to_string(n) + ", " +
+      std::to_string(k) +
+      R"(]}}, "operations": [{"name": "op", "kernel": "matmul", "params": {"transpose_w": true}, "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}]})";
   const json::Document doc = json::Document::parse(SourceFile("g.json", text));
   const graph::ExpandedGraph g = graph::expand(graph::decodeGraph(json::Value(doc)), lib);
   const graph::Operation& op = g.operations[0];
   const backend::DType dt = backend::parseDType(dtype);
-  const backend::Buffer x = backend::Buffer::host(dt, {16, 64});
-  const backend::Buffer w = backend::Buffer::host(dt, {192, 64});
-  const backend::Buffer y = backend::Buffer::host(dt, {16, 192});
+  const backend::Buffer x = backend::Buffer::host(dt, {m, k});
+  const backend::Buffer w = backend::Buffer::host(dt, {n, k});
+  const backend::Buffer y = backend::Buffer::host(dt, {m, n});
   std::vector<backend::PortViews> ins = {{x.view()}, {w.view()}};
   ins[1][0].constant = constant;
   std::vector<backend::PortViews> outs = {{y.view()}};
@@ -60,4 +63,17 @@ TEST_CASE("products: which engine runs what", "[cpu][kernel][products]") {
   const std::string bf16 = engineOf("bfloat16", false);
   INFO(bf16);
   CHECK((bf16.rfind("onednn ", 0) == 0 || bf16.rfind("float32 blocks, ", 0) == 0));
+}
+
+TEST_CASE("products: a large one splits into parts when a call may use two threads",
+          "[cpu][kernel][products]") {
+  // [1, 2048] x [2048, 1000] (resnet50's classifier, 8 MB of weights): along n,
+  // each part packing its own columns; at one thread, one engine.
+  backend::CpuBackend::setBlasThreads(2);
+  CHECK_THAT(engineOf("float32", true, 1, 2048, 1000),
+             StartsWith("2 parts along n of onednn packed "));
+  // Small products stay on one thread (a team costs more than it saves).
+  CHECK_THAT(engineOf("float32", true), StartsWith("onednn packed "));
+  backend::CpuBackend::setBlasThreads(1);
+  CHECK_THAT(engineOf("float32", true, 1, 2048, 1000), StartsWith("onednn packed "));
 }
