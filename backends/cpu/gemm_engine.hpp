@@ -56,7 +56,7 @@ std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, We
 // The threads one product uses: CpuBackend::kernelThreads(), or 1 for a
 // product too small to gain from a second thread (the size rule measured by
 // bench/bench_products_cpu; docs/cpu-products.md).
-int productThreads(const GemmGeometry& g, std::size_t elementSize);
+int productThreads(const GemmGeometry& g);
 
 // The engine a matmul or linear call would run with (tests and docs ask).
 std::string productEngineName(const KernelCall& call);

@@ -1,19 +1,21 @@
-// A product large enough for several threads, split into parts that run at
-// once: the calling thread runs the first, helper threads of its own the
-// others. Each part is a one-thread engine of its own (oneDNN's, with its
-// own packed slice of a constant B). Why not oneDNN's OpenMP team: libgomp's
-// team threads spin for milliseconds after each parallel region, and on a
-// machine whose cores are all busy (the executor gives a product every core
-// it has) that spin took a core from the kernels that follow: resnet18's
-// convolutions ran 8% slower after its classifier's two-thread product
-// (docs/cpu-products.md). A helper here spins briefly for the next part,
-// then sleeps.
+// A product large enough for several threads (productThreads), split into
+// parts that run at once: the calling thread runs the first, helper threads
+// of its own the others, each part a one-thread oneDNN engine. Why not
+// oneDNN's OpenMP team: libgomp's team threads spin for about 5 ms after each
+// parallel region without yielding, and on a machine whose cores the
+// executor has all given out that spin took a core from the kernels that
+// follow (resnet18's convolutions ran 8% slower after its classifier's
+// two-thread product; docs/cpu-products.md). A helper yields while it waits
+// for the next part (2 ms), then sleeps, and is kept off its caller's core:
+// the scheduler woke it there, where the two parts ran one after the other.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -47,6 +49,17 @@ public:
     thread_.join();
   }
 
+  // Keeps the helper off `cpu` (the caller's): the scheduler wakes a thread on
+  // its waker's core, where the two parts then ran one after the other.
+  void avoid(int cpu) {
+    cpu_set_t allowed;
+    if (cpu < 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) {
+      return;
+    }
+    CPU_CLR(cpu, &allowed);
+    pthread_setaffinity_np(thread_.native_handle(), sizeof allowed, &allowed);
+  }
+
   // Starts `part` on the operands; finish() waits for it.
   void start(const Part& part, const std::byte* a, const std::byte* b, std::byte* c,
              const std::byte* bias) {
@@ -73,18 +86,24 @@ public:
   }
   void wait() {
     const std::uint64_t ticket = posted_.load(std::memory_order_relaxed);
-    while (done_.load(std::memory_order_acquire) != ticket) {
-      pause();
+    for (int i = 0; done_.load(std::memory_order_acquire) != ticket; ++i) {
+      relax(i);
     }
   }
 
 private:
-  static void pause() {
+  // One step of a wait: a pause for the first few, then a yield, so that a
+  // thread the scheduler put on this core (the helper beside its caller, or
+  // the caller beside a spinning helper) gets it: spinning there stalled a
+  // product until the scheduler moved one of them (milliseconds).
+  static void relax(int i) {
+    if (i < 64) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#else
-    std::this_thread::yield();
+      __builtin_ia32_pause();
 #endif
+    } else {
+      std::this_thread::yield();
+    }
   }
 
   void loop() {
@@ -93,7 +112,7 @@ private:
       // Spin a little for the next part (products often come in runs), then sleep.
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
       for (int i = 0; posted_.load(std::memory_order_seq_cst) == seen; ++i) {
-        if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) {
+        if ((i & 15) == 15 && std::chrono::steady_clock::now() > until) {
           std::unique_lock<std::mutex> lock(mutex_);
           sleeping_.store(true, std::memory_order_seq_cst);
           wake_.wait(lock, [&] {
@@ -102,7 +121,7 @@ private:
           sleeping_.store(false, std::memory_order_seq_cst);
           break;
         }
-        pause();
+        relax(i);
       }
       if (stop_.load()) {
         return;
@@ -118,7 +137,7 @@ private:
     }
   }
 
-  static constexpr int kSpinUs = 50;
+  static constexpr int kSpinUs = 2000;
 
   const Part* part_ = nullptr;
   const std::byte* a_ = nullptr;
@@ -135,11 +154,20 @@ private:
   std::thread thread_; // last: starts after every other member exists
 };
 
-// The calling thread's helpers, made when first needed and kept.
+// The calling thread's helpers, made when first needed and kept, and kept
+// off the core the calling thread is on.
 std::vector<std::unique_ptr<Helper>>& helpers(std::size_t count) {
   thread_local std::vector<std::unique_ptr<Helper>> mine;
-  while (mine.size() < count) {
-    mine.push_back(std::make_unique<Helper>());
+  thread_local int avoided = -1;
+  const int cpu = sched_getcpu();
+  if (mine.size() < count || cpu != avoided) {
+    while (mine.size() < count) {
+      mine.push_back(std::make_unique<Helper>());
+    }
+    for (const auto& h : mine) {
+      h->avoid(cpu);
+    }
+    avoided = cpu;
   }
   return mine;
 }
@@ -222,17 +250,21 @@ std::vector<std::int64_t> cuts(std::int64_t n, int parts, std::int64_t align) {
 std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
                                           int parts) {
   const auto size = static_cast<std::int64_t>(dtypeSize(dtype));
-  // Along the batch when it has a part for everyone; else along n (each part
-  // reads and packs its own columns of B: a classifier's [1, K] x [K, 1000]
-  // halves the weights each thread streams), or along m when there are few
-  // columns and many rows.
-  const char* along = g.batch >= parts                         ? "batch"
-                      : g.N >= std::min<std::int64_t>(g.M, 64) ? "n"
-                                                               : "m";
+  // Along the batch when it has a part for everyone; else along m, so that
+  // every part writes whole rows of a dense result (oneDNN's fast kernels
+  // want dense rows; a part of the columns, with the rows' full stride, got
+  // its slow generic gemm: 30x slower on [128, 128] x [128, 128]); along n
+  // only for a single row (a classifier's [1, K] x [K, 1000]: each part
+  // reads and packs its own columns of B, half the weights each).
+  const char* along = g.batch >= parts ? "batch" : g.M >= parts ? "m" : "n";
   const std::int64_t extent = along[0] == 'b' ? g.batch : along[0] == 'n' ? g.N : g.M;
   if (parts < 2 || extent < parts) {
     return nullptr;
   }
+  // Parts that all read the whole B (parts of the rows, or of a batch that
+  // shares one B) read it in place rather than each packing a copy.
+  const WeightUse partWeights =
+      along[0] == 'm' || (along[0] == 'b' && g.bsB == 0) ? WeightUse::InPlace : weights;
   const std::vector<std::int64_t> at = cuts(extent, parts, along[0] == 'n' ? 16 : 1);
   std::vector<Part> out;
   for (int i = 0; i < parts; ++i) {
@@ -258,7 +290,7 @@ std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, We
       p.a = lo * g.rsA * size;
       p.c = lo * g.rsC * size;
     }
-    p.engine = makeDnnlGemm(dtype, part, weights);
+    p.engine = makeDnnlGemm(dtype, part, partWeights);
     if (!p.engine) {
       return nullptr;
     }

@@ -23,23 +23,17 @@
 
 namespace tapestry::backend::cpu {
 
-// Measured with bench_products_cpu (oneDNN, 1 against 2 threads, the 2-core
-// machine of docs/cpu-products.md): a second thread cost more than it saved
-// up to about 2 million flops (square 64: 2.5 -> 5.7 us, square 96: 7.9 ->
-// 9.7 us) and paid from about 4 million (square 128: 1.31x, 160: 1.55x, 256:
-// 1.81x), or where B is large enough that reading it dominates (a classifier's
-// [1, 512] x [512, 1000], 1 MFLOP and 2 MB: 1.32x).
-int productThreads(const GemmGeometry& g, std::size_t elementSize) {
-  constexpr double kParallelFlops = 3 << 20;
-  constexpr double kParallelBBytes = 1 << 20;
+// Measured with bench_products_cpu (the backend's engine, 1 against 2
+// threads, on the 2-core VM of docs/cpu-products.md): a second thread pays
+// only from about 64 MFLOP (square 512: 1.35 -> 0.96 ms, 2048: 91 -> 44-55
+// ms). Below that, waking the helper's core costs 50-300 us here (a halted
+// virtual CPU), more than the split saves (square 128: 21 -> 44 us; a
+// classifier's [1, 2048] x [2048, 1000]: 166 -> 124 us only while the
+// helper was awake, and a model runs it once after 45 ms of convolutions).
+int productThreads(const GemmGeometry& g) {
+  constexpr double kParallelFlops = 1 << 26;
   const int threads = CpuBackend::kernelThreads();
-  const double bBytes = static_cast<double>(g.K) * static_cast<double>(g.N) *
-                        static_cast<double>(elementSize) *
-                        static_cast<double>(g.bsB == 0 ? 1 : g.batch);
-  if (threads <= 1 || (g.flops() < kParallelFlops && bBytes < kParallelBBytes)) {
-    return 1;
-  }
-  return threads;
+  return threads <= 1 || g.flops() < kParallelFlops ? 1 : threads;
 }
 
 namespace {
@@ -269,7 +263,7 @@ private:
 // oneDNN, split into parts on several threads when the product is large
 // enough (productThreads), or null.
 std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights) {
-  if (const int parts = productThreads(g, dtypeSize(dtype)); parts > 1) {
+  if (const int parts = productThreads(g); parts > 1) {
     if (std::unique_ptr<GemmEngine> e = makeSplitGemm(dtype, g, weights, parts)) {
       return e;
     }

@@ -1434,30 +1434,29 @@ TEST_CASE("a prepared product runs again with new data and re-packs a constant W
 
 TEST_CASE("large products split into parts on helper threads, and follow the thread count",
           "[cpu][kernel][products]") {
-  // Large enough for a second thread (productThreads), split along the batch,
-  // n (a classifier, W constant: each part packs its columns) and m: prepared
-  // at 2 threads, run at 2, then at 1 (the parts one after another), then at
-  // 2 again, each time against the reference.
+  // Large enough for a second thread (productThreads: 2^26 flops each), split
+  // along the batch and m, W constant or not (the split along n, for single
+  // rows, is tested in test_cpu_products.cpp): prepared at 2 threads, run at
+  // 2, then at 1 (the parts one after another), then at 2 again, each time
+  // against the reference.
   struct Case {
     graph::ExpandedGraph g;
     bool constantW;
   };
   std::vector<Case> cases;
   cases.push_back(
-      {oneOp("matmul", {{"x", "float32", {4, 64, 128}}, {"w", "float32", {4, 128, 128}}},
+      {oneOp("matmul", {{"x", "float32", {4, 128, 256}}, {"w", "float32", {4, 256, 256}}},
              R"({"X": "x", "W": "w"})"),
        false});
   cases.push_back(
       {oneOp("linear",
-             {{"x", "float32", {2, 512}}, {"w", "float32", {1000, 512}}, {"b", "float32", {1000}}},
+             {{"x", "float32", {1024, 256}}, {"w", "float32", {128, 256}}, {"b", "float32", {128}}},
              R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})"),
        true});
-  cases.push_back({oneOp("matmul", {{"x", "float32", {512, 128}}, {"w", "float32", {128, 32}}},
-                         R"({"X": "x", "W": "w"})"),
-                   false});
-  cases.push_back({oneOp("matmul", {{"x", "bfloat16", {64, 256}}, {"w", "bfloat16", {256, 160}}},
-                         R"({"X": "x", "W": "w"})"),
-                   true});
+  cases.push_back(
+      {oneOp("matmul", {{"x", "bfloat16", {2, 512, 256}}, {"w", "bfloat16", {256, 128}}},
+             R"({"X": "x", "W": "w"})"),
+       true});
   for (const Case& c : cases) {
     const graph::Operation& op = c.g.operations[0];
     INFO(op.kernel << " " << op.application.index.toString());

@@ -67,13 +67,88 @@ TEST_CASE("products: which engine runs what", "[cpu][kernel][products]") {
 
 TEST_CASE("products: a large one splits into parts when a call may use two threads",
           "[cpu][kernel][products]") {
-  // [1, 2048] x [2048, 1000] (resnet50's classifier, 8 MB of weights): along n,
-  // each part packing its own columns; at one thread, one engine.
+  // [1024, 256] x [256, 128] (2^26 flops, the least that splits): along m,
+  // every part reading the whole W in place; at one thread, one engine.
   backend::CpuBackend::setBlasThreads(2);
-  CHECK_THAT(engineOf("float32", true, 1, 2048, 1000),
-             StartsWith("2 parts along n of onednn packed "));
-  // Small products stay on one thread (a team costs more than it saves).
-  CHECK_THAT(engineOf("float32", true), StartsWith("onednn packed "));
-  backend::CpuBackend::setBlasThreads(1);
+  CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("2 parts along m of onednn "));
+  // Smaller products stay on one thread (waking a helper costs more than it saves).
   CHECK_THAT(engineOf("float32", true, 1, 2048, 1000), StartsWith("onednn packed "));
+  backend::CpuBackend::setBlasThreads(1);
+  CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("onednn packed "));
+}
+
+TEST_CASE("products: split parts write exactly their share, at two threads and at one",
+          "[cpu][kernel][products]") {
+  // makeSplitGemm on small products (any size splits when asked): along the
+  // batch, m and n (a single row, W constant: each part packs its columns),
+  // with a bias and a strided result, against plain loops.
+  using backend::cpu::WeightUse;
+  struct Case {
+    const char* along;
+    std::int64_t batch, M, N, K;
+    WeightUse weights;
+  };
+  for (const Case& c :
+       {Case{"batch", 3, 5, 9, 7, WeightUse::InPlace}, Case{"m", 1, 9, 6, 5, WeightUse::Packed},
+        Case{"n", 1, 1, 40, 8, WeightUse::Packed}}) {
+    INFO("along " << c.along);
+    backend::GemmGeometry g;
+    g.batch = c.batch;
+    g.M = c.M;
+    g.N = c.N;
+    g.K = c.K;
+    g.rsA = c.K;
+    g.csA = 1;
+    g.bsA = c.M * c.K;
+    g.rsB = 1; // B stored transposed, [N, K]
+    g.csB = c.K;
+    g.bsB = c.N * c.K;
+    g.rsC = c.N + 3; // rows padded
+    g.csC = 1;
+    g.bsC = c.M * g.rsC;
+    g.bias = true;
+    g.biasStride = 1;
+    std::vector<float> a(static_cast<std::size_t>(c.batch * g.bsA));
+    std::vector<float> b(static_cast<std::size_t>(c.batch * g.bsB));
+    std::vector<float> bias(static_cast<std::size_t>(c.N));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i] = static_cast<float>(static_cast<int>(i * 7 % 11) - 5);
+    }
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      b[i] = static_cast<float>(static_cast<int>(i * 5 % 9) - 4);
+    }
+    for (std::size_t i = 0; i < bias.size(); ++i) {
+      bias[i] = static_cast<float>(i);
+    }
+    const std::unique_ptr<backend::cpu::GemmEngine> e =
+        backend::cpu::makeSplitGemm(backend::DType::Float32, g, c.weights, 2);
+    REQUIRE(e != nullptr);
+    CHECK_THAT(e->name(), StartsWith(std::string("2 parts along ") + c.along + " of onednn "));
+    for (const int threads : {2, 1}) {
+      INFO(threads << " threads");
+      backend::CpuBackend::setBlasThreads(threads);
+      std::vector<float> out(static_cast<std::size_t>(c.batch * g.bsC), -99.0f);
+      e->run(reinterpret_cast<const std::byte*>(a.data()),
+             reinterpret_cast<const std::byte*>(b.data()), reinterpret_cast<std::byte*>(out.data()),
+             reinterpret_cast<const std::byte*>(bias.data()));
+      for (std::int64_t p = 0; p < c.batch; ++p) {
+        for (std::int64_t i = 0; i < c.M; ++i) {
+          for (std::int64_t j = 0; j < g.rsC; ++j) {
+            const float got = out[static_cast<std::size_t>(p * g.bsC + i * g.rsC + j)];
+            if (j >= c.N) {
+              CHECK(got == -99.0f); // the padding is not written
+              continue;
+            }
+            float want = bias[static_cast<std::size_t>(j)];
+            for (std::int64_t k = 0; k < c.K; ++k) {
+              want += a[static_cast<std::size_t>(p * g.bsA + i * c.K + k)] *
+                      b[static_cast<std::size_t>(p * g.bsB + j * c.K + k)];
+            }
+            CHECK(got == want); // small integers: exact
+          }
+        }
+      }
+    }
+  }
+  backend::CpuBackend::setBlasThreads(1);
 }
