@@ -33,42 +33,4 @@ StrideWalk walkDense(std::byte* data, std::span<const std::int64_t> extent) {
   return StrideWalk{data, rowMajorStrides(extent)};
 }
 
-std::optional<MergedRows> mergeMatmulRows(const ZRange& index, const StrideWalk& x,
-                                          const StrideWalk& w, const StrideWalk& r) {
-  const std::size_t nb = index.rank() - 3; // batch dims; dim nb is m
-  MergedRows merged{index.extent(nb), x.stride[nb], r.stride[nb]};
-  for (std::size_t d = nb; d-- > 0;) {
-    const std::int64_t extent = index.extent(d);
-    if (extent == 1) {
-      continue;
-    }
-    if (w.stride[d] != 0) {
-      return std::nullopt;
-    }
-    if (merged.rows == 1) {
-      merged = MergedRows{extent, x.stride[d], r.stride[d]};
-    } else if (x.stride[d] == merged.xRowStride * merged.rows &&
-               r.stride[d] == merged.rRowStride * merged.rows) {
-      merged.rows *= extent;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return merged;
-}
-
-MatmulShard matmulShard(const KernelCall& call) {
-  const ZRange& idx = call.index;
-  const std::size_t nb = idx.rank() - 3;
-  return MatmulShard{nb,
-                     call.inputs[0][0].rank() - 2,
-                     call.inputs[1][0].rank() - 2,
-                     idx.start()[nb],
-                     idx.start()[nb + 1],
-                     idx.start()[nb + 2],
-                     idx.extent(nb),
-                     idx.extent(nb + 1),
-                     idx.extent(nb + 2)};
-}
-
 } // namespace tapestry::backend

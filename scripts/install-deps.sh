@@ -11,6 +11,8 @@ packages=(
   antlr4 libantlr4-runtime-dev
   libgraphviz-dev graphviz
   catch2 libopenblas-dev libdnnl-dev libsleef-dev
+  # dnnl-config.cmake (find_package(dnnl CONFIG)) looks for OpenCL, its GPU runtime.
+  ocl-icd-opencl-dev
   python3 python3-jsonschema python3-yaml jq
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler

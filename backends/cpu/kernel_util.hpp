@@ -249,16 +249,6 @@ inline TapSpan tapsInside(std::int64_t base, std::int64_t d, std::int64_t K, std
 
 // ---------------------------------------------------------------- matrix products
 
-// C = A·B + bias, with A [M, K], B [K, N], C [M, N] given by element pointers
-// and (row, column) strides, and bias [N] (contiguous, compute type) or null.
-// float and double go through cblas (copying an operand first only when no
-// stride is 1); float16 and bfloat16 convert to float32 blocks for sgemm;
-// integers use loops that wrap.
-template <class T>
-void matmulBlock(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, std::int64_t rsA,
-                 std::int64_t csA, const T* B, std::int64_t rsB, std::int64_t csB, T* C,
-                 std::int64_t rsC, std::int64_t csC, const typename Num<T>::C* bias);
-
 // C [M, N] = A [M, K]·B [K, N] for dense row-major float or double blocks (cblas).
 void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B,
                float* C);

@@ -1,21 +1,44 @@
 // Matrix products: matmul (batched, k a reduction dim: a shard with part of k
-// writes a partial product) and linear (X·W + bias, whole k per point). float
-// and double call cblas_sgemm/dgemm on the views in place, with leading
-// dimensions taken from the view strides; float16 and bfloat16 compute in
-// float32 blocks; integers use wrapping loops.
+// writes a partial product) and linear (X·W + bias, whole k per point), as
+// prepared kernels. prepare reduces a shard to one strided gemm (batched where
+// the batch dims allow) plus a list of outer batch offsets (planProduct,
+// backends/products.hpp, which the CUDA backend shares) and makes the gemm's
+// engine once (gemm_engine.hpp: oneDNN, OpenBLAS, loops); run only walks the
+// offsets. transpose_x / transpose_w need no code of their own: the IPFs read
+// the swapped dims, so the strides along m, n and k are what the walks give,
+// and oneDNN and BLAS read a swapped operand as a transposed layout in place.
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <optional>
 #include <vector>
 
 #include <cblas.h>
 
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/gemm_engine.hpp"
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/products.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu {
 
+// Measured with bench_products_cpu (the backend's engine, 1 against 2
+// threads, on the 2-core VM of docs/cpu-products.md): a second thread pays
+// only from about 64 MFLOP (square 512: 1.35 -> 0.96 ms, 2048: 91 -> 44-55
+// ms). Below that, waking the helper's core costs 50-300 us here (a halted
+// virtual CPU), more than the split saves (square 128: 21 -> 44 us; a
+// classifier's [1, 2048] x [2048, 1000]: 166 -> 124 us only while the
+// helper was awake, and a model runs it once after 45 ms of convolutions).
+int productThreads(const GemmGeometry& g) {
+  constexpr double kParallelFlops = 1 << 26;
+  const int threads = CpuBackend::kernelThreads();
+  return threads <= 1 || g.flops() < kParallelFlops ? 1 : threads;
+}
+
 namespace {
+
+// ---------------------------------------------------------------- BLAS engine
 
 blasint toBlasInt(std::int64_t v) {
   if (v > static_cast<std::int64_t>(INT_MAX)) {
@@ -38,251 +61,343 @@ void gemmCall(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t M, std::int64
               toBlasInt(lda), B, toBlasInt(ldb), beta, C, toBlasInt(ldc));
 }
 
-// A strided rows x cols block copied into a dense row-major one, converted to F.
+// A strided rows x cols block into dense row-major `out`, converted to F.
 template <class F, class T>
-std::vector<F> denseCopy(std::int64_t rows, std::int64_t cols, const T* p, std::int64_t rs,
-                         std::int64_t cs) {
-  std::vector<F> out(static_cast<std::size_t>(rows * cols));
+void gather(std::int64_t rows, std::int64_t cols, const T* p, std::int64_t rs, std::int64_t cs,
+            F* out) {
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t j = 0; j < cols; ++j) {
-      out[static_cast<std::size_t>(i * cols + j)] =
-          static_cast<F>(Num<T>::load(p[i * rs + j * cs]));
+      out[i * cols + j] = static_cast<F>(Num<T>::load(p[i * rs + j * cs]));
     }
   }
-  return out;
 }
 
-// C = A·B + bias for float/double, in place through cblas.
-template <class F>
-void blasGemm(std::int64_t M, std::int64_t N, std::int64_t K, const F* A, std::int64_t rsA,
-              std::int64_t csA, const F* B, std::int64_t rsB, std::int64_t csB, F* C,
-              std::int64_t rsC, std::int64_t csC, const F* bias) {
-  if (M == 0 || N == 0) {
-    return;
-  }
-  std::vector<F> denseA;
-  std::vector<F> denseB;
-  std::optional<MatrixLayout> la = matrixLayout(M, K, rsA, csA);
-  if (!la) {
-    denseA = denseCopy<F>(M, K, A, rsA, csA);
-    A = denseA.data();
-    la = MatrixLayout{false, std::max<std::int64_t>(K, 1)};
-  }
-  std::optional<MatrixLayout> lb = matrixLayout(K, N, rsB, csB);
-  if (!lb) {
-    denseB = denseCopy<F>(K, N, B, rsB, csB);
-    B = denseB.data();
-    lb = MatrixLayout{false, std::max<std::int64_t>(N, 1)};
-  }
-  // C must be row-major with unit columns; otherwise compute densely and scatter.
-  const bool direct = (N == 1 || csC == 1) && (M == 1 || rsC >= N);
-  std::vector<F> denseC;
-  F* out = C;
-  std::int64_t ldc = M == 1 ? N : rsC;
-  if (!direct) {
-    denseC.assign(static_cast<std::size_t>(M * N), F(0));
-    out = denseC.data();
-    ldc = N;
-  }
-  const std::int64_t outCs = direct ? (N == 1 ? 1 : csC) : 1;
-  if (bias != nullptr) {
-    for (std::int64_t i = 0; i < M; ++i) {
-      for (std::int64_t j = 0; j < N; ++j) {
-        out[i * ldc + j * outCs] = bias[j];
-      }
+// float and double through cblas, each operand read in place where one of
+// its strides is 1 (a transposed operand is a transpose flag), else gathered
+// into scratch made at prepare; an output cblas cannot write in place is
+// computed densely and scattered.
+template <class F> class BlasEngine final : public GemmEngine {
+public:
+  explicit BlasEngine(const GemmGeometry& g)
+      : g_(g), la_(matrixLayout(g.M, g.K, g.rsA, g.csA)), lb_(matrixLayout(g.K, g.N, g.rsB, g.csB)),
+        direct_((g.N == 1 || g.csC == 1) && (g.M == 1 || g.rsC >= g.N)) {
+    if (!la_) {
+      denseA_.resize(static_cast<std::size_t>(g.M * g.K));
+    }
+    if (!lb_) {
+      denseB_.resize(static_cast<std::size_t>(g.K * g.N));
+    }
+    if (!direct_) {
+      denseC_.resize(static_cast<std::size_t>(g.M * g.N));
     }
   }
-  if (K == 0) {
-    if (bias == nullptr) {
+
+  void run(const std::byte* a, const std::byte* b, std::byte* c, const std::byte* bias) override {
+    const auto* A = reinterpret_cast<const F*>(a);
+    const auto* B = reinterpret_cast<const F*>(b);
+    auto* C = reinterpret_cast<F*>(c);
+    for (std::int64_t i = 0; i < g_.batch; ++i) {
+      one(A + i * g_.bsA, B + i * g_.bsB, C + i * g_.bsC, reinterpret_cast<const F*>(bias));
+    }
+  }
+
+  std::string name() const override {
+    return std::string("openblas ") + (std::is_same_v<F, float> ? "sgemm" : "dgemm");
+  }
+
+private:
+  void one(const F* A, const F* B, F* C, const F* bias) {
+    const std::int64_t M = g_.M, N = g_.N, K = g_.K;
+    MatrixLayout la = la_.value_or(MatrixLayout{false, std::max<std::int64_t>(K, 1)});
+    MatrixLayout lb = lb_.value_or(MatrixLayout{false, std::max<std::int64_t>(N, 1)});
+    if (!la_) {
+      gather(M, K, A, g_.rsA, g_.csA, denseA_.data());
+      A = denseA_.data();
+    }
+    if (!lb_) {
+      gather(K, N, B, g_.rsB, g_.csB, denseB_.data());
+      B = denseB_.data();
+    }
+    F* out = direct_ ? C : denseC_.data();
+    const std::int64_t ldc = !direct_ ? N : (M == 1 ? N : g_.rsC);
+    const std::int64_t outCs = direct_ && N != 1 ? g_.csC : 1;
+    if (bias != nullptr || K == 0) {
       for (std::int64_t i = 0; i < M; ++i) {
         for (std::int64_t j = 0; j < N; ++j) {
-          out[i * ldc + j * outCs] = F(0);
+          out[i * ldc + j * outCs] = bias != nullptr ? bias[j * g_.biasStride] : F(0);
         }
       }
     }
-  } else {
-    gemmCall(la->transpose ? CblasTrans : CblasNoTrans, lb->transpose ? CblasTrans : CblasNoTrans,
-             M, N, K, A, la->ld, B, lb->ld, bias != nullptr ? F(1) : F(0), out, ldc);
-  }
-  if (!direct) {
-    for (std::int64_t i = 0; i < M; ++i) {
-      for (std::int64_t j = 0; j < N; ++j) {
-        C[i * rsC + j * csC] = denseC[static_cast<std::size_t>(i * N + j)];
+    if (K > 0) {
+      gemmCall(la.transpose ? CblasTrans : CblasNoTrans, lb.transpose ? CblasTrans : CblasNoTrans,
+               M, N, K, A, la.ld, B, lb.ld, bias != nullptr ? F(1) : F(0), out, ldc);
+    }
+    if (!direct_) {
+      for (std::int64_t i = 0; i < M; ++i) {
+        for (std::int64_t j = 0; j < N; ++j) {
+          C[i * g_.rsC + j * g_.csC] = denseC_[static_cast<std::size_t>(i * N + j)];
+        }
       }
     }
   }
+
+  GemmGeometry g_;
+  std::optional<MatrixLayout> la_, lb_;
+  bool direct_;
+  std::vector<F> denseA_, denseB_, denseC_;
+};
+
+// ---------------------------------------------------------------- 16-bit floats
+
+// float16 (and bfloat16 where oneDNN has no kernel): the operands converted
+// into dense float32 scratch, one float32 engine, and the result rounded once
+// when stored. A B used in place across runs (WeightUse::Packed) is converted
+// only when its data pointer changes.
+template <class T> class ConvertEngine final : public GemmEngine {
+public:
+  ConvertEngine(const GemmGeometry& g, WeightUse weights) : g_(g), weights_(weights) {
+    GemmGeometry d;
+    d.batch = g.batch;
+    d.M = g.M;
+    d.N = g.N;
+    d.K = g.K;
+    d.rsA = g.K;
+    d.csA = 1;
+    d.rsB = g.N;
+    d.csB = 1;
+    d.rsC = g.N;
+    d.csC = 1;
+    d.bsA = g.bsA == 0 ? 0 : g.M * g.K;
+    d.bsB = g.bsB == 0 ? 0 : g.K * g.N;
+    d.bsC = g.M * g.N;
+    d.bias = g.bias;
+    d.biasStride = 1;
+    a_.resize(static_cast<std::size_t>((d.bsA == 0 ? 1 : g.batch) * g.M * g.K));
+    b_.resize(static_cast<std::size_t>((d.bsB == 0 ? 1 : g.batch) * g.K * g.N));
+    c_.resize(static_cast<std::size_t>(g.batch * g.M * g.N));
+    bias_.resize(static_cast<std::size_t>(g.bias ? g.N : 0));
+    inner_ = makeGemmEngine(DType::Float32, d, weights);
+  }
+
+  void run(const std::byte* a, const std::byte* b, std::byte* c, const std::byte* bias) override {
+    const auto* A = reinterpret_cast<const T*>(a);
+    const auto* B = reinterpret_cast<const T*>(b);
+    auto* C = reinterpret_cast<T*>(c);
+    const std::int64_t batchA = g_.bsA == 0 ? 1 : g_.batch;
+    const std::int64_t batchB = g_.bsB == 0 ? 1 : g_.batch;
+    for (std::int64_t i = 0; i < batchA; ++i) {
+      gather(g_.M, g_.K, A + i * g_.bsA, g_.rsA, g_.csA, a_.data() + i * g_.M * g_.K);
+    }
+    if (weights_ == WeightUse::InPlace || b != convertedFrom_) {
+      for (std::int64_t i = 0; i < batchB; ++i) {
+        gather(g_.K, g_.N, B + i * g_.bsB, g_.rsB, g_.csB, b_.data() + i * g_.K * g_.N);
+      }
+      convertedFrom_ = b;
+      inner_->weightsChanged();
+    }
+    if (g_.bias) {
+      gather(1, g_.N, reinterpret_cast<const T*>(bias), 0, g_.biasStride, bias_.data());
+    }
+    inner_->run(reinterpret_cast<const std::byte*>(a_.data()),
+                reinterpret_cast<const std::byte*>(b_.data()),
+                reinterpret_cast<std::byte*>(c_.data()),
+                reinterpret_cast<const std::byte*>(bias_.data()));
+    for (std::int64_t i = 0; i < g_.batch; ++i) {
+      const float* from = c_.data() + i * g_.M * g_.N;
+      T* to = C + i * g_.bsC;
+      for (std::int64_t r = 0; r < g_.M; ++r) {
+        for (std::int64_t j = 0; j < g_.N; ++j) {
+          to[r * g_.rsC + j * g_.csC] = Num<T>::store(from[r * g_.N + j]);
+        }
+      }
+    }
+  }
+
+  std::string name() const override { return "float32 blocks, " + inner_->name(); }
+
+private:
+  GemmGeometry g_;
+  WeightUse weights_;
+  std::vector<float> a_, b_, c_, bias_;
+  const std::byte* convertedFrom_ = nullptr;
+  std::unique_ptr<GemmEngine> inner_;
+};
+
+// ---------------------------------------------------------------- integers
+
+// int32 and int64: i-k-j loops into an int64 row, wrapping like the hardware
+// (no BLAS multiplies integers). linear rejects integers, so there is no bias.
+template <class T> class IntEngine final : public GemmEngine {
+public:
+  explicit IntEngine(const GemmGeometry& g) : g_(g), row_(static_cast<std::size_t>(g.N)) {}
+
+  void run(const std::byte* a, const std::byte* b, std::byte* c, const std::byte*) override {
+    for (std::int64_t i = 0; i < g_.batch; ++i) {
+      const T* A = reinterpret_cast<const T*>(a) + i * g_.bsA;
+      const T* B = reinterpret_cast<const T*>(b) + i * g_.bsB;
+      T* C = reinterpret_cast<T*>(c) + i * g_.bsC;
+      for (std::int64_t r = 0; r < g_.M; ++r) {
+        std::fill(row_.begin(), row_.end(), std::int64_t{0});
+        for (std::int64_t k = 0; k < g_.K; ++k) {
+          const std::int64_t x = A[r * g_.rsA + k * g_.csA];
+          const T* brow = B + k * g_.rsB;
+          for (std::int64_t j = 0; j < g_.N; ++j) {
+            row_[static_cast<std::size_t>(j)] =
+                wrapAdd(row_[static_cast<std::size_t>(j)], wrapMul(x, brow[j * g_.csB]));
+          }
+        }
+        for (std::int64_t j = 0; j < g_.N; ++j) {
+          C[r * g_.rsC + j * g_.csC] = Num<T>::store(row_[static_cast<std::size_t>(j)]);
+        }
+      }
+    }
+  }
+
+  std::string name() const override { return "integer loops"; }
+
+private:
+  GemmGeometry g_;
+  std::vector<std::int64_t> row_;
+};
+
+// oneDNN, split into parts on several threads when the product is large
+// enough (productThreads), or null.
+std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights) {
+  if (const int parts = productThreads(g); parts > 1) {
+    if (std::unique_ptr<GemmEngine> e = makeSplitGemm(dtype, g, weights, parts)) {
+      return e;
+    }
+  }
+  return makeDnnlGemm(dtype, g, weights);
 }
 
 } // namespace
 
-template <class T>
-void matmulBlock(std::int64_t M, std::int64_t N, std::int64_t K, const T* A, std::int64_t rsA,
-                 std::int64_t csA, const T* B, std::int64_t rsB, std::int64_t csB, T* C,
-                 std::int64_t rsC, std::int64_t csC, const typename Num<T>::C* bias) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    blasGemm<T>(M, N, K, A, rsA, csA, B, rsB, csB, C, rsC, csC, bias);
-  } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    // Compute in float32 blocks, round once when storing.
-    std::vector<float> a = denseCopy<float>(M, K, A, rsA, csA);
-    std::vector<float> b = denseCopy<float>(K, N, B, rsB, csB);
-    std::vector<float> c(static_cast<std::size_t>(M * N));
-    blasGemm<float>(M, N, K, a.data(), K, 1, b.data(), N, 1, c.data(), N, 1, bias);
-    for (std::int64_t i = 0; i < M; ++i) {
-      for (std::int64_t j = 0; j < N; ++j) {
-        C[i * rsC + j * csC] = Num<T>::store(c[static_cast<std::size_t>(i * N + j)]);
-      }
+std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights) {
+  switch (dtype) {
+  case DType::Float32:
+    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
+      return e;
     }
-  } else {
-    // Integers: i-k-j loops into an int64 row, wrapping like the hardware.
-    std::vector<std::int64_t> row(static_cast<std::size_t>(N));
-    for (std::int64_t i = 0; i < M; ++i) {
-      for (std::int64_t j = 0; j < N; ++j) {
-        row[static_cast<std::size_t>(j)] = bias != nullptr ? bias[j] : 0;
-      }
-      for (std::int64_t k = 0; k < K; ++k) {
-        const std::int64_t a = A[i * rsA + k * csA];
-        const T* brow = B + k * rsB;
-        for (std::int64_t j = 0; j < N; ++j) {
-          row[static_cast<std::size_t>(j)] =
-              wrapAdd(row[static_cast<std::size_t>(j)], wrapMul(a, brow[j * csB]));
-        }
-      }
-      for (std::int64_t j = 0; j < N; ++j) {
-        C[i * rsC + j * csC] = Num<T>::store(row[static_cast<std::size_t>(j)]);
-      }
+    return std::make_unique<BlasEngine<float>>(g);
+  case DType::Float64:
+    return std::make_unique<BlasEngine<double>>(g);
+  case DType::BFloat16:
+    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
+      return e;
     }
+    return std::make_unique<ConvertEngine<BFloat16>>(g, weights);
+  case DType::Float16:
+    return std::make_unique<ConvertEngine<Half>>(g, weights);
+  case DType::Int32:
+    return std::make_unique<IntEngine<std::int32_t>>(g);
+  case DType::Int64:
+    return std::make_unique<IntEngine<std::int64_t>>(g);
+  case DType::Bool:
+    break;
   }
-}
-
-template void matmulBlock<float>(std::int64_t, std::int64_t, std::int64_t, const float*,
-                                 std::int64_t, std::int64_t, const float*, std::int64_t,
-                                 std::int64_t, float*, std::int64_t, std::int64_t, const float*);
-template void matmulBlock<double>(std::int64_t, std::int64_t, std::int64_t, const double*,
-                                  std::int64_t, std::int64_t, const double*, std::int64_t,
-                                  std::int64_t, double*, std::int64_t, std::int64_t, const double*);
-
-void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B,
-               float* C) {
-  blasGemm<float>(M, N, K, A, K, 1, B, N, 1, C, N, 1, nullptr);
-}
-void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const double* A, const double* B,
-               double* C) {
-  blasGemm<double>(M, N, K, A, K, 1, B, N, 1, C, N, 1, nullptr);
+  throw InternalError(std::string("no matrix product engine for ") + dtypeName(dtype));
 }
 
 namespace {
 
-// Calls f(batch point) for each point of dims [0, count) of the shard (once for
-// count 0), with a scratch vector the caller extends into tensor coordinates.
-template <class F> void forEachBatch(const ZRange& index, std::size_t count, F&& f) {
-  std::vector<std::int64_t> start(index.start().begin(), index.start().begin() + count);
-  std::vector<std::int64_t> end(index.end().begin(), index.end().begin() + count);
-  ZRange(ZPoint(start), ZPoint(end)).forEachPoint([&](const ZPoint& b) { f(b.vector()); });
-}
+// ---------------------------------------------------------------- shards as gemms
 
-std::vector<std::int64_t> join(std::vector<std::int64_t> head,
-                               std::initializer_list<std::int64_t> tail) {
-  head.insert(head.end(), tail);
-  return head;
-}
-
-// matmul: index [b..., m, n, k]; X [bx..., m, k], W [bw..., k, n], result
-// [b..., m, n], where b is the NumPy broadcast of bx and bw. Each operand's
-// corner for a batch point comes from its IPF, which reads element 0 along a
-// batch dim the operand lacks or has as 1; its matrix strides are its last two.
-template <class T> void matmulTyped(const KernelCall& call) {
-  const TensorView& X = call.inputs[0][0];
-  const TensorView& W = call.inputs[1][0];
-  const TensorView& R = call.outputs[0][0];
-  const ZRange& idx = call.index;
-  const auto [nb, rx, rw, m0, n0, k0, M, N, K] = matmulShard(call);
-  const IndexProjection& xIpf = inputIpf(call, 0);
-  const IndexProjection& wIpf = inputIpf(call, 1);
-  if (nb > 0 && !idx.isEmpty()) {
-    // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
-    const Walk x = walkThrough(X, xIpf, idx);
-    const Walk w = walkThrough(W, wIpf, idx);
-    const Walk r = walkThrough(R, outputIpf(call, 0), idx);
-    if (const std::optional<MergedRows> rows = mergeMatmulRows(idx, x, w, r)) {
-      matmulBlock<T>(rows->rows, N, K, x.ptr<T>(), rows->xRowStride, X.strides[rx + 1], w.ptr<T>(),
-                     W.strides[rw], W.strides[rw + 1], r.ptr<T>(), rows->rRowStride,
-                     R.strides[nb + 1], nullptr);
-      return;
+// A matmul or linear shard made ready: its plan (offsets in bytes) and engine.
+class PreparedProduct final : public PreparedKernel {
+public:
+  PreparedProduct(const ProductPlan& plan, std::unique_ptr<GemmEngine> engine, std::size_t size)
+      : engine_(std::move(engine)), bias_(plan.gemm.bias),
+        bias0_(plan.bias0 * static_cast<std::int64_t>(size)) {
+    for (const auto& o : plan.outer) {
+      outer_.push_back({o[0] * static_cast<std::int64_t>(size),
+                        o[1] * static_cast<std::int64_t>(size),
+                        o[2] * static_cast<std::int64_t>(size)});
     }
   }
-  forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
-    const ZPoint corner(join(b, {m0, n0, k0}));
-    const T* a = X.at<T>(xIpf.apply(corner).start().coords());
-    const T* w = W.at<T>(wIpf.apply(corner).start().coords());
-    T* r = R.at<T>(join(b, {m0, n0}));
-    matmulBlock<T>(M, N, K, a, X.strides[rx], X.strides[rx + 1], w, W.strides[rw],
-                   W.strides[rw + 1], r, R.strides[nb], R.strides[nb + 1], nullptr);
-  });
-}
 
-// linear: index [b..., n]; X [b..., k] (whole k), W [k, n], bias [n].
-struct Linear {
-  template <class T> static void run(const KernelCall& call) {
-    using C = typename Num<T>::C;
-    const TensorView& X = call.inputs[0][0];
-    const TensorView& W = call.inputs[1][0];
-    const TensorView& Bias = call.inputs[2][0];
-    const TensorView& R = call.outputs[0][0];
-    const ZRange& idx = call.index;
-    const std::size_t nb = idx.rank() - 1; // batch dims
-    const std::int64_t K = intBinding(call.op, "k");
-    const std::int64_t n0 = idx.start()[nb];
-    const std::int64_t N = idx.extent(nb);
-    std::vector<C> bias(static_cast<std::size_t>(N));
-    for (std::int64_t j = 0; j < N; ++j) {
-      const std::int64_t at = n0 + j;
-      bias[static_cast<std::size_t>(j)] = Num<T>::load(*Bias.at<T>(std::span(&at, 1)));
+  void run(const KernelCall& call) override {
+    const std::byte* x = call.inputs[0][0].data;
+    const std::byte* w = call.inputs[1][0].data;
+    const std::byte* bias = bias_ ? call.inputs[2][0].data + bias0_ : nullptr;
+    std::byte* r = call.outputs[0][0].data;
+    for (const auto& o : outer_) {
+      engine_->run(x + o[0], w + o[1], r + o[2], bias);
     }
-    const T* w = W.at<T>(std::vector<std::int64_t>{0, n0});
-    if (nb == 0) {
-      const std::int64_t zero = 0;
-      const T* a = X.at<T>(std::span(&zero, 1));
-      T* r = R.at<T>(std::span(&n0, 1));
-      matmulBlock<T>(1, N, K, a, K, X.strides[0], w, W.strides[0], W.strides[1], r, N, R.strides[0],
-                     bias.data());
-      return;
-    }
-    // The last batch dim is the rows of one product; the others loop.
-    const std::int64_t m0 = idx.start()[nb - 1];
-    const std::int64_t M = idx.extent(nb - 1);
-    forEachBatch(idx, nb - 1, [&](const std::vector<std::int64_t>& b) {
-      const T* a = X.at<T>(join(b, {m0, 0}));
-      T* r = R.at<T>(join(b, {m0, n0}));
-      matmulBlock<T>(M, N, K, a, X.strides[nb - 1], X.strides[nb], w, W.strides[0], W.strides[1], r,
-                     R.strides[nb - 1], R.strides[nb], bias.data());
-    });
   }
+
+  const GemmEngine& engine() const { return *engine_; }
+
+private:
+  std::unique_ptr<GemmEngine> engine_;
+  std::vector<std::array<std::int64_t, 3>> outer_;
+  bool bias_;
+  std::int64_t bias0_;
 };
 
-void matmulKernel(const KernelCall& call) {
-  dispatch(call.outputs[0][0].dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    matmulTyped<T>(call);
-  });
+std::unique_ptr<PreparedProduct> prepareProductOf(const KernelCall& call) {
+  const DType dtype = call.outputs[0][0].dtype;
+  if (call.op.kernel == "linear" && !isFloat(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const ProductPlan plan = planProduct(call);
+  // A constant W read at the same place by every gemm of the shard may be
+  // kept in the engine's own layout between runs.
+  bool sameW = plan.gemm.batch == 1 || plan.gemm.bsB == 0;
+  for (const auto& o : plan.outer) {
+    sameW = sameW && o[1] == plan.outer.front()[1];
+  }
+  const WeightUse weights =
+      call.inputs[1][0].constant && sameW ? WeightUse::Packed : WeightUse::InPlace;
+  return std::make_unique<PreparedProduct>(plan, makeGemmEngine(dtype, plan.gemm, weights),
+                                           dtypeSize(dtype));
+}
+
+std::unique_ptr<PreparedKernel> prepareProduct(const KernelCall& call) {
+  return prepareProductOf(call);
+}
+
+void productKernel(const KernelCall& call) {
+  prepareProductOf(call)->run(call);
 }
 
 } // namespace
 
+std::string productEngineName(const KernelCall& call) {
+  return prepareProductOf(call)->engine().name();
+}
+
 void registerMatmulKernels(CpuRegistry& registry) {
-  registry.add("matmul", &matmulKernel);
-  registry.add("linear", &floatKernel<Linear>);
+  registry.add("matmul", &productKernel, &prepareProduct);
+  registry.add("linear", &productKernel, &prepareProduct);
+}
+
+void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B,
+               float* C) {
+  if (M == 0 || N == 0) {
+    return;
+  }
+  if (K == 0) {
+    std::fill_n(C, M * N, 0.0f);
+    return;
+  }
+  gemmCall(CblasNoTrans, CblasNoTrans, M, N, K, A, K, B, N, 0.0f, C, N);
+}
+void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const double* A, const double* B,
+               double* C) {
+  if (M == 0 || N == 0) {
+    return;
+  }
+  if (K == 0) {
+    std::fill_n(C, M * N, 0.0);
+    return;
+  }
+  gemmCall(CblasNoTrans, CblasNoTrans, M, N, K, A, K, B, N, 0.0, C, N);
 }
 
 void denseGemm(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
                double* c) {
-  if (m == 0 || n == 0) {
-    return;
-  }
-  if (k == 0) {
-    std::fill_n(c, m * n, 0.0);
-    return;
-  }
-  gemmCall(CblasNoTrans, CblasNoTrans, m, n, k, a, k, b, n, 0.0, c, n);
+  gemmDense(m, n, k, a, b, c);
 }
 
 } // namespace tapestry::backend::cpu

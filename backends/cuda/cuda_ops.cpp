@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/products.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::cuda {
@@ -150,20 +151,6 @@ const IndexProjection& inputIpf(const KernelCall& call, std::size_t p, std::size
 }
 const IndexProjection& outputIpf(const KernelCall& call, std::size_t p, std::size_t t = 0) {
   return call.op.application.outputs[p].ipfs[t];
-}
-
-std::vector<std::int64_t> join(std::vector<std::int64_t> head,
-                               std::initializer_list<std::int64_t> tail) {
-  head.insert(head.end(), tail);
-  return head;
-}
-
-// Calls f(batch point) for each point of dims [0, count) of `index` (once for
-// count 0).
-template <class F> void forEachBatch(const ZRange& index, std::size_t count, F&& f) {
-  std::vector<std::int64_t> start(index.start().begin(), index.start().begin() + count);
-  std::vector<std::int64_t> end(index.end().begin(), index.end().begin() + count);
-  ZRange(ZPoint(start), ZPoint(end)).forEachPoint([&](const ZPoint& b) { f(b.vector()); });
 }
 
 // ---------------------------------------------------------------- elementwise
@@ -319,68 +306,32 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
   }
 }
 
-// matmul: index [b..., m, n, k]; X [bx..., m, k], W [bw..., k, n], result
-// [b..., m, n] with b the NumPy broadcast of bx and bw: one product per batch
-// point, each operand's corner from its IPF (element 0 along a batch dim it
-// lacks or has as 1), its matrix strides its last two.
-void matmulKernel(const KernelCall& call, const KernelContext& c) {
-  const TensorView& X = call.inputs[0][0];
-  const TensorView& W = call.inputs[1][0];
-  const TensorView& R = call.outputs[0][0];
-  const ZRange& idx = call.index;
-  const auto [nb, rx, rw, m0, n0, k0, M, N, K] = matmulShard(call);
-  if (nb > 0 && !idx.isEmpty()) {
-    // W broadcast over the shard's batch (x[B, S, D] @ W[D, F]): one product.
-    const ViewWalk x = walkThrough(X, inputIpf(call, 0), idx);
-    const ViewWalk w = walkThrough(W, inputIpf(call, 1), idx);
-    const ViewWalk r = walkThrough(R, outputIpf(call, 0), idx);
-    if (const std::optional<backend::MergedRows> rows = backend::mergeMatmulRows(idx, x, w, r)) {
-      gemm(c, R.dtype, rows->rows, N, K, x.base, rows->xRowStride, X.strides[rx + 1], w.base,
-           W.strides[rw], W.strides[rw + 1], r.base, rows->rRowStride, R.strides[nb + 1], nullptr,
-           0);
-      return;
+// matmul and linear: the shard's gemm and the loops around it as the CPU
+// backend plans them (backends/products.hpp): every stride comes from the
+// IPFs' walks, so a transposed operand (transpose_x / transpose_w, ONNX Gemm's
+// transA / transB) is a transposed layout cuBLASLt reads in place, and a
+// broadcast W folds the batch into rows. One cuBLASLt call per batch element
+// of the gemm and per outer offset.
+void productKernel(const KernelCall& call, const KernelContext& c) {
+  const DType dtype = call.outputs[0][0].dtype;
+  const bool linear = call.op.kernel == "linear";
+  if (linear && isInt(dtype)) {
+    unsupportedDType(call, dtype);
+  }
+  const backend::ProductPlan plan = backend::planProduct(call);
+  const backend::GemmGeometry& g = plan.gemm;
+  const auto size = static_cast<std::int64_t>(backend::dtypeSize(dtype));
+  const std::byte* x = call.inputs[0][0].data;
+  const std::byte* w = call.inputs[1][0].data;
+  std::byte* r = call.outputs[0][0].data;
+  const std::byte* bias = linear ? call.inputs[2][0].data + plan.bias0 * size : nullptr;
+  for (const auto& o : plan.outer) {
+    for (std::int64_t b = 0; b < g.batch; ++b) {
+      gemm(c, dtype, g.M, g.N, g.K, x + (o[0] + b * g.bsA) * size, g.rsA, g.csA,
+           w + (o[1] + b * g.bsB) * size, g.rsB, g.csB, r + (o[2] + b * g.bsC) * size, g.rsC, g.csC,
+           bias, g.biasStride);
     }
   }
-  forEachBatch(idx, nb, [&](const std::vector<std::int64_t>& b) {
-    const ZPoint corner(join(b, {m0, n0, k0}));
-    gemm(c, R.dtype, M, N, K, pointAt(X, inputIpf(call, 0).apply(corner).start().coords()),
-         X.strides[rx], X.strides[rx + 1],
-         pointAt(W, inputIpf(call, 1).apply(corner).start().coords()), W.strides[rw],
-         W.strides[rw + 1], pointAt(R, join(b, {m0, n0})), R.strides[nb], R.strides[nb + 1],
-         nullptr, 0);
-  });
-}
-
-// linear: index [b..., n]; X [b..., k] (whole k), W [k, n], bias [n].
-void linearKernel(const KernelCall& call, const KernelContext& c) {
-  const TensorView& X = call.inputs[0][0];
-  const TensorView& W = call.inputs[1][0];
-  const TensorView& Bias = call.inputs[2][0];
-  const TensorView& R = call.outputs[0][0];
-  if (isInt(R.dtype)) {
-    unsupportedDType(call, R.dtype);
-  }
-  const ZRange& idx = call.index;
-  const std::size_t nb = idx.rank() - 1;
-  const std::int64_t K = intBinding(call.op, "k");
-  const std::int64_t n0 = idx.start()[nb];
-  const std::int64_t N = idx.extent(nb);
-  const std::byte* bias = pointAt(Bias, std::span(&n0, 1));
-  const std::byte* w = pointAt(W, std::vector<std::int64_t>{0, n0});
-  if (nb == 0) {
-    const std::int64_t zero = 0;
-    gemm(c, R.dtype, 1, N, K, pointAt(X, std::span(&zero, 1)), K, X.strides[0], w, W.strides[0],
-         W.strides[1], pointAt(R, std::span(&n0, 1)), N, R.strides[0], bias, Bias.strides[0]);
-    return;
-  }
-  // The last batch dim is the rows of one product; the others loop.
-  const std::int64_t m0 = idx.start()[nb - 1];
-  const std::int64_t M = idx.extent(nb - 1);
-  forEachBatch(idx, nb - 1, [&](const std::vector<std::int64_t>& b) {
-    gemm(c, R.dtype, M, N, K, pointAt(X, join(b, {m0, 0})), X.strides[nb - 1], X.strides[nb], w,
-         W.strides[0], W.strides[1], pointAt(R, join(b, {m0, n0})), R.strides[nb - 1],
-         R.strides[nb], bias, Bias.strides[0]);
-  });
 }
 
 // ---------------------------------------------------------------- conv2d
@@ -654,8 +605,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("rsub_scalar", &unaryKernel<UnaryOp::RsubScalar, false>);
     r.add("rdiv_scalar", &unaryKernel<UnaryOp::RdivScalar, false>);
     r.add("pow_scalar", &unaryKernel<UnaryOp::PowScalar, false>);
-    r.add("matmul", &matmulKernel);
-    r.add("linear", &linearKernel);
+    r.add("matmul", &productKernel);
+    r.add("linear", &productKernel);
     r.add("conv2d", &conv2dKernel);
     r.add("maxpool2d", &pool2dKernel<true>);
     r.add("avgpool2d", &pool2dKernel<false>);

@@ -392,7 +392,8 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
     for (std::int64_t d : c.shape) {
       shape.push_back(d);
     }
-    tensors[name] = Json{{"dtype", dtypeName(c.type)}, {"shape", shape}};
+    // Initializers and folded values are the same on every run (SPEC §5.1).
+    tensors[name] = Json{{"dtype", dtypeName(c.type)}, {"shape", shape}, {"constant", true}};
     result.constants.push_back(TensorData{name, dtypeName(c.type), c.shape, c.bytes, c.present});
   }
   Json outputs = Json::array();

@@ -129,32 +129,63 @@ void matmul(Emitter& e, const NodeProto& node) {
          Json{{"X", e.use(node.input(0))}, {"W", e.use(node.input(1))}}, result(node));
 }
 
-// A [M,K] (transA), B [K,N] (transB), optional C: transposes become
-// operations; C of shape [N] with alpha = beta = 1 makes it a linear.
+// C as linear's bias [N], when it is one: C itself when it is [N]; a new
+// constant [N] when C is a constant that broadcasts along the rows (a [1, N]
+// one reshaped, a one-element one repeated). Otherwise nullopt: C is added.
+std::optional<std::string> gemmBias(Emitter& e, const NodeProto& node, std::int64_t n) {
+  const std::string& name = node.input(2);
+  const Shape shape = e.shapeOf(node, name);
+  if (shape == Shape{n}) {
+    return e.use(name);
+  }
+  const Constant* c = e.constant(name);
+  if (c == nullptr || shape.size() > 2) {
+    return std::nullopt;
+  }
+  if (!shape.empty() && shape.back() == n && c->count() == n) { // [1, N]
+    Constant bias = *c;
+    bias.shape = {n};
+    return e.addConstant(e.resolve(name) + "/bias", std::move(bias));
+  }
+  if (c->count() == 1 && c->present && isFoldable(c->type)) { // [1], [1, 1]
+    const std::vector<double> values(static_cast<std::size_t>(n), c->values()[0]);
+    return e.addConstant(e.resolve(name) + "/bias", makeConstant(c->type, {n}, values));
+  }
+  return std::nullopt;
+}
+
+// A [M,K] (stored [K,M] with transA), B [K,N] ([N,K] with transB), optional
+// C: the transposes are the product kernel's transpose_x / transpose_w, read
+// in place (no transpose operation). With alpha = beta = 1 and a C that is a
+// bias (gemmBias) it is one linear; otherwise a matmul, then the scalings
+// and the add of C (which broadcasts as ONNX's does).
 void gemm(Emitter& e, const NodeProto& node) {
-  auto operand = [&](int i, const char* attr, const char* what) {
-    std::string name = e.use(node.input(i));
-    if (intAttribute(node, attr, 0) != 0) {
-      const std::string t = e.tempName(node, std::string(what) + "_T");
-      e.emit(e.opName(node, std::string("transpose_") + what), "transpose",
-             Json{{"perm", Json::array({1, 0})}}, Json{{"input", name}}, Json{{"result", t}});
-      name = t;
-    }
-    return name;
-  };
-  const std::string a = operand(0, "transA", "A");
-  const std::string b = operand(1, "transB", "B");
+  const bool transA = intAttribute(node, "transA", 0) != 0;
+  const bool transB = intAttribute(node, "transB", 0) != 0;
+  Json params = Json::object();
+  if (transA) {
+    params["transpose_x"] = true;
+  }
+  if (transB) {
+    params["transpose_w"] = true;
+  }
+  const std::string a = e.use(node.input(0));
+  const std::string b = e.use(node.input(1));
   const double alpha = floatAttribute(node, "alpha", 1.0f);
   const double beta = floatAttribute(node, "beta", 1.0f);
   const bool hasC = hasInput(node, 2);
-  if (hasC && alpha == 1.0 && beta == 1.0 && e.shapeOf(node, node.input(2)).size() == 1) {
-    e.emit(e.opName(node, ""), "linear", Json::object(),
-           Json{{"X", a}, {"W", b}, {"bias", e.use(node.input(2))}}, result(node));
-    return;
+  if (hasC && alpha == 1.0 && beta == 1.0) {
+    const Shape bShape = e.shapeOf(node, node.input(1));
+    if (bShape.size() == 2) {
+      if (const std::optional<std::string> bias = gemmBias(e, node, bShape[transB ? 0 : 1])) {
+        e.emit(e.opName(node, ""), "linear", params, Json{{"X", a}, {"W", b}, {"bias", *bias}},
+               result(node));
+        return;
+      }
+    }
   }
   std::string product = hasC || alpha != 1.0 ? e.tempName(node, "AB") : node.output(0);
-  e.emit(e.opName(node, ""), "matmul", Json::object(), Json{{"X", a}, {"W", b}},
-         Json{{"result", product}});
+  e.emit(e.opName(node, ""), "matmul", params, Json{{"X", a}, {"W", b}}, Json{{"result", product}});
   if (alpha != 1.0) {
     const std::string scaled = hasC ? e.tempName(node, "alpha_AB") : node.output(0);
     e.emit(e.opName(node, "alpha"), "mul_scalar", Json{{"value", alpha}}, Json{{"input", product}},

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -28,6 +29,7 @@
 #include "backends/cpu/block_cache.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/cpu_isa.hpp"
+#include "backends/products.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
 #include "backends/walk.hpp"
@@ -438,8 +440,11 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       r.v[i] = cxy[0] != 0 ? cxy[1] : cxy[2];
     }
   } else if (k == "matmul") {
+    // transpose_x: X is [..., k, m]; transpose_w: W is [..., n, k].
+    const bool tx = params["transpose_x"].get<bool>();
+    const bool tw = params["transpose_w"].get<bool>();
     const std::size_t nb = r.shape.size() - 2;
-    const std::int64_t K = in[0].shape.back();
+    const std::int64_t K = tx ? in[0].shape[in[0].shape.size() - 2] : in[0].shape.back();
     auto batchOf = [&](const Shape& o, const Shape& s) { // NumPy broadcasting of batch dims
       Shape idx(s.size() - 2);
       for (std::size_t d = 0; d < idx.size(); ++d) {
@@ -453,23 +458,29 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       for (std::int64_t kk = 0; kk < K; ++kk) {
         Shape xi = batchOf(o, in[0].shape);
         Shape wi = batchOf(o, in[1].shape);
-        xi.push_back(o[nb]);
-        xi.push_back(kk);
-        wi.push_back(kk);
-        wi.push_back(o[nb + 1]);
+        xi.push_back(tx ? kk : o[nb]);
+        xi.push_back(tx ? o[nb] : kk);
+        wi.push_back(tw ? o[nb + 1] : kk);
+        wi.push_back(tw ? kk : o[nb + 1]);
         s += in[0].at(xi) * in[1].at(wi);
       }
       r.v[i] = s;
     }
   } else if (k == "linear") {
-    const std::int64_t K = in[0].shape.back();
+    // transpose_x: X is [..., k, m] (m the result's last batch dim); transpose_w: W is [n, k].
+    const bool tx = params["transpose_x"].get<bool>();
+    const bool tw = params["transpose_w"].get<bool>();
+    const std::int64_t K = tx ? in[0].shape[in[0].shape.size() - 2] : in[0].shape.back();
     for (std::int64_t i = 0; i < count; ++i) {
       Shape o = unravel(i, r.shape);
       double s = in[2].v[o.back()];
       for (std::int64_t kk = 0; kk < K; ++kk) {
         Shape xi = o;
         xi.back() = kk;
-        s += in[0].at(xi) * in[1].at({kk, o.back()});
+        if (tx) {
+          std::swap(xi[xi.size() - 2], xi.back());
+        }
+        s += in[0].at(xi) * in[1].at(tw ? Shape{o.back(), kk} : Shape{kk, o.back()});
       }
       r.v[i] = s;
     }
@@ -687,7 +698,7 @@ enum class ViewMode { Copy, Sub, Whole };
 // the shard loop with its three view modes and the per-dtype comparison is one
 // sequence that a failure report walks through.
 void checkSharded(const graph::ExpandedGraph& g, const Inputs& in, const Shape& split,
-                  ViewMode mode, Backend& backend) {
+                  ViewMode mode, Backend& backend, const std::set<std::string>& constants = {}) {
   const graph::Operation& op = g.operations[0];
   const metakernel::Application& app = op.application;
   bool reductionSplit = false;
@@ -755,6 +766,9 @@ void checkSharded(const graph::ExpandedGraph& g, const Inputs& in, const Shape& 
         } else {
           pv.push_back(full.view());
         }
+      }
+      for (std::size_t t = 0; t < pv.size(); ++t) { // views of constant graph inputs
+        pv[t].constant = constants.count(g.tensors[op.inputs[p].tensors[t]].name) != 0;
       }
       inViews.push_back(std::move(pv));
     }
@@ -850,11 +864,13 @@ std::vector<Shape> splitsFor(const ZRange& index) {
 
 // The whole battery for one graph: naive comparison, then every split in
 // every view mode (modes rotate over the splits to keep the runtime small).
-void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in) {
+// `constants`: tensors whose views say they are constant graph inputs.
+void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in,
+                     const std::set<std::string>& constants) {
   checkNaive(g, in);
   const std::vector<Shape> splits = splitsFor(g.operations[0].application.index);
   for (std::size_t i = 0; i < splits.size(); ++i) {
-    checkSharded(g, in, splits[i], static_cast<ViewMode>(i % 3), cpu());
+    checkSharded(g, in, splits[i], static_cast<ViewMode>(i % 3), cpu(), constants);
   }
   // Where the template has a body, the body run sharded must agree with the
   // native kernel run whole: the check that the YAML and the C++ say the same.
@@ -870,17 +886,18 @@ void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in) {
 // The battery, and for a float32 output once per ISA level this CPU has
 // (backends/cpu/vector_math.hpp: float32 runs that level's vector loops).
 void checkKernel(const graph::ExpandedGraph& g, std::uint64_t seed = 1,
-                 const std::map<std::string, Buffer>& overrides = {}) {
+                 const std::map<std::string, Buffer>& overrides = {},
+                 const std::set<std::string>& constants = {}) {
   Inputs in = makeInputs(g, seed, overrides);
   if (g.operations[0].application.outputs[0].tensors[0].dtype != "float32") {
-    checkKernelOnce(g, in);
+    checkKernelOnce(g, in, constants);
     return;
   }
   for (int level = 0; level <= static_cast<int>(detectedIsa()); ++level) {
     const auto isa = static_cast<CpuIsa>(level);
     INFO("ISA level " << isaName(isa));
     setCpuIsa(isa);
-    checkKernelOnce(g, in);
+    checkKernelOnce(g, in, constants);
   }
   setCpuIsa(std::nullopt);
 }
@@ -1175,7 +1192,7 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
   // Broadcast batch dims: x[B, S, D] @ w[D, F], [1, H, S, D] @ [B, H, D, S],
   // an operand with both fewer dims and a size-1 one, and a 2-D X. Where W is
   // one matrix for the shard and the views allow, the rows merge into one
-  // product (mergeMatmulRows): [4, 1, 6] @ [6, 5] is one product of 4 rows.
+  // product (planProduct): [4, 1, 6] @ [6, 5] is one product of 4 rows.
   const std::vector<std::pair<Shape, Shape>> broadcast = {
       {{2, 3, 4}, {4, 5}}, {{1, 2, 3, 4}, {3, 2, 4, 3}}, {{3, 2, 4}, {2, 1, 4, 5}},
       {{3, 4}, {2, 4, 5}}, {{4, 1, 6}, {6, 5}},          {{2, 1, 3, 4}, {1, 4, 2}}};
@@ -1193,29 +1210,67 @@ TEST_CASE("matmul: batched, every dtype, k split into partial sums", "[cpu][kern
                     R"({"X": "x", "W": "w"})"));
 }
 
-TEST_CASE("mergeMatmulRows: one product when W is one matrix for the shard", "[cpu][kernel]") {
-  // Index [B, S, m, n, k] = [4, 3, 2, 5, 6]: X [4, 3, 2, 6] dense, result [4, 3, 2, 5] dense.
-  const ZRange index = ZRange::fromShape({4, 3, 2, 5, 6});
-  const StrideWalk x{nullptr, {36, 12, 6, 0, 1}};
-  const StrideWalk r{nullptr, {30, 10, 5, 1, 0}};
-  const StrideWalk w{nullptr, {0, 0, 0, 1, 5}}; // W [6, 5], broadcast over B and S
-  const std::optional<MergedRows> all = mergeMatmulRows(index, x, w, r);
-  REQUIRE(all.has_value());
-  CHECK(all->rows == 24);
-  CHECK(all->xRowStride == 6);
-  CHECK(all->rRowStride == 5);
-  // W moves along S: one product per batch point.
-  CHECK_FALSE(mergeMatmulRows(index, x, StrideWalk{nullptr, {0, 30, 0, 1, 5}}, r).has_value());
-  // X's rows are not equally spaced (a view wider than the shard's m extent).
-  CHECK_FALSE(mergeMatmulRows(index, StrideWalk{nullptr, {48, 16, 6, 0, 1}}, w, r).has_value());
-  // m of extent 1 and a batch dim of extent 1: rows start at the next dim that moves.
-  const ZRange single = ZRange::fromShape({4, 1, 1, 5, 6});
-  const std::optional<MergedRows> rows = mergeMatmulRows(
-      single, StrideWalk{nullptr, {6, 6, 6, 0, 1}}, w, StrideWalk{nullptr, {5, 5, 5, 1, 0}});
-  REQUIRE(rows.has_value());
-  CHECK(rows->rows == 4);
-  CHECK(rows->xRowStride == 6);
-  CHECK(rows->rRowStride == 5);
+namespace {
+
+// planProduct of one shard of a one-operation graph, every input a whole dense tensor.
+ProductPlan planOf(const graph::ExpandedGraph& g, const ZRange& shard) {
+  const graph::Operation& op = g.operations[0];
+  std::vector<Buffer> keep;
+  std::vector<PortViews> ins;
+  for (const auto& port : op.application.inputs) {
+    keep.push_back(Buffer::host(parseDType(port.tensors[0].dtype), port.tensors[0].shape));
+    ins.push_back({keep.back().view()});
+  }
+  const auto& out = op.application.outputs[0].tensors[0];
+  keep.push_back(Buffer::host(parseDType(out.dtype), out.shape));
+  std::vector<PortViews> outs = {{keep.back().view()}};
+  return planProduct(KernelCall{op, shard, ins, outs, 0});
+}
+
+std::string geometry(const ProductPlan& p) {
+  std::string out = p.gemm.toString() + " outer";
+  for (const auto& o : p.outer) {
+    out += " (" + std::to_string(o[0]) + ", " + std::to_string(o[1]) + ", " + std::to_string(o[2]) +
+           ")";
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("planProduct: a shard's product as one strided gemm and the loops around it",
+          "[cpu][kernel][products]") {
+  const char* xw = R"({"X": "x", "W": "w"})";
+  // W broadcast over the batch: [4, 3, 2, 6] @ [6, 5] is one product of 24 rows.
+  const graph::ExpandedGraph b =
+      oneOp("matmul", {{"x", "float32", {4, 3, 2, 6}}, {"w", "float32", {6, 5}}}, xw);
+  CHECK(geometry(planOf(b, b.operations[0].application.index)) ==
+        "1 x [24, 6] @ [6, 5] strides A [6, 1] B [5, 1] C [5, 1] batch strides 0/0/0 outer (0, 0, "
+        "0)");
+  // One row of m per batch point: rows 12 elements apart in X, 10 in the result.
+  CHECK(geometry(planOf(b, ZRange({0, 0, 1, 0, 0}, {4, 3, 2, 5, 6}))) ==
+        "1 x [12, 6] @ [6, 5] strides A [12, 1] B [5, 1] C [10, 1] batch strides 0/0/0 outer "
+        "(6, 0, 5)");
+  // W stored transposed: B [k, n] reads W [n, k] with strides (1, k).
+  const graph::ExpandedGraph t =
+      oneOp("matmul", {{"x", "float32", {3, 4}}, {"w", "float32", {5, 4}}}, xw,
+            R"({"transpose_w": true})");
+  CHECK(
+      geometry(planOf(t, ZRange({0, 1, 1}, {3, 5, 4}))) ==
+      "1 x [3, 3] @ [3, 4] strides A [4, 1] B [1, 4] C [5, 1] batch strides 0/0/0 outer (1, 5, 1)");
+  // W moves along one batch dim only: that dim is the gemm's batch, the other an outer loop.
+  const graph::ExpandedGraph o =
+      oneOp("matmul", {{"x", "float32", {2, 3, 4, 6}}, {"w", "float32", {3, 6, 5}}}, xw);
+  CHECK(geometry(planOf(o, o.operations[0].application.index)) ==
+        "3 x [4, 6] @ [6, 5] strides A [6, 1] B [5, 1] C [5, 1] batch strides 24/30/20 outer (0, "
+        "0, 0) (72, 0, 60)");
+  // linear with X stored [b, k, m] and W [n, k]: k strides from the params.
+  const graph::ExpandedGraph l = oneOp(
+      "linear", {{"x", "float32", {2, 6, 4}}, {"w", "float32", {5, 6}}, {"b", "float32", {5}}},
+      R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_x": true, "transpose_w": true})");
+  CHECK(geometry(planOf(l, ZRange({0, 1, 2}, {2, 4, 5}))) ==
+        "2 x [3, 6] @ [6, 3] strides A [1, 4] B [1, 6] C [5, 1] batch strides 24/0/20 + bias "
+        "outer (1, 12, 7)");
 }
 
 TEST_CASE("matmul on transposed and strided views", "[cpu][kernel]") {
@@ -1257,6 +1312,189 @@ TEST_CASE("linear: X·W + bias with the whole k per point", "[cpu][kernel]") {
                       R"({"X": "x", "W": "w", "bias": "b"})"));
     checkKernel(oneOp("linear", {{"x", dt, {5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}},
                       R"({"X": "x", "W": "w", "bias": "b"})"));
+  }
+}
+
+TEST_CASE("matmul and linear read transposed operands in place", "[cpu][kernel][products]") {
+  // transpose_x / transpose_w (ONNX Gemm's transA / transB): against the naive
+  // reference, sharded along every index dim (k included) and from the body.
+  const char* xw = R"({"X": "x", "W": "w"})";
+  const std::vector<std::tuple<Shape, Shape, const char*>> products = {
+      {{7, 5}, {7, 6}, R"({"transpose_x": true})"},
+      {{5, 7}, {6, 7}, R"({"transpose_w": true})"},
+      {{7, 5}, {6, 7}, R"({"transpose_x": true, "transpose_w": true})"},
+      {{2, 3, 7, 5}, {7, 6}, R"({"transpose_x": true})"},    // W broadcast: rows merge
+      {{3, 4, 5}, {2, 1, 6, 5}, R"({"transpose_w": true})"}, // both operands broadcast
+      {{2, 4, 3}, {2, 6, 4}, R"({"transpose_x": true, "transpose_w": true})"}};
+  for (const std::string& dt : kAll) {
+    for (const auto& [x, w, params] : products) {
+      INFO("matmul " << dt << " " << shapeJson(x) << " @ " << shapeJson(w) << " " << params);
+      checkKernel(oneOp("matmul", {{"x", dt, x}, {"w", dt, w}}, xw, params));
+    }
+  }
+  const char* xwb = R"({"X": "x", "W": "w", "bias": "b"})";
+  const std::vector<std::tuple<Shape, Shape, const char*>> layers = {
+      {{5, 6}, {5, 4}, R"({"transpose_x": true})"},
+      {{6, 5}, {4, 5}, R"({"transpose_w": true})"},
+      {{2, 5, 3}, {4, 5}, R"({"transpose_x": true, "transpose_w": true})"},
+      {{2, 3, 5}, {4, 5}, R"({"transpose_w": true})"},
+      {{5}, {4, 5}, R"({"transpose_w": true})"}};
+  for (const std::string& dt : kFloats) {
+    for (const auto& [x, w, params] : layers) {
+      INFO("linear " << dt << " " << shapeJson(x) << " @ " << shapeJson(w) << " " << params);
+      const std::int64_t n =
+          std::string(params).find("transpose_w") != std::string::npos ? w[0] : w[1];
+      checkKernel(oneOp("linear", {{"x", dt, x}, {"w", dt, w}, {"b", dt, {n}}}, xwb, params));
+    }
+  }
+}
+
+TEST_CASE("products with a constant W: packed once, the same numbers whole and sharded",
+          "[cpu][kernel][products]") {
+  // A constant view of W may be kept in the engine's own layout (oneDNN's
+  // blocked weights, float32 copies of 16-bit ones) across runs.
+  for (const std::string& dt : kFloats) {
+    INFO(dt);
+    checkKernel(oneOp("matmul", {{"x", dt, {9, 16}}, {"w", dt, {24, 16}}},
+                      R"({"X": "x", "W": "w"})", R"({"transpose_w": true})"),
+                1, {}, {"w"});
+    checkKernel(
+        oneOp("matmul", {{"x", dt, {2, 3, 16}}, {"w", dt, {16, 10}}}, R"({"X": "x", "W": "w"})"), 1,
+        {}, {"w"});
+    checkKernel(oneOp("linear", {{"x", dt, {2, 4, 16}}, {"w", dt, {12, 16}}, {"b", dt, {12}}},
+                      R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})"),
+                1, {}, {"w"});
+  }
+}
+
+namespace {
+
+// Host copies of a one-operation graph's inputs (op.inputs order) and a
+// result buffer, with views whose data pointers a test can swap.
+struct ProductRun {
+  std::vector<Buffer> inputs;
+  Buffer result;
+  std::vector<PortViews> inViews() const {
+    std::vector<PortViews> out;
+    for (const Buffer& b : inputs) {
+      out.push_back({b.view()});
+    }
+    return out;
+  }
+};
+
+ProductRun productRun(const graph::ExpandedGraph& g, std::uint64_t seed) {
+  ProductRun r;
+  for (const Buffer& b : makeInputs(g, seed).buffers) {
+    r.inputs.push_back(Buffer::host(b.dtype(), b.region()));
+    std::memcpy(r.inputs.back().data(), b.data(), static_cast<std::size_t>(b.byteSize()));
+  }
+  const auto& t = g.operations[0].application.outputs[0].tensors[0];
+  r.result = Buffer::host(parseDType(t.dtype), t.shape);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("a prepared product runs again with new data and re-packs a constant W that moved",
+          "[cpu][kernel][products]") {
+  for (const std::string& dt : kFloats) {
+    for (const bool linear : {false, true}) {
+      INFO(dt << (linear ? " linear" : " matmul"));
+      const graph::ExpandedGraph g =
+          linear ? oneOp("linear", {{"x", dt, {6, 32}}, {"w", dt, {20, 32}}, {"b", dt, {20}}},
+                         R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})")
+                 : oneOp("matmul", {{"x", dt, {2, 6, 32}}, {"w", dt, {32, 20}}},
+                         R"({"X": "x", "W": "w"})");
+      const graph::Operation& op = g.operations[0];
+      const std::vector<Buffer> wantA = runWhole(g, makeInputs(g, 1));
+      const std::vector<Buffer> wantB = runWhole(g, makeInputs(g, 2));
+      ProductRun a = productRun(g, 1);
+      ProductRun b = productRun(g, 2);
+      for (const bool constant : {false, true}) {
+        INFO((constant ? "constant W" : "plain W"));
+        std::vector<PortViews> ins = a.inViews();
+        ins[1][0].constant = constant;
+        std::vector<PortViews> outs = {{a.result.view()}};
+        const KernelCall call{op, op.application.index, ins, outs, 0};
+        std::unique_ptr<PreparedKernel> prepared = cpu().prepareKernel(call);
+        REQUIRE(prepared != nullptr);
+        prepared->run(call);
+        CHECK(relError(values(a.result), values(wantA[0])) <= tolerance(parseDType(dt)));
+        // Every pointer moves to the second data set (W too: a constant W re-packs).
+        std::vector<PortViews> insB = b.inViews();
+        insB[1][0].constant = constant;
+        std::vector<PortViews> outsB = {{b.result.view()}};
+        prepared->run(KernelCall{op, op.application.index, insB, outsB, 0});
+        CHECK(relError(values(b.result), values(wantB[0])) <= tolerance(parseDType(dt)));
+        // Back to the first, and new data behind unchanged pointers of X (and of
+        // W where it is not constant).
+        std::memcpy(a.inputs[0].data(), b.inputs[0].data(),
+                    static_cast<std::size_t>(b.inputs[0].byteSize()));
+        if (!constant) {
+          for (std::size_t i = 1; i < a.inputs.size(); ++i) { // W (and the bias)
+            std::memcpy(a.inputs[i].data(), b.inputs[i].data(),
+                        static_cast<std::size_t>(b.inputs[i].byteSize()));
+          }
+          prepared->run(call);
+          CHECK(relError(values(a.result), values(wantB[0])) <= tolerance(parseDType(dt)));
+          a = productRun(g, 1);
+        } else {
+          prepared->run(call);
+          const std::vector<Buffer> mixed =
+              runWhole(g, makeInputs(g, 1, {{"x", makeInputs(g, 2).buffers[0]}}));
+          CHECK(relError(values(a.result), values(mixed[0])) <= tolerance(parseDType(dt)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("large products split into parts on helper threads, and follow the thread count",
+          "[cpu][kernel][products]") {
+  // Large enough for a second thread (productThreads: 2^26 flops each), split
+  // along the batch and m, W constant or not (the split along n, for single
+  // rows, is tested in test_cpu_products.cpp): prepared at 2 threads, run at
+  // 2, then at 1 (the parts one after another), then at 2 again, each time
+  // against the reference.
+  struct Case {
+    graph::ExpandedGraph g;
+    bool constantW;
+  };
+  std::vector<Case> cases;
+  cases.push_back(
+      {oneOp("matmul", {{"x", "float32", {4, 128, 256}}, {"w", "float32", {4, 256, 256}}},
+             R"({"X": "x", "W": "w"})"),
+       false});
+  cases.push_back(
+      {oneOp("linear",
+             {{"x", "float32", {1024, 256}}, {"w", "float32", {128, 256}}, {"b", "float32", {128}}},
+             R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})"),
+       true});
+  cases.push_back(
+      {oneOp("matmul", {{"x", "bfloat16", {2, 512, 256}}, {"w", "bfloat16", {256, 128}}},
+             R"({"X": "x", "W": "w"})"),
+       true});
+  for (const Case& c : cases) {
+    const graph::Operation& op = c.g.operations[0];
+    INFO(op.kernel << " " << op.application.index.toString());
+    const DType dtype = parseDType(op.application.outputs[0].tensors[0].dtype);
+    const std::vector<Buffer> want = runWhole(c.g, makeInputs(c.g, 1));
+    ProductRun r = productRun(c.g, 1);
+    std::vector<PortViews> ins = r.inViews();
+    ins[1][0].constant = c.constantW;
+    std::vector<PortViews> outs = {{r.result.view()}};
+    const KernelCall call{op, op.application.index, ins, outs, 0};
+    CpuBackend::setBlasThreads(2);
+    std::unique_ptr<PreparedKernel> prepared = cpu().prepareKernel(call);
+    for (const int threads : {2, 1, 2}) {
+      INFO(threads << " threads");
+      CpuBackend::setBlasThreads(threads);
+      std::memset(r.result.data(), 0, static_cast<std::size_t>(r.result.byteSize()));
+      prepared->run(call);
+      CHECK(relError(values(r.result), values(want[0])) <= tolerance(dtype));
+    }
+    CpuBackend::setBlasThreads(1);
   }
 }
 

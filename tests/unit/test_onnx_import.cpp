@@ -126,7 +126,7 @@ graph::ExpandedGraph expandImported(const ImportResult& r) {
 
 } // namespace
 
-TEST_CASE("Gemm with transB and a bias vector is a transpose and a linear", "[onnx]") {
+TEST_CASE("Gemm with transB and a bias vector is one linear reading W transposed", "[onnx]") {
   Model m;
   m.input("x", {4, 3})
       .floats("fc.weight", {2, 3}, {1, 2, 3, 4, 5, 6})
@@ -134,19 +134,76 @@ TEST_CASE("Gemm with transB and a bias vector is a transpose and a linear", "[on
   setInt(m.node("Gemm", {"x", "fc.weight", "fc.bias"}, {"y"}, "/fc/Gemm"), "transB", 1);
   m.output("y");
   const ImportResult r = m.import();
-  REQUIRE(r.graph.at("operations").size() == 2);
-  CHECK(op(r, 0).at("kernel") == "transpose");
-  CHECK(op(r, 0).at("name") == "/fc/Gemm/transpose_B");
-  CHECK(op(r, 1).at("kernel") == "linear");
-  CHECK(op(r, 1).at("name") == "/fc/Gemm");
-  CHECK(op(r, 1).at("inputs").at("bias") == "fc.bias");
-  CHECK(r.graph.at("tensors").at("fc.weight").at("shape") == Json::array({2, 3}));
+  REQUIRE(r.graph.at("operations").size() == 1);
+  CHECK(op(r, 0).at("kernel") == "linear");
+  CHECK(op(r, 0).at("name") == "/fc/Gemm");
+  CHECK(op(r, 0).at("params") == Json{{"transpose_w", true}});
+  CHECK(op(r, 0).at("inputs").at("W") == "fc.weight");
+  CHECK(op(r, 0).at("inputs").at("bias") == "fc.bias");
+  // Initializers are constant graph inputs; the activation is not.
+  CHECK(r.graph.at("tensors").at("fc.weight") ==
+        Json{{"dtype", "float32"}, {"shape", Json::array({2, 3})}, {"constant", true}});
+  CHECK(r.graph.at("tensors").at("fc.bias").at("constant") == true);
+  CHECK_FALSE(r.graph.at("tensors").at("x").contains("constant"));
   CHECK(r.graph.at("outputs") == Json::array({"y"}));
   REQUIRE(r.constants.size() == 2);
   CHECK(r.constants[0].name == "fc.weight");
   CHECK(r.constants[0].bytes.size() == 24);
   const graph::ExpandedGraph g = expandImported(r);
   CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{4, 2});
+  CHECK(g.findTensor("fc.weight")->constant);
+}
+
+TEST_CASE("Gemm with a C that broadcasts along the rows is a linear with a constant bias",
+          "[onnx]") {
+  SECTION("a one-element C is repeated into a bias [N]") {
+    Model m;
+    m.input("a", {3, 4}).floats("w", {3, 5}, std::vector<float>(15, 1.0f)).floats("c", {1}, {2.5f});
+    ::onnx::NodeProto& n = m.node("Gemm", {"a", "w", "c"}, {"y"}, "g");
+    setInt(n, "transA", 1);
+    m.output("y");
+    const ImportResult r = m.import();
+    REQUIRE(r.graph.at("operations").size() == 1);
+    CHECK(op(r, 0).at("kernel") == "linear");
+    CHECK(op(r, 0).at("params") == Json{{"transpose_x", true}});
+    CHECK(op(r, 0).at("inputs").at("bias") == "c/bias");
+    CHECK(r.graph.at("tensors").at("c/bias") ==
+          Json{{"dtype", "float32"}, {"shape", Json::array({5})}, {"constant", true}});
+    CHECK_FALSE(r.graph.at("tensors").contains("c")); // read by nothing
+    REQUIRE(r.constants.size() == 2);
+    std::vector<float> bias(5);
+    std::memcpy(bias.data(), r.constants[1].bytes.data(), 20);
+    CHECK(bias == std::vector<float>(5, 2.5f));
+    const graph::ExpandedGraph g = expandImported(r);
+    CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{4, 5});
+  }
+  SECTION("a constant C [1, N] is reshaped to [N]") {
+    Model m;
+    m.input("a", {3, 4})
+        .floats("w", {4, 2}, std::vector<float>(8, 1.0f))
+        .floats("c", {1, 2}, {1, 2});
+    m.node("Gemm", {"a", "w", "c"}, {"y"}, "g");
+    m.output("y");
+    const ImportResult r = m.import();
+    REQUIRE(r.graph.at("operations").size() == 1);
+    CHECK(op(r, 0).at("kernel") == "linear");
+    CHECK_FALSE(op(r, 0).contains("params"));
+    CHECK(r.graph.at("tensors").at("c/bias").at("shape") == Json::array({2}));
+    CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{3, 2});
+  }
+  SECTION("a C [1] that is no constant is added, broadcasting") {
+    Model m;
+    m.input("a", {3, 4}).input("c", {1}).floats("w", {4, 2}, std::vector<float>(8, 1.0f));
+    m.node("Gemm", {"a", "w", "c"}, {"y"}, "g");
+    m.output("y");
+    const ImportResult r = m.import();
+    std::vector<std::string> kernels;
+    for (const Json& o : r.graph.at("operations")) {
+      kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+    }
+    CHECK(kernels == std::vector<std::string>{"g:matmul", "g/add_C:add"});
+    CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{3, 2});
+  }
 }
 
 TEST_CASE("shape arithmetic feeding a Reshape is folded to a constant shape", "[onnx]") {
@@ -367,12 +424,13 @@ TEST_CASE("Gemm with alpha, beta and a 2-D C is matmul, scalings and an add", "[
   for (const Json& o : r.graph.at("operations")) {
     kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
   }
-  CHECK(kernels == std::vector<std::string>{"g/transpose_A:transpose", "g/transpose_B:transpose",
-                                            "g:matmul", "g/alpha:mul_scalar", "g/beta:mul_scalar",
+  CHECK(kernels == std::vector<std::string>{"g:matmul", "g/alpha:mul_scalar", "g/beta:mul_scalar",
                                             "g/add_C:add"});
-  CHECK(op(r, 3).at("params").at("value") == 2.0);
-  CHECK(op(r, 4).at("params").at("value") == 0.5);
-  CHECK(op(r, 5).at("outputs").at("result") == "y");
+  CHECK(op(r, 0).at("params") == Json{{"transpose_x", true}, {"transpose_w", true}});
+  CHECK(op(r, 1).at("params").at("value") == 2.0);
+  CHECK(op(r, 2).at("params").at("value") == 0.5);
+  CHECK(op(r, 3).at("outputs").at("result") == "y");
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{4, 5});
 }
 
 TEST_CASE("pools, global pooling, batchnorm and depthwise convolution", "[onnx]") {

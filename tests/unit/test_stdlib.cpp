@@ -239,9 +239,43 @@ TEST_CASE("stdlib: matmul", "[stdlib]") {
     CHECK(inIpf(c, "W") == ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}},
                                {0, 0, 0, 0}, {1, 1, 1, 1}));
   }
+  SECTION("transposed operands: the same index space, IPFs that read the swapped dims") {
+    // X stored [k, m] = [4, 8], W stored [n, k] = [6, 4]: index [m, n, k] = [8, 6, 4].
+    Application a = run("matmul", {{"X", {T({4, 8})}}, {"W", {T({6, 4})}}},
+                        Json{{"transpose_x", true}, {"transpose_w", true}});
+    CHECK(bindInt(a, "m") == 8);
+    CHECK(bindInt(a, "k") == 4);
+    CHECK(bindInt(a, "n") == 6);
+    CHECK(indexShape(a) == Ints{8, 6, 4});
+    CHECK(outT(a) == T({8, 6}));
+    CHECK(inIpf(a, "X") == ipf({{0, 0, 1}, {1, 0, 0}}, {0, 0}, {1, 1}));
+    CHECK(inIpf(a, "W") == ipf({{0, 1, 0}, {0, 0, 1}}, {0, 0}, {1, 1}));
+    CHECK(a.reductionDims == dims({2}));
+    // Batched X [2, 3, k=5, m=7] transposed, W [5, 4] broadcast: index [2, 3, 7, 4, 5].
+    Application b =
+        run("matmul", {{"X", {T({2, 3, 5, 7})}}, {"W", {T({5, 4})}}}, Json{{"transpose_x", true}});
+    CHECK(indexShape(b) == Ints{2, 3, 7, 4, 5});
+    CHECK(inIpf(b, "X") == ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 1, 0, 0}},
+                               {0, 0, 0, 0}, {1, 1, 1, 1}));
+    CHECK(bindInts(b, "perm_x") == Ints{0, 1, 3, 2});
+    CHECK(bindInts(b, "perm_w") == Ints{0, 1});
+  }
   SECTION("bad inputs") {
-    CHECK_THAT(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({5, 6})}}}),
-               Contains("$k is 4 from X but 5 from W"));
+    const std::string kMismatch =
+        "matmul: X and W disagree on k (X is [..., m, k], or [..., k, m] with transpose_x; W is "
+        "[..., k, n], or [..., n, k] with transpose_w)";
+    CHECK(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({5, 6})}}}) ==
+          kMismatch + " ($k = 4, $k_w = 5)");
+    // Shapes that agree untransposed disagree once a param swaps a pair.
+    CHECK(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}},
+                  Json{{"transpose_x", true}}) == kMismatch + " ($k = 8, $k_w = 4)");
+    CHECK(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}},
+                  Json{{"transpose_w", true}}) == kMismatch + " ($k = 4, $k_w = 6)");
+    CHECK(errorOf("matmul", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}}, Json{{"transpose_w", 1}}) ==
+          "matmul: param transpose_w: expected bool, got int");
+    CHECK(errorOf("matmul", {{"X", {T({2, 3, 5, 7})}}, {"W", {T({4, 3, 7, 11})}}}) ==
+          "matmul: in let expression \"broadcast($bx, $bw)\": cannot broadcast [2, 3] with [4, 3] "
+          "at column 1");
     CHECK_THAT(errorOf("matmul", {{"X", {T({2, 8, 4})}}, {"W", {T({3, 4, 6})}}}),
                Contains("cannot broadcast [2] with [3]"));
     CHECK_THAT(errorOf("matmul", {{"X", {T({8})}}, {"W", {T({8, 6})}}}),
@@ -278,9 +312,34 @@ TEST_CASE("stdlib: linear", "[stdlib]") {
     CHECK(indexShape(v) == Ints{5});
     CHECK(inIpf(v, "X") == ipf({{0}}, {0}, {4}));
   }
+  SECTION("transposed operands (ONNX Gemm's transA, transB)") {
+    // X stored [k, m] = [4, 8], W stored [n, k] = [6, 4]: index [m, n] = [8, 6].
+    Application a = run("linear", {{"X", {T({4, 8})}}, {"W", {T({6, 4})}}, {"bias", {T({6})}}},
+                        Json{{"transpose_x", true}, {"transpose_w", true}});
+    CHECK(indexShape(a) == Ints{8, 6});
+    CHECK(bindInt(a, "k") == 4);
+    CHECK(inIpf(a, "X") == ipf({{0, 0}, {1, 0}}, {0, 0}, {4, 1}));
+    CHECK(inIpf(a, "W") == ipf({{0, 1}, {0, 0}}, {0, 0}, {1, 4}));
+    CHECK(a.flopsPerPoint == 2 * 4 + 1);
+    // Batched: X [2, k=4, m=3] -> index [2, 3, n].
+    Application b = run("linear", {{"X", {T({2, 4, 3})}}, {"W", {T({4, 5})}}, {"bias", {T({5})}}},
+                        Json{{"transpose_x", true}});
+    CHECK(indexShape(b) == Ints{2, 3, 5});
+    CHECK(inIpf(b, "X") == ipf({{1, 0, 0}, {0, 0, 0}, {0, 1, 0}}, {0, 0, 0}, {1, 4, 1}));
+    CHECK(inIpf(b, "W") == ipf({{0, 0, 0}, {0, 0, 1}}, {0, 0}, {4, 1}));
+  }
   SECTION("bad inputs") {
-    CHECK_THAT(errorOf("linear", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}, {"bias", {T({5})}}}),
-               Contains("$n is 6 from W but 5 from bias"));
+    CHECK(errorOf("linear", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}, {"bias", {T({5})}}}) ==
+          "linear: W and bias disagree on n (W is [k, n], or [n, k] with transpose_w; bias is "
+          "[n]) ($n_w = 6, $n = 5)");
+    CHECK(errorOf("linear", {{"X", {T({8, 4})}}, {"W", {T({4, 6})}}, {"bias", {T({6})}}},
+                  Json{{"transpose_w", true}}) ==
+          "linear: X and W disagree on k (X is [..., k], or [..., k, m] with transpose_x; W is "
+          "[k, n], or [n, k] with transpose_w) ($k = 4, $k_w = 6)");
+    CHECK(errorOf("linear", {{"X", {T({4})}}, {"W", {T({4, 6})}}, {"bias", {T({6})}}},
+                  Json{{"transpose_x", true}}) ==
+          "linear: transpose_x needs X of rank 2 or more ([..., k, m]) ($transpose_x = true, $bx "
+          "= [])");
     CHECK_THAT(errorOf("linear", {{"X", {T({8, 4}, "int32")}},
                                   {"W", {T({4, 6}, "int32")}},
                                   {"bias", {T({6}, "int32")}}}),

@@ -248,12 +248,12 @@ $ cd $TESTDATA && tapestry expand bad/graphs/self_cycle.json -o $OLDPWD/out.json
 !     ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/shape_mismatch.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
-bad/graphs/shape_mismatch.json:9:5: error: at /operations/0: fc (matmul): X is [4, 8] and W is [9, 2]: $k is 8 from X but 9 from W
+bad/graphs/shape_mismatch.json:9:5: error: at /operations/0: fc (matmul): X and W disagree on k (X is [..., m, k], or [..., k, m] with transpose_x; W is [..., k, n], or [..., n, k] with transpose_w) ($k = 8, $k_w = 9)
     {"name": "fc", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}
     ^
-<stdlib>/matmul.yaml:LINE:COL: note: in kernel matmul, shape pattern "[$bw..., $k, $n]" (built in; 'tapestry kernels show matmul' prints it)
-    W: {shape: "[$bw..., $k, $n]", dtype: "$dtype", ipf: "[broadcast_rows(@[:-3], $bw)..., @[-1], @[-2]] :> [1...]"}
-                ^
+<stdlib>/matmul.yaml:LINE:COL: note: in kernel matmul, where clause "$k == $k_w" (built in; 'tapestry kernels show matmul' prints it)
+    - check: "$k == $k_w"
+              ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/shape_not_array.json -o $OLDPWD/out.json
 ! bad/graphs/shape_not_array.json:5:40: error: at /tensors/x/shape: expected an array, got string "4x8"

@@ -40,5 +40,5 @@ mobilenet_v2: 2 devices, check true
 ## A layout past --layout-seconds is stopped with a clear error (exit 1, no picture) instead of
 ## running on (ResNet-50's graph takes dot seconds here).
 $ tapestry render resnet50.json -o r.svg --layout-seconds 0.5
-! resnet50.json: error: Graphviz did not lay out the drawing (520 nodes) within 0.5 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
+! resnet50.json: error: Graphviz did not lay out the drawing (518 nodes) within 0.5 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
 [exit 1]

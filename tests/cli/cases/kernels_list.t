@@ -1,5 +1,5 @@
 ## `kernels list`: the standard library plus -k files, as text or JSON.
-$ tapestry kernels list | grep -c '^matmul(X, W) -> result$'
+$ tapestry kernels list | grep -c '^matmul(X, W; transpose_x: bool = false, transpose_w: bool = false) -> result$'
 1
 $ cd $TESTDATA && tapestry kernels list -k metakernels/user_ops.yaml | grep -A1 -E '^(scale|rowsum)\('
 rowsum(input) -> result

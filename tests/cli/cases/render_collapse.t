@@ -66,7 +66,7 @@ linear)\nblock11.residual (add)"];
 	"block:block0" -> "t:block11.out"	[label="block11.residual.result",
 		tooltip="block11.residual.result ipf(λx.[[1, 0], [0, 1]]⋅x + [0, 0], shape=[1, 1])"];
 	"op:head"	[fillcolor="#fdb462",
-		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>head</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:32, 0:10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#333333">W: head_w  float32 [256, 10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#333333">bias: head_b  float32 [10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">164 kFLOP</FONT></TD></TR></TABLE>>,
+		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>head</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:32, 0:10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9">transpose_x=false, transpose_w=false</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#333333">W: head_w  float32 [256, 10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#333333">bias: head_b  float32 [10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">164 kFLOP</FONT></TD></TR></TABLE>>,
 		style="rounded,filled",
 		tooltip="head (linear)"];
 	"t:block11.out" -> "op:head"	[label="X: [i0, :]",

@@ -48,7 +48,7 @@ $ tapestry render - -o mlp2.dot --format json < $TESTDATA/graphs/mlp.json
   "nodes": 19,
   "format": "dot",
   "output": "mlp2.dot",
-  "bytes": 8789
+  "bytes": 9035
 }
 [created mlp2.dot]
 $ tapestry render $TESTDATA/graphs/mlp.json -o - | sed -n 1p

@@ -49,7 +49,7 @@ digraph mlp {
 		label=<<B>x</B><BR/><FONT POINT-SIZE="9">float32 [64, 784] · 196 KiB</FONT>>,
 		tooltip="x: float32 [64, 784]"];
 	"op:fc1"	[fillcolor="#8dd3c7",
-		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>fc1</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:64, 0:512]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">51.4 MFLOP</FONT></TD></TR></TABLE>>,
+		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>fc1</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:64, 0:512]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9">transpose_x=false, transpose_w=false</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">51.4 MFLOP</FONT></TD></TR></TABLE>>,
 		style="rounded,filled",
 		tooltip="fc1 (linear)"];
 	"t:x" -> "op:fc1"	[label="X: [i0, :]",
@@ -79,7 +79,7 @@ digraph mlp {
 	"op:relu1" -> "t:a1"	[label="result: [i0, i1]",
 		tooltip="relu1.result ipf(λx.[[1, 0], [0, 1]]⋅x + [0, 0], shape=[1, 1])"];
 	"op:fc2"	[fillcolor="#bebada",
-		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>fc2</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:64, 0:256]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">16.8 MFLOP</FONT></TD></TR></TABLE>>,
+		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>fc2</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:64, 0:256]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9">transpose_x=false, transpose_w=false</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">16.8 MFLOP</FONT></TD></TR></TABLE>>,
 		style="rounded,filled",
 		tooltip="fc2 (linear)"];
 	"t:a1" -> "op:fc2"	[label="X: [i0, :]",
@@ -109,7 +109,7 @@ digraph mlp {
 	"op:relu2" -> "t:a2"	[label="result: [i0, i1]",
 		tooltip="relu2.result ipf(λx.[[1, 0], [0, 1]]⋅x + [0, 0], shape=[1, 1])"];
 	"op:fc3"	[fillcolor="#80b1d3",
-		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>fc3</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:64, 0:10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">328 kFLOP</FONT></TD></TR></TABLE>>,
+		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>fc3</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:64, 0:10]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9">transpose_x=false, transpose_w=false</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">328 kFLOP</FONT></TD></TR></TABLE>>,
 		style="rounded,filled",
 		tooltip="fc3 (linear)"];
 	"t:a2" -> "op:fc3"	[label="X: [i0, :]",
@@ -300,7 +300,7 @@ input half, max pooling over the sequence, a linear head, and a cast to bfloat16
 	"op:pool" -> "t:pooled"	[label="result: [i0, i2]",
 		tooltip="pool.result ipf(λx.[[1, 0, 0], [0, 0, 1]]⋅x + [0, 0], shape=[1, 1])"];
 	"op:head"	[fillcolor="#ccebc5",
-		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>head</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:8, 0:16]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">32.9 kFLOP</FONT></TD></TR></TABLE>>,
+		label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD><B>head</B>  <FONT POINT-SIZE="11" COLOR="#333333">linear</FONT></TD></TR><TR><TD><FONT FACE="DejaVu Sans Mono,Menlo,Consolas,monospace" POINT-SIZE="9">zr[0:8, 0:16]</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9">transpose_x=false, transpose_w=false</FONT></TD></TR><TR><TD><FONT POINT-SIZE="9" COLOR="#555555">32.9 kFLOP</FONT></TD></TR></TABLE>>,
 		style="rounded,filled",
 		tooltip="head (linear)"];
 	"t:pooled" -> "op:head"	[label="X: [i0, :]",

@@ -21,7 +21,7 @@ $ tapestry render $TESTDATA/graphs/tiny.json --view timeline -o t.svg && rm t.sv
 rendered tiny (timeline view, 11 nodes) -> t.svg (svg)
 ## Errors: a bad plan (exit 1, located), --max-nodes, an unwritable output.
 $ cd $TESTDATA && tapestry render bad/plans/selection.json --view timeline -o $OLDPWD/t.svg
-! bad/plans/selection.json:91:46: error: at /operations/mm/shards/1/selections/inputs/W/0/range: selection zr[2:3, 0:6] does not match the IPF projection zr[2:4, 0:6]
+! bad/plans/selection.json:109:46: error: at /operations/mm/shards/1/selections/inputs/W/0/range: selection zr[2:3, 0:6] does not match the IPF projection zr[2:4, 0:6]
 !               "W": [{"tensor": "w", "range": {"start": [2, 0], "end": [3, 6]}}]
 !                                              ^
 [exit 1]

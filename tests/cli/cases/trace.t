@@ -36,7 +36,7 @@ $ mkdir d && tapestry trace d -o t.json
 [exit 1]
 [created d]
 $ cd $TESTDATA && tapestry trace bad/plans/selection.json -o $OLDPWD/t.json
-! bad/plans/selection.json:91:46: error: at /operations/mm/shards/1/selections/inputs/W/0/range: selection zr[2:3, 0:6] does not match the IPF projection zr[2:4, 0:6]
+! bad/plans/selection.json:109:46: error: at /operations/mm/shards/1/selections/inputs/W/0/range: selection zr[2:3, 0:6] does not match the IPF projection zr[2:4, 0:6]
 !               "W": [{"tensor": "w", "range": {"start": [2, 0], "end": [3, 6]}}]
 !                                              ^
 [exit 1]

@@ -1,0 +1,181 @@
+// Matrix products on oneDNN's matmul primitive (float32, bfloat16): the
+// primitive, its memory objects and a user scratchpad are made once per
+// prepared gemm, so a run only sets data pointers and executes. A constant B
+// may be reordered once into the blocked layout oneDNN picks for the shape
+// (WeightUse::Packed), which OpenBLAS cannot keep between calls.
+#include <array>
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backends/cpu/gemm_engine.hpp"
+#include "core/diag/error.hpp"
+
+namespace tapestry::backend::cpu {
+
+namespace {
+
+using Dims = dnnl::memory::dims;
+using MemoryDesc = dnnl::memory::desc;
+
+dnnl::engine& cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN's OpenMP team is as large as the calling thread's nthreads-var (the
+// core count unless set). A product runs on one thread: a larger one is split
+// into parts on helper threads instead (gemm_split.cpp), because libgomp's
+// team threads spin for milliseconds after each parallel region and take the
+// core from the kernels that follow (docs/cpu-products.md). Other oneDNN
+// kernels on the thread may set another size, so it is read each time (a
+// cheap call) rather than remembered.
+void useOneThread() {
+  if (omp_get_max_threads() != 1) {
+    omp_set_num_threads(1);
+  }
+}
+
+void check(dnnl_status_t status, const char* what) {
+  if (status != dnnl_success) {
+    throw InternalError(std::string("oneDNN: ") + what + " failed (status " +
+                        std::to_string(static_cast<int>(status)) + ")");
+  }
+}
+
+// A [rows, cols] operand (with a leading batch dim when `batched`) as oneDNN
+// sees it. A dim of extent 1 gets the stride a dense layout would give it, so
+// that a row or a column is a plain layout; a batch stride of 0 (the same
+// matrix for every batch element) is a batch dim of 1, which oneDNN broadcasts.
+MemoryDesc matrixDesc(dnnl::memory::data_type type, bool batched, std::int64_t batch,
+                      std::int64_t bs, std::int64_t rows, std::int64_t cols, std::int64_t rs,
+                      std::int64_t cs) {
+  if (rows == 1 && cols == 1) {
+    rs = cs = 1;
+  } else if (rows == 1) {
+    rs = cs == 1 ? cols : 1;
+  } else if (cols == 1) {
+    cs = rs == 1 ? rows : 1;
+  }
+  if (!batched) {
+    return MemoryDesc(Dims{rows, cols}, type, Dims{rs, cs});
+  }
+  const bool broadcast = bs == 0;
+  return MemoryDesc(Dims{broadcast ? 1 : batch, rows, cols}, type,
+                    Dims{broadcast ? std::max(rs * rows, cs * cols) : bs, rs, cs});
+}
+
+class DnnlGemm final : public GemmEngine {
+public:
+  DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights)
+      : dtype_(dtype), g_(g), weights_(weights), stream_(cpuEngine()) {}
+
+  // Makes the primitive; false when oneDNN has no fast kernel for the problem.
+  bool build() {
+    const auto type =
+        dtype_ == DType::BFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+    const bool batched = g_.batch > 1;
+    const MemoryDesc a = matrixDesc(type, batched, g_.batch, g_.bsA, g_.M, g_.K, g_.rsA, g_.csA);
+    const MemoryDesc b = matrixDesc(type, batched, g_.batch, g_.bsB, g_.K, g_.N, g_.rsB, g_.csB);
+    const MemoryDesc c = matrixDesc(type, batched, g_.batch, g_.bsC, g_.M, g_.N, g_.rsC, g_.csC);
+    const std::int64_t biasStride = g_.N == 1 ? 1 : g_.biasStride;
+    const MemoryDesc bias = batched
+                                ? MemoryDesc(Dims{1, 1, g_.N}, type, Dims{g_.N, g_.N, biasStride})
+                                : MemoryDesc(Dims{1, g_.N}, type, Dims{g_.N, biasStride});
+    const MemoryDesc weights = weights_ == WeightUse::Packed
+                                   ? MemoryDesc(b.dims(), type, dnnl::memory::format_tag::any)
+                                   : b;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    useOneThread(); // oneDNN partitions the work for the creating thread's team size
+    dnnl::matmul::primitive_desc pd;
+    try {
+      const dnnl::matmul::desc desc =
+          g_.bias ? dnnl::matmul::desc(a, weights, bias, c) : dnnl::matmul::desc(a, weights, c);
+      pd = dnnl::matmul::primitive_desc(desc, attr, cpuEngine());
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    impl_ = pd.impl_info_str();
+    if (impl_.rfind("ref", 0) == 0) {
+      return false; // the reference kernel: loops, slower than any BLAS
+    }
+    primitive_ = dnnl::matmul(pd);
+    a_ = dnnl::memory(a, cpuEngine(), DNNL_MEMORY_NONE);
+    b_ = dnnl::memory(b, cpuEngine(), DNNL_MEMORY_NONE);
+    c_ = dnnl::memory(c, cpuEngine(), DNNL_MEMORY_NONE);
+    scratch_ = dnnl::memory(pd.scratchpad_desc(), cpuEngine());
+    packed_ = {};
+    packedFrom_ = nullptr;
+    if (weights_ == WeightUse::Packed && pd.weights_desc() != b) {
+      packed_ = dnnl::memory(pd.weights_desc(), cpuEngine());
+      pack_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpuEngine(), b, cpuEngine(), pd.weights_desc()));
+    }
+    nargs_ = 0;
+    args_[nargs_++] = {DNNL_ARG_SRC, a_.get()};
+    args_[nargs_++] = {DNNL_ARG_WEIGHTS, packed_ ? packed_.get() : b_.get()};
+    args_[nargs_++] = {DNNL_ARG_DST, c_.get()};
+    args_[nargs_++] = {DNNL_ARG_SCRATCHPAD, scratch_.get()};
+    if (g_.bias) {
+      bias_ = dnnl::memory(bias, cpuEngine(), DNNL_MEMORY_NONE);
+      args_[nargs_++] = {DNNL_ARG_BIAS, bias_.get()};
+    }
+    return true;
+  }
+
+  void run(const std::byte* a, const std::byte* b, std::byte* c, const std::byte* bias) override {
+    useOneThread();
+    check(dnnl_memory_set_data_handle(a_.get(), const_cast<std::byte*>(a)), "setting A");
+    check(dnnl_memory_set_data_handle(c_.get(), c), "setting C");
+    if (g_.bias) {
+      check(dnnl_memory_set_data_handle(bias_.get(), const_cast<std::byte*>(bias)), "setting bias");
+    }
+    if (!packed_) {
+      check(dnnl_memory_set_data_handle(b_.get(), const_cast<std::byte*>(b)), "setting B");
+    } else if (b != packedFrom_) {
+      check(dnnl_memory_set_data_handle(b_.get(), const_cast<std::byte*>(b)), "setting B");
+      const std::array<dnnl_exec_arg_t, 2> args = {
+          {{DNNL_ARG_SRC, b_.get()}, {DNNL_ARG_DST, packed_.get()}}};
+      check(dnnl_primitive_execute(pack_.get(), stream_.get(), 2, args.data()), "packing B");
+      packedFrom_ = b;
+    }
+    check(dnnl_primitive_execute(primitive_.get(), stream_.get(), nargs_, args_.data()),
+          "executing matmul");
+    check(dnnl_stream_wait(stream_.get()), "waiting for matmul");
+  }
+
+  void weightsChanged() override { packedFrom_ = nullptr; }
+
+  std::string name() const override {
+    return std::string("onednn ") + (packed_ ? "packed " : "") + impl_;
+  }
+
+private:
+  DType dtype_;
+  GemmGeometry g_;
+  WeightUse weights_;
+  dnnl::stream stream_;
+  std::string impl_;
+  dnnl::matmul primitive_;
+  dnnl::memory a_, b_, c_, bias_, scratch_, packed_;
+  dnnl::reorder pack_;
+  const std::byte* packedFrom_ = nullptr; // the B that packed_ holds
+  std::array<dnnl_exec_arg_t, 5> args_{};
+  int nargs_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights) {
+  if ((dtype != DType::Float32 && dtype != DType::BFloat16) || g.K <= 0) {
+    return nullptr;
+  }
+  auto engine = std::make_unique<DnnlGemm>(dtype, g, weights);
+  if (!engine->build()) {
+    return nullptr;
+  }
+  return engine;
+}
+
+} // namespace tapestry::backend::cpu
