@@ -159,4 +159,20 @@ const ProfileTable* Profile::tableFor(std::string_view kernel) const {
   return f != nullptr ? table(f->name) : nullptr;
 }
 
+std::vector<ProfileEntry> profileEntries(const Profile& p) {
+  std::vector<ProfileEntry> out;
+  for (const KernelFamily& f : kernelFamilies()) {
+    if (const ProfileTable* t = p.table(f.name)) {
+      out.push_back({f.name, std::string(f.doc), t});
+    }
+    for (std::string_view k : kernelsOfFamily(f.name)) {
+      const ProfileTable* own = k != f.name ? p.table(k) : nullptr;
+      if (own != nullptr) {
+        out.push_back({k, std::string(k) + " alone (" + std::string(f.name) + " family)", own});
+      }
+    }
+  }
+  return out;
+}
+
 } // namespace tapestry::cost

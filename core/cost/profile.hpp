@@ -116,4 +116,13 @@ struct Profile {
   const ProfileTable* tableFor(std::string_view kernel) const;
 };
 
+// A profile's tables in the order files list them: each family, then the
+// kernels of that family measured apart from it (target YAML and JSON).
+struct ProfileEntry {
+  std::string_view name;
+  std::string doc;
+  const ProfileTable* table;
+};
+std::vector<ProfileEntry> profileEntries(const Profile& p);
+
 } // namespace tapestry::cost

@@ -329,30 +329,6 @@ template <class Field> std::vector<ProfilePoint> decodePoints(const Field& list)
   return points;
 }
 
-// A profile's tables in the order files list them: each family, then the
-// kernels of that family measured apart from it.
-struct ProfileEntry {
-  std::string_view name;
-  std::string doc;
-  const ProfileTable* table;
-};
-
-std::vector<ProfileEntry> profileTables(const Profile& p) {
-  std::vector<ProfileEntry> out;
-  for (const KernelFamily& f : kernelFamilies()) {
-    if (const ProfileTable* t = p.table(f.name)) {
-      out.push_back({f.name, std::string(f.doc), t});
-    }
-    for (std::string_view k : kernelsOfFamily(f.name)) {
-      const ProfileTable* own = k != f.name ? p.table(k) : nullptr;
-      if (own != nullptr) {
-        out.push_back({k, std::string(k) + " alone (" + std::string(f.name) + " family)", own});
-      }
-    }
-  }
-  return out;
-}
-
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
                 "spread", "thread_scaling", "copies", "kernels"});
@@ -566,7 +542,7 @@ Json profileJson(const Profile& p) {
     j["copies"] = std::move(copies);
   }
   Json kernels = Json::object();
-  for (const ProfileEntry& e : profileTables(p)) {
+  for (const ProfileEntry& e : profileEntries(p)) {
     Json table = Json::object();
     table["size"] = workMeasureName(e.table->measure);
     table["alone"] = pointsJson(e.table->alone);
@@ -670,125 +646,6 @@ LocalTarget loadLocalTarget() {
   Target t = loadTargetYaml(SourceFile::read(saved));
   t.name = "local";
   return {std::move(t), saved};
-}
-
-namespace {
-
-// The shortest text that reads back as the same double.
-std::string exact(double v) {
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  return std::string(buffer, end);
-}
-
-// A YAML double-quoted string.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string linkYaml(const LinkSpec& link) {
-  return "{bandwidth: " + exact(link.bandwidth) + "B/s, latency: " + exact(link.latency) + "s}";
-}
-
-std::string pointsYaml(const std::vector<ProfilePoint>& points) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + std::string("[") + exact(points[i].size) + ", " +
-           exact(points[i].seconds) + "]";
-  }
-  return out + "]";
-}
-
-} // namespace
-
-std::string toYaml(const Target& target) {
-  const DeviceSpec& d = target.devices;
-  std::string y = "name: " + quoted(target.name) + "\n";
-  if (!target.description.empty()) {
-    y += "description: " + quoted(target.description) + "\n";
-  }
-  y += "devices:\n";
-  y += "  count: " + std::to_string(d.count) + "\n";
-  y += "  kind: " + std::string(deviceKindName(d.kind)) + "\n";
-  y += "  memory: " + std::to_string(d.memory) + "B\n";
-  y += "  memory_bandwidth: " + exact(d.memoryBandwidth) + "B/s\n";
-  y += "  flops:\n";
-  for (const std::string& dtype : flopsDTypes()) {
-    if (auto it = d.flops.find(dtype); it != d.flops.end()) {
-      y += "    " + dtype + ": " + exact(it->second) + "\n";
-    }
-  }
-  y += "  launch_overhead: " + exact(d.launchOverhead) + "s\n";
-  y += "links: " + linkYaml(target.links) + "\n";
-  y += "host: " + linkYaml(target.host) + "\n";
-  if (target.nodes) {
-    y += "nodes:\n  count: " + std::to_string(target.nodes->count) +
-         "\n  devices_per_node: " + std::to_string(target.nodes->devicesPerNode) +
-         "\n  inter_node: " + linkYaml(target.nodes->interNode) + "\n";
-  }
-  if (const std::optional<Profile>& p = target.profile) {
-    y += "profile:\n";
-    if (!p->machine.empty()) {
-      y += "  machine: " + quoted(p->machine) + "\n";
-    }
-    y += "  backend: " + p->backend + "\n";
-    if (!p->date.empty()) {
-      y += "  date: " + quoted(p->date) + "\n";
-    }
-    y += "  devices: " + std::to_string(p->devices) + "\n";
-    y += "  task_overhead: " + exact(p->taskOverhead) + "s\n";
-    y += "  start_overhead: " + exact(p->startOverhead) + "s\n";
-    if (!p->threadScaling.empty()) {
-      y += "  thread_scaling: {";
-      bool first = true;
-      for (const auto& [family, factor] : p->threadScaling) {
-        y += (first ? "" : ", ") + family + ": " + exact(factor);
-        first = false;
-      }
-      y += "}  # one device, every core against one thread\n";
-    }
-    if (p->spread > 0) {
-      y += "  spread: " + exact(p->spread) +
-           "  # a predicted speedup over one device is this far off at most (relative)\n";
-    }
-    {
-      y += "  copies:\n";
-      y += std::string("    on_device: ") + (p->copiesOnDevice ? "true" : "false") +
-           "  # a transfer holds its destination device while it copies\n";
-      if (!p->linkCopies.empty() || !p->hostCopies.empty()) {
-        y += "    # [bytes, seconds] of one transfer\n";
-      }
-      if (!p->linkCopies.empty()) {
-        y += "    links: " + pointsYaml(p->linkCopies) + "\n";
-      }
-      if (!p->hostCopies.empty()) {
-        y += "    host: " + pointsYaml(p->hostCopies) + "\n";
-      }
-      if (!p->linkCopiesAll.empty()) {
-        y += "    links_all: " + pointsYaml(p->linkCopiesAll) + "\n";
-      }
-      if (!p->hostCopiesAll.empty()) {
-        y += "    host_all: " + pointsYaml(p->hostCopiesAll) + "\n";
-      }
-    }
-    y += "  kernels:\n";
-    for (const ProfileEntry& e : profileTables(*p)) {
-      y += "    " + std::string(e.name) + ":  # " + e.doc + "\n";
-      y += "      size: " + std::string(workMeasureName(e.table->measure)) + "\n";
-      y += "      alone: " + pointsYaml(e.table->alone) + "\n";
-      if (!e.table->all.empty()) {
-        y += "      all: " + pointsYaml(e.table->all) + "\n";
-      }
-    }
-  }
-  return y;
 }
 
 Target loadTarget(const std::string& nameOrPath) {
