@@ -11,6 +11,9 @@ packages=(
   antlr4 libantlr4-runtime-dev
   libgraphviz-dev graphviz
   catch2 libopenblas-dev libdnnl-dev
+  # oneDNN's CMake config asks for OpenCL (Debian's build has a GPU runtime),
+  # which libdnnl-dev only recommends.
+  ocl-icd-opencl-dev
   python3 python3-jsonschema python3-yaml jq
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler
