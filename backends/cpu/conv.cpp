@@ -9,7 +9,8 @@
 // input's selection, whose clipped rows and columns become asymmetric padding
 // (padding_l / padding_r), a KH or KW part a sub-kernel with shifted padding,
 // and a C part a convolution over those channels (the partial). The primitive,
-// the reorders in and out of its preferred layout and their scratch memory are
+// the copies in and out of the activation layout it prefers (nhwc or
+// nChw16c: ChannelBlocks' transposes, onednn.hpp) and their scratch memory are
 // made once in prepare; a constant weight is reordered into the primitive's
 // blocked layout at the first run and kept while its data pointer stays.
 // Everything else (float64, float16, a shard that sees only padding, a grouped
@@ -19,6 +20,7 @@
 #include "backends/cpu/conv.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -347,6 +349,8 @@ public:
 
 private:
   OnednnConv() = default;
+  // make's work; dnnl::error where oneDNN refuses a descriptor.
+  static std::unique_ptr<OnednnConv> describe(const KernelCall& call, ConvLayout layout);
   // Creates the primitives for an OpenMP team of `threads` (oneDNN fixes some
   // work splits at creation); false where oneDNN refuses the shard.
   bool build(int threads);
@@ -358,6 +362,7 @@ private:
   // Element offsets of each box's first element from its view's data.
   std::int64_t srcOffset_ = 0, weightOffset_ = 0, biasOffset_ = 0, dstOffset_ = 0;
   std::int64_t elementSize_ = 4;
+  std::vector<std::int64_t> srcStrides_, dstStrides_; // the views' strides
   bool bias_ = false;
   bool constant_ = false;
 
@@ -365,11 +370,24 @@ private:
   dnnl::stream stream_;
   dnnl::memory src_, weight_, biasMemory_, dst_; // the views (handles set per run)
   onednn::Step srcReorder_, weightReorder_, conv_, dstReorder_;
+  // Where the convolution's layout is nChw8c / nChw16c, the copies in and out
+  // of it are ChannelBlocks' loops instead of reorder primitives.
+  std::optional<onednn::ChannelBlocks> srcBlocks_, dstBlocks_;
+  std::byte* srcBlocked_ = nullptr;
+  std::byte* dstBlocked_ = nullptr;
   const std::byte* packedFrom_ = nullptr;
   std::string impl_;
 };
 
 std::unique_ptr<OnednnConv> OnednnConv::make(const KernelCall& call, ConvLayout layout) {
+  try {
+    return describe(call, layout);
+  } catch (const dnnl::error&) {
+    return nullptr; // a view oneDNN cannot describe: the fallback runs it
+  }
+}
+
+std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLayout layout) {
   const DType dtype = call.outputs[0][0].dtype;
   const std::optional<dnnl::memory::data_type> type = onednn::dataType(dtype);
   const ZRange sel = inputSelection(call);
@@ -390,7 +408,7 @@ std::unique_ptr<OnednnConv> OnednnConv::make(const KernelCall& call, ConvLayout 
 
   const TensorView& in = call.inputs[0][0];
   const std::vector<std::int64_t> src = sel.shape().vector();
-  conv->srcView_ = onednn::stridedDesc(src, in.strides, *type);
+  std::vector<std::int64_t> srcStrides = in.strides;
   conv->srcOffset_ = in.offsetOf(sel.start().coords());
   // The selection's first row is the first window row's, clipped at 0: what
   // was clipped is padding before it, and what the last window reaches past
@@ -407,6 +425,25 @@ std::unique_ptr<OnednnConv> OnednnConv::make(const KernelCall& call, ConvLayout 
   conv->dilates_ = {g.dh - 1, g.dw - 1};
   conv->padL_ = {padTop, padLeft};
   conv->padR_ = {padBottom, padRight};
+  // A 1 x 1 window at stride s without padding reads every s-th row and
+  // column only: the convolution runs at stride 1 on that subsampled view, so
+  // the copy into its layout moves 1/s^2 of the selection (a ResNet shortcut).
+  // (oneDNN refuses strides whose dims could overlap by its conservative
+  // rule, stride >= inner stride x inner extent; then the view stays whole.)
+  conv->srcView_ = onednn::stridedDesc(src, srcStrides, *type);
+  if (b.KH == 1 && b.KW == 1 && (g.sh > 1 || g.sw > 1) && padTop == 0 && padLeft == 0 &&
+      padBottom == 0 && padRight == 0) {
+    const std::vector<std::int64_t> sub = {src[0], src[1], b.OH, b.OW};
+    const std::vector<std::int64_t> subStrides = {srcStrides[0], srcStrides[1],
+                                                  srcStrides[2] * g.sh, srcStrides[3] * g.sw};
+    try {
+      conv->srcView_ = onednn::stridedDesc(sub, subStrides, *type);
+      srcStrides = subStrides;
+      conv->strides_ = {1, 1};
+    } catch (const dnnl::error&) {
+    }
+  }
+  conv->srcStrides_ = srcStrides;
 
   const TensorView& wt = call.inputs[1][0];
   conv->weightOffset_ = offsetIn(wt, {b.o0, b.c0, b.kh0, b.kw0});
@@ -430,6 +467,7 @@ std::unique_ptr<OnednnConv> OnednnConv::make(const KernelCall& call, ConvLayout 
   const TensorView& out = call.outputs[0][0];
   const std::int64_t dstDims[4] = {b.N, b.O, b.OH, b.OW};
   conv->dstView_ = onednn::stridedDesc(dstDims, out.strides, *type);
+  conv->dstStrides_ = out.strides;
   conv->dstOffset_ = offsetIn(out, {b.n0, b.o0, b.oh0, b.ow0});
   if (!conv->build(CpuBackend::kernelThreads())) {
     return nullptr;
@@ -461,9 +499,16 @@ bool OnednnConv::build(int threads) {
     dst_ = dnnl::memory(dstView_, engine, nullptr);
     dnnl::memory src = src_, weight = weight_, dst = dst_;
     srcReorder_ = weightReorder_ = dstReorder_ = onednn::Step();
+    srcBlocks_ = dstBlocks_ = std::nullopt;
     if (pd.src_desc() != srcView_) {
       src = dnnl::memory(pd.src_desc(), engine);
-      srcReorder_ = onednn::reorderStep(src_, src);
+      srcBlocks_ = onednn::ChannelBlocks::of(pd.src_desc());
+      if (srcBlocks_) {
+        srcBlocked_ = static_cast<std::byte*>(src.get_data_handle());
+        std::memset(srcBlocked_, 0, pd.src_desc().get_size()); // the padding channels
+      } else {
+        srcReorder_ = onednn::reorderStep(src_, src);
+      }
     }
     if (pd.weights_desc() != weightView_) {
       weight = dnnl::memory(pd.weights_desc(), engine);
@@ -471,7 +516,12 @@ bool OnednnConv::build(int threads) {
     }
     if (pd.dst_desc() != dstView_) {
       dst = dnnl::memory(pd.dst_desc(), engine);
-      dstReorder_ = onednn::reorderStep(dst, dst_);
+      dstBlocks_ = onednn::ChannelBlocks::of(pd.dst_desc());
+      if (dstBlocks_) {
+        dstBlocked_ = static_cast<std::byte*>(dst.get_data_handle());
+      } else {
+        dstReorder_ = onednn::reorderStep(dst, dst_);
+      }
     }
     conv_ = onednn::Step(dnnl::convolution_forward(pd), pd);
     conv_.arg(DNNL_ARG_SRC, src);
@@ -500,15 +550,19 @@ void OnednnConv::run(const KernelCall& call) {
   auto at = [this](const TensorView& view, std::int64_t offset) {
     return static_cast<void*>(view.data + offset * elementSize_);
   };
-  src_.set_data_handle(at(call.inputs[0][0], srcOffset_));
+  void* src = at(call.inputs[0][0], srcOffset_);
+  src_.set_data_handle(src);
   const TensorView& wt = call.inputs[1][0];
   const std::byte* weight = wt.data + weightOffset_ * elementSize_;
   weight_.set_data_handle(at(wt, weightOffset_));
   if (bias_) {
     biasMemory_.set_data_handle(at(call.inputs[2][0], biasOffset_));
   }
-  dst_.set_data_handle(at(call.outputs[0][0], dstOffset_));
-  if (srcReorder_.present()) {
+  void* dst = at(call.outputs[0][0], dstOffset_);
+  dst_.set_data_handle(dst);
+  if (srcBlocks_) {
+    srcBlocks_->toBlocked(static_cast<const std::byte*>(src), srcStrides_, srcBlocked_);
+  } else if (srcReorder_.present()) {
     srcReorder_.run(stream_);
   }
   if (weightReorder_.present() && (!constant_ || packedFrom_ != weight)) {
@@ -516,7 +570,9 @@ void OnednnConv::run(const KernelCall& call) {
     packedFrom_ = constant_ ? weight : nullptr;
   }
   conv_.run(stream_);
-  if (dstReorder_.present()) {
+  if (dstBlocks_) {
+    dstBlocks_->fromBlocked(dstBlocked_, static_cast<std::byte*>(dst), dstStrides_);
+  } else if (dstReorder_.present()) {
     dstReorder_.run(stream_);
   }
 }
