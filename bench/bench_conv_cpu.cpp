@@ -11,11 +11,16 @@
 //     weights and dst (blocked), weights and input reordered once outside the
 //     timing: the floor for this convolution on this machine;
 // all with the same OpenMP team (--threads, default 2), each pass interleaved
-// with onednn's calls, the median of --repeat calls each. Prints per-layer times, the ratio
-// tapestry / onednn (target: every layer within 1.3x) and the totals.
+// with onednn's calls, the median of --repeat calls each. Prints per-layer
+// times, the ratio tapestry / onednn (target: every layer within 1.3x) and the
+// totals. Then (without --graph) the pools of ResNet-18 and MobileNetV2 and two
+// batchnorms: the registry's kernel against the loops (pools) or oneDNN's
+// batch normalization (batchnorm), which is how pool.cpp and batchnorm.cpp
+// chose what they run.
 //
 //   bench_conv_cpu [--threads T] [--repeat R] [--graph GRAPH.json]
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -26,6 +31,7 @@
 #include "backends/cpu/conv.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/onednn.hpp"
+#include "backends/cpu/pool.hpp"
 #include "backends/tensor_io.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
@@ -177,6 +183,133 @@ private:
   std::string impl_;
 };
 
+// One-operation graph "y = KERNEL(x[, ...])" for the pooling and batchnorm table.
+graph::ExpandedGraph oneOp(const std::string& kernel, const std::vector<std::int64_t>& shape,
+                           const std::string& params,
+                           const metakernel::MetakernelLibrary& library) {
+  std::string dims;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    dims += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  std::string tensors = R"("x": {"dtype": "float32", "shape": [)" + dims + "]}";
+  std::string inputs = R"("input": "x")";
+  if (kernel == "batchnorm") {
+    for (const char* v : {"scale", "bias", "mean", "var"}) {
+      tensors += std::string(R"(, ")") + v + R"(": {"dtype": "float32", "shape": [)" +
+                 std::to_string(shape[1]) + R"(], "constant": true})";
+      inputs += std::string(R"(, ")") + v + R"(": ")" + v + R"(")";
+    }
+  }
+  const std::string text = R"({"tapestry": "graph/v1", "name": "op", "tensors": {)" + tensors +
+                           R"(}, "operations": [{"name": "op", "kernel": ")" + kernel +
+                           R"(", "params": )" + params + R"(, "inputs": {)" + inputs +
+                           R"(}, "outputs": {"result": "y"}}]})";
+  const json::Document doc = json::Document::parse(SourceFile("op.json", text));
+  return graph::expand(graph::decodeGraph(json::Value(doc)), library);
+}
+
+// The pools of ResNet-18 and MobileNetV2 (batch 1, 64 x 64 images) and two
+// batchnorms: the registry's kernel against the loops (pools) or oneDNN's
+// batch normalization on plain NCHW (batchnorm), interleaved, medians.
+void poolsAndBatchnorm(int threads, int repeat, const metakernel::MetakernelLibrary& library) {
+  struct Case {
+    const char* kernel;
+    std::vector<std::int64_t> shape;
+    const char* params;
+    const char* what;
+  };
+  const std::vector<Case> cases = {
+      {"maxpool2d",
+       {1, 64, 32, 32},
+       R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})",
+       "ResNet-18 maxpool"},
+      {"global_avgpool", {1, 512, 2, 2}, "{}", "ResNet-18 global_avgpool"},
+      {"global_avgpool", {1, 1280, 2, 2}, "{}", "MobileNetV2 global_avgpool"},
+      {"batchnorm", {1, 64, 16, 16}, "{}", "batchnorm"},
+      {"batchnorm", {1, 64, 32, 32}, "{}", "batchnorm"},
+  };
+  std::printf("\npooling and batchnorm float32, %d threads, median of %d interleaved calls (us)\n",
+              threads, repeat);
+  std::printf("%-28s %-16s %9s %9s %7s  %s\n", "operation", "input", "tapestry", "other", "ratio",
+              "tapestry runs / other is");
+  CpuBackend backend(1);
+  for (const Case& c : cases) {
+    const graph::ExpandedGraph g = oneOp(c.kernel, c.shape, c.params, library);
+    const graph::Operation& op = g.operations[0];
+    const TensorBuffers in = drawInputs(g, 1);
+    if (std::string(c.kernel) == "batchnorm") { // var > 0
+      for (float& v : in.at("var").elements<float>()) {
+        v = std::abs(v) + 0.5f;
+      }
+    }
+    std::vector<PortViews> inViews;
+    for (const graph::PortTensors& port : op.inputs) {
+      PortViews pv;
+      for (std::size_t t : port.tensors) {
+        pv.push_back(in.at(g.tensors[t].name).view());
+      }
+      inViews.push_back(pv);
+    }
+    Buffer out = Buffer::host(DType::Float32, op.application.outputs[0].tensors[0].shape);
+    const std::vector<PortViews> outViews = {{out.view()}};
+    const KernelCall call{op, op.application.index, inViews, outViews, 0};
+    std::unique_ptr<PreparedKernel> mine = backend.prepareKernel(call);
+    std::string runs = "loops";
+    if (const auto* pool = dynamic_cast<const cpu::PreparedPool*>(mine.get())) {
+      runs = pool->implementation();
+    }
+    // The other side: the loops for a pool, oneDNN for batchnorm.
+    std::unique_ptr<PreparedKernel> loops;
+    cpu::onednn::Step bnorm;
+    dnnl::stream stream(cpu::onednn::cpuEngine());
+    std::string other;
+    if (std::string(c.kernel) == "batchnorm") {
+      using dt = dnnl::memory::data_type;
+      using tag = dnnl::memory::format_tag;
+      cpu::onednn::useThreads(threads);
+      const dnnl::engine& engine = cpu::onednn::cpuEngine();
+      const dnnl::memory::desc x(c.shape, dt::f32, tag::nchw);
+      const dnnl::memory::desc v({c.shape[1]}, dt::f32, tag::x);
+      const dnnl::batch_normalization_forward::desc desc(
+          dnnl::prop_kind::forward_inference, x, 1e-5f,
+          dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+              dnnl::normalization_flags::use_shift);
+      const dnnl::batch_normalization_forward::primitive_desc pd(
+          desc, cpu::onednn::userScratchpad(), engine);
+      bnorm = cpu::onednn::Step(dnnl::batch_normalization_forward(pd), pd);
+      bnorm.arg(DNNL_ARG_SRC, dnnl::memory(x, engine, in.at("x").data()));
+      bnorm.arg(DNNL_ARG_DST, dnnl::memory(x, engine));
+      bnorm.arg(DNNL_ARG_SCALE, dnnl::memory(v, engine, in.at("scale").data()));
+      bnorm.arg(DNNL_ARG_SHIFT, dnnl::memory(v, engine, in.at("bias").data()));
+      bnorm.arg(DNNL_ARG_MEAN, dnnl::memory(v, engine, in.at("mean").data()));
+      bnorm.arg(DNNL_ARG_VARIANCE, dnnl::memory(v, engine, in.at("var").data()));
+      other = std::string("onednn ") + pd.impl_info_str();
+    } else {
+      loops = cpu::preparePool(call, cpu::PoolImplementation::Loops);
+      other = "loops";
+    }
+    std::vector<double> a, b;
+    for (int r = -3; r < repeat; ++r) {
+      double start = Backend::now();
+      mine->run(call);
+      const double ta = Backend::now() - start;
+      start = Backend::now();
+      if (loops) {
+        loops->run(call);
+      } else {
+        bnorm.run(stream);
+      }
+      const double tb = Backend::now() - start;
+      if (r >= 0) {
+        a.push_back(ta);
+        b.push_back(tb);
+      }
+    }
+    std::printf("%-28s %-16s %9.1f %9.1f %7.2f  %s / %s\n", c.what, shapeText(c.shape).c_str(),
+                median(a) * 1e6, median(b) * 1e6, median(a) / median(b), runs.c_str(),
+                other.c_str());
+  }
+}
 } // namespace
 
 // A benchmark's main is its whole procedure (flags, measurements, the report
@@ -289,6 +422,9 @@ int main(int argc, char** argv) {
                 total[5] * 1e6, total[1] / total[5], total[2] / total[5], total[3] / total[5]);
     std::printf("worst layer tapestry/onednn: %.2f (target <= 1.3: %s)\n", worst,
                 worst <= 1.3 ? "met" : "NOT met");
+    if (graphPath.empty()) {
+      poolsAndBatchnorm(threads, repeat, library);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_conv_cpu: %s\n", e.what());
     return 1;

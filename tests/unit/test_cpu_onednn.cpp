@@ -22,6 +22,7 @@
 #include "backends/cpu/conv.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/onednn.hpp"
+#include "backends/cpu/pool.hpp"
 #include "backends/dtype.hpp"
 #include "backends/reference.hpp"
 #include "backends/tensor_io.hpp"
@@ -440,4 +441,115 @@ TEST_CASE("ChannelBlocks copies NCHW views into nhwc, nChw8c and nChw16c as oneD
   CHECK_FALSE(dn::ChannelBlocks::of(
                   memory::desc({1, 8, 4, 4}, memory::data_type::f32, memory::format_tag::nchw))
                   .has_value());
+}
+
+namespace {
+
+struct PoolCase {
+  const char* kernel;
+  Shape input;
+  const char* params;
+  bool onednn = true; // float32 runs on oneDNN (it has only reference code for dilation)
+};
+
+graph::ExpandedGraph poolGraph(const PoolCase& c, const std::string& dtype) {
+  return testing::expandText(
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": ")" + dtype +
+      R"(", "shape": )" + shapeJson(c.input) +
+      R"(}}, "operations": [{"name": "pool", "kernel": ")" + c.kernel + R"(", "params": )" +
+      c.params + R"(, "inputs": {"input": "x"}, "outputs": {"result": "y"}}]})");
+}
+
+// Every split of a pooling case in `dtype` against the float64 reference
+// (the loops); float32 shards must run on oneDNN.
+void checkPool(const PoolCase& c, const std::string& dtype) {
+  INFO(dtype << " " << c.kernel << " " << shapeJson(c.input) << " " << c.params);
+  const graph::ExpandedGraph g = poolGraph(c, dtype);
+  const graph::Operation& op = g.operations[0];
+  const metakernel::Application& app = op.application;
+  const TensorBuffers inputs = drawInputs(g, 3);
+  TensorBuffers in64;
+  in64.emplace("x", toFloat64(inputs.at("x")));
+  const Buffer expected = evaluateGraph(cpuBackend(), poolGraph(c, "float64"), in64).at("y");
+  const std::vector<Shape> splits = {{1, 1, 1, 1}, {2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1},
+                                     {1, 1, 1, 2}, {1, 1, 3, 2}, {2, 2, 2, 2}};
+  for (const Shape& wanted : splits) {
+    Shape split = wanted;
+    for (std::size_t d = 0; d < split.size(); ++d) {
+      split[d] = std::min(split[d], app.index.extent(d));
+    }
+    INFO("split " << shapeJson(split));
+    Buffer result = Buffer::host(parseDType(dtype), app.outputs[0].tensors[0].shape);
+    for (const ZRange& shard : app.index.tile(split)) {
+      INFO("shard " << shard.toString());
+      const ShardSelections sel = shardSelections(op, shard);
+      const std::vector<PortViews> in = {{inputs.at("x").view(sel.inputs[0][0])}};
+      Buffer part = cpuBackend().allocate(result.dtype(), sel.outputs[0][0], 0);
+      const std::vector<PortViews> out = {{part.view()}};
+      const KernelCall call{op, shard, in, out, 0};
+      std::unique_ptr<PreparedKernel> prepared = cpuBackend().prepareKernel(call);
+      const auto* pool = dynamic_cast<const cpu::PreparedPool*>(prepared.get());
+      REQUIRE(pool != nullptr);
+      // oneDNN's pooling kernels take dense NCHW: the whole tensor here (the
+      // shards' sub-views of it run on the loops).
+      if (dtype == "float32" && c.onednn && shard == app.index) {
+        CHECK(pool->implementation().rfind("onednn", 0) == 0);
+      }
+      prepared->run(call);
+      // global_avgpool's partials add up; the windowed pools' shards are disjoint.
+      cpuBackend().combine(metakernel::Combine::Sum, result.view(), part.view(), part.region());
+    }
+    CHECK(relError(values(result), values(expected)) <= tolerance(result.dtype(), true));
+  }
+}
+
+} // namespace
+
+TEST_CASE("maxpool2d and avgpool2d on oneDNN: shards against the float64 reference",
+          "[cpu][onednn]") {
+  const std::vector<PoolCase> cases = {
+      {"maxpool2d", {1, 16, 16, 16}, R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})"},
+      {"maxpool2d",
+       {2, 5, 9, 8},
+       R"({"kernel": [2, 3], "stride": [1, 2], "padding": [1, 1], "dilation": [2, 1]})",
+       false},
+      {"avgpool2d", {1, 16, 12, 12}, R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})"},
+      {"avgpool2d",
+       {2, 6, 7, 9},
+       R"({"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "count_include_pad": true})"},
+      {"global_avgpool", {2, 8, 5, 6}, "{}", false},
+  };
+  for (const PoolCase& c : cases) {
+    for (const char* dtype : {"float32", "bfloat16", "float64", "float16"}) {
+      checkPool(c, dtype);
+    }
+  }
+}
+
+TEST_CASE("maxpool2d propagates NaN on oneDNN as in the loops", "[cpu][onednn]") {
+  const PoolCase c{"maxpool2d", {1, 16, 4, 4}, R"({"kernel": [2, 2], "stride": [2, 2]})"};
+  for (const char* dtype : {"float32", "float64"}) {
+    INFO(dtype);
+    const graph::ExpandedGraph g = poolGraph(c, dtype);
+    const graph::Operation& op = g.operations[0];
+    TensorBuffers inputs = drawInputs(g, 5);
+    Buffer& x = inputs.at("x");
+    // A NaN first and last in window (0, 0) of channel 0 and channel 1.
+    auto setNaN = [&](std::int64_t i) {
+      if (x.dtype() == DType::Float32) {
+        x.elements<float>()[static_cast<std::size_t>(i)] = std::nanf("");
+      } else {
+        x.elements<double>()[static_cast<std::size_t>(i)] = std::nan("");
+      }
+    };
+    setNaN(0);
+    setNaN(16 + 5);
+    Buffer y = Buffer::host(x.dtype(), op.application.outputs[0].tensors[0].shape);
+    const std::vector<PortViews> in = {{x.view()}}, out = {{y.view()}};
+    cpuBackend().runKernel(op, op.application.index, in, out);
+    const std::vector<double> v = values(y);
+    CHECK(std::isnan(v[0]));
+    CHECK(std::isnan(v[4]));
+    CHECK_FALSE(std::isnan(v[1]));
+  }
 }
