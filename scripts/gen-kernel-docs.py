@@ -60,7 +60,7 @@ def yaml_value(v):
 def signature(name, k):
     ins = []
     for port, spec in (k.get("inputs") or {}).items():
-        ins.append(port + ("[]" if spec.get("list") else ""))
+        ins.append(port + ("[]" if spec.get("list") else "") + ("?" if spec.get("optional") else ""))
     params = []
     for p, spec in (k.get("params") or {}).items():
         s = f"{p}: {spec['type']}"
@@ -92,6 +92,7 @@ def section(name, k, family, source):
     out.append(f"| dtypes | {cell(dtypes(k))} |")
     for port, spec in (k.get("inputs") or {}).items():
         kind = "input list" if spec.get("list") else "input"
+        kind = "optional " + kind if spec.get("optional") else kind
         ipf = spec.get("ipf", '"[@...] :> [1...]" (identity, the default)')
         out.append(f"| {kind} `{port}` | shape {cell(code(spec['shape']))}, "
                    f"IPF {cell(code(ipf))} |")
@@ -161,8 +162,9 @@ def page():
         "How the templates were designed (reduction dims, rows that must not be split,",
         "list ports): [metakernels-design.md](../metakernels-design.md).",
         "",
-        "In signatures `port[]` is a list port, `name: type = default` a param. In IPFs `@`",
-        "is the index point (see [concepts](../concepts.md)).",
+        "In signatures `port[]` is a list port, `port?` an optional one (an operation may leave it",
+        "out), `name: type = default` a param. In IPFs `@` is the index point (see",
+        "[concepts](../concepts.md)).",
         "",
         f"{sum(1 for _, _, k, _ in kernels if k.get('body'))} kernels have a `body`: what one shard computes, as a block",
         "expression ([language.md](../language.md#bodies-what-a-kernel-computes)). A test runs each",
@@ -174,7 +176,8 @@ def page():
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, family, k, _ in kernels:
-        ins = ", ".join(p + ("[]" if s.get("list") else "") for p, s in (k.get("inputs") or {}).items())
+        ins = ", ".join(p + ("[]" if s.get("list") else "") + ("?" if s.get("optional") else "")
+                        for p, s in (k.get("inputs") or {}).items())
         params = ", ".join((k.get("params") or {}).keys()) or "-"
         outs = ", ".join(p + ("[]" if s.get("list") else "") for p, s in k["outputs"].items())
         combines = sorted({s["combine"] for s in k["outputs"].values() if s.get("combine")})

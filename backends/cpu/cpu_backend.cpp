@@ -26,6 +26,7 @@ const cpu::CpuRegistry& registry() {
     cpu::registerConvKernels(r);
     cpu::registerReduceKernels(r);
     cpu::registerNormalizationKernels(r);
+    cpu::registerBatchnormKernels(r);
     cpu::registerShapeKernels(r);
     cpu::registerEmbeddingKernels(r);
     cpu::registerPoolKernels(r);

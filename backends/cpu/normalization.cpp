@@ -1,11 +1,10 @@
-// softmax, layernorm and batchnorm. The first two leave the normalized axis
+// softmax and layernorm (batchnorm: batchnorm.cpp). Both leave the normalized axis
 // out of the index space, so every index point owns one whole row (SPEC §4.3,
 // docs/metakernels-design.md): a shard walks its points through the IPFs to
 // each row's first element and normalizes the row along the view's axis
 // stride. Both are numerically stable (softmax subtracts the row max;
 // layernorm takes two passes) and prepared once per call (run_loop.hpp);
-// float32 rows run through vector_math.hpp. batchnorm (inference) is
-// elementwise with per-channel constants.
+// float32 rows run through vector_math.hpp. batchnorm is in batchnorm.cpp.
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -204,51 +203,11 @@ std::unique_ptr<PreparedKernel> prepareFloat(const KernelCall& call) {
   return prepared;
 }
 
-// batchnorm: index = the input's shape [N, C, spatial...]; one channel at a
-// time, with that channel's (x - mean) * scale / sqrt(var + epsilon) + bias.
-struct Batchnorm {
-  template <class T> static void run(const KernelCall& call) {
-    using C = typename Num<T>::C;
-    const double eps = floatParam(call.op, "epsilon");
-    const ZRange& idx = call.index;
-    if (idx.isEmpty()) {
-      return;
-    }
-    std::vector<std::int64_t> start = idx.start().vector();
-    std::vector<std::int64_t> end = idx.end().vector();
-    for (std::int64_t c = idx.start()[1]; c < idx.end()[1]; ++c) {
-      // Ports: input, scale, bias, mean, var.
-      auto channel = [&](std::size_t port) {
-        return static_cast<double>(Num<T>::load(*call.inputs[port][0].at<T>(std::span(&c, 1))));
-      };
-      const C mul = static_cast<C>(channel(1) / std::sqrt(channel(4) + eps));
-      const C bias = static_cast<C>(channel(2));
-      const C mean = static_cast<C>(channel(3));
-      start[1] = c;
-      end[1] = c + 1;
-      const ZRange part{ZPoint(start), ZPoint(end)};
-      const Walk in = walkThrough(call.inputs[0][0], inputIpf(call, 0), part);
-      const Walk out = walkThrough(call.outputs[0][0], outputIpf(call, 0), part);
-      forEachRun<2>(part, {&in, &out},
-                    [&](const std::array<std::int64_t, 2>& off, std::int64_t len,
-                        const std::array<std::int64_t, 2>& st) {
-                      const T* x = in.ptr<T>() + off[0];
-                      T* y = out.ptr<T>() + off[1];
-                      for (std::int64_t i = 0; i < len; ++i) {
-                        y[i * st[1]] =
-                            Num<T>::store((Num<T>::load(x[i * st[0]]) - mean) * mul + bias);
-                      }
-                    });
-    }
-  }
-};
-
 } // namespace
 
 void registerNormalizationKernels(CpuRegistry& registry) {
   registry.add("softmax", &runPrepared<&prepareFloat<Softmax>>, &prepareFloat<Softmax>);
   registry.add("layernorm", &runPrepared<&prepareFloat<Layernorm>>, &prepareFloat<Layernorm>);
-  registry.add("batchnorm", &floatKernel<Batchnorm>);
 }
 
 } // namespace tapestry::backend::cpu

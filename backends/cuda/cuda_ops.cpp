@@ -370,6 +370,15 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
       !backend::selection(inputIpf(call, 0), call.index, op.application.inputs[0].tensors[0].shape)
            .isEmpty() &&
       call.inputs[0][0].present();
+  // The optional bias: added by the shard whose (C, KH, KW) range starts at 0,
+  // so the partials' sum has it once.
+  if (call.inputs.size() > 2 && !call.inputs[2].empty() && p.begin[4] == 0 && p.begin[5] == 0 &&
+      p.begin[6] == 0) {
+    const TensorView& bias = call.inputs[2][0];
+    p.bias = bias.data;
+    p.biasStart = bias.region.start()[0];
+    p.biasStride = bias.strides[0];
+  }
   checkCuda(launchConv2d(elementType(dtype), convView(call.inputs[0][0]),
                          convView(call.inputs[1][0]), convView(call.outputs[0][0]), p, c.stream),
             what(call));

@@ -472,6 +472,9 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
     const i64 o = p.begin[1] + rest % Os;
     const i64 n = p.begin[0] + rest / Os;
     C acc = 0;
+    if (p.bias != nullptr) {
+      acc = Num<T>::load(static_cast<const T*>(p.bias)[(o - p.biasStart) * p.biasStride]);
+    }
     if (p.anyInput) {
       for (i64 c = p.begin[4]; c < p.end[4]; ++c) {
         for (i64 kh = p.begin[5]; kh < p.end[5]; ++kh) {

@@ -138,9 +138,14 @@ struct ConvParams {
   std::int64_t begin[7] = {}; // the shard's index range [N, O, OH, OW, C/groups, KH, KW]
   std::int64_t end[7] = {};
   bool anyInput = true; // false: the shard reads only padding (zeros)
+  // bias[o] at bias + (o - biasStart)·biasStride starts each sum; null when the
+  // operation has none or the shard's (C, KH, KW) range does not start at 0.
+  const void* bias = nullptr;
+  std::int64_t biasStart = 0, biasStride = 1;
 };
-// Direct conv2d (NCHW / OIHW cross-correlation): a thread per output element of
-// the shard sums its part of (C, KH, KW) in the compute type and stores once.
+// Direct conv2d (NCHW / OIHW cross-correlation, optional bias): a thread per
+// output element of the shard sums its part of (C, KH, KW) in the compute
+// type and stores once.
 cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
                          const ConvView& output, const ConvParams& params, cudaStream_t stream);
 

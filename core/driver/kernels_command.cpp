@@ -12,11 +12,13 @@ using namespace tapestry::metakernel;
 
 namespace {
 
-// "sum(input; axis: int = -1, keepdims: bool = false) -> result"
+// "sum(input; axis: int = -1, keepdims: bool = false) -> result"; a list
+// port is "tensors[]", an optional one "bias?".
 std::string signature(const Metakernel& k) {
   std::string out = k.name + "(";
   for (std::size_t i = 0; i < k.inputs.size(); ++i) {
-    out += (i ? ", " : "") + k.inputs[i].name + (k.inputs[i].list ? "[]" : "");
+    out += (i ? ", " : "") + k.inputs[i].name + (k.inputs[i].list ? "[]" : "") +
+           (k.inputs[i].optional ? "?" : "");
   }
   for (std::size_t i = 0; i < k.params.size(); ++i) {
     const ParamSpec& p = k.params[i];
@@ -41,6 +43,7 @@ Json listJson(const Metakernel& k) {
     Json p = Json::object();
     p["name"] = in.name;
     p["list"] = in.list;
+    p["optional"] = in.optional;
     p["shape"] = in.shape.text();
     return p;
   });

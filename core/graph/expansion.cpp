@@ -77,7 +77,7 @@ struct ResolvedPort {
   bool list = false;
   std::vector<std::string> names;
   std::vector<std::size_t> tensors; // indices into Expander::tensors_
-  bool given = true;                // false: a default output name
+  bool given = true;                // false: a default output name, or an optional input left out
 };
 
 struct OpState {
@@ -209,14 +209,22 @@ private:
     return out;
   }
 
+  // An optional input port the operation leaves out has no tensors.
   void resolveInputs(std::size_t i, const Metakernel& k) {
     const OperationDecl& op = decl(i);
-    ops_[i].inputs = resolvePorts(i, k, op.inputs, k.inputs, "inputs", "input",
-                                  [&](const metakernel::InputSpec& spec) -> ResolvedPort {
-                                    op.where.member("inputs").fail(
-                                        "missing input port " + spec.name + " of kernel " + k.name +
-                                        " (its inputs: " + portList(k.inputs) + ")");
-                                  });
+    ops_[i].inputs = resolvePorts(
+        i, k, op.inputs, k.inputs, "inputs", "input",
+        [&](const metakernel::InputSpec& spec) -> ResolvedPort {
+          if (spec.optional) {
+            return ResolvedPort{spec.name, spec.list, {}, {}, false};
+          }
+          std::string ports;
+          for (const metakernel::InputSpec& in : k.inputs) {
+            ports += (ports.empty() ? "" : ", ") + in.name + (in.optional ? " (optional)" : "");
+          }
+          op.where.member("inputs").fail("missing input port " + spec.name + " of kernel " +
+                                         k.name + " (its inputs: " + ports + ")");
+        });
   }
 
   void resolveOutputs(std::size_t i, const Metakernel& k) {
@@ -429,6 +437,9 @@ private:
     input.name = op.name;
     input.params = op.params;
     for (const ResolvedPort& port : state.inputs) {
+      if (!port.given) {
+        continue; // an optional input left out
+      }
       std::vector<TensorType> types;
       types.reserve(port.tensors.size());
       for (std::size_t t : port.tensors) {

@@ -119,6 +119,9 @@ void expandedFields(JsonLayout& out, const metakernel::Application& app, std::st
     for (const auto* side : {&app.inputs, &app.outputs}) {
       out.key(side == &app.inputs ? "inputs" : "outputs").beginObject();
       for (const metakernel::PortResult& port : *side) {
+        if (port.tensors.empty()) {
+          continue; // an optional input left out has no IPFs
+        }
         out.key(port.name).beginArray();
         for (const IndexProjection& ipf : port.ipfs) {
           indexProjection(out, ipf);

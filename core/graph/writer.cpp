@@ -23,6 +23,9 @@ void append(Json& object, std::string key, Json value) {
 Json portsJson(const ExpandedGraph& graph, const std::vector<PortTensors>& ports) {
   Json out = Json::object();
   for (const PortTensors& port : ports) {
+    if (port.tensors.empty()) {
+      continue; // an optional input left out
+    }
     if (port.list) {
       Json names = Json::array();
       for (std::size_t t : port.tensors) {
@@ -70,6 +73,9 @@ void portsLayout(detail::JsonLayout& out, const ExpandedGraph& graph,
                  const std::vector<PortTensors>& ports) {
   out.beginObject();
   for (const PortTensors& port : ports) {
+    if (port.tensors.empty()) {
+      continue; // an optional input left out
+    }
     out.key(port.port);
     if (port.list) {
       namesAtom(out, graph, port.tensors);

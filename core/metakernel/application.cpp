@@ -300,10 +300,15 @@ void Applier::matchInputs() {
   }
   for (const InputSpec& in : k_.inputs) {
     auto it = op_.inputs.find(in.name);
+    if (it == op_.inputs.end() && in.optional) {
+      static const std::vector<TensorType> kLeftOut;
+      inputTensors_.push_back(&kLeftOut); // no tensors: nothing to match or bind
+      continue;
+    }
     if (it == op_.inputs.end()) {
       std::string known;
       for (const InputSpec& i : k_.inputs) {
-        known += (known.empty() ? "" : ", ") + i.name;
+        known += (known.empty() ? "" : ", ") + i.name + (i.optional ? " (optional)" : "");
       }
       throw Error("missing input " + in.name + " (the kernel's inputs are: " + known + ")");
     }
@@ -694,6 +699,9 @@ Json toJson(const Application& app) {
         std::string_view(side) == "inputs" ? app.inputs : app.outputs;
     Json s = Json::object();
     for (const PortResult& p : ports) {
+      if (p.tensors.empty()) {
+        continue; // an optional input left out has no IPFs
+      }
       Json list = Json::array();
       for (const IndexProjection& i : p.ipfs) {
         list.push_back(toJson(i));

@@ -28,6 +28,8 @@ struct Operation {
 };
 
 // A port of the result: its tensors and one IPF per tensor (in tensor order).
+// An optional input the operation leaves out has no tensors and no IPFs (a
+// port that is given always has at least one tensor).
 struct PortResult {
   std::string name;
   bool list = false;

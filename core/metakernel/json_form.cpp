@@ -49,6 +49,7 @@ Json toJson(const Metakernel& k) {
     }
     j["ipf"] = in.ipf.ipf.text();
     j["list"] = in.list;
+    j["optional"] = in.optional;
     inputs[in.name] = j;
   }
   out["inputs"] = inputs;

@@ -93,6 +93,9 @@ struct InputSpec {
   std::optional<DTypeSpec> dtype; // absent: any dtype
   IpfSpec ipf;
   bool list = false; // a list of tensors; per-tensor evaluation binds $j
+  // `optional: true`: an operation may leave the port out of its "inputs";
+  // then the port has no tensors, its pattern binds nothing and it has no IPFs.
+  bool optional = false;
   SourceLocation location;
 };
 

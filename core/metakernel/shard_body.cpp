@@ -51,6 +51,9 @@ evaluateShardBody(const Application& app, const std::string& kernel, const ZRang
   }
   for (std::size_t p = 0; p < app.inputs.size(); ++p) {
     const PortResult& port = app.inputs[p];
+    if (!port.list && port.tensors.empty()) {
+      continue; // an optional input left out: the body has no block of that name
+    }
     expr::BodyValue list;
     list.kind = expr::BodyValue::Kind::Blocks;
     for (std::size_t t = 0; t < port.tensors.size(); ++t) {

@@ -289,19 +289,11 @@ void conv(Emitter& e, const NodeProto& node) {
   if (groups != 1) {
     params["groups"] = groups;
   }
-  const bool bias = hasInput(node, 2);
-  const std::string convOut = bias ? e.tempName(node, "conv") : node.output(0);
-  e.emit(e.opName(node, ""), "conv2d", params,
-         Json{{"input", e.use(node.input(0))}, {"weight", e.use(node.input(1))}},
-         Json{{"result", convOut}});
-  if (bias) {
-    const std::string b = e.tempName(node, "bias_O11");
-    e.emit(e.opName(node, "bias_reshape"), "reshape",
-           Json{{"shape", Json::array({weight[0], 1, 1})}}, Json{{"input", e.use(node.input(2))}},
-           Json{{"result", b}});
-    e.emit(e.opName(node, "bias_add"), "add", Json::object(), Json{{"A", convOut}, {"B", b}},
-           result(node));
+  Json inputs{{"input", e.use(node.input(0))}, {"weight", e.use(node.input(1))}};
+  if (hasInput(node, 2)) {
+    inputs["bias"] = e.use(node.input(2)); // conv2d's optional bias port ([O])
   }
+  e.emit(e.opName(node, ""), "conv2d", params, inputs, result(node));
 }
 
 void pool(Emitter& e, const NodeProto& node) {

@@ -22,6 +22,9 @@ Json selectionsJson(const graph::ExpandedGraph& g, const std::vector<graph::Port
                     const std::vector<std::vector<Selection>>& selections) {
   Json out = Json::object();
   for (std::size_t p = 0; p < ports.size(); ++p) {
+    if (ports[p].tensors.empty()) {
+      continue; // an optional input left out: no selections (as in the graph)
+    }
     Json list = Json::array();
     for (const Selection& s : selections[p]) {
       Json item = Json::object();

@@ -50,6 +50,8 @@ SEMANTIC_ONLY = {
     "graphs/list_port_given_name.json": "which ports are lists is the kernel's",
     "graphs/missing_input_port.json": "the kernel's ports",
     "graphs/missing_param.json": "the kernel's params",
+    "graphs/missing_required_port.json": "which ports are optional is the kernel's",
+    "graphs/optional_port_mismatch.json": "shapes of two inputs",
     "graphs/self_cycle.json": "a cycle",
     "graphs/shape_mismatch.json": "shapes of two inputs",
     "graphs/single_port_given_list.json": "which ports are lists is the kernel's",

@@ -579,8 +579,8 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
     const Shape& ws = in[1].shape;
     const std::int64_t groups = params["groups"].get<std::int64_t>();
     for (std::int64_t i = 0; i < count; ++i) {
-      Shape o = unravel(i, r.shape); // n, o, oh, ow
-      double s = 0;
+      Shape o = unravel(i, r.shape);                                          // n, o, oh, ow
+      double s = in.size() > 2 ? in[2].v[static_cast<std::size_t>(o[1])] : 0; // bias
       const std::int64_t cBase = groups == 1 ? 0 : o[1] * ws[1]; // the group's first channel
       for (std::int64_t c = 0; c < ws[1]; ++c) {
         for (std::int64_t kh = 0; kh < ws[2]; ++kh) {
@@ -1653,15 +1653,22 @@ struct ConvCase {
   Shape input;
   Shape weight;
   const char* params;
+  bool bias = false;
 };
 
 // conv2d of each case in every float dtype, whole and sharded (checkKernel).
 void checkConvCases(const std::vector<ConvCase>& cases) {
   for (const std::string& dt : kFloats) {
     for (const ConvCase& c : cases) {
-      INFO(dt << " " << shapeJson(c.input) << " " << c.params);
-      checkKernel(oneOp("conv2d", {{"x", dt, c.input}, {"w", dt, c.weight}},
-                        R"({"input": "x", "weight": "w"})", c.params));
+      INFO(dt << " " << shapeJson(c.input) << " " << c.params << (c.bias ? " bias" : ""));
+      std::vector<TensorSpec> tensors = {{"x", dt, c.input}, {"w", dt, c.weight}};
+      if (c.bias) {
+        tensors.push_back({"b", dt, {c.weight[0]}});
+      }
+      checkKernel(oneOp("conv2d", tensors,
+                        c.bias ? R"({"input": "x", "weight": "w", "bias": "b"})"
+                               : R"({"input": "x", "weight": "w"})",
+                        c.params));
     }
   }
 }
@@ -1673,6 +1680,17 @@ TEST_CASE("conv2d: stride, padding, dilation, C, KH, KW split into partials", "[
       {{1, 2, 5, 5}, {3, 2, 3, 3}, "{}"},
       {{2, 3, 6, 5}, {2, 3, 3, 3}, R"({"padding": [1, 1]})"},
       {{1, 2, 9, 7}, {2, 2, 3, 2}, R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1]})"},
+  };
+  checkConvCases(cases);
+}
+
+TEST_CASE("conv2d with bias: added once, by the shards at the start of C, KH and KW",
+          "[cpu][kernel]") {
+  const std::vector<ConvCase> cases = {
+      {{2, 3, 6, 5}, {2, 3, 3, 3}, R"({"padding": [1, 1]})", true},
+      {{1, 2, 9, 7}, {2, 2, 3, 2}, R"({"stride": [2, 1], "dilation": [2, 1]})", true},
+      {{1, 4, 6, 6}, {4, 1, 3, 3}, R"({"groups": 4, "padding": [1, 1]})", true},
+      {{2, 6, 5, 5}, {3, 2, 3, 3}, R"({"groups": 3, "stride": [2, 2], "padding": [1, 0]})", true},
   };
   checkConvCases(cases);
 }

@@ -145,6 +145,19 @@ std::string replaceAll(std::string text, const std::string& from, const std::str
   return text;
 }
 
+// conv2d with its optional bias (groups == 1 and depthwise), whose shards
+// add the bias only at the start of C, KH and KW.
+std::string convBiasGraph(const std::string& dt) {
+  return R"({"tapestry": "graph/v1", "name": "conv_bias_)" + dt + R"(",
+  "tensors": {"x": {"dtype": "DT", "shape": [2, 8, 9, 9]}, "w": {"dtype": "DT", "shape": [8, 8, 3, 3]},
+              "b": {"dtype": "DT", "shape": [8]}, "dw": {"dtype": "DT", "shape": [8, 1, 3, 3]},
+              "db": {"dtype": "DT", "shape": [8]}},
+  "operations": [
+    {"name": "conv", "kernel": "conv2d", "params": {"padding": [1, 1]}, "inputs": {"input": "x", "weight": "w", "bias": "b"}, "outputs": {"result": "h"}},
+    {"name": "dwconv", "kernel": "conv2d", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 8}, "inputs": {"input": "h", "weight": "dw", "bias": "db"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})";
+}
+
 const char* kIntegers = R"({"tapestry": "graph/v1", "name": "integers",
   "tensors": {"x": {"dtype": "int32", "shape": [6, 7]}, "w": {"dtype": "int32", "shape": [7, 5]}},
   "operations": [
@@ -315,6 +328,10 @@ int main() {
     std::string text = replaceAll(sweepGraph(dt), "\"DT\"", "\"" + dt + "\"");
     text = replaceAll(text, "OTHER", dt == "float32" ? "float64" : "float32");
     manyPlans("sweep " + dt, expandText(text));
+  }
+  for (const std::string dt : {"float32", "bfloat16"}) {
+    manyPlans("conv bias " + dt,
+              expandText(replaceAll(convBiasGraph(dt), "\"DT\"", "\"" + dt + "\"")));
   }
   manyPlans("integers", expandText(kIntegers));
   manyPlans("masked (bool)", expandText(kMasked));

@@ -433,3 +433,44 @@ TEST_CASE("constant graph inputs: loaded, kept through expansion, written only w
   notBool.replace(notBool.find("\"constant\": true"), 16, "\"constant\": 1");
   CHECK_THAT(errorOf(notBool), Contains("\"constant\" must be true or false, not 1"));
 }
+
+TEST_CASE("an optional input left out: no port, no IPFs, and the file round-trips", "[graph]") {
+  const std::string text = R"({"tapestry": "graph/v1", "name": "g",
+"tensors": {"x": {"dtype": "float32", "shape": [1, 2, 5, 5]},
+            "w": {"dtype": "float32", "shape": [3, 2, 3, 3]},
+            "b": {"dtype": "float32", "shape": [3]}},
+"operations": [{"name": "plain", "kernel": "conv2d", "inputs": {"input": "x", "weight": "w"}, "outputs": {"result": "y"}},
+               {"name": "biased", "kernel": "conv2d", "inputs": {"input": "x", "weight": "w", "bias": "b"}, "outputs": {"result": "z"}}]}
+)";
+  const ExpandedGraph g = expandText(text);
+  const Operation& plain = g.operations[0];
+  const Operation& biased = g.operations[1];
+  REQUIRE(plain.inputs.size() == 3); // template order, parallel to the application
+  CHECK(plain.inputs[2].port == "bias");
+  CHECK(plain.inputs[2].tensors.empty());
+  CHECK(plain.application.inputs[2].ipfs.empty());
+  REQUIRE(biased.inputs[2].tensors.size() == 1);
+  CHECK(g.tensors[biased.inputs[2].tensors[0]].name == "b");
+  CHECK(g.findTensor("b")->consumers == std::vector<std::size_t>{1});
+  CHECK(plain.application.index == biased.application.index);
+
+  const std::string expanded = writeExpanded(g);
+  const Json doc = Json::parse(expanded);
+  CHECK(doc["operations"][0]["inputs"] == Json::parse(R"({"input": "x", "weight": "w"})"));
+  CHECK_FALSE(doc["operations"][0]["ipf"]["inputs"].contains("bias"));
+  CHECK(doc["operations"][1]["inputs"]["bias"] == "b");
+  CHECK(doc["operations"][1]["ipf"]["inputs"]["bias"].size() == 1);
+  CHECK(writeExpanded(expandText(expanded)) == expanded);
+  CHECK(writeExpanded(g) == json::format(toJson(g), kExpandedWidth));
+
+  // The other ports are not optional: leaving one out fails where it did.
+  std::string noWeight = text;
+  noWeight.replace(noWeight.find(R"(, "weight": "w"})"), 16, "}");
+  CHECK_THAT(errorOf(noWeight),
+             Contains("at /operations/0/inputs: missing input port weight of kernel conv2d (its "
+                      "inputs: input, weight, bias (optional))"));
+  // A given optional port is matched like any other.
+  std::string wrongBias = text;
+  wrongBias.replace(wrongBias.find(R"("shape": [3]})"), 13, R"("shape": [4]})");
+  CHECK_THAT(errorOf(wrongBias), Contains("$O is 3 from weight but 4 from bias"));
+}

@@ -443,6 +443,87 @@ TEST_CASE("List inputs and list outputs evaluate per tensor with $j", "[metakern
                                 "tensor");
 }
 
+TEST_CASE("An optional input may be left out: no tensors, no bindings, no IPFs", "[metakernel]") {
+  Metakernel k = loadOne(R"yaml(scaled:
+  inputs:
+    x: {shape: "[$n, $d]", dtype: "$dtype"}
+    bias: {shape: "[$d]", dtype: "$dtype", ipf: "[@[1]] :> [1]", optional: true}
+    gain: {shape: "[$g]", dtype: "float32", ipf: "[0] :> [$g]", optional: true}
+  index: "[$n, $d]"
+  outputs:
+    result: {dtype: "$dtype"}
+)yaml");
+  CHECK_FALSE(k.findInput("x")->optional);
+  CHECK(k.findInput("bias")->optional);
+  CHECK(toJson(k)["inputs"]["bias"]["optional"] == true);
+  CHECK(toJson(k)["inputs"]["x"]["optional"] == false);
+
+  Operation given;
+  given.inputs["x"] = {tensor({4, 3})};
+  given.inputs["bias"] = {tensor({3})};
+  given.inputs["gain"] = {tensor({5})};
+  Application all = apply(k, given);
+  REQUIRE(all.inputs.size() == 3);
+  CHECK(all.input("bias")->ipfs.size() == 1);
+  CHECK(all.bindings.find("g")->value == expr::Value(std::int64_t{5}));
+
+  Operation bare;
+  bare.inputs["x"] = {tensor({4, 3})};
+  Application a = apply(k, bare);
+  REQUIRE(a.inputs.size() == 3); // template order, the left-out ports too
+  CHECK(a.inputs[1].name == "bias");
+  CHECK(a.inputs[1].tensors.empty());
+  CHECK(a.inputs[1].ipfs.empty());
+  CHECK(a.inputs[2].tensors.empty());
+  CHECK(a.bindings.find("g") == nullptr); // only gain's pattern binds it
+  CHECK(a.index.shape().vector() == std::vector<std::int64_t>{4, 3});
+  const Json json = toJson(a);
+  CHECK(json["ipf"]["inputs"].contains("x"));
+  CHECK_FALSE(json["ipf"]["inputs"].contains("bias"));
+  CHECK_FALSE(json["ipf"]["inputs"].contains("gain"));
+
+  // Given, an optional port is checked like any other.
+  Operation wrong = bare;
+  wrong.inputs["bias"] = {tensor({4})};
+  CHECK(applyError(k, wrong) == "scaled: x is [4, 3] and bias is [4]: $d is 3 from x but 4 "
+                                "from bias");
+  // A required port left out still fails, and the message marks the optional ones.
+  Operation none;
+  none.inputs["bias"] = {tensor({3})};
+  CHECK(applyError(k, none) == "scaled: missing input x (the kernel's inputs are: x, bias "
+                               "(optional), gain (optional))");
+
+  CHECK(loadError(R"yaml(k:
+  inputs:
+    x: {shape: "[$n]", optional: maybe}
+  index: "[$n]"
+  outputs:
+    r: {dtype: float32}
+)yaml")
+            .starts_with("k.yaml:3:34: error: input x: optional: expected true or false, got "
+                         "\"maybe\""));
+}
+
+TEST_CASE("A body sees no block for an optional input left out", "[metakernel]") {
+  Metakernel k = loadOne(R"yaml(plus:
+  inputs:
+    x: {shape: "[$n]", dtype: "$dtype"}
+    y: {shape: "[$n]", dtype: "$dtype", optional: true}
+  index: "[$n]"
+  outputs:
+    result: {dtype: "$dtype"}
+  body: "result = x + y"
+)yaml");
+  Operation both;
+  both.inputs["x"] = {tensor({4})};
+  both.inputs["y"] = {tensor({4})};
+  CHECK(apply(k, both).body != nullptr);
+  Operation one;
+  one.inputs["x"] = {tensor({4})};
+  CHECK(applyError(k, one) == "plus: in body \"result = x + y\": unknown name 'y' (blocks here: "
+                              "x; variables start with '$') at column 14");
+}
+
 TEST_CASE("Library: duplicates, override, lookup", "[metakernel]") {
   const std::string a = "k:\n  index: \"[1]\"\n  outputs: {r: {dtype: float32}}\n";
   MetakernelLibrary lib;

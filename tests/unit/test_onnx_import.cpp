@@ -307,22 +307,29 @@ TEST_CASE("one-element constant operands give the scalar forms", "[onnx]") {
   CHECK(expandImported(k).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 4});
 }
 
-TEST_CASE("Conv with a bias: conv2d, a reshape of the bias to [O,1,1], an add", "[onnx]") {
+TEST_CASE("Conv with a bias: one conv2d, the bias on its optional port", "[onnx]") {
   Model m;
   m.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3}).input("b", {3});
   setInts(m.node("Conv", {"img", "w", "b"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
   m.output("y");
   const ImportResult r = m.import();
-  REQUIRE(r.graph.at("operations").size() == 3);
+  REQUIRE(r.graph.at("operations").size() == 1);
   CHECK(op(r, 0).at("kernel") == "conv2d");
   CHECK(op(r, 0).at("params").at("padding") == Json::array({1, 1}));
   CHECK_FALSE(op(r, 0).at("params").contains("groups"));
-  CHECK(op(r, 1).at("name") == "conv/bias_reshape");
-  CHECK(op(r, 1).at("params").at("shape") == Json::array({3, 1, 1}));
-  CHECK(op(r, 2).at("name") == "conv/bias_add");
-  CHECK(op(r, 2).at("outputs").at("result") == "y");
+  CHECK(op(r, 0).at("inputs") == Json::parse(R"({"input": "img", "weight": "w", "bias": "b"})"));
+  CHECK(op(r, 0).at("outputs").at("result") == "y");
   const graph::ExpandedGraph g = expandImported(r);
   CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{1, 3, 5, 5});
+
+  // Without B, the port is left out.
+  Model plain;
+  plain.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3});
+  plain.node("Conv", {"img", "w"}, {"y"}, "conv");
+  plain.output("y");
+  const ImportResult p = plain.import();
+  REQUIRE(p.graph.at("operations").size() == 1);
+  CHECK(op(p, 0).at("inputs") == Json::parse(R"({"input": "img", "weight": "w"})"));
 
   Model bad;
   bad.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3});

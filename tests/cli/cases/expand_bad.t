@@ -192,6 +192,11 @@ $ cd $TESTDATA && tapestry expand bad/graphs/missing_input_port.json -o $OLDPWD/
 !     {"name": "fc", "kernel": "matmul", "inputs": {"X": "x"}, "outputs": {"result": "y"}}
 !                                                  ^
 [exit 1]
+$ cd $TESTDATA && tapestry expand bad/graphs/missing_required_port.json -o $OLDPWD/out.json
+! bad/graphs/missing_required_port.json:9:52: error: at /operations/0/inputs: missing input port weight of kernel conv2d (its inputs: input, weight, bias (optional))
+!     {"name": "conv", "kernel": "conv2d", "inputs": {"input": "x", "bias": "b"}, "outputs": {"result": "y"}}
+!                                                    ^
+[exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/missing_operations.json -o $OLDPWD/out.json
 ! bad/graphs/missing_operations.json:1:1: error: missing required key "operations"
 ! {
@@ -226,6 +231,14 @@ $ cd $TESTDATA && tapestry expand bad/graphs/overflowing_dim.json -o $OLDPWD/out
 ! bad/graphs/overflowing_dim.json:5:44: error: at /tensors/x/shape/1: integer out of int64 range: 9223372036854775808
 !     "x": {"dtype": "float32", "shape": [4, 9223372036854775808]}
 !                                            ^
+[exit 1]
+$ cd $TESTDATA && tapestry expand bad/graphs/optional_port_mismatch.json -o $OLDPWD/out.json
+! bad/graphs/optional_port_mismatch.json:10:5: error: at /operations/0: conv (conv2d): weight is [3, 2, 3, 3] and bias is [4]: $O is 3 from weight but 4 from bias
+!     {"name": "conv", "kernel": "conv2d", "inputs": {"input": "x", "weight": "w", "bias": "b"}, "outputs": {"result": "y"}}
+!     ^
+! <stdlib>/conv.yaml:38:15: note: in kernel conv2d, shape pattern "[$O]" (built in; 'tapestry kernels show conv2d' prints it)
+!       shape: "[$O]"
+!               ^
 [exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/params_not_object.json -o $OLDPWD/out.json
 ! bad/graphs/params_not_object.json:8:52: error: at /operations/0/params: expected an object, got array

@@ -79,13 +79,13 @@ linear1.bias.npy
 [created bert.json]
 [created wb]
 $ tapestry import $TESTDATA/onnx/resnet18.onnx -o resnet18.json
-imported resnet18: 65 ONNX nodes (0 folded) -> 89 operations, 27 inputs -> resnet18.json
+imported resnet18: 65 ONNX nodes (0 folded) -> 49 operations, 27 inputs -> resnet18.json
 [created resnet18.json]
 $ tapestry import $TESTDATA/onnx/resnet50.onnx -o resnet50.json
-imported resnet50: 169 ONNX nodes (0 folded) -> 228 operations, 62 inputs -> resnet50.json
+imported resnet50: 169 ONNX nodes (0 folded) -> 122 operations, 62 inputs -> resnet50.json
 [created resnet50.json]
 $ tapestry import $TESTDATA/onnx/mobilenet_v2.onnx -o mobilenet_v2.json
-imported mobilenet_v2: 209 ONNX nodes (70 folded) -> 204 operations, 68 inputs -> mobilenet_v2.json
+imported mobilenet_v2: 209 ONNX nodes (70 folded) -> 100 operations, 68 inputs -> mobilenet_v2.json
 [created mobilenet_v2.json]
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -o bert_layer.json
 imported bert_layer: 53 ONNX nodes (23 folded) -> 30 operations, 14 inputs -> bert_layer.json

@@ -12,14 +12,14 @@ resnet50.json
 [created resnet18.json]
 [created resnet50.json]
 ## Every exported model of testdata/onnx, imported, goes on through expand and optimize for
-## h100x8 (a front of more than 3 plans) and render: the transformers' plans shard by shard,
-## the CNNs' (more than 60 operations, hundreds of ranks) as the plan overview, one node per
-## operation with its split and devices (docs/render.md).
+## h100x8 (a front of more than 3 plans) and render: the transformers' and ResNet-18's plans
+## shard by shard, the larger CNNs' (more than 60 operations, hundreds of ranks) as the plan
+## overview, one node per operation with its split and devices (docs/render.md).
 ## The BERT layer, the GPT-2 block (its causal mask a bool input) and MobileNetV2 run a
 ## 2-device cpu-2 plan with --check; the ResNets run against PyTorch in tests/torch.
 $ d=$(mktemp -d) && for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry expand $m.json -o $d/$m.x.json -q && tapestry --format json optimize $d/$m.x.json --target h100x8 --seed 1 --iterations 20 -o $d/$m.p.json | jq -r --arg m $m '"\($m): front of more than 3 plans: \(.front_size > 3)"' && tapestry render $d/$m.p.json -o $d/$m.svg | sed -E 's/ [0-9]+ nodes/ N nodes/; s/ -> .*//'; done; rm -rf $d
 resnet18: front of more than 3 plans: true
-rendered resnet18 (plan overview, N nodes)
+rendered resnet18 (plan view, N nodes)
 resnet50: front of more than 3 plans: true
 rendered resnet50 (plan overview, N nodes)
 mobilenet_v2: front of more than 3 plans: true
@@ -40,5 +40,5 @@ mobilenet_v2: 2 devices, check true
 ## A layout past --layout-seconds is stopped with a clear error (exit 1, no picture) instead of
 ## running on (ResNet-50's graph takes dot seconds here).
 $ tapestry render resnet50.json -o r.svg --layout-seconds 0.5
-! resnet50.json: error: Graphviz did not lay out the drawing (518 nodes) within 0.5 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
+! resnet50.json: error: Graphviz did not lay out the drawing (306 nodes) within 0.5 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
 [exit 1]

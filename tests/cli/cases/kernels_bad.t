@@ -26,6 +26,11 @@ $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/bad_default.yaml
 !     factor: {type: int, default: two}
 !                                  ^
 [exit 1]
+$ cd $TESTDATA && tapestry kernels list -k bad/metakernels/optional_not_bool.yaml
+! bad/metakernels/optional_not_bool.yaml:4:54: error: input bias: optional: expected true or false, got "sometimes"
+!     bias: {shape: "[$n]", dtype: "$dtype", optional: sometimes}
+!                                                      ^
+[exit 1]
 $ cd $TESTDATA && tapestry kernels list -k bad/metakernels/invalid_yaml.yaml
 ! bad/metakernels/invalid_yaml.yaml:4:3: error: invalid YAML: end of map flow not found
 !   index: "[$s...]"

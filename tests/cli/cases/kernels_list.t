@@ -17,6 +17,7 @@ $ cd $TESTDATA && tapestry --format json kernels list -k metakernels/user_ops.ya
    {
     "name": "input",
     "list": false,
+    "optional": false,
     "shape": "[$m, $n]"
    }
   ],
@@ -38,6 +39,7 @@ $ cd $TESTDATA && tapestry --format json kernels list -k metakernels/user_ops.ya
    {
     "name": "input",
     "list": false,
+    "optional": false,
     "shape": "[$s...]"
    }
   ],

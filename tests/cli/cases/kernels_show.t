@@ -35,7 +35,8 @@ $ cd $TESTDATA && tapestry kernels show rowsum -k metakernels/user_ops.yaml --fo
         "shape": "[$m, $n]",
         "dtype": "$dtype",
         "ipf": "[@...] :> [1...]",
-        "list": false
+        "list": false,
+        "optional": false
       }
     },
     "let": {},

@@ -1,0 +1,555 @@
+// Tests for the CPU kernels that run on oneDNN (backends/cpu/conv.cpp): each
+// against the float64 reference (backends/reference.hpp: the same graph in
+// float64, which runs on the fallback) on whole tensors and on shards — the
+// halves along every index dim (C, KH and KW too, as partial sums), three
+// parts along OH, every dim halved at once — with padding, stride 2,
+// dilation, depthwise, with and without bias, constant and non-constant
+// weights; and prepared kernels run again with changed data, a moved constant
+// weight, and a changed thread count. Also that float32 shards actually run on
+// oneDNN (not its reference loops, nor the fallback) where they can.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "backends/cpu/conv.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/onednn.hpp"
+#include "backends/cpu/pool.hpp"
+#include "backends/dtype.hpp"
+#include "backends/reference.hpp"
+#include "backends/tensor_io.hpp"
+#include "fixtures.hpp"
+
+using namespace tapestry;
+using namespace tapestry::backend;
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+CpuBackend& cpuBackend() {
+  static CpuBackend backend = [] {
+    CpuBackend::setBlasThreads(1);
+    return CpuBackend(2);
+  }();
+  return backend;
+}
+
+std::string shapeJson(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+struct ConvCase {
+  Shape input;
+  Shape weight;
+  const char* params;
+  bool bias;
+  bool constant; // weight and bias are constant graph inputs
+};
+
+std::string caseText(const ConvCase& c) {
+  return shapeJson(c.input) + " * " + shapeJson(c.weight) + " " + c.params +
+         (c.bias ? " bias" : "") + (c.constant ? " constant" : "");
+}
+
+// The one-operation graph "y = conv2d(x, w[, b])" in `dtype`.
+graph::ExpandedGraph convGraph(const ConvCase& c, const std::string& dtype) {
+  const std::string constant = c.constant ? R"(, "constant": true)" : "";
+  std::string text = R"({"tapestry": "graph/v1", "name": "g", "tensors": {)";
+  text += R"("x": {"dtype": ")" + dtype + R"(", "shape": )" + shapeJson(c.input) + "}, ";
+  text += R"("w": {"dtype": ")" + dtype + R"(", "shape": )" + shapeJson(c.weight) + constant + "}";
+  if (c.bias) {
+    text += R"(, "b": {"dtype": ")" + dtype + R"(", "shape": [)" + std::to_string(c.weight[0]) +
+            "]" + constant + "}";
+  }
+  text += R"(}, "operations": [{"name": "conv", "kernel": "conv2d", "params": )" +
+          std::string(c.params) + R"(, "inputs": {"input": "x", "weight": "w")" +
+          (c.bias ? R"(, "bias": "b")" : "") + R"(}, "outputs": {"result": "y"}}]})";
+  return testing::expandText(text);
+}
+
+double load(const Buffer& b, std::int64_t i) {
+  const std::byte* p = b.data() + i * static_cast<std::int64_t>(dtypeSize(b.dtype()));
+  switch (b.dtype()) {
+  case DType::Float32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::BFloat16: {
+    BFloat16 v;
+    std::memcpy(&v.bits, p, 2);
+    return bfloat16ToFloat(v);
+  }
+  case DType::Float16: {
+    Half v;
+    std::memcpy(&v.bits, p, 2);
+    return halfToFloat(v);
+  }
+  default:
+    break;
+  }
+  double v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// The same values in float64 (what the reference reads).
+Buffer toFloat64(const Buffer& b) {
+  Buffer out = Buffer::host(DType::Float64, b.region().shape().vector());
+  for (std::int64_t i = 0; i < b.elementCount(); ++i) {
+    out.elements<double>()[static_cast<std::size_t>(i)] = load(b, i);
+  }
+  return out;
+}
+
+std::vector<double> values(const Buffer& b) {
+  std::vector<double> out(static_cast<std::size_t>(b.elementCount()));
+  for (std::int64_t i = 0; i < b.elementCount(); ++i) {
+    out[static_cast<std::size_t>(i)] = load(b, i);
+  }
+  return out;
+}
+
+// max |a - r| / max |r|; NaN fails.
+double relError(const std::vector<double>& a, const std::vector<double>& r) {
+  REQUIRE(a.size() == r.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i])) {
+      return INFINITY;
+    }
+    diff = std::max(diff, std::abs(a[i] - r[i]));
+    scale = std::max(scale, std::abs(r[i]));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+// Error allowed against the float64 reference, relative to the result's
+// largest magnitude: float32 sums of at most a few hundred products of
+// numbers in [-1, 1] stay within 1e-5 (1e-4 when partial sums are rounded to
+// float32 and added again); bfloat16 rounds the output (and each partial) to
+// 8 bits, 2^-8 = 0.4% of the largest value, with room for a few roundings.
+double tolerance(DType dtype, bool reductionSplit) {
+  if (dtype == DType::BFloat16 || dtype == DType::Float16) {
+    return 2e-2;
+  }
+  return reductionSplit ? 1e-4 : 1e-5;
+}
+
+// The graph's inputs drawn from `seed`, and the float64 reference's result.
+struct Data {
+  TensorBuffers inputs;
+  Buffer expected; // float64
+};
+
+Data drawData(const graph::ExpandedGraph& g, const ConvCase& c, std::uint64_t seed) {
+  Data d;
+  d.inputs = drawInputs(g, seed);
+  const graph::ExpandedGraph g64 = convGraph(c, "float64");
+  TensorBuffers in64;
+  for (const auto& [name, buffer] : d.inputs) {
+    in64.emplace(name, toFloat64(buffer));
+  }
+  d.expected = evaluateGraph(cpuBackend(), g64, in64).at("y");
+  return d;
+}
+
+enum class ViewMode { Sub, Copy, Whole };
+
+// Runs one shard through a prepared kernel, its input views as `mode` says
+// (sub-views keep the whole tensor's strides), into a fresh output buffer;
+// returns it with the prepared kernel's implementation.
+std::pair<Buffer, std::string> runShard(const graph::ExpandedGraph& g, const TensorBuffers& inputs,
+                                        const ZRange& shard, ViewMode mode) {
+  const graph::Operation& op = g.operations[0];
+  const ShardSelections sel = shardSelections(op, shard);
+  std::vector<Buffer> keep;
+  std::vector<PortViews> in;
+  for (std::size_t p = 0; p < op.inputs.size(); ++p) {
+    PortViews views;
+    for (std::size_t t = 0; t < op.inputs[p].tensors.size(); ++t) {
+      const graph::Tensor& tensor = g.tensors[op.inputs[p].tensors[t]];
+      const Buffer& full = inputs.at(tensor.name);
+      const ZRange& region = sel.inputs[p][t];
+      TensorView view;
+      if (region.isEmpty()) {
+        views.push_back(view);
+        continue;
+      }
+      if (mode == ViewMode::Copy) {
+        keep.push_back(cpuBackend().allocate(full.dtype(), region, 0));
+        cpuBackend().copyRegion(full.view(), keep.back().view(), region);
+        view = keep.back().view();
+      } else {
+        view = mode == ViewMode::Sub ? full.view(region) : full.view();
+      }
+      view.constant = tensor.constant;
+      views.push_back(view);
+    }
+    in.push_back(std::move(views));
+  }
+  Buffer out = cpuBackend().allocate(parseDType(op.application.outputs[0].tensors[0].dtype),
+                                     sel.outputs[0][0], 0);
+  const std::vector<PortViews> outViews = {{out.view()}};
+  const KernelCall call{op, shard, in, outViews, 0};
+  std::unique_ptr<PreparedKernel> prepared = cpuBackend().prepareKernel(call);
+  REQUIRE(prepared != nullptr);
+  const auto* conv = dynamic_cast<const cpu::PreparedConv*>(prepared.get());
+  REQUIRE(conv != nullptr);
+  prepared->run(call);
+  return {out, conv->implementation()};
+}
+
+// Shards to try: whole; each dim halved; OH in three parts; every dim halved.
+std::vector<Shape> splitsFor(const ZRange& index) {
+  const std::size_t rank = index.rank();
+  std::vector<Shape> out{Shape(rank, 1)};
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (index.extent(d) >= 2) {
+      Shape s(rank, 1);
+      s[d] = 2;
+      out.push_back(s);
+    }
+  }
+  if (index.extent(2) >= 3) {
+    out.push_back({1, 1, 3, 1, 1, 1, 1});
+  }
+  Shape all(rank, 1);
+  for (std::size_t d = 0; d < rank; ++d) {
+    all[d] = std::min<std::int64_t>(2, index.extent(d));
+  }
+  out.push_back(all);
+  return out;
+}
+
+// Every split of the case in `dtype` against the float64 reference; float32
+// shards that oneDNN can run must run there.
+void checkCase(const ConvCase& c, const std::string& dtype) {
+  INFO(dtype << " " << caseText(c));
+  const graph::ExpandedGraph g = convGraph(c, dtype);
+  const graph::Operation& op = g.operations[0];
+  const metakernel::Application& app = op.application;
+  const Data data = drawData(g, c, 7);
+  const std::int64_t gmul = app.bindings.find("gmul")->value.asInt();
+  const std::vector<Shape> splits = splitsFor(app.index);
+  for (std::size_t k = 0; k < splits.size(); ++k) {
+    const Shape& split = splits[k];
+    INFO("split " << shapeJson(split));
+    const bool reductionSplit = split[4] > 1 || split[5] > 1 || split[6] > 1;
+    Buffer result = Buffer::host(parseDType(dtype), app.outputs[0].tensors[0].shape);
+    for (const ZRange& shard : app.index.tile(split)) {
+      INFO("shard " << shard.toString());
+      auto [partial, implementation] =
+          runShard(g, data.inputs, shard, static_cast<ViewMode>(k % 3));
+      const ZRange input = shardSelections(op, shard).inputs[0][0];
+      const bool groupPart = gmul > 1 && shard.extent(4) != app.index.extent(4);
+      if (dtype == "float32" && !input.isEmpty() && !groupPart) {
+        CHECK(implementation.rfind("onednn", 0) == 0);
+        CHECK(implementation.find("ref") == std::string::npos);
+      }
+      if (dtype == "float64" || dtype == "float16") {
+        CHECK(implementation.rfind("fallback", 0) == 0);
+      }
+      cpuBackend().combine(metakernel::Combine::Sum, result.view(), partial.view(),
+                           partial.region());
+    }
+    CHECK(relError(values(result), values(data.expected)) <=
+          tolerance(parseDType(dtype), reductionSplit));
+  }
+}
+
+const std::vector<ConvCase> kCases = {
+    // groups == 1: padding, bias, constant weights
+    {{1, 16, 9, 9}, {32, 16, 3, 3}, R"({"padding": [1, 1]})", true, true},
+    // stride, asymmetric padding and dilation, non-constant weights
+    {{2, 5, 8, 7},
+     {6, 5, 3, 2},
+     R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1]})",
+     true,
+     false},
+    // a first layer: 3 channels, 7 x 7 at stride 2
+    {{1, 3, 16, 16}, {8, 3, 7, 7}, R"({"stride": [2, 2], "padding": [3, 3]})", false, true},
+    // 1 x 1 at stride 2 (a ResNet shortcut), no bias
+    {{1, 8, 8, 8}, {16, 8, 1, 1}, R"({"stride": [2, 2]})", false, false},
+    // depthwise, with bias, at stride 1 and 2
+    {{1, 16, 8, 8}, {16, 1, 3, 3}, R"({"groups": 16, "padding": [1, 1]})", true, true},
+    {{2, 8, 9, 9},
+     {8, 1, 3, 3},
+     R"({"groups": 8, "stride": [2, 2], "padding": [1, 1]})",
+     true,
+     false},
+    // groups == O with two channels per group (C split: the fallback)
+    {{1, 8, 6, 6}, {4, 2, 3, 3}, R"({"groups": 4, "padding": [1, 1]})", true, true},
+};
+
+} // namespace
+
+TEST_CASE("conv2d on oneDNN: float32 shards against the float64 reference", "[cpu][onednn]") {
+  for (const ConvCase& c : kCases) {
+    checkCase(c, "float32");
+  }
+}
+
+TEST_CASE("conv2d: bfloat16 (oneDNN where the CPU has it), float64 and float16 on the fallback",
+          "[cpu][onednn]") {
+  for (const ConvCase& c : kCases) {
+    for (const char* dtype : {"bfloat16", "float64", "float16"}) {
+      checkCase(c, dtype);
+    }
+  }
+}
+
+TEST_CASE("conv2d prepared once runs again with new data, a moved constant weight and new threads",
+          "[cpu][onednn]") {
+  for (const ConvCase& c : {kCases[0], kCases[1], kCases[4]}) {
+    INFO(caseText(c));
+    const graph::ExpandedGraph g = convGraph(c, "float32");
+    const graph::Operation& op = g.operations[0];
+    const ZRange& index = op.application.index;
+    Data first = drawData(g, c, 1);
+    const Data second = drawData(g, c, 2);
+    // Views of `first`'s buffers; the output is written in place.
+    auto viewsOf = [&](const TensorBuffers& inputs) {
+      std::vector<PortViews> views;
+      for (const auto& port : op.inputs) {
+        PortViews pv;
+        for (std::size_t t : port.tensors) {
+          TensorView v = inputs.at(g.tensors[t].name).view();
+          v.constant = g.tensors[t].constant;
+          pv.push_back(v);
+        }
+        views.push_back(pv);
+      }
+      return views;
+    };
+    Buffer out = Buffer::host(DType::Float32, op.application.outputs[0].tensors[0].shape);
+    const std::vector<PortViews> outViews = {{out.view()}};
+    std::vector<PortViews> in = viewsOf(first.inputs);
+    const KernelCall call{op, index, in, outViews, 0};
+    std::unique_ptr<PreparedKernel> prepared = cpuBackend().prepareKernel(call);
+    prepared->run(call);
+    CHECK(relError(values(out), values(first.expected)) <= 1e-5);
+
+    // New activations in the same buffer (and, for a non-constant weight,
+    // new weights in place): the second run must read them.
+    std::vector<std::string> changed = {"x"};
+    if (!c.constant) {
+      changed.push_back("w");
+    }
+    for (const std::string& name : changed) {
+      const Buffer& to = first.inputs.at(name);
+      std::memcpy(to.data(), second.inputs.at(name).data(),
+                  static_cast<std::size_t>(to.byteSize()));
+    }
+    TensorBuffers now64; // what first's buffers hold now
+    for (const auto& [name, buffer] : first.inputs) {
+      now64.emplace(name, toFloat64(buffer));
+    }
+    const Buffer expected = evaluateGraph(cpuBackend(), convGraph(c, "float64"), now64).at("y");
+    prepared->run(call);
+    CHECK(relError(values(out), values(expected)) <= 1e-5);
+
+    // A constant weight at another address is packed again.
+    std::vector<PortViews> moved = viewsOf(second.inputs);
+    const KernelCall movedCall{op, index, moved, outViews, 0};
+    prepared->run(movedCall);
+    CHECK(relError(values(out), values(second.expected)) <= 1e-5);
+
+    // Another OpenMP team size rebuilds the primitive (oneDNN fixes some work
+    // splits at creation), with the same result.
+    CpuBackend::setBlasThreads(2);
+    std::memset(out.data(), 0, static_cast<std::size_t>(out.byteSize()));
+    prepared->run(movedCall);
+    CpuBackend::setBlasThreads(1);
+    CHECK(relError(values(out), values(second.expected)) <= 1e-5);
+  }
+}
+
+TEST_CASE("ChannelBlocks copies NCHW views into nhwc, nChw8c and nChw16c as oneDNN's reorder does",
+          "[cpu][onednn]") {
+  using dnnl::memory;
+  namespace dn = cpu::onednn;
+  const dnnl::engine& engine = dn::cpuEngine();
+  dnnl::stream stream(engine);
+  // (N, C, H, W), and the plain box's strides: dense, or a sub-box of a larger
+  // tensor (rows and planes apart), or every other column.
+  struct Case {
+    memory::dims dims;
+    memory::dims strides;
+  };
+  const std::vector<Case> cases = {
+      {{1, 64, 16, 16}, {16384, 256, 16, 1}}, {{2, 20, 5, 7}, {700, 35, 7, 1}},
+      {{1, 24, 6, 9}, {4000, 130, 13, 1}},    {{1, 16, 4, 4}, {1024, 64, 16, 2}},
+      {{1, 8, 1, 1}, {8, 1, 1, 1}},           {{1, 512, 2, 2}, {2048, 4, 2, 1}},
+  };
+  for (const Case& c : cases) {
+    for (memory::format_tag tag :
+         {memory::format_tag::nhwc, memory::format_tag::nChw8c, memory::format_tag::nChw16c}) {
+      for (memory::data_type type : {memory::data_type::f32, memory::data_type::bf16}) {
+        INFO("dims " << c.dims[0] << "x" << c.dims[1] << "x" << c.dims[2] << "x" << c.dims[3]
+                     << " tag " << static_cast<int>(tag) << " type " << static_cast<int>(type));
+        const memory::desc plainDesc(c.dims, type, c.strides);
+        const memory::desc blockedDesc(c.dims, type, tag);
+        const std::optional<dn::ChannelBlocks> blocks = dn::ChannelBlocks::of(blockedDesc);
+        REQUIRE(blocks.has_value());
+        const std::size_t size = memory::data_type_size(type);
+        // Element i of the buffer is the number i % 1021 (no NaN payloads for
+        // the reorder to change).
+        std::vector<std::byte> plain(plainDesc.get_size());
+        for (std::size_t i = 0; i * size < plain.size(); ++i) {
+          const auto v = static_cast<float>(i % 1021);
+          if (size == 4) {
+            std::memcpy(plain.data() + i * 4, &v, 4);
+          } else {
+            const BFloat16 b = floatToBFloat16(v);
+            std::memcpy(plain.data() + i * 2, &b.bits, 2);
+          }
+        }
+        // Into the blocked layout: as oneDNN's reorder writes it (the padding
+        // channels zero in both).
+        std::vector<std::byte> mine(blockedDesc.get_size()), theirs(blockedDesc.get_size());
+        blocks->toBlocked(plain.data(), c.strides, mine.data());
+        memory from(plainDesc, engine, plain.data()), to(blockedDesc, engine, theirs.data());
+        dnnl::reorder(from, to).execute(stream, from, to);
+        const bool same = mine == theirs;
+        CHECK(same);
+        // And back, into a plain box whose other elements stay.
+        std::vector<std::byte> back(plain.size(), std::byte{0x5A});
+        blocks->fromBlocked(mine.data(), back.data(), c.strides);
+        std::vector<std::byte> expected(plain.size(), std::byte{0x5A});
+        memory to2(plainDesc, engine, expected.data());
+        dnnl::reorder(to, to2).execute(stream, to, to2);
+        const bool sameBack = back == expected;
+        CHECK(sameBack);
+      }
+    }
+  }
+  // Other layouts are not ChannelBlocks'.
+  CHECK_FALSE(dn::ChannelBlocks::of(
+                  memory::desc({1, 8, 4, 4}, memory::data_type::f32, memory::format_tag::nchw))
+                  .has_value());
+}
+
+namespace {
+
+struct PoolCase {
+  const char* kernel;
+  Shape input;
+  const char* params;
+  bool onednn = true; // float32 runs on oneDNN (it has only reference code for dilation)
+};
+
+graph::ExpandedGraph poolGraph(const PoolCase& c, const std::string& dtype) {
+  return testing::expandText(
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": ")" + dtype +
+      R"(", "shape": )" + shapeJson(c.input) +
+      R"(}}, "operations": [{"name": "pool", "kernel": ")" + c.kernel + R"(", "params": )" +
+      c.params + R"(, "inputs": {"input": "x"}, "outputs": {"result": "y"}}]})");
+}
+
+// Every split of a pooling case in `dtype` against the float64 reference
+// (the loops); float32 shards must run on oneDNN.
+void checkPool(const PoolCase& c, const std::string& dtype) {
+  INFO(dtype << " " << c.kernel << " " << shapeJson(c.input) << " " << c.params);
+  const graph::ExpandedGraph g = poolGraph(c, dtype);
+  const graph::Operation& op = g.operations[0];
+  const metakernel::Application& app = op.application;
+  const TensorBuffers inputs = drawInputs(g, 3);
+  TensorBuffers in64;
+  in64.emplace("x", toFloat64(inputs.at("x")));
+  const Buffer expected = evaluateGraph(cpuBackend(), poolGraph(c, "float64"), in64).at("y");
+  const std::vector<Shape> splits = {{1, 1, 1, 1}, {2, 1, 1, 1}, {1, 2, 1, 1}, {1, 1, 2, 1},
+                                     {1, 1, 1, 2}, {1, 1, 3, 2}, {2, 2, 2, 2}};
+  for (const Shape& wanted : splits) {
+    Shape split = wanted;
+    for (std::size_t d = 0; d < split.size(); ++d) {
+      split[d] = std::min(split[d], app.index.extent(d));
+    }
+    INFO("split " << shapeJson(split));
+    Buffer result = Buffer::host(parseDType(dtype), app.outputs[0].tensors[0].shape);
+    for (const ZRange& shard : app.index.tile(split)) {
+      INFO("shard " << shard.toString());
+      const ShardSelections sel = shardSelections(op, shard);
+      const std::vector<PortViews> in = {{inputs.at("x").view(sel.inputs[0][0])}};
+      Buffer part = cpuBackend().allocate(result.dtype(), sel.outputs[0][0], 0);
+      const std::vector<PortViews> out = {{part.view()}};
+      const KernelCall call{op, shard, in, out, 0};
+      std::unique_ptr<PreparedKernel> prepared = cpuBackend().prepareKernel(call);
+      const auto* pool = dynamic_cast<const cpu::PreparedPool*>(prepared.get());
+      REQUIRE(pool != nullptr);
+      // oneDNN's pooling kernels take dense NCHW: the whole tensor here (the
+      // shards' sub-views of it run on the loops).
+      if (dtype == "float32" && c.onednn && shard == app.index) {
+        CHECK(pool->implementation().rfind("onednn", 0) == 0);
+      }
+      prepared->run(call);
+      // global_avgpool's partials add up; the windowed pools' shards are disjoint.
+      cpuBackend().combine(metakernel::Combine::Sum, result.view(), part.view(), part.region());
+    }
+    CHECK(relError(values(result), values(expected)) <= tolerance(result.dtype(), true));
+  }
+}
+
+} // namespace
+
+TEST_CASE("maxpool2d and avgpool2d on oneDNN: shards against the float64 reference",
+          "[cpu][onednn]") {
+  const std::vector<PoolCase> cases = {
+      {"maxpool2d", {1, 16, 16, 16}, R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})"},
+      {"maxpool2d",
+       {2, 5, 9, 8},
+       R"({"kernel": [2, 3], "stride": [1, 2], "padding": [1, 1], "dilation": [2, 1]})",
+       false},
+      {"avgpool2d", {1, 16, 12, 12}, R"({"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]})"},
+      {"avgpool2d",
+       {2, 6, 7, 9},
+       R"({"kernel": [3, 2], "stride": [2, 1], "padding": [1, 1], "count_include_pad": true})"},
+      {"global_avgpool", {2, 8, 5, 6}, "{}", false},
+  };
+  for (const PoolCase& c : cases) {
+    for (const char* dtype : {"float32", "bfloat16", "float64", "float16"}) {
+      checkPool(c, dtype);
+    }
+  }
+}
+
+TEST_CASE("maxpool2d propagates NaN on oneDNN as in the loops", "[cpu][onednn]") {
+  const PoolCase c{"maxpool2d", {1, 16, 4, 4}, R"({"kernel": [2, 2], "stride": [2, 2]})"};
+  for (const char* dtype : {"float32", "float64"}) {
+    INFO(dtype);
+    const graph::ExpandedGraph g = poolGraph(c, dtype);
+    const graph::Operation& op = g.operations[0];
+    TensorBuffers inputs = drawInputs(g, 5);
+    Buffer& x = inputs.at("x");
+    // A NaN first and last in window (0, 0) of channel 0 and channel 1.
+    auto setNaN = [&](std::int64_t i) {
+      if (x.dtype() == DType::Float32) {
+        x.elements<float>()[static_cast<std::size_t>(i)] = std::nanf("");
+      } else {
+        x.elements<double>()[static_cast<std::size_t>(i)] = std::nan("");
+      }
+    };
+    setNaN(0);
+    setNaN(16 + 5);
+    Buffer y = Buffer::host(x.dtype(), op.application.outputs[0].tensors[0].shape);
+    const std::vector<PortViews> in = {{x.view()}}, out = {{y.view()}};
+    cpuBackend().runKernel(op, op.application.index, in, out);
+    const std::vector<double> v = values(y);
+    CHECK(std::isnan(v[0]));
+    CHECK(std::isnan(v[4]));
+    CHECK_FALSE(std::isnan(v[1]));
+  }
+}
