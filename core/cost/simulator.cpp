@@ -252,7 +252,7 @@ void ChoiceSimulator::Scratch::memory(const PlanTasks& p, const Target& t) {
   starts.assign(nDev + 1, 0);
   for (const PlanTasks::Buffer& b : p.buffers) {
     if (b.bytes > 0) {
-      starts[static_cast<std::size_t>(b.device) + 1] += b.keep ? 1 : 2;
+      starts[static_cast<std::size_t>(b.device) + 1] += (b.keep ? 1 : 2) + (b.packed > 0 ? 1 : 0);
     }
   }
   for (std::size_t d = 0; d < nDev; ++d) {
@@ -267,6 +267,10 @@ void ChoiceSimulator::Scratch::memory(const PlanTasks& p, const Target& t) {
     }
     std::uint32_t& at = cursor[static_cast<std::size_t>(b.device)];
     events[at++] = MemEvent{eventKey(alloc[i], true), b.bytes};
+    if (b.packed > 0) {
+      // The backend's packed copy, made when the input arrives, kept all run.
+      events[at++] = MemEvent{eventKey(alloc[i], true), b.packed};
+    }
     if (!b.keep) {
       events[at++] = MemEvent{eventKey(std::max(ready[i], lastUse[i]), false), -b.bytes};
     }

@@ -569,6 +569,7 @@ void Applier::evaluateInputIpfs() {
     PortResult port;
     port.name = in.name;
     port.list = in.list;
+    port.packed = in.packed;
     port.tensors = *inputTensors_[i];
     expr::Bindings local;
     const expr::Bindings* b = &a_.bindings;

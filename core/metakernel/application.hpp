@@ -36,6 +36,7 @@ struct PortResult {
   std::vector<TensorType> tensors;
   std::vector<IndexProjection> ipfs;
   std::optional<Combine> combine; // outputs only
+  bool packed = false;            // inputs only: the template's `packed: true`
 };
 
 struct Application {

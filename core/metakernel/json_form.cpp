@@ -50,6 +50,7 @@ Json toJson(const Metakernel& k) {
     j["ipf"] = in.ipf.ipf.text();
     j["list"] = in.list;
     j["optional"] = in.optional;
+    j["packed"] = in.packed;
     inputs[in.name] = j;
   }
   out["inputs"] = inputs;

@@ -288,7 +288,7 @@ std::vector<InputSpec> parseInputs(const Reader& r, const YAML::Node& node) {
     }
     std::string what = "input " + e.key;
     std::vector<Entry> fields = r.entries(e.value, what, false);
-    r.expectKeys(fields, {"shape", "dtype", "ipf", "list", "optional", "doc"}, what);
+    r.expectKeys(fields, {"shape", "dtype", "ipf", "list", "optional", "packed", "doc"}, what);
     const Entry* shape = r.require(fields, e.keyNode, "shape", what);
     InputSpec in;
     in.name = e.key;
@@ -307,6 +307,9 @@ std::vector<InputSpec> parseInputs(const Reader& r, const YAML::Node& node) {
     }
     if (const Entry* o = yaml::findEntry(fields, "optional")) {
       in.optional = parseBool(r, o->value, what + ": optional");
+    }
+    if (const Entry* p = yaml::findEntry(fields, "packed")) {
+      in.packed = parseBool(r, p->value, what + ": packed");
     }
     out.push_back(std::move(in));
   }

@@ -96,6 +96,10 @@ struct InputSpec {
   // `optional: true`: an operation may leave the port out of its "inputs";
   // then the port has no tensors, its pattern binds nothing and it has no IPFs.
   bool optional = false;
+  // `packed: true`: a backend may keep its own copy of a constant tensor bound
+  // here, laid out for its kernel and made once (conv weights, product
+  // weights); the cost model counts that copy for the whole run.
+  bool packed = false;
   SourceLocation location;
 };
 

@@ -82,6 +82,21 @@ std::string opLabel(const graph::Operation& op) {
   return "operation " + op.name;
 }
 
+std::vector<char> packedConstants(const graph::ExpandedGraph& g) {
+  std::vector<char> packed(g.tensors.size(), 0);
+  for (const graph::Operation& op : g.operations) {
+    for (std::size_t p = 0; p < op.inputs.size() && p < op.application.inputs.size(); ++p) {
+      if (!op.application.inputs[p].packed) {
+        continue;
+      }
+      for (std::size_t t : op.inputs[p].tensors) {
+        packed[t] = static_cast<char>(g.tensors[t].constant && g.tensors[t].isGraphInput());
+      }
+    }
+  }
+  return packed;
+}
+
 PlanContext::PlanContext(const graph::ExpandedGraph& g) {
   auto impl = std::make_shared<Impl>();
   impl->graph = &g;
@@ -92,6 +107,7 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
       impl->inputs.push_back(static_cast<std::uint32_t>(t));
     }
   }
+  impl->packed = packedConstants(g);
   impl->isOutput.assign(g.tensors.size(), 0);
   for (std::size_t t : g.outputs) {
     impl->isOutput[t] = 1;

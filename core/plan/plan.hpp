@@ -272,6 +272,9 @@ struct PlanTasks {
     int device = 0;
     std::int64_t bytes = 0;
     bool keep = false; // a graph output (final tile or reduction result): never freed
+    // A constant graph input read by a `packed` port: the backend's own copy
+    // of it (as many bytes), made before the first shard and kept all run.
+    std::int64_t packed = 0;
     bool operator==(const Buffer&) const = default;
   };
   struct Op {

@@ -696,17 +696,18 @@ struct PlanBuilder::Workspace {
           const ElementInfo& e = t.outputs[k];
           const u32 box = outSelection(op, s - shardBase[op], k);
           *buffer++ = PlanTasks::Buffer{device[s], boxSize(box, e.rank) * e.elemBytes,
-                                        ctx.isOutput[e.tensor] != 0 && !partial[s]};
+                                        ctx.isOutput[e.tensor] != 0 && !partial[s], 0};
         }
       }
     }
     const u32 transferBase = tiles;
     for (const TransferRecord& t : trs) {
-      *buffer++ = PlanTasks::Buffer{t.to, t.bytes, false};
+      *buffer++ = PlanTasks::Buffer{t.to, t.bytes, false, ctx.packed[t.tensor] != 0 ? t.bytes : 0};
     }
     const auto residentBase = static_cast<u32>(tiles + trs.size());
     for (const ResidentRecord& r : res) {
-      *buffer++ = PlanTasks::Buffer{r.device, r.bytes, false};
+      *buffer++ =
+          PlanTasks::Buffer{r.device, r.bytes, false, ctx.packed[r.tensor] != 0 ? r.bytes : 0};
     }
     auto bufferOf = [&](const Source& s) -> u32 {
       switch (s.kind) {

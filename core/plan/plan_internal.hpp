@@ -56,8 +56,14 @@ struct PlanContext::Impl {
   std::vector<OpTables> ops;           // parallel to graph->operations
   std::vector<std::int64_t> elemBytes; // per tensor
   std::vector<char> isOutput;          // per tensor: a graph output
+  std::vector<char> packed;            // per tensor: see packedConstants
   std::vector<std::uint32_t> inputs;   // graph input tensors
 };
+
+// Per tensor: a constant graph input that some operation reads through a
+// `packed: true` port, so a backend may hold a packed copy of what a device
+// reads of it (PlanTasks::Buffer::packed).
+std::vector<char> packedConstants(const graph::ExpandedGraph& g);
 
 // "operation fc1", the prefix of a choice's error.
 std::string opLabel(const graph::Operation& op);

@@ -25,7 +25,8 @@ namespace {
 // that read and write them.
 class Summary {
 public:
-  Summary(const graph::ExpandedGraph& g, const ShardPlan& p) : g_(g), p_(p) {
+  Summary(const graph::ExpandedGraph& g, const ShardPlan& p)
+      : g_(g), p_(p), packed_(packedConstants(g)) {
     out_.deviceCount = p.deviceCount;
     for (std::size_t op : g.order) {
       out_.order.push_back(static_cast<u32>(op));
@@ -61,18 +62,20 @@ private:
           for (const Selection& sel : port) {
             out_.buffers.push_back(PlanTasks::Buffer{
                 s.device, sel.range.size() * dtypeSize(g_.tensors[sel.tensor].type.dtype),
-                isOutput_[sel.tensor] != 0 && !s.partial});
+                isOutput_[sel.tensor] != 0 && !s.partial, 0});
           }
         }
       }
     }
     transferBase_ = static_cast<u32>(out_.buffers.size());
     for (const Transfer& t : p_.transfers) {
-      out_.buffers.push_back(PlanTasks::Buffer{t.to, t.bytes, false});
+      out_.buffers.push_back(
+          PlanTasks::Buffer{t.to, t.bytes, false, packed_[t.tensor] != 0 ? t.bytes : 0});
     }
     residentBase_ = static_cast<u32>(out_.buffers.size());
     for (const Resident& r : p_.residents) {
-      out_.buffers.push_back(PlanTasks::Buffer{r.device, r.bytes, false});
+      out_.buffers.push_back(
+          PlanTasks::Buffer{r.device, r.bytes, false, packed_[r.tensor] != 0 ? r.bytes : 0});
     }
   }
 
@@ -174,6 +177,7 @@ private:
   const ShardPlan& p_;
   PlanTasks out_;
   std::vector<char> isOutput_;
+  std::vector<char> packed_;
   std::vector<u32> tileBase_; // per op: its first tile buffer
   std::vector<u32> slots_;    // per op: output elements per shard
   u32 transferBase_ = 0;

@@ -29,18 +29,22 @@ import tempfile
 
 
 def parse_case(text):
-    """Returns [(command, [expected lines])]."""
+    """Returns ([(comments, command, [expected lines])], trailing comments): each
+    command with the '## ' comment lines written before it."""
     cases = []
+    comments = []
     for line in text.splitlines():
         if line.startswith("## "):
+            comments.append(line)
             continue
         if line.startswith("$ "):
-            cases.append((line[2:], []))
+            cases.append((comments, line[2:], []))
+            comments = []
         elif cases:
-            cases[-1][1].append(line)
+            cases[-1][2].append(line)
         elif line.strip():
             raise SystemExit(f"line before the first command: {line!r}")
-    return cases
+    return cases, comments
 
 
 def run_command(command, binary_dir, src, workdir, timeout):
@@ -85,7 +89,7 @@ def main():
     for case_path in args.cases:
         with open(case_path, encoding="utf-8") as f:
             text = f.read()
-        commands = parse_case(text)
+        commands, trailer = parse_case(text)
         if not commands:
             print(f"{case_path}: no commands", file=sys.stderr)
             failed += 1
@@ -94,8 +98,9 @@ def main():
         try:
             new_text = []
             case_failed = False
-            for command, expected in commands:
+            for comments, command, expected in commands:
                 actual = run_command(command, binary_dir, args.src, workdir, args.timeout)
+                new_text += comments
                 new_text.append("$ " + command)
                 new_text += actual
                 if actual != expected:
@@ -107,11 +112,9 @@ def main():
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         if args.update:
-            # Keep the file's comments at the top.
-            header = [l for l in text.splitlines() if l.startswith("## ")]
-            header = header if text.startswith("## ") else []
+            # Every comment stays in front of the command it was written before.
             with open(case_path, "w", encoding="utf-8") as f:
-                f.write("\n".join(header + new_text) + "\n")
+                f.write("\n".join(new_text + trailer) + "\n")
         elif case_failed:
             failed += 1
     if failed:

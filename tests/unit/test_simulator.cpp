@@ -110,6 +110,45 @@ TEST_CASE("free inputs are resident from time 0", "[simulator]") {
   CHECK(s.objectives.peakMemoryBytes == 256);
 }
 
+// A constant w read by matmul's `packed` port: each device that reads it also
+// holds the backend's packed copy (96 B), from w's arrival to the end.
+TEST_CASE("a constant read by a packed port counts its packed copy", "[simulator]") {
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "mm_relu",
+  "tensors": {"x": {"dtype": "float32", "shape": [8, 4]},
+              "w": {"dtype": "float32", "shape": [4, 6], "constant": true}},
+  "operations": [
+    {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+    {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})");
+  const PlanChoice c = choose({{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}});
+  const plan::ShardPlan p = plan::buildPlan(g, 2, c);
+  const Simulation s = simulate(g, tiny(2), p);
+  // The schedule is the one without constants; at t = 7 each device holds x
+  // part 64 + w 96 + packed w 96 + h tile 96.
+  CHECK(s.objectives.timeS == 10.75);
+  CHECK(s.peakPerDevice == std::vector<std::int64_t>{352, 352});
+  CHECK(simulate(g, tiny(2, 351), p).objectives.feasible == false);
+  const Target two = tiny(2); // the simulator keeps a reference
+  ChoiceSimulator evaluator(g, two);
+  CHECK(evaluator.builder().tasks(c) == plan::summarize(g, p));
+  CHECK(evaluator.evaluate(c) == s.objectives);
+
+  // Resident (free) inputs: the packed copy sits beside the resident w.
+  const plan::ShardPlan free = plan::buildPlan(g, 2, c, plan::PlanOptions{plan::InputsOn::Free});
+  CHECK(simulate(g, tiny(2), free).objectives.peakMemoryBytes == 352);
+
+  // x is read by matmul's X port, which is not packed: marking it constant
+  // adds nothing.
+  const graph::ExpandedGraph onlyX = expandText(R"({"tapestry": "graph/v1", "name": "mm_relu",
+  "tensors": {"x": {"dtype": "float32", "shape": [8, 4], "constant": true},
+              "w": {"dtype": "float32", "shape": [4, 6]}},
+  "operations": [
+    {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
+    {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})");
+  CHECK(simulate(onlyX, tiny(2), plan::buildPlan(onlyX, 2, c)).objectives.peakMemoryBytes == 256);
+}
+
 // act split by columns: each device lacks half of the other's tile (12 floats,
 // 48 B -> 0.5 + 1 = 1.5 s on a device link).
 TEST_CASE("resharding between ops: device links", "[simulator]") {

@@ -236,7 +236,7 @@ $ cd $TESTDATA && tapestry expand bad/graphs/optional_port_mismatch.json -o $OLD
 ! bad/graphs/optional_port_mismatch.json:10:5: error: at /operations/0: conv (conv2d): weight is [3, 2, 3, 3] and bias is [4]: $O is 3 from weight but 4 from bias
 !     {"name": "conv", "kernel": "conv2d", "inputs": {"input": "x", "weight": "w", "bias": "b"}, "outputs": {"result": "y"}}
 !     ^
-! <stdlib>/conv.yaml:38:15: note: in kernel conv2d, shape pattern "[$O]" (built in; 'tapestry kernels show conv2d' prints it)
+! <stdlib>/conv.yaml:39:15: note: in kernel conv2d, shape pattern "[$O]" (built in; 'tapestry kernels show conv2d' prints it)
 !       shape: "[$O]"
 !               ^
 [exit 1]

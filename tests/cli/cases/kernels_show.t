@@ -36,7 +36,8 @@ $ cd $TESTDATA && tapestry kernels show rowsum -k metakernels/user_ops.yaml --fo
         "dtype": "$dtype",
         "ipf": "[@...] :> [1...]",
         "list": false,
-        "optional": false
+        "optional": false,
+        "packed": false
       }
     },
     "let": {},
