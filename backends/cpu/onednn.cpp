@@ -19,10 +19,11 @@ const dnnl::engine& cpuEngine() {
 }
 
 void useThreads(int threads) {
-  thread_local int current = 0;
-  if (threads != current) {
+  // Read back each time (a cheap read of the thread's OpenMP state), not
+  // remembered: a cache of what this function last set went stale when other
+  // code set another size, and a conv after a product then ran on one thread.
+  if (omp_get_max_threads() != threads) {
     omp_set_num_threads(threads);
-    current = threads;
   }
 }
 

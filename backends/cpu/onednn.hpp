@@ -20,7 +20,8 @@ namespace tapestry::backend::cpu::onednn {
 const dnnl::engine& cpuEngine();
 
 // Sets the calling thread's OpenMP team size (oneDNN's CPU runtime here) to
-// `threads`; a thread-local cache makes a repeat call free. oneDNN fixes some
+// `threads` (a read of the current size when it is already that). Every
+// oneDNN kernel sets its size through this before it runs. oneDNN fixes some
 // primitives' work split when they are created, so a kernel calls this both
 // before creating its primitives and before running them.
 void useThreads(int threads);
