@@ -33,21 +33,17 @@
 #include "backends/cpu/onednn.hpp"
 #include "backends/cpu/pool.hpp"
 #include "backends/tensor_io.hpp"
+#include "bench/bench_util.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
 
 using namespace tapestry;
+using bench::median;
 using namespace tapestry::backend;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // One convolution: input [1, C, H, W], weight [O, C/groups, KH, KW], bias [O].
 struct Layer {

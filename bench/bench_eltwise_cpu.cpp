@@ -32,6 +32,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_backend.hpp"
+#include "bench/bench_util.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/json/json.hpp"
@@ -42,18 +43,13 @@
 #endif
 
 using namespace tapestry;
+using bench::median;
 using namespace tapestry::backend;
 
 namespace {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 // Seconds per call of f, over `calls` calls.

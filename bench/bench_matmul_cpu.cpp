@@ -23,6 +23,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/executor.hpp"
 #include "backends/tensor_io.hpp"
+#include "bench/bench_util.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/graph/expansion.hpp"
@@ -32,15 +33,10 @@
 #include "core/plan/plan.hpp"
 
 using namespace tapestry;
+using bench::median;
 using namespace tapestry::backend;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); 0 when unknown.
 std::int64_t procStatusBytes(const std::string& field) {

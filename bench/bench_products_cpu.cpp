@@ -30,6 +30,9 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/gemm_engine.hpp"
+#include "bench/bench_util.hpp"
+
+using tapestry::bench::median;
 
 namespace {
 
@@ -39,12 +42,6 @@ using tag = dnnl::memory::format_tag;
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Case {
