@@ -119,6 +119,10 @@ std::string fresh(std::set<std::string>& taken, const std::string& base) {
 
 } // namespace
 
+std::string Emitter::freshOpName(const std::string& base) {
+  return fresh(opNames_, base);
+}
+
 std::string Emitter::opName(const ::onnx::NodeProto& node, const std::string& suffix) {
   return fresh(opNames_, suffix.empty() ? node.name() : node.name() + "/" + suffix);
 }

@@ -404,7 +404,22 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
                      " is a constant; tapestry graphs compute their "
                      "outputs");
     }
-    outputs.push_back(name);
+    if (name != v.name()) {
+      // The output is another value under a new name (Identity, Dropout, a
+      // one-input Sum): a copy gives it that name, so that run writes it as
+      // the model calls it rather than as the value it repeats.
+      const std::optional<std::vector<std::int64_t>> shape = e.knownShape(name);
+      if (!shape) {
+        fail(file, "graph output " + v.name() + " repeats " + name + ", whose shape is unknown");
+      }
+      Json dims = Json::array();
+      for (std::int64_t d : *shape) {
+        dims.push_back(d);
+      }
+      e.emit(e.freshOpName(v.name() + "/output"), "reshape", Json{{"shape", dims}},
+             Json{{"input", e.use(name)}}, Json{{"result", v.name()}});
+    }
+    outputs.push_back(v.name());
   }
   // The file's name, not the graph's: PyTorch names every graph "torch_jit".
   std::string name = file == "<stdin>" ? g.name() : baseName(file);

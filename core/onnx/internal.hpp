@@ -106,6 +106,8 @@ public:
 
   // A fresh operation name for `node` ("" suffix: the node's own name).
   std::string opName(const ::onnx::NodeProto& node, const std::string& suffix);
+  // An operation name not taken yet: `base`, else base_2, base_3, ...
+  std::string freshOpName(const std::string& base);
   // A fresh tensor name for an intermediate result of `node`.
   std::string tempName(const ::onnx::NodeProto& node, const std::string& what);
   // Adds a new constant (e.g. a zero bias) read by an operation.

@@ -68,9 +68,31 @@ void unary(Emitter& e, const NodeProto& node) {
          Json{{"input", e.use(node.input(0))}}, result(node));
 }
 
-void alias(Emitter& e, const NodeProto& node) {
-  if (node.op_type() == "Dropout" && outputUsed(node, 1)) {
+// Dropout in inference is the identity. Its training_mode input (opset 12 on)
+// turns random dropping on: a model that sets it, or leaves it to a graph
+// input, is refused rather than run as inference.
+void checkDropoutInference(Emitter& e, const NodeProto& node) {
+  if (outputUsed(node, 1)) {
     e.fail(node, "its mask output is used; tapestry imports inference graphs");
+  }
+  if (node.input_size() < 3 || node.input(2).empty()) {
+    return;
+  }
+  const Constant* mode = e.constant(node.input(2));
+  if (mode == nullptr || !mode->present || !isFoldable(mode->type) || mode->count() != 1) {
+    e.fail(node, "its training_mode input " + node.input(2) +
+                     " is not a constant; tapestry imports inference graphs (training_mode "
+                     "must be absent or a constant false)");
+  }
+  if (mode->values()[0] != 0) {
+    e.fail(node, "its training_mode is true (random dropping); tapestry imports inference "
+                 "graphs (training_mode must be absent or a constant false)");
+  }
+}
+
+void alias(Emitter& e, const NodeProto& node) {
+  if (node.op_type() == "Dropout") {
+    checkDropoutInference(e, node);
   }
   e.alias(node.output(0), node.input(0));
 }

@@ -81,6 +81,13 @@ public:
       t->add_int64_data(v);
     return *this;
   }
+  Model& flag(const std::string& name, bool value) {
+    ::onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::BOOL);
+    t->add_int32_data(value ? 1 : 0);
+    return *this;
+  }
   ::onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in,
                           const std::vector<std::string>& out, const std::string& name = "") {
     ::onnx::NodeProto* n = model_.mutable_graph()->add_node();
@@ -366,6 +373,58 @@ TEST_CASE("Identity is an alias, and Slice is normalized to full rank", "[onnx]"
   CHECK(op(r, 0).at("inputs").at("input") == "x");
   CHECK(op(r, 0).at("params").at("starts") == Json::array({0, 1}));
   CHECK(op(r, 0).at("params").at("ends") == Json::array({4, 5}));
+}
+
+TEST_CASE("Dropout is an alias in inference; training mode is refused", "[onnx]") {
+  Model inference;
+  inference.input("x", {4}).floats("ratio", {}, {0.5f}).flag("train", false);
+  inference.node("Dropout", {"x", "ratio", "train"}, {"d"}, "drop");
+  inference.node("Relu", {"d"}, {"y"}, "act");
+  inference.output("y");
+  const ImportResult r = inference.import();
+  REQUIRE(r.graph.at("operations").size() == 1);
+  CHECK(op(r, 0).at("inputs").at("input") == "x");
+
+  Model training;
+  training.input("x", {4}).floats("ratio", {}, {0.5f}).flag("train", true);
+  training.node("Dropout", {"x", "ratio", "train"}, {"d"}, "drop");
+  training.node("Relu", {"d"}, {"y"}, "act");
+  training.output("y");
+  const testing::Failure on = failureOf([&] { training.import(); });
+  CHECK(on.code == ExitCode::InvalidInput);
+  CHECK_THAT(on.message, Contains("drop") && Contains("its training_mode is true (random "
+                                                      "dropping); tapestry imports inference "
+                                                      "graphs"));
+
+  Model asked;
+  asked.input("x", {4}).input("train", {}, ::onnx::TensorProto::BOOL);
+  asked.node("Dropout", {"x", "", "train"}, {"d"}, "drop");
+  asked.node("Relu", {"d"}, {"y"}, "act");
+  asked.output("y");
+  CHECK_THAT(failureOf([&] { asked.import(); }).message,
+             Contains("its training_mode input train is not a constant; tapestry imports "
+                      "inference graphs (training_mode must be absent or a constant false)"));
+}
+
+TEST_CASE("a graph output that repeats another value keeps its own name", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3}).input("flag", {2, 3}, ::onnx::TensorProto::BOOL);
+  m.node("Identity", {"x"}, {"same"}, "id");
+  m.node("Relu", {"x"}, {"r"}, "act");
+  m.node("Identity", {"r"}, {"r2"}, "id2");
+  m.node("Identity", {"flag"}, {"flag_out"}, "id3");
+  m.output("same").output("r2").output("flag_out").output("r");
+  const ImportResult r = m.import();
+  CHECK(r.graph.at("outputs") == Json::array({"same", "r2", "flag_out", "r"}));
+  REQUIRE(r.graph.at("operations").size() == 4);
+  CHECK(op(r, 1).at("kernel") == "reshape");
+  CHECK(op(r, 1).at("inputs").at("input") == "x");
+  CHECK(op(r, 1).at("outputs").at("result") == "same");
+  CHECK(op(r, 1).at("params").at("shape") == Json::array({2, 3}));
+  CHECK(op(r, 2).at("inputs").at("input") == "r");
+  CHECK(op(r, 3).at("inputs").at("input") == "flag");
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.outputs.size() == 4);
 }
 
 TEST_CASE("symbolic dims are bound with --dim, and must be", "[onnx]") {
