@@ -375,7 +375,7 @@ TEST_CASE("Identity is an alias, and Slice is normalized to full rank", "[onnx]"
   CHECK(op(r, 0).at("params").at("ends") == Json::array({4, 5}));
 }
 
-TEST_CASE("Dropout is an alias in inference; training mode is refused", "[onnx]") {
+TEST_CASE("Dropout is an alias in inference, and training mode is refused", "[onnx]") {
   Model inference;
   inference.input("x", {4}).floats("ratio", {}, {0.5f}).flag("train", false);
   inference.node("Dropout", {"x", "ratio", "train"}, {"d"}, "drop");
