@@ -5,10 +5,10 @@
 // (WeightUse::Packed), which OpenBLAS cannot keep between calls.
 #include <array>
 
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/cpu/gemm_engine.hpp"
+#include "backends/cpu/onednn.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu {
@@ -23,17 +23,12 @@ dnnl::engine& cpuEngine() {
   return engine;
 }
 
-// oneDNN's OpenMP team is as large as the calling thread's nthreads-var (the
-// core count unless set). A product runs on one thread: a larger one is split
-// into parts on helper threads instead (gemm_split.cpp), because libgomp's
-// team threads spin for milliseconds after each parallel region and take the
-// core from the kernels that follow (docs/cpu-products.md). Other oneDNN
-// kernels on the thread may set another size, so it is read each time (a
-// cheap call) rather than remembered.
+// A product runs on a one-thread OpenMP team: a larger one is split into
+// parts on helper threads instead (gemm_split.cpp), because libgomp's team
+// threads spin for milliseconds after each parallel region and take the core
+// from the kernels that follow (docs/cpu-products.md).
 void useOneThread() {
-  if (omp_get_max_threads() != 1) {
-    omp_set_num_threads(1);
-  }
+  onednn::useThreads(1);
 }
 
 void check(dnnl_status_t status, const char* what) {
