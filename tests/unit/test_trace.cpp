@@ -10,6 +10,7 @@
 // beside it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -314,4 +315,112 @@ TEST_CASE("timeline: slices per track never partially overlap, the critical path
     CHECK(lastIsCritical);
     CHECK(t.memory.size() == static_cast<std::size_t>(loaded.plan.deviceCount));
   }
+}
+
+namespace {
+
+// The label attributes of a drawing's nodes.
+std::vector<std::string> nodeLabels(const render::Drawing& d) {
+  std::vector<std::string> labels;
+  for (const render::Node& n : d.nodes) {
+    for (const render::Attr& a : n.attrs) {
+      if (a.name == "label") {
+        labels.push_back(a.value);
+      }
+    }
+  }
+  return labels;
+}
+
+bool anyContains(const std::vector<std::string>& texts, const std::string& what) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const std::string& t) { return t.find(what) != std::string::npos; });
+}
+
+} // namespace
+
+TEST_CASE("timeline view: past 20 operations colours by kernel, many device links share a row "
+          "per sender, links that carry nothing have no row",
+          "[trace]") {
+  render::TimelinePicture p;
+  p.name = "big";
+  p.target = "eight";
+  for (int op = 0; op < 24; ++op) {
+    p.operations.push_back("op" + std::to_string(op));
+    p.kernels.push_back(op % 3 == 0 ? "conv2d" : op % 3 == 1 ? "relu" : "add");
+  }
+  render::Timeline t;
+  t.label = "predicted";
+  for (int d = 0; d < 8; ++d) {
+    render::Track track;
+    track.device = d;
+    track.name = "device " + std::to_string(d);
+    t.tracks.push_back(track);
+  }
+  auto addLink = [&](int from, int to, double seconds) {
+    render::Track track;
+    track.kind = render::Track::Kind::Link;
+    track.from = from;
+    track.to = to;
+    track.name = "link " + (from == plan::kHost ? std::string("host") : std::to_string(from)) +
+                 "->" + std::to_string(to);
+    t.tracks.push_back(track);
+    render::Slice s;
+    s.kind = render::Slice::Kind::Transfer;
+    s.track = t.tracks.size() - 1;
+    s.op = t.tracks.size() % 24;
+    s.name = "x " + std::to_string(from) + "->" + std::to_string(to);
+    s.start = s.spanStart = 1e-6;
+    s.end = s.start + seconds;
+    t.slices.push_back(s);
+  };
+  addLink(plan::kHost, 0, 0); // read in place: carries nothing
+  for (int from = 0; from < 8; ++from) {
+    for (int to = 0; to < 8; ++to) {
+      if (from != to) {
+        addLink(from, to, 2e-6);
+      }
+    }
+  }
+  for (int op = 0; op < 24; ++op) {
+    render::Slice s;
+    s.track = static_cast<std::size_t>(op % 8);
+    s.index = s.op = static_cast<std::size_t>(op);
+    s.name = p.operations[static_cast<std::size_t>(op)] + " #0";
+    s.start = s.spanStart = 1e-5 * op;
+    s.end = s.start + 1e-5;
+    t.slices.push_back(s);
+  }
+  t.end = 2.4e-4;
+  p.timelines.push_back(t);
+
+  const render::Drawing d = render::timelineView(p, {});
+  const std::vector<std::string> labels = nodeLabels(d);
+  CHECK(anyContains(labels, "conv2d (8 operations)"));
+  CHECK(anyContains(labels, "relu (8 operations)"));
+  CHECK_FALSE(anyContains(labels, "op13 (relu)")); // no row per operation
+  for (int from = 0; from < 8; ++from) {
+    CHECK(std::count(labels.begin(), labels.end(), "links " + std::to_string(from) + "->*") == 1);
+  }
+  CHECK_FALSE(anyContains(labels, "link 0->1"));
+  CHECK_FALSE(anyContains(labels, "link host")); // the in-place read: no row, no box
+  CHECK(d.contentNodes == 56 + 24);
+
+  // Few operations and links: a colour and a row each, as before.
+  p.operations.resize(20);
+  p.kernels.resize(20);
+  render::Timeline& small = p.timelines[0];
+  small.slices.erase(std::remove_if(small.slices.begin(), small.slices.end(),
+                                    [](const render::Slice& s) {
+                                      return s.kind == render::Slice::Kind::Transfer &&
+                                             s.track > 8 + 6;
+                                    }),
+                     small.slices.end());
+  for (render::Slice& s : small.slices) {
+    s.op %= 20;
+  }
+  const std::vector<std::string> fewer = nodeLabels(render::timelineView(p, {}));
+  CHECK(anyContains(fewer, "op13 (relu)"));
+  CHECK(anyContains(fewer, "link 0->1"));
+  CHECK_FALSE(anyContains(fewer, "->*"));
 }
