@@ -369,31 +369,95 @@ void softmax(Emitter& e, const NodeProto& node) {
          Json{{"input", e.use(node.input(0))}}, result(node));
 }
 
+// LayerNormalization normalizes the dims from `axis` on. The standard
+// layernorm normalizes the last dim, so for another axis the input is read as
+// [rows, cols] (the dims before axis, and from it) and the result reshaped
+// back; Scale and B are read as [cols]. The Mean and InvStdDev outputs
+// (shape[:axis] and then ones) are computed beside it from the same rows:
+// mean, then 1 / sqrt(mean((x - mean)^2) + epsilon).
 void layernorm(Emitter& e, const NodeProto& node) {
   const Shape in = e.shapeOf(node, node.input(0));
   const std::int64_t rank = static_cast<std::int64_t>(in.size());
-  const std::int64_t axis = intAttribute(node, "axis", -1);
-  if (rank == 0 || (axis != -1 && axis != rank - 1)) {
-    e.fail(node, "axis " + std::to_string(axis) +
-                     " is not the last dim; tapestry's layernorm normalizes the last dim");
+  if (rank == 0) {
+    e.fail(node, "its input is a scalar, with no dim to normalize");
   }
-  if (outputUsed(node, 1) || outputUsed(node, 2)) {
-    e.fail(node, "its Mean or InvStdDev output is used");
+  const std::int64_t axis =
+      normalizeAxis(intAttribute(node, "axis", -1), rank, "node " + node.name());
+  std::int64_t rows = 1;
+  std::int64_t cols = 1;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    (d < axis ? rows : cols) *= in[static_cast<std::size_t>(d)];
   }
-  const std::string input = e.use(node.input(0));
-  const std::string gamma = e.use(node.input(1));
+  const bool flat = axis != rank - 1;
+  const float eps = floatAttribute(node, "epsilon", 1e-5f);
+  auto reshapeTo = [&](const std::string& input, const Shape& shape, const std::string& out,
+                       const std::string& what) {
+    e.emit(e.opName(node, what), "reshape", Json{{"shape", intsJson(shape)}},
+           Json{{"input", input}}, Json{{"result", out}});
+    return out;
+  };
+  std::string x = e.use(node.input(0));
+  if (flat) {
+    x = reshapeTo(x, {rows, cols}, e.tempName(node, "rows"), "rows");
+  }
+  // Scale and B: [cols] as they are, else reshaped to it when they hold the
+  // normalized dims' elements (a scale broadcast over them is refused).
+  auto perColumn = [&](int i, const char* what) {
+    const Shape shape = e.shapeOf(node, node.input(i));
+    std::int64_t count = 1;
+    for (std::int64_t d : shape) {
+      count *= d;
+    }
+    if (count != cols) {
+      e.fail(node, std::string("its ") + what + " input has " + std::to_string(count) +
+                       " elements, not one per normalized element (" + std::to_string(cols) +
+                       "); a broadcast " + what + " is not supported");
+    }
+    const std::string t = e.use(node.input(i));
+    return shape == Shape{cols} ? t : reshapeTo(t, {cols}, e.tempName(node, what), what);
+  };
+  const std::string gamma = perColumn(1, "scale");
   std::string beta;
   if (hasInput(node, 2)) {
-    beta = e.use(node.input(2));
+    beta = perColumn(2, "bias");
   } else {
     const int type = e.typeOf(node.input(0));
-    beta = e.addConstant(
-        node.name() + "/beta",
-        makeConstant(isFoldable(type) ? type : ::onnx::TensorProto::FLOAT, {in.back()},
-                     std::vector<double>(static_cast<std::size_t>(in.back()), 0.0)));
+    beta = e.addConstant(node.name() + "/beta",
+                         makeConstant(isFoldable(type) ? type : ::onnx::TensorProto::FLOAT, {cols},
+                                      std::vector<double>(static_cast<std::size_t>(cols), 0.0)));
   }
-  e.emit(e.opName(node, ""), "layernorm", Json{{"eps", floatAttribute(node, "epsilon", 1e-5f)}},
-         Json{{"input", input}, {"gamma", gamma}, {"beta", beta}}, result(node));
+  const std::string y = flat ? e.tempName(node, "normalized") : node.output(0);
+  e.emit(e.opName(node, ""), "layernorm", Json{{"eps", eps}},
+         Json{{"input", x}, {"gamma", gamma}, {"beta", beta}}, Json{{"result", y}});
+  if (flat) {
+    reshapeTo(y, in, node.output(0), "shape");
+  }
+  if (!outputUsed(node, 1) && !outputUsed(node, 2)) {
+    return;
+  }
+  const std::int64_t last = flat ? 1 : rank - 1;
+  auto step = [&](const std::string& what, const std::string& kernel, Json params, Json inputs) {
+    const std::string out = e.tempName(node, what);
+    e.emit(e.opName(node, what), kernel, std::move(params), std::move(inputs),
+           Json{{"result", out}});
+    return out;
+  };
+  const Json keep{{"axis", last}, {"keepdims", true}};
+  const std::string mean = step("mean", "mean", keep, Json{{"input", x}});
+  if (outputUsed(node, 1)) {
+    reshapeTo(mean, e.shapeOf(node, node.output(1)), node.output(1), "mean_shape");
+  }
+  if (outputUsed(node, 2)) {
+    const std::string diff = step("centered", "sub", Json::object(), Json{{"A", x}, {"B", mean}});
+    const std::string square =
+        step("squared", "mul", Json::object(), Json{{"A", diff}, {"B", diff}});
+    const std::string var = step("variance", "mean", keep, Json{{"input", square}});
+    const std::string shifted =
+        step("variance_eps", "add_scalar", Json{{"value", eps}}, Json{{"input", var}});
+    const std::string sd = step("stddev", "sqrt", Json::object(), Json{{"input", shifted}});
+    const std::string inv = step("inv_stddev", "reciprocal", Json::object(), Json{{"input", sd}});
+    reshapeTo(inv, e.shapeOf(node, node.output(2)), node.output(2), "inv_stddev_shape");
+  }
 }
 
 // ReduceMean/Sum/Max over several axes: a chain of single-axis reductions,

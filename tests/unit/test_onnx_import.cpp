@@ -580,6 +580,52 @@ TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx
   CHECK(names == std::vector<std::string>{"gamma", "norm/beta", "table"});
 }
 
+TEST_CASE("LayerNormalization over several dims reads rows, and gives Mean and InvStdDev",
+          "[onnx]") {
+  Model m;
+  m.input("x", {2, 3, 4}).input("scale", {3, 4}).input("bias", {3, 4});
+  ::onnx::NodeProto& n =
+      m.node("LayerNormalization", {"x", "scale", "bias"}, {"y", "mean", "inv_std"}, "norm");
+  setInt(n, "axis", 1);
+  setFloat(n, "epsilon", 0.5f);
+  m.output("y").output("mean").output("inv_std");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{
+                       "norm/rows:reshape", "norm/scale:reshape", "norm/bias:reshape",
+                       "norm:layernorm", "norm/shape:reshape", "norm/mean:mean",
+                       "norm/mean_shape:reshape", "norm/centered:sub", "norm/squared:mul",
+                       "norm/variance:mean", "norm/variance_eps:add_scalar", "norm/stddev:sqrt",
+                       "norm/inv_stddev:reciprocal", "norm/inv_stddev_shape:reshape"});
+  CHECK(op(r, 0).at("params").at("shape") == Json::array({2, 12}));
+  CHECK(op(r, 1).at("params").at("shape") == Json::array({12}));
+  CHECK(op(r, 3).at("params").at("eps") == 0.5);
+  CHECK(op(r, 4).at("params").at("shape") == Json::array({2, 3, 4}));
+  CHECK(op(r, 5).at("params") == Json::parse(R"({"axis": 1, "keepdims": true})"));
+  CHECK(op(r, 6).at("params").at("shape") == Json::array({2, 1, 1}));
+  CHECK(op(r, 10).at("params").at("value") == 0.5);
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.outputs.size() == 3);
+
+  // The last axis alone: one layernorm, no reshapes; a broadcast scale is refused.
+  Model last;
+  last.input("x", {2, 4}).input("scale", {4});
+  last.node("LayerNormalization", {"x", "scale"}, {"y"}, "norm");
+  last.output("y");
+  const ImportResult one = last.import();
+  REQUIRE(one.graph.at("operations").size() == 1);
+  CHECK(op(one, 0).at("kernel") == "layernorm");
+  Model broadcast;
+  broadcast.input("x", {2, 3, 4}).input("scale", {4});
+  setInt(broadcast.node("LayerNormalization", {"x", "scale"}, {"y"}, "norm"), "axis", 1);
+  broadcast.output("y");
+  CHECK_THAT(failureOf([&] { broadcast.import(); }).message,
+             Contains("its scale input has 4 elements, not one per normalized element (12)"));
+}
+
 TEST_CASE("Sum is a chain of adds, HardSigmoid and HardSwish their definitions", "[onnx]") {
   Model m;
   m.input("a", {2, 3}).input("b", {3}).input("c", {2, 1});
