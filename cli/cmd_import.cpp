@@ -1,4 +1,5 @@
-// tapestry import MODEL.onnx [-o GRAPH.json] [--weights DIR] [--dim NAME=N]...   (SPEC §5.1)
+// tapestry import MODEL.onnx [-o GRAPH.json] [--weights DIR] [--values DIR] [--dim NAME=N]... (SPEC
+// §5.1)
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,10 @@ void registerImport(CLI::App* sub, Action& action) {
   sub->add_option("-o,--output", config->outputPath, "Output file (graph/v1 JSON), - for stdout");
   sub->add_option("--weights", config->weightsDir,
                   "Write the data of the constant inputs as DIR/NAME.npy (what run --inputs reads)")
+      ->option_text("DIR");
+  sub->add_option("--values", config->valuesDir,
+                  "Values of graph inputs that import needs as constants (a Slice's starts, a "
+                  "ReduceSum's axes): DIR/NAME.npy; only those inputs become constants")
       ->option_text("DIR");
   sub->add_option("--dim", config->dims, "Bind a symbolic dim: NAME=N (repeatable)")
       ->option_text("NAME=N");

@@ -86,6 +86,28 @@ int importCommand(const ImportConfig& config, std::ostream& out, std::ostream& e
       throw UsageError("--dim " + name + " is given twice");
     }
   }
+  if (!config.valuesDir.empty()) {
+    if (!std::filesystem::is_directory(config.valuesDir)) {
+      throw Error(SourceLocation{config.valuesDir, 0, 0, {}},
+                  "--values: not a directory of NAME.npy files");
+    }
+    const std::string dir = config.valuesDir;
+    options.inputValue = [dir](const std::string& name) -> std::optional<onnx_import::TensorData> {
+      const std::string path = (std::filesystem::path(dir) / backend::npyFileName(name)).string();
+      if (!std::filesystem::exists(path)) {
+        return std::nullopt;
+      }
+      const backend::NpyArray a = backend::readNpy(path);
+      const backend::Buffer& b = a.buffer;
+      onnx_import::TensorData t;
+      t.name = name;
+      t.dtype = backend::dtypeName(b.dtype());
+      t.shape = b.region().shape().vector();
+      t.bytes.assign(reinterpret_cast<const char*>(b.data()),
+                     static_cast<std::size_t>(b.byteSize()));
+      return t;
+    };
+  }
   if (!onnx_import::available()) {
     onnx_import::importModel({}, config.modelPath, options); // throws, saying why
   }

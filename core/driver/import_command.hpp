@@ -1,4 +1,4 @@
-// `tapestry import MODEL.onnx [-o GRAPH.json] [--weights DIR] [--dim NAME=N]...`
+// `tapestry import MODEL.onnx [-o GRAPH.json] [--weights DIR] [--values DIR] [--dim NAME=N]...`
 // (SPEC §5.1): the whole command, so cli/cmd_import.cpp only parses flags and
 // tests call the same code.
 #pragma once
@@ -13,6 +13,7 @@ struct ImportConfig {
   std::string modelPath;         // the ONNX file
   std::string outputPath = "-";  // "-" writes the graph/v1 document to `out`
   std::string weightsDir;        // "" : no .npy files
+  std::string valuesDir;         // --values: DIR/NAME.npy, values of inputs import needs
   std::vector<std::string> dims; // "NAME=N", as given to --dim
   bool json = false;             // --format json: a summary document on `out` when -o is a file
   bool quiet = false;            // no text summary

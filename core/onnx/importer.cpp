@@ -237,6 +237,15 @@ bool foldRound(Folding& f, const std::map<std::string, TensorType>& types, ::onn
         s = std::vector<std::int64_t>(s.begin() + start, s.begin() + std::max(start, end));
         out = std::vector<Constant>{makeInts({static_cast<std::int64_t>(s.size())}, s)};
       }
+    } else if (node.op_type() == "Size" && node.domain().empty() && node.input_size() == 1) {
+      auto it = types.find(node.input(0));
+      if (it != types.end() && it->second.shape) {
+        std::int64_t count = 1;
+        for (std::int64_t d : *it->second.shape) {
+          count *= d;
+        }
+        out = std::vector<Constant>{makeInts({}, {count})};
+      }
     } else {
       std::vector<const Constant*> inputs;
       bool allConstant = node.input_size() > 0;
@@ -337,8 +346,62 @@ std::vector<std::string> supportedOperators() {
 
 namespace {
 
+// The ONNX element type of a tapestry dtype name (0 for none).
+int onnxType(const std::string& dtype) {
+  for (int t = 1; t <= 16; ++t) {
+    if (dtypeName(t) == dtype) {
+      return t;
+    }
+  }
+  return 0;
+}
+
+// Graph inputs given values (ImportOptions::inputValue) become initializers,
+// after checking them against the input's declared type.
+void bindValues(::onnx::GraphProto& g, const std::map<std::string, TensorData>& bound,
+                const std::string& file) {
+  for (const auto& [name, data] : bound) {
+    const ::onnx::ValueInfoProto* input = nullptr;
+    for (const ::onnx::ValueInfoProto& v : g.input()) {
+      input = v.name() == name ? &v : input;
+    }
+    if (input == nullptr || !input->type().has_tensor_type()) {
+      fail(file, "--values: " + name + " is not a graph input");
+    }
+    const ::onnx::TypeProto_Tensor& t = input->type().tensor_type();
+    std::string declared = dtypeName(t.elem_type());
+    bool same = declared == data.dtype && onnxType(data.dtype) != 0;
+    if (t.has_shape()) {
+      same = same && t.shape().dim_size() == static_cast<int>(data.shape.size());
+      for (int i = 0; same && i < t.shape().dim_size(); ++i) {
+        same = !t.shape().dim(i).has_dim_value() ||
+               t.shape().dim(i).dim_value() == data.shape[static_cast<std::size_t>(i)];
+      }
+    }
+    if (!same) {
+      std::string shape;
+      for (std::int64_t d : data.shape) {
+        shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      }
+      fail(file, "--values: the value of graph input " + name + " is " + data.dtype + " [" + shape +
+                     "], which does not match the model's declaration of it");
+    }
+    Constant c;
+    c.type = onnxType(data.dtype);
+    c.shape = data.shape;
+    c.bytes = data.bytes;
+    if (static_cast<std::int64_t>(c.bytes.size()) !=
+        c.count() * static_cast<std::int64_t>(elementSize(c.type))) {
+      fail(file, "--values: the value of graph input " + name + " has " +
+                     std::to_string(c.bytes.size()) + " bytes, not one element per index");
+    }
+    *g.add_initializer() = encodeTensor(c, name);
+  }
+}
+
 ImportResult importChecked(const std::string& bytes, const std::string& file,
-                           const ImportOptions& options) {
+                           const ImportOptions& options,
+                           const std::map<std::string, TensorData>& bound) {
   ::onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes)) {
     fail(file, "not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or "
@@ -363,6 +426,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   }
   checkArity(g, opset, file);
   checkWindows(g, file);
+  bindValues(g, bound, file);
   for (const ::onnx::TensorProto& t : g.initializer()) {
     f.constants[t.name()] = decodeTensor(t, file + ": initializer " + t.name());
   }
@@ -378,6 +442,28 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
     }
   }
 
+  // Zero-size tensors: the standard library's index spaces have at least one
+  // point per dim.
+  for (const ::onnx::NodeProto& node : f.live) {
+    for (const auto* names : {&node.input(), &node.output()}) {
+      for (const std::string& name : *names) {
+        auto it = types.find(name);
+        if (name.empty() || it == types.end() || !it->second.shape) {
+          continue;
+        }
+        const std::vector<std::int64_t>& shape = *it->second.shape;
+        if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+          std::string dims;
+          for (std::int64_t d : shape) {
+            dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+          }
+          fail(file, "node " + node.name() + " (" + node.op_type() + "): tensor " + name +
+                         " has a zero-size dim ([" + dims +
+                         "]); tapestry tensors have at least one element along every dim");
+        }
+      }
+    }
+  }
   ImportResult result;
   result.nodes = static_cast<std::size_t>(f.folded + f.live.size());
   result.folded = f.folded;
@@ -386,25 +472,25 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   for (const ::onnx::NodeProto& node : f.live) {
     mapNode(e, node);
   }
-  for (const std::string& name : e.constantsUsed()) {
-    const Constant& c = e.constants().at(name);
-    Json shape = Json::array();
-    for (std::int64_t d : c.shape) {
-      shape.push_back(d);
-    }
-    // Initializers and folded values are the same on every run (SPEC §5.1).
-    tensors[name] = Json{{"dtype", dtypeName(c.type)}, {"shape", shape}, {"constant", true}};
-    result.constants.push_back(TensorData{name, dtypeName(c.type), c.shape, c.bytes, c.present});
-  }
   Json outputs = Json::array();
   for (const ::onnx::ValueInfoProto& v : g.output()) {
     const std::string name = e.resolve(v.name());
-    if (e.constant(name) != nullptr) {
-      fail(file, "graph output " + v.name() +
-                     " is a constant; tapestry graphs compute their "
-                     "outputs");
-    }
-    if (name != v.name()) {
+    if (const Constant* c = e.constant(name); c != nullptr) {
+      // A constant output (a Constant node, or shape arithmetic folded to the
+      // end): a copy of a constant input computes it. The input takes another
+      // name when the output has the constant's own.
+      if (!c->present) {
+        fail(file, "graph output " + v.name() + " is a constant stored outside the model");
+      }
+      Json dims = Json::array();
+      for (std::int64_t d : c->shape) {
+        dims.push_back(d);
+      }
+      const std::string source =
+          name != v.name() ? e.use(name) : e.addConstant(v.name() + "/value", *c);
+      e.emit(e.freshOpName(v.name() + "/output"), "reshape", Json{{"shape", dims}},
+             Json{{"input", source}}, Json{{"result", v.name()}});
+    } else if (name != v.name()) {
       // The output is another value under a new name (Identity, Dropout, a
       // one-input Sum): a copy gives it that name, so that run writes it as
       // the model calls it rather than as the value it repeats.
@@ -420,6 +506,16 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
              Json{{"input", e.use(name)}}, Json{{"result", v.name()}});
     }
     outputs.push_back(v.name());
+  }
+  for (const std::string& name : e.constantsUsed()) {
+    const Constant& c = e.constants().at(name);
+    Json shape = Json::array();
+    for (std::int64_t d : c.shape) {
+      shape.push_back(d);
+    }
+    // Initializers and folded values are the same on every run (SPEC §5.1).
+    tensors[name] = Json{{"dtype", dtypeName(c.type)}, {"shape", shape}, {"constant", true}};
+    result.constants.push_back(TensorData{name, dtypeName(c.type), c.shape, c.bytes, c.present});
   }
   // The file's name, not the graph's: PyTorch names every graph "torch_jit".
   std::string name = file == "<stdin>" ? g.name() : baseName(file);
@@ -451,7 +547,23 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
 ImportResult importModel(const std::string& bytes, const std::string& file,
                          const ImportOptions& options) {
   try {
-    return importChecked(bytes, file, options);
+    // Import, and again with each graph input whose value import needed (and
+    // inputValue gave) bound as a constant, until it needs none.
+    std::map<std::string, TensorData> bound;
+    for (;;) {
+      try {
+        return importChecked(bytes, file, options, bound);
+      } catch (const NeedsConstant& needs) {
+        std::optional<TensorData> value;
+        if (options.inputValue && bound.count(needs.name) == 0) {
+          value = options.inputValue(needs.name);
+        }
+        if (!value) {
+          throw Error(needs.diagnostic(), needs.exitCode());
+        }
+        bound.emplace(needs.name, std::move(*value));
+      }
+    }
   } catch (Error& e) {
     // Names in messages come from the model and may be any bytes; diagnostics
     // (and --format json errors) stay printable ASCII.

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,10 +22,6 @@ namespace tapestry::onnx_import {
 // throws UsageError, exit 2, saying so).
 bool available();
 
-struct ImportOptions {
-  std::map<std::string, std::int64_t> dims; // --dim NAME=N: symbolic dim values
-};
-
 // The data of one graph input that holds constants (an initializer or a folded
 // constant): C order, little-endian, `dtype` a tapestry dtype name.
 struct TensorData {
@@ -32,6 +30,15 @@ struct TensorData {
   std::vector<std::int64_t> shape;
   std::string bytes;
   bool present = true; // false for external data the model does not hold
+};
+
+struct ImportOptions {
+  std::map<std::string, std::int64_t> dims; // --dim NAME=N: symbolic dim values
+  // --values DIR: the value of a graph input, or nullopt. Asked only for the
+  // inputs that import needs as constants (a Slice's starts, a ReduceSum's
+  // axes, an Expand's shape: what a model usually holds as initializers);
+  // those become constants, every other input stays an input.
+  std::function<std::optional<TensorData>(const std::string& name)> inputValue;
 };
 
 struct ImportResult {

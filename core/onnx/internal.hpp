@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/diag/error.hpp"
 #include "core/json/json.hpp"
 
 namespace tapestry::onnx_import::detail {
@@ -84,6 +85,16 @@ void checkName(const std::string& file, const std::string& what, const std::stri
 struct TensorType {
   int type = 0; // ONNX element type; 0 unknown
   std::optional<std::vector<std::int64_t>> shape;
+};
+
+// Import needs the value of tensor `name` (a graph input) and has none: a
+// Slice's starts, a ReduceSum's axes. importModel asks ImportOptions::inputValue
+// for it and imports again with the input as a constant, or reports this error.
+class NeedsConstant : public Error {
+public:
+  NeedsConstant(SourceLocation location, std::string message, std::string tensor)
+      : Error(std::move(location), std::move(message)), name(std::move(tensor)) {}
+  std::string name;
 };
 
 // The state of the emission: tensor types, constants, aliases, the operations

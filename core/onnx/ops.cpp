@@ -40,7 +40,15 @@ std::optional<double> scalarOf(const Emitter& e, const std::string& name) {
 
 std::vector<std::int64_t> constantInts(Emitter& e, const NodeProto& node, int i, const char* what) {
   const Constant* c = e.constant(node.input(i));
-  if (c == nullptr || !isFoldable(c->type)) {
+  if (c == nullptr) {
+    throw NeedsConstant(SourceLocation{e.file(), 0, 0, {}},
+                        "node " + node.name() + " (" + node.op_type() + "): its " + what +
+                            " input " + node.input(i) +
+                            " is not a constant; tapestry needs it at import (a graph input's "
+                            "value can be given with import --values)",
+                        e.resolve(node.input(i)));
+  }
+  if (!isFoldable(c->type)) {
     e.fail(node, std::string("its ") + what + " input " + node.input(i) +
                      " is not a constant; tapestry needs it at import");
   }
@@ -622,18 +630,24 @@ void clip(Emitter& e, const NodeProto& node) {
 }
 
 // Sum of n inputs: a chain of n - 1 adds (NumPy broadcasting); one input is an alias.
+// Sum is a chain of adds; Mean the same, then times 1/n (mul_scalar).
 void sum(Emitter& e, const NodeProto& node) {
+  const bool mean = node.op_type() == "Mean";
   std::string acc = e.use(node.input(0));
   if (node.input_size() == 1) {
     e.alias(node.output(0), node.input(0));
     return;
   }
   for (int i = 1; i < node.input_size(); ++i) {
-    const bool last = i + 1 == node.input_size();
+    const bool last = i + 1 == node.input_size() && !mean;
     const std::string out = last ? node.output(0) : e.tempName(node, "sum" + std::to_string(i));
     e.emit(e.opName(node, last ? "" : "add" + std::to_string(i)), "add", Json::object(),
            Json{{"A", acc}, {"B", e.use(node.input(i))}}, Json{{"result", out}});
     acc = out;
+  }
+  if (mean) {
+    e.emit(e.opName(node, ""), "mul_scalar", Json{{"value", 1.0 / node.input_size()}},
+           Json{{"input", acc}}, result(node));
   }
 }
 
@@ -690,6 +704,7 @@ const std::map<std::string, Handler>& handlers() {
                                         {"Slice", slice},
                                         {"Clip", clip},
                                         {"Sum", sum},
+                                        {"Mean", sum},
                                         {"HardSigmoid", hard},
                                         {"HardSwish", hard},
                                         {"Identity", alias},

@@ -649,6 +649,78 @@ TEST_CASE("Sum is a chain of adds, HardSigmoid and HardSwish their definitions",
   CHECK(r.graph.at("outputs") == Json::array({"y"}));
 }
 
+TEST_CASE("a graph input import needs as a constant can be given its value", "[onnx]") {
+  Model m;
+  m.input("x", {4, 6}).input("starts", {1}, ::onnx::TensorProto::INT64);
+  m.ints("ends", {1}, {5}).ints("axes", {1}, {1});
+  m.node("Slice", {"x", "starts", "ends", "axes"}, {"y"}, "cut");
+  m.output("y");
+  CHECK_THAT(failureOf([&] { m.import(); }).message,
+             Contains("node cut (Slice): its starts input starts is not a constant; tapestry "
+                      "needs it at import (a graph input's value can be given with import "
+                      "--values)"));
+  std::vector<std::string> asked;
+  ImportOptions options;
+  options.inputValue = [&](const std::string& name) -> std::optional<TensorData> {
+    asked.push_back(name);
+    const std::int64_t two = 2;
+    return TensorData{name, "int64", {1}, std::string(reinterpret_cast<const char*>(&two), 8)};
+  };
+  const ImportResult r = m.import(options);
+  CHECK(asked == std::vector<std::string>{"starts"}); // x is never asked for
+  REQUIRE(r.graph.at("operations").size() == 1);
+  CHECK(op(r, 0).at("params").at("starts") == Json::array({0, 2}));
+  CHECK(op(r, 0).at("params").at("ends") == Json::array({4, 5}));
+  CHECK(r.graph.at("tensors").contains("x"));
+  CHECK_FALSE(r.graph.at("tensors").contains("starts"));
+
+  // A value that does not match the declaration is an error naming it.
+  options.inputValue = [](const std::string& name) -> std::optional<TensorData> {
+    return TensorData{name, "int32", {1}, std::string(4, '\0')};
+  };
+  CHECK_THAT(failureOf([&] { m.import(options); }).message,
+             Contains("--values: the value of graph input starts is int32 [1], which does not "
+                      "match the model's declaration of it"));
+  // No value: the error as without --values.
+  options.inputValue = [](const std::string&) { return std::optional<TensorData>(); };
+  CHECK_THAT(failureOf([&] { m.import(options); }).message,
+             Contains("its starts input starts is not a constant"));
+}
+
+TEST_CASE("constant graph outputs, Mean and Size, and zero-size tensors", "[onnx]") {
+  Model m;
+  m.input("a", {2, 3}).input("b", {2, 3}).input("c", {3});
+  m.floats("k", {2}, {1.5f, 2.5f});
+  m.node("Mean", {"a", "b", "c"}, {"avg"}, "avg");
+  m.node("Size", {"a"}, {"n"}, "count");
+  m.node("Identity", {"k"}, {"k_out"}, "id");
+  m.output("avg").output("n").output("k_out").output("k");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"avg/add1:add", "avg/add2:add", "avg:mul_scalar",
+                                            "n/output:reshape", "k_out/output:reshape",
+                                            "k/output:reshape"});
+  CHECK(op(r, 2).at("params").at("value") == Approx(1.0 / 3));
+  CHECK(op(r, 3).at("params").at("shape") == Json::array());
+  CHECK(op(r, 4).at("inputs").at("input") == "k_out/value"); // Identity on a constant folds
+  CHECK(op(r, 5).at("inputs").at("input") == "k/value");     // the output has the constant's name
+  CHECK(r.graph.at("tensors").at("k/value").at("constant") == true);
+  CHECK(r.graph.at("outputs") == Json::array({"avg", "n", "k_out", "k"}));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.outputs.size() == 4);
+
+  Model empty;
+  empty.input("x", {3, std::int64_t{0}});
+  empty.node("Relu", {"x"}, {"y"}, "act");
+  empty.output("y");
+  CHECK_THAT(failureOf([&] { empty.import(); }).message,
+             Contains("node act (Relu): tensor x has a zero-size dim ([3, 0]); tapestry tensors "
+                      "have at least one element along every dim"));
+}
+
 TEST_CASE("the supported operator list is sorted and names the mapped operators", "[onnx]") {
   const std::vector<std::string> ops = supportedOperators();
   CHECK(std::is_sorted(ops.begin(), ops.end()));
