@@ -548,6 +548,39 @@ void split(Emitter& e, const NodeProto& node) {
          Json{{"input", e.use(node.input(0))}}, Json{{"results", results}});
 }
 
+// Pow's exponent may have another dtype than its base, and the result has the
+// base's. The standard pow takes one floating dtype, so an integer base or an
+// exponent of another dtype is computed in float64 (exact for the integer
+// powers that fit) and cast to the base's dtype, truncating as ONNX does.
+void power(Emitter& e, const NodeProto& node) {
+  const std::string base = dtypeName(e.typeOf(node.input(0)));
+  const std::string exponent = dtypeName(e.typeOf(node.input(1)));
+  const bool floating =
+      base == "float32" || base == "float64" || base == "float16" || base == "bfloat16";
+  if (floating && (base == exponent || scalarOf(e, node.input(1)))) {
+    return binary(e, node);
+  }
+  auto toDouble = [&](int i, const std::string& dtype, const char* what) {
+    const std::string in = e.use(node.input(i));
+    if (dtype == "float64") {
+      return in;
+    }
+    const std::string out = e.tempName(node, what);
+    e.emit(e.opName(node, what), "cast", Json{{"dtype", "float64"}}, Json{{"input", in}},
+           Json{{"result", out}});
+    return out;
+  };
+  const std::string x = toDouble(0, base, "base_f64");
+  const std::string y = toDouble(1, exponent, "exponent_f64");
+  const bool back = base != "float64";
+  const std::string p = back ? e.tempName(node, "power_f64") : node.output(0);
+  e.emit(e.opName(node, back ? "power" : ""), "pow", Json::object(), Json{{"A", x}, {"B", y}},
+         Json{{"result", p}});
+  if (back) {
+    e.emit(e.opName(node, ""), "cast", Json{{"dtype", base}}, Json{{"input", p}}, result(node));
+  }
+}
+
 void cast(Emitter& e, const NodeProto& node) {
   const std::string dtype = dtypeName(static_cast<int>(intAttribute(node, "to", 0)));
   if (dtype.empty()) {
@@ -678,7 +711,7 @@ const std::map<std::string, Handler>& handlers() {
                                         {"Sub", binary},
                                         {"Mul", binary},
                                         {"Div", binary},
-                                        {"Pow", binary},
+                                        {"Pow", power},
                                         {"MatMul", matmul},
                                         {"Gemm", gemm},
                                         {"Conv", conv},

@@ -721,6 +721,33 @@ TEST_CASE("constant graph outputs, Mean and Size, and zero-size tensors", "[onnx
                       "have at least one element along every dim"));
 }
 
+TEST_CASE("Pow with an integer base or an exponent of another dtype computes in float64",
+          "[onnx]") {
+  Model m;
+  m.input("x", {3}).input("k", {3}, ::onnx::TensorProto::INT64);
+  m.input("i", {3}, ::onnx::TensorProto::INT32).input("d", {3}, ::onnx::TensorProto::DOUBLE);
+  m.input("y", {3});
+  m.node("Pow", {"x", "k"}, {"xk"}, "mixed");
+  m.node("Pow", {"i", "i"}, {"ii"}, "ints");
+  m.node("Pow", {"d", "x"}, {"dx"}, "wide");
+  m.node("Pow", {"x", "y"}, {"xy"}, "same");
+  m.output("xk").output("ii").output("dx").output("xy");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"mixed/base_f64:cast", "mixed/exponent_f64:cast",
+                                            "mixed/power:pow", "mixed:cast", "ints/base_f64:cast",
+                                            "ints/exponent_f64:cast", "ints/power:pow", "ints:cast",
+                                            "wide/exponent_f64:cast", "wide:pow", "same:pow"});
+  CHECK(op(r, 3).at("params").at("dtype") == "float32");
+  CHECK(op(r, 7).at("params").at("dtype") == "int32");
+  CHECK(op(r, 9).at("inputs") == Json::parse(R"({"A": "d", "B": "wide/exponent_f64"})"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.outputs.size() == 4);
+}
+
 TEST_CASE("the supported operator list is sorted and names the mapped operators", "[onnx]") {
   const std::vector<std::string> ops = supportedOperators();
   CHECK(std::is_sorted(ops.begin(), ops.end()));
