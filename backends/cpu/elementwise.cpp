@@ -382,6 +382,11 @@ struct Fmod {
     }
   }
 };
+// prelu: X (a) below 0 times its slope (b).
+struct Prelu {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x, C slope) const { return x < C(0) ? x * slope : x; }
+};
 // Comparisons and logic: a bool result.
 struct Equal {
   static constexpr bool kInts = true;
@@ -819,6 +824,7 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   add<&prepareUnary<Selu>>(registry, "selu");
   add<&prepareUnary<Celu>>(registry, "celu");
   add<&prepareUnary<ThresholdedRelu>>(registry, "thresholded_relu");
+  add<&prepareBinary<Prelu>>(registry, "prelu");
 }
 
 } // namespace tapestry::backend::cpu
