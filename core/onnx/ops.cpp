@@ -688,9 +688,24 @@ void mod(Emitter& e, const NodeProto& node) {
          Json{{"A", e.use(node.input(0))}, {"B", e.use(node.input(1))}}, result(node));
 }
 
+// PRelu: a slope [C] that does not broadcast against X [N, C, ...] the NumPy
+// way is the per-channel slope of opsets before 7 (which the version converter
+// leaves as it is): reshaped to [C, 1, ...] first.
 void prelu(Emitter& e, const NodeProto& node) {
+  std::string slope = e.use(node.input(1));
+  const std::optional<Shape> x = e.knownShape(node.input(0));
+  const std::optional<Shape> s = e.knownShape(node.input(1));
+  if (x && s && s->size() == 1 && x->size() >= 2 && (*s)[0] == (*x)[1] && (*s)[0] != 1 &&
+      (*s)[0] != x->back()) {
+    Shape perChannel(x->size() - 1, 1);
+    perChannel[0] = (*s)[0];
+    const std::string reshaped = e.tempName(node, "slope");
+    e.emit(e.opName(node, "slope"), "reshape", Json{{"shape", intsJson(perChannel)}},
+           Json{{"input", slope}}, Json{{"result", reshaped}});
+    slope = reshaped;
+  }
   e.emit(e.opName(node, ""), "prelu", Json::object(),
-         Json{{"X", e.use(node.input(0))}, {"slope", e.use(node.input(1))}}, result(node));
+         Json{{"X", e.use(node.input(0))}, {"slope", slope}}, result(node));
 }
 
 // LeakyRelu, Elu, Selu, Celu, ThresholdedRelu: one kernel, the float
