@@ -8,7 +8,7 @@ $ cd $TESTDATA && tapestry import bad/onnx/not_onnx.onnx -o $OLDPWD/out.json
 ! bad/onnx/not_onnx.onnx: error: not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or not ONNX)
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/unsupported_op.onnx -o $OLDPWD/out.json
-! bad/onnx/unsupported_op.onnx: error: unsupported ONNX operator Einsum (node contract); tapestry imports: Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Conv, Div, Dropout, Erf, Exp, Flatten, Gather, Gemm, GlobalAveragePool, HardSigmoid, HardSwish, Identity, LayerNormalization, Log, MatMul, MaxPool, Mul, Neg, Pow, Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Unsqueeze, Where
+! bad/onnx/unsupported_op.onnx: error: unsupported ONNX operator Einsum (node contract); tapestry imports: Abs, Acos, Acosh, Add, And, Asin, Asinh, Atan, Atanh, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, Conv, Cos, Cosh, Div, Dropout, Elu, Equal, Erf, Exp, Flatten, Floor, Gather, Gemm, GlobalAveragePool, Greater, GreaterOrEqual, HardSigmoid, HardSwish, Identity, IsInf, IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, MatMul, Max, MaxPool, Min, Mod, Mul, Neg, Not, Or, PRelu, Pow, Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Round, Selu, Sigmoid, Sign, Sin, Sinh, Slice, Softmax, Softplus, Softsign, Split, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, Transpose, Unsqueeze, Where, Xor
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/missing_shape.onnx -o $OLDPWD/out.json
 ! bad/onnx/missing_shape.onnx: error: graph input x has no shape; tapestry needs the shape of every input (export with example inputs of fixed shape)
