@@ -1,7 +1,10 @@
 // Elementwise kernels: relu, gelu, tanh, exp, sigmoid, neg, erf, sqrt,
-// reciprocal, log, abs (unary); clip and the *_scalar kernels (unary with float
-// params); add, sub, mul, div, pow (binary, NumPy broadcasting); where (a bool
-// condition picks X or Y, all three broadcast). Every operand is walked through
+// reciprocal, log, abs, sign, floor, ceil, round, the trigonometric and
+// hyperbolic functions, softplus, softsign (unary); clip, the *_scalar kernels
+// and the alpha activations (unary with float params); add, sub, mul, div, pow,
+// maximum, minimum, mod, fmod (binary, NumPy broadcasting); comparisons and
+// logic (bool results); where (a bool condition picks X or Y, all three
+// broadcast). Every operand is walked through
 // its IPF, so broadcasting (zero strides), any shard and any view layout take
 // the same path. Each call is prepared once (run_loop.hpp): the loop nest and
 // the inner function are chosen then, and run() only walks the data.
@@ -209,6 +212,223 @@ struct Pow {
   template <class C> C operator()(C a, C b) const { return std::pow(a, b); }
 };
 
+// ---------------------------------------------------------------- issue 34's ops
+// No float32 vector loop (no kVec): every dtype computes element by element in
+// its compute type with <cmath>. kFloat32Vec is false for them.
+
+struct Floor : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::floor(x); }
+};
+struct Ceil : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::ceil(x); }
+};
+struct Round : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::nearbyint(x); } // halves to even
+};
+struct Sign : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = true;
+  template <class C> C operator()(C x) const { return x > C(0) ? C(1) : x < C(0) ? C(-1) : x; }
+};
+// The <cmath> functions of one argument, by pointer (float and double).
+template <float (*F)(float), double (*D)(double)> struct Math : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>) {
+      return F(x);
+    } else {
+      return D(x);
+    }
+  }
+};
+using Sin =
+    Math<static_cast<float (*)(float)>(std::sin), static_cast<double (*)(double)>(std::sin)>;
+using Cos =
+    Math<static_cast<float (*)(float)>(std::cos), static_cast<double (*)(double)>(std::cos)>;
+using Tan =
+    Math<static_cast<float (*)(float)>(std::tan), static_cast<double (*)(double)>(std::tan)>;
+using Asin =
+    Math<static_cast<float (*)(float)>(std::asin), static_cast<double (*)(double)>(std::asin)>;
+using Acos =
+    Math<static_cast<float (*)(float)>(std::acos), static_cast<double (*)(double)>(std::acos)>;
+using Atan =
+    Math<static_cast<float (*)(float)>(std::atan), static_cast<double (*)(double)>(std::atan)>;
+using Sinh =
+    Math<static_cast<float (*)(float)>(std::sinh), static_cast<double (*)(double)>(std::sinh)>;
+using Cosh =
+    Math<static_cast<float (*)(float)>(std::cosh), static_cast<double (*)(double)>(std::cosh)>;
+using Asinh =
+    Math<static_cast<float (*)(float)>(std::asinh), static_cast<double (*)(double)>(std::asinh)>;
+using Acosh =
+    Math<static_cast<float (*)(float)>(std::acosh), static_cast<double (*)(double)>(std::acosh)>;
+using Atanh =
+    Math<static_cast<float (*)(float)>(std::atanh), static_cast<double (*)(double)>(std::atanh)>;
+struct Softplus : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return std::log(std::exp(x) + C(1)); }
+};
+struct Softsign : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const { return x / (C(1) + std::fabs(x)); }
+};
+// The activations with an alpha param (floats only), alpha rounded to C.
+struct Alpha {
+  static constexpr bool kInts = false;
+  double alpha;
+  explicit Alpha(const KernelCall& call) : alpha(floatParam(call.op, "alpha")) {}
+};
+struct LeakyRelu : Alpha {
+  using Alpha::Alpha;
+  template <class C> C operator()(C x) const { return x < C(0) ? x * static_cast<C>(alpha) : x; }
+};
+struct Elu : Alpha {
+  using Alpha::Alpha;
+  template <class C> C operator()(C x) const {
+    return x < C(0) ? static_cast<C>(alpha) * (std::exp(x) - C(1)) : x;
+  }
+};
+struct Celu : Alpha {
+  using Alpha::Alpha;
+  template <class C> C operator()(C x) const {
+    const C a = static_cast<C>(alpha);
+    const C neg = a * (std::exp(x / a) - C(1));
+    return (x < C(0) ? C(0) : x) + (neg < C(0) ? neg : C(0));
+  }
+};
+struct ThresholdedRelu : Alpha {
+  using Alpha::Alpha;
+  template <class C> C operator()(C x) const { return x > static_cast<C>(alpha) ? x : C(0); }
+};
+struct Selu : Alpha {
+  double gamma;
+  explicit Selu(const KernelCall& call) : Alpha(call), gamma(floatParam(call.op, "gamma")) {}
+  template <class C> C operator()(C x) const {
+    return static_cast<C>(gamma) * (x > C(0) ? x : static_cast<C>(alpha) * (std::exp(x) - C(1)));
+  }
+};
+// Tests with a bool result (kBool: the result port is bool).
+struct IsNan : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> bool operator()(C x) const { return std::isnan(x); }
+};
+struct IsInf : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> bool operator()(C x) const { return std::isinf(x); }
+};
+struct Not : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kBoolOperands = true;
+  static constexpr bool kInts = false;
+  bool operator()(bool x) const { return !x; }
+};
+
+// Binary, same dtype in and out; max/min propagate NaN like the body.
+struct Maximum {
+  static constexpr bool kInts = true;
+  template <class C> C operator()(C a, C b) const {
+    if constexpr (!std::is_integral_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) {
+        return std::isnan(a) ? a : b;
+      }
+    }
+    return a < b ? b : a;
+  }
+};
+struct Minimum {
+  static constexpr bool kInts = true;
+  template <class C> C operator()(C a, C b) const {
+    if constexpr (!std::is_integral_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) {
+        return std::isnan(a) ? a : b;
+      }
+    }
+    return b < a ? b : a;
+  }
+};
+// Integers: a zero divisor gives 0 (ONNX leaves it undefined), INT_MIN % -1 gives 0.
+struct Mod {
+  static constexpr bool kInts = true;
+  template <class C> C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0 || b == -1) {
+        return 0;
+      }
+      const C r = a % b;
+      return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    } else {
+      const C r = std::fmod(a, b);
+      return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
+  }
+};
+struct Fmod {
+  static constexpr bool kInts = true;
+  template <class C> C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      return b == 0 || b == -1 ? 0 : a % b;
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+// prelu: X (a) below 0 times its slope (b).
+struct Prelu {
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x, C slope) const { return x < C(0) ? x * slope : x; }
+};
+// Comparisons and logic: a bool result.
+struct Equal {
+  static constexpr bool kInts = true;
+  template <class C> bool operator()(C a, C b) const { return a == b; }
+};
+struct Less {
+  static constexpr bool kInts = true;
+  template <class C> bool operator()(C a, C b) const { return a < b; }
+};
+struct LessEqual {
+  static constexpr bool kInts = true;
+  template <class C> bool operator()(C a, C b) const { return a <= b; }
+};
+struct Greater {
+  static constexpr bool kInts = true;
+  template <class C> bool operator()(C a, C b) const { return a > b; }
+};
+struct GreaterEqual {
+  static constexpr bool kInts = true;
+  template <class C> bool operator()(C a, C b) const { return a >= b; }
+};
+struct And {
+  static constexpr bool kBoolOperands = true;
+  static constexpr bool kInts = false;
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+struct Or {
+  static constexpr bool kBoolOperands = true;
+  static constexpr bool kInts = false;
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct Xor {
+  static constexpr bool kBoolOperands = true;
+  static constexpr bool kInts = false;
+  bool operator()(bool a, bool b) const { return a != b; }
+};
+
+// Whether Op has a float32 vector loop (vector_math.hpp).
+template <class Op> constexpr bool kHasVec = requires {
+  Op::kVec;
+};
+
 // ---------------------------------------------------------------- unary
 
 RunLoop<2> unaryLoop(const KernelCall& call) {
@@ -237,7 +457,8 @@ private:
   RunLoop<2> loop_;
 };
 
-template <class T, class Op> class UnaryScalar final : public PreparedKernel {
+// R: the result's storage type (Bool for the tests).
+template <class T, class Op, class R = T> class UnaryScalar final : public PreparedKernel {
 public:
   UnaryScalar(const KernelCall& call, const Op& op) : op_(op), loop_(unaryLoop(call)) {}
   void run(const KernelCall& call) override {
@@ -246,14 +467,14 @@ public:
     const std::int64_t sy = loop_.stride(1);
     loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
       const T* x = reinterpret_cast<const T*>(at[0]);
-      T* y = reinterpret_cast<T*>(at[1]);
+      R* y = reinterpret_cast<R*>(at[1]);
       if (sx == 1 && sy == 1) {
         for (std::int64_t j = 0; j < n; ++j) {
-          y[j] = Num<T>::store(op_(Num<T>::load(x[j])));
+          y[j] = Num<R>::store(op_(Num<T>::load(x[j])));
         }
       } else {
         for (std::int64_t j = 0; j < n; ++j) {
-          y[j * sy] = Num<T>::store(op_(Num<T>::load(x[j * sx])));
+          y[j * sy] = Num<R>::store(op_(Num<T>::load(x[j * sx])));
         }
       }
     });
@@ -267,8 +488,10 @@ private:
 template <class Op> std::unique_ptr<PreparedKernel> prepareUnary(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
   const Op op(call);
-  if (dtype == DType::Float32) {
-    return std::make_unique<UnaryF32>(call, Op::kVec, op.vecParams());
+  if constexpr (kHasVec<Op>) {
+    if (dtype == DType::Float32) {
+      return std::make_unique<UnaryF32>(call, Op::kVec, op.vecParams());
+    }
   }
   std::unique_ptr<PreparedKernel> prepared;
   dispatch(dtype, [&](auto tag) {
@@ -362,7 +585,8 @@ private:
   RunLoop<3> loop_;
 };
 
-template <class T, class Op> class BinaryScalar final : public PreparedKernel {
+// R: the result's storage type (Bool for comparisons and logic).
+template <class T, class Op, class R = T> class BinaryScalar final : public PreparedKernel {
 public:
   explicit BinaryScalar(const KernelCall& call) : loop_(binaryLoop(call)) {}
   void run(const KernelCall& call) override {
@@ -375,25 +599,25 @@ public:
                   [&](const auto& at) {
                     const T* xa = reinterpret_cast<const T*>(at[0]);
                     const T* xb = reinterpret_cast<const T*>(at[1]);
-                    T* y = reinterpret_cast<T*>(at[2]);
+                    R* y = reinterpret_cast<R*>(at[2]);
                     if (sa == 1 && sb == 1 && sy == 1) {
                       for (std::int64_t j = 0; j < n; ++j) {
-                        y[j] = Num<T>::store(op(Num<T>::load(xa[j]), Num<T>::load(xb[j])));
+                        y[j] = Num<R>::store(op(Num<T>::load(xa[j]), Num<T>::load(xb[j])));
                       }
                     } else if (sa == 1 && sb == 0 && sy == 1) {
                       const auto vb = Num<T>::load(*xb);
                       for (std::int64_t j = 0; j < n; ++j) {
-                        y[j] = Num<T>::store(op(Num<T>::load(xa[j]), vb));
+                        y[j] = Num<R>::store(op(Num<T>::load(xa[j]), vb));
                       }
                     } else if (sa == 0 && sb == 1 && sy == 1) {
                       const auto va = Num<T>::load(*xa);
                       for (std::int64_t j = 0; j < n; ++j) {
-                        y[j] = Num<T>::store(op(va, Num<T>::load(xb[j])));
+                        y[j] = Num<R>::store(op(va, Num<T>::load(xb[j])));
                       }
                     } else {
                       for (std::int64_t j = 0; j < n; ++j) {
                         y[j * sy] =
-                            Num<T>::store(op(Num<T>::load(xa[j * sa]), Num<T>::load(xb[j * sb])));
+                            Num<R>::store(op(Num<T>::load(xa[j * sa]), Num<T>::load(xb[j * sb])));
                       }
                     }
                   });
@@ -409,8 +633,10 @@ template <class Op> std::unique_ptr<PreparedKernel> prepareBinary(const KernelCa
     unsupportedDType(call, call.inputs[0][0].dtype == dtype ? call.inputs[1][0].dtype
                                                             : call.inputs[0][0].dtype);
   }
-  if (dtype == DType::Float32) {
-    return std::make_unique<BinaryF32>(call, Op::kVec);
+  if constexpr (kHasVec<Op>) {
+    if (dtype == DType::Float32) {
+      return std::make_unique<BinaryF32>(call, Op::kVec);
+    }
   }
   std::unique_ptr<PreparedKernel> prepared;
   dispatch(dtype, [&](auto tag) {
@@ -419,6 +645,53 @@ template <class Op> std::unique_ptr<PreparedKernel> prepareBinary(const KernelCa
       unsupportedDType(call, dtype);
     } else {
       prepared = std::make_unique<BinaryScalar<T, Op>>(call);
+    }
+  });
+  return prepared;
+}
+
+// Unary and binary tests: the operands' dtype in, bool out. Logic (And, Or,
+// Xor, Not) takes bool operands only; the others any number dtype, and equal
+// bool too.
+template <class Op> constexpr bool kLogic = requires {
+  Op::kBoolOperands;
+};
+
+template <class Op> std::unique_ptr<PreparedKernel> prepareUnaryTest(const KernelCall& call) {
+  const DType dtype = call.inputs[0][0].dtype;
+  if (call.outputs[0][0].dtype != DType::Bool || (dtype == DType::Bool) != kLogic<Op>) {
+    unsupportedDType(call,
+                     call.outputs[0][0].dtype != DType::Bool ? call.outputs[0][0].dtype : dtype);
+  }
+  const Op op(call);
+  std::unique_ptr<PreparedKernel> prepared;
+  dispatchWithBool(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, Bool> == kLogic<Op> && !(kIsInt<T> && !Op::kInts)) {
+      prepared = std::make_unique<UnaryScalar<T, Op, Bool>>(call, op);
+    } else {
+      unsupportedDType(call, dtype);
+    }
+  });
+  return prepared;
+}
+
+template <class Op> std::unique_ptr<PreparedKernel> prepareBinaryTest(const KernelCall& call) {
+  const DType dtype = call.inputs[0][0].dtype;
+  if (call.inputs[1][0].dtype != dtype) {
+    unsupportedDType(call, call.inputs[1][0].dtype);
+  }
+  if (call.outputs[0][0].dtype != DType::Bool) {
+    unsupportedDType(call, call.outputs[0][0].dtype);
+  }
+  std::unique_ptr<PreparedKernel> prepared;
+  dispatchWithBool(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr bool isBool = std::is_same_v<T, Bool>;
+    if constexpr (kLogic<Op> ? isBool : (!isBool || std::is_same_v<Op, Equal>)) {
+      prepared = std::make_unique<BinaryScalar<T, Op, Bool>>(call);
+    } else {
+      unsupportedDType(call, dtype);
     }
   });
   return prepared;
@@ -513,6 +786,45 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   add<&prepareUnary<PowScalar>>(registry, "pow_scalar");
   add<&prepareBinary<Pow>>(registry, "pow");
   add<&prepareWhere>(registry, "where");
+  // issue 34
+  add<&prepareBinary<Maximum>>(registry, "maximum");
+  add<&prepareBinary<Minimum>>(registry, "minimum");
+  add<&prepareBinary<Mod>>(registry, "mod");
+  add<&prepareBinary<Fmod>>(registry, "fmod");
+  add<&prepareBinaryTest<Equal>>(registry, "equal");
+  add<&prepareBinaryTest<Less>>(registry, "less");
+  add<&prepareBinaryTest<LessEqual>>(registry, "less_equal");
+  add<&prepareBinaryTest<Greater>>(registry, "greater");
+  add<&prepareBinaryTest<GreaterEqual>>(registry, "greater_equal");
+  add<&prepareBinaryTest<And>>(registry, "logical_and");
+  add<&prepareBinaryTest<Or>>(registry, "logical_or");
+  add<&prepareBinaryTest<Xor>>(registry, "logical_xor");
+  add<&prepareUnaryTest<Not>>(registry, "logical_not");
+  add<&prepareUnaryTest<IsNan>>(registry, "isnan");
+  add<&prepareUnaryTest<IsInf>>(registry, "isinf");
+  add<&prepareUnary<Sign>>(registry, "sign");
+  add<&prepareUnary<Floor>>(registry, "floor");
+  add<&prepareUnary<Ceil>>(registry, "ceil");
+  add<&prepareUnary<Round>>(registry, "round");
+  add<&prepareUnary<Sin>>(registry, "sin");
+  add<&prepareUnary<Cos>>(registry, "cos");
+  add<&prepareUnary<Tan>>(registry, "tan");
+  add<&prepareUnary<Asin>>(registry, "asin");
+  add<&prepareUnary<Acos>>(registry, "acos");
+  add<&prepareUnary<Atan>>(registry, "atan");
+  add<&prepareUnary<Sinh>>(registry, "sinh");
+  add<&prepareUnary<Cosh>>(registry, "cosh");
+  add<&prepareUnary<Asinh>>(registry, "asinh");
+  add<&prepareUnary<Acosh>>(registry, "acosh");
+  add<&prepareUnary<Atanh>>(registry, "atanh");
+  add<&prepareUnary<Softplus>>(registry, "softplus");
+  add<&prepareUnary<Softsign>>(registry, "softsign");
+  add<&prepareUnary<LeakyRelu>>(registry, "leaky_relu");
+  add<&prepareUnary<Elu>>(registry, "elu");
+  add<&prepareUnary<Selu>>(registry, "selu");
+  add<&prepareUnary<Celu>>(registry, "celu");
+  add<&prepareUnary<ThresholdedRelu>>(registry, "thresholded_relu");
+  add<&prepareBinary<Prelu>>(registry, "prelu");
 }
 
 } // namespace tapestry::backend::cpu

@@ -156,10 +156,105 @@ UnaryOp unaryOp(expr::UnaryFn fn) {
     return UnaryOp::Sigmoid;
   case expr::UnaryFn::Relu:
     return UnaryOp::Relu;
+  case expr::UnaryFn::Floor:
+    return UnaryOp::Floor;
+  case expr::UnaryFn::Ceil:
+    return UnaryOp::Ceil;
+  case expr::UnaryFn::Round:
+    return UnaryOp::Round;
+  case expr::UnaryFn::Sign:
+    return UnaryOp::Sign;
+  case expr::UnaryFn::Sin:
+    return UnaryOp::Sin;
+  case expr::UnaryFn::Cos:
+    return UnaryOp::Cos;
+  case expr::UnaryFn::Tan:
+    return UnaryOp::Tan;
+  case expr::UnaryFn::Asin:
+    return UnaryOp::Asin;
+  case expr::UnaryFn::Acos:
+    return UnaryOp::Acos;
+  case expr::UnaryFn::Atan:
+    return UnaryOp::Atan;
+  case expr::UnaryFn::Sinh:
+    return UnaryOp::Sinh;
+  case expr::UnaryFn::Cosh:
+    return UnaryOp::Cosh;
+  case expr::UnaryFn::Asinh:
+    return UnaryOp::Asinh;
+  case expr::UnaryFn::Acosh:
+    return UnaryOp::Acosh;
+  case expr::UnaryFn::Atanh:
+    return UnaryOp::Atanh;
+  case expr::UnaryFn::IsNan:
+    return UnaryOp::IsNan;
+  case expr::UnaryFn::IsInf:
+    return UnaryOp::IsInf;
+  case expr::UnaryFn::Not:
+    return UnaryOp::Not;
   case expr::UnaryFn::Gelu:
     break;
   }
   return UnaryOp::Gelu;
+}
+
+BinaryOp binaryOp(expr::ElementOp op) {
+  switch (op) {
+  case expr::ElementOp::Add:
+    return BinaryOp::Add;
+  case expr::ElementOp::Sub:
+    return BinaryOp::Sub;
+  case expr::ElementOp::Mul:
+    return BinaryOp::Mul;
+  case expr::ElementOp::Div:
+    return BinaryOp::Div;
+  case expr::ElementOp::Mod:
+    return BinaryOp::Mod;
+  case expr::ElementOp::Fmod:
+    return BinaryOp::Fmod;
+  case expr::ElementOp::Equal:
+    return BinaryOp::Equal;
+  case expr::ElementOp::Less:
+    return BinaryOp::Less;
+  case expr::ElementOp::LessEqual:
+    return BinaryOp::LessEqual;
+  case expr::ElementOp::Greater:
+    return BinaryOp::Greater;
+  case expr::ElementOp::GreaterEqual:
+    return BinaryOp::GreaterEqual;
+  case expr::ElementOp::And:
+    return BinaryOp::And;
+  case expr::ElementOp::Or:
+    return BinaryOp::Or;
+  case expr::ElementOp::Xor:
+    return BinaryOp::Xor;
+  case expr::ElementOp::Pow:
+  case expr::ElementOp::Maximum: // planned as a combine
+  case expr::ElementOp::Minimum:
+    break;
+  }
+  return BinaryOp::Pow;
+}
+
+// Whether an op gives a bool block (1 or 0), which the plans keep in bool's
+// compute type, float64, whatever the operands' type.
+bool givesBool(expr::ElementOp op) {
+  return op >= expr::ElementOp::Equal;
+}
+bool givesBool(expr::UnaryFn fn) {
+  return fn == expr::UnaryFn::IsNan || fn == expr::UnaryFn::IsInf || fn == expr::UnaryFn::Not;
+}
+
+// Points the plan's last step at a temp of `type` and casts that into the
+// result (float64), for an op that gives a bool from operands of another type.
+void castLastStepToResult(Plan& plan, ElementType type, std::int64_t count) {
+  if (type == plan.resultType) {
+    return;
+  }
+  const Slot temp{Slot::Kind::Temp, static_cast<int>(plan.temps.size())};
+  plan.temps.emplace_back(type, count);
+  plan.steps.back().slots.back() = temp;
+  plan.steps.push_back(castStep(type, plan.resultType, temp, result(), count));
 }
 
 } // namespace
@@ -189,11 +284,15 @@ Plan planElementwise(expr::ElementOp op, const BodyValue& a, const BodyValue& b,
   Step s;
   s.kind = StepKind::Binary;
   s.type = type;
-  s.op = static_cast<int>(op); // Add, Sub, Mul, Div, Pow: BinaryOp's order
+  s.op = static_cast<int>(binaryOp(op));
   s.slots = {sa, sb, result()};
   s.offsets = {0, 0, 0};
   s.walk = walk(out, {strideA, strideB, strideY});
   plan.steps.push_back(s);
+  if (givesBool(op)) {
+    plan.resultType = computeType("bool");
+    castLastStepToResult(plan, type, plan.resultCount);
+  }
   return plan;
 }
 
@@ -213,6 +312,10 @@ Plan planUnary(expr::UnaryFn fn, const BodyValue& x) {
     s.op = static_cast<int>(UnaryOp::Reciprocal);
     s.slots = {result(), result()};
     plan.steps.push_back(s);
+  }
+  if (givesBool(fn)) {
+    plan.resultType = computeType("bool");
+    castLastStepToResult(plan, type, count);
   }
   return plan;
 }

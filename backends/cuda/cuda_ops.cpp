@@ -3,6 +3,7 @@
 // into walks or matrix layouts, and enqueues native kernels (kernels.cu) or
 // cuBLASLt products (cublaslt.cpp) on the device's stream.
 #include "backends/cuda/cuda_ops.hpp"
+#include "backends/cuda/cuda_body.hpp"
 #include "backends/cuda/cuda_ops_internal.hpp"
 
 #include <algorithm>
@@ -634,6 +635,48 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("split", &splitKernel);
     r.add("embedding", &ops::embeddingKernel);
     r.add("gather", &ops::gatherKernel);
+    // issue 34's elementwise kernels: staged from their bodies (cuda_body.hpp),
+    // every step a device kernel (UnaryOp and BinaryOp's body-only ops).
+    for (const char* k : {"maximum",
+                          "minimum",
+                          "mod",
+                          "fmod",
+                          "equal",
+                          "less",
+                          "less_equal",
+                          "greater",
+                          "greater_equal",
+                          "logical_and",
+                          "logical_or",
+                          "logical_xor",
+                          "logical_not",
+                          "isnan",
+                          "isinf",
+                          "sign",
+                          "floor",
+                          "ceil",
+                          "round",
+                          "sin",
+                          "cos",
+                          "tan",
+                          "asin",
+                          "acos",
+                          "atan",
+                          "sinh",
+                          "cosh",
+                          "asinh",
+                          "acosh",
+                          "atanh",
+                          "softplus",
+                          "softsign",
+                          "leaky_relu",
+                          "elu",
+                          "selu",
+                          "celu",
+                          "thresholded_relu",
+                          "prelu"}) {
+      r.add(k, &runBodyOnDevice);
+    }
     return r;
   }();
   return kernels;

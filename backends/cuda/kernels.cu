@@ -72,6 +72,82 @@ __device__ inline double mathExp(double x) {
 
 // ---------------------------------------------------------------- elementwise
 
+// The unary ops only kernel bodies use, in double (as the host evaluator).
+__device__ inline double applyBodyUnary(UnaryOp op, double x) {
+  switch (op) {
+  case UnaryOp::Floor:
+    return floor(x);
+  case UnaryOp::Ceil:
+    return ceil(x);
+  case UnaryOp::Round:
+    return rint(x);
+  case UnaryOp::Sign:
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+  case UnaryOp::Sin:
+    return sin(x);
+  case UnaryOp::Cos:
+    return cos(x);
+  case UnaryOp::Tan:
+    return tan(x);
+  case UnaryOp::Asin:
+    return asin(x);
+  case UnaryOp::Acos:
+    return acos(x);
+  case UnaryOp::Atan:
+    return atan(x);
+  case UnaryOp::Sinh:
+    return sinh(x);
+  case UnaryOp::Cosh:
+    return cosh(x);
+  case UnaryOp::Asinh:
+    return asinh(x);
+  case UnaryOp::Acosh:
+    return acosh(x);
+  case UnaryOp::Atanh:
+    return atanh(x);
+  case UnaryOp::IsNan:
+    return isnan(x) ? 1.0 : 0.0;
+  case UnaryOp::IsInf:
+    return isinf(x) ? 1.0 : 0.0;
+  case UnaryOp::Not:
+    return x == 0 ? 1.0 : 0.0;
+  default:
+    break;
+  }
+  return x;
+}
+
+// The binary ops only kernel bodies use, in double (as the host evaluator).
+__device__ inline double applyBodyBinary(BinaryOp op, double a, double b) {
+  switch (op) {
+  case BinaryOp::Mod: {
+    const double r = fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  }
+  case BinaryOp::Fmod:
+    return fmod(a, b);
+  case BinaryOp::Equal:
+    return a == b ? 1.0 : 0.0;
+  case BinaryOp::Less:
+    return a < b ? 1.0 : 0.0;
+  case BinaryOp::LessEqual:
+    return a <= b ? 1.0 : 0.0;
+  case BinaryOp::Greater:
+    return a > b ? 1.0 : 0.0;
+  case BinaryOp::GreaterEqual:
+    return a >= b ? 1.0 : 0.0;
+  case BinaryOp::And:
+    return a != 0 && b != 0 ? 1.0 : 0.0;
+  case BinaryOp::Or:
+    return a != 0 || b != 0 ? 1.0 : 0.0;
+  case BinaryOp::Xor:
+    return (a != 0) != (b != 0) ? 1.0 : 0.0;
+  default:
+    break;
+  }
+  return 0;
+}
+
 template <class C> __device__ C applyUnary(UnaryOp op, C x, double p0, double p1) {
   if constexpr (kIsInt<C>) {
     // Only relu, neg and abs accept integers (the host rejects the rest).
@@ -120,6 +196,8 @@ template <class C> __device__ C applyUnary(UnaryOp op, C x, double p0, double p1
       return mathPow(x, static_cast<C>(p0));
     case UnaryOp::Neg:
       break;
+    default: // the body-only ops compute in double, then round to C
+      return static_cast<C>(applyBodyUnary(op, static_cast<double>(x)));
     }
     return -x;
   }
@@ -134,8 +212,7 @@ template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
       return wrapSub(a, b);
     case BinaryOp::Mul:
       return wrapMul(a, b);
-    case BinaryOp::Div:
-    case BinaryOp::Pow:
+    default:
       break; // rejected on the host
     }
     return 0;
@@ -151,6 +228,8 @@ template <class C> __device__ C applyBinary(BinaryOp op, C a, C b) {
       return mathPow(a, b);
     case BinaryOp::Div:
       break;
+    default:
+      return static_cast<C>(applyBodyBinary(op, static_cast<double>(a), static_cast<double>(b)));
     }
     return a / b;
   }

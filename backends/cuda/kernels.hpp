@@ -46,6 +46,25 @@ enum class UnaryOp : int {
   Reciprocal,
   Log,
   Abs,
+  // From here to Not: for kernel bodies, floats only (IsNan, IsInf and Not give 1 or 0).
+  Floor,
+  Ceil,
+  Round, // half to even
+  Sign,
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  IsNan,
+  IsInf,
+  Not,
   Clip,
   AddScalar,
   MulScalar,
@@ -53,7 +72,26 @@ enum class UnaryOp : int {
   RdivScalar,
   PowScalar
 };
-enum class BinaryOp : int { Add, Sub, Mul, Div, Pow };
+// Add .. Pow also native on integers; the rest, for kernel bodies, on floats
+// only: Mod has the divisor's sign, Fmod the dividend's; the comparisons and
+// logical ops (on 0/1 values) give 1 or 0.
+enum class BinaryOp : int {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Mod,
+  Fmod,
+  Equal,
+  Less,
+  LessEqual,
+  Greater,
+  GreaterEqual,
+  And,
+  Or,
+  Xor
+};
 enum class CombineOp : int { Sum, Max, Min, Prod }; // metakernel::Combine
 enum class ReduceOp : int { Sum, Mean, Max };
 

@@ -22,10 +22,16 @@ const std::map<std::string, FnInfo, std::less<>>& functionTable() {
   static const std::map<std::string, FnInfo, std::less<>> table = [] {
     std::map<std::string, FnInfo, std::less<>> t;
     const std::pair<const char*, UnaryFn> unary[] = {
-        {"exp", UnaryFn::Exp},         {"log", UnaryFn::Log},   {"sqrt", UnaryFn::Sqrt},
-        {"rsqrt", UnaryFn::Rsqrt},     {"tanh", UnaryFn::Tanh}, {"erf", UnaryFn::Erf},
-        {"abs", UnaryFn::Abs},         {"neg", UnaryFn::Neg},   {"relu", UnaryFn::Relu},
-        {"sigmoid", UnaryFn::Sigmoid}, {"gelu", UnaryFn::Gelu}};
+        {"exp", UnaryFn::Exp},         {"log", UnaryFn::Log},        {"sqrt", UnaryFn::Sqrt},
+        {"rsqrt", UnaryFn::Rsqrt},     {"tanh", UnaryFn::Tanh},      {"erf", UnaryFn::Erf},
+        {"abs", UnaryFn::Abs},         {"neg", UnaryFn::Neg},        {"relu", UnaryFn::Relu},
+        {"sigmoid", UnaryFn::Sigmoid}, {"gelu", UnaryFn::Gelu},      {"floor", UnaryFn::Floor},
+        {"ceil", UnaryFn::Ceil},       {"round", UnaryFn::Round},    {"sign", UnaryFn::Sign},
+        {"sin", UnaryFn::Sin},         {"cos", UnaryFn::Cos},        {"tan", UnaryFn::Tan},
+        {"asin", UnaryFn::Asin},       {"acos", UnaryFn::Acos},      {"atan", UnaryFn::Atan},
+        {"sinh", UnaryFn::Sinh},       {"cosh", UnaryFn::Cosh},      {"asinh", UnaryFn::Asinh},
+        {"acosh", UnaryFn::Acosh},     {"atanh", UnaryFn::Atanh},    {"isnan", UnaryFn::IsNan},
+        {"isinf", UnaryFn::IsInf},     {"logical_not", UnaryFn::Not}};
     for (const auto& [name, fn] : unary) {
       t.emplace(name, FnInfo{Fn::Unary, {"x"}, 1, fn});
     }
@@ -43,6 +49,19 @@ const std::map<std::string, FnInfo, std::less<>>& functionTable() {
     t.emplace("minimum", FnInfo{Fn::Minimum, {"a", "b"}, 2});
     t.emplace("pow", FnInfo{Fn::Pow, {"a", "b"}, 2});
     t.emplace("where", FnInfo{Fn::Where, {"condition", "a", "b"}, 3});
+    const std::pair<const char*, ElementOp> element[] = {{"mod", ElementOp::Mod},
+                                                         {"fmod", ElementOp::Fmod},
+                                                         {"equal", ElementOp::Equal},
+                                                         {"less", ElementOp::Less},
+                                                         {"less_equal", ElementOp::LessEqual},
+                                                         {"greater", ElementOp::Greater},
+                                                         {"greater_equal", ElementOp::GreaterEqual},
+                                                         {"logical_and", ElementOp::And},
+                                                         {"logical_or", ElementOp::Or},
+                                                         {"logical_xor", ElementOp::Xor}};
+    for (const auto& [name, op] : element) {
+      t.emplace(name, FnInfo{Fn::Element, {"a", "b"}, 2, UnaryFn::Exp, op});
+    }
     return t;
   }();
   return table;

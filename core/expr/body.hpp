@@ -16,7 +16,12 @@
 //   (axes, shapes, permutations) and dtype names, for arguments and scalars.
 // Operations: + - * / ** with NumPy broadcasting (a number broadcasts as a
 // scalar), '@' (NumPy matmul: batch dims broadcast), unary math (exp, log, sqrt,
-// rsqrt, tanh, erf, abs, neg, sigmoid, relu, gelu), reductions sum, mean, max,
+// rsqrt, tanh, erf, abs, neg, sigmoid, relu, gelu, floor, ceil, round, sign,
+// sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh), tests
+// isnan(x), isinf(x) and comparisons equal, less, less_equal, greater,
+// greater_equal(a, b) (bool blocks), logical_and, logical_or, logical_xor(a, b)
+// and logical_not(x) on bool blocks, mod(a, b) (sign of b) and fmod(a, b)
+// (sign of a), reductions sum, mean, max,
 // min (axis=int|list, keepdims=bool; no axis: every dim), transpose(x, perm=),
 // reshape(x, shape=) (one -1 allowed), cast(x, DTYPE), concat(LIST, axis=),
 // slice(x, axis=, start=, stop=), maximum(a, b), minimum(a, b), pow(a, b) (as
@@ -139,7 +144,28 @@ struct BodyValue {
 // values (data of their type's shape) or, where noted, Number values, which
 // broadcast as scalars. Numbers combined with numbers never reach BlockOps.
 
-enum class ElementOp : std::uint8_t { Add, Sub, Mul, Div, Pow, Maximum, Minimum };
+// Comparisons (Equal .. GreaterEqual) and the logical ops (And, Or, Xor, on
+// 0/1 values) give 1 or 0: a bool block. Mod is the remainder with the sign
+// of the divisor (Python's %), Fmod the one with the sign of the dividend (C's).
+enum class ElementOp : std::uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
+  Mod,
+  Fmod,
+  Equal,
+  Less,
+  LessEqual,
+  Greater,
+  GreaterEqual,
+  And,
+  Or,
+  Xor
+};
 enum class UnaryFn : std::uint8_t {
   Exp,
   Log,
@@ -151,7 +177,25 @@ enum class UnaryFn : std::uint8_t {
   Neg,
   Sigmoid,
   Relu,
-  Gelu
+  Gelu,
+  Floor,
+  Ceil,
+  Round, // half to even
+  Sign,
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  IsNan, // these three give a bool block
+  IsInf,
+  Not
 };
 enum class ReduceFn : std::uint8_t { Sum, Mean, Max, Min };
 

@@ -368,10 +368,60 @@ BodyValue Evaluator::call(const BodyNode& n) {
     const std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
     return elementwise(n.column, n.name + "()", a, b, dtype, op);
   }
+  case Fn::Element:
+    return elementCall(n, info.element, args);
   case Fn::Unary:
     break;
   }
   return unary(n, info.unary, eval(*args[0]));
+}
+
+BodyValue Evaluator::elementCall(const BodyNode& n, ElementOp op,
+                                 const std::vector<const BodyNode*>& args) {
+  const bool logical = op == ElementOp::And || op == ElementOp::Or || op == ElementOp::Xor;
+  const bool test = logical || (op != ElementOp::Mod && op != ElementOp::Fmod);
+  const std::string what = n.name + "()";
+  std::array<BodyValue, 2> v = {eval(*args[0]), eval(*args[1])};
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (v[i].kind == Kind::Bool) { // true/false as the numbers 1/0
+      v[i] = number(v[i].boolean ? 1.0 : 0.0, true);
+    }
+    if (v[i].kind != Kind::Number && v[i].kind != Kind::Block) {
+      throw ExprError(args[i]->column, what + " needs blocks or numbers, got " + describe(v[i]));
+    }
+    if (logical && v[i].kind == Kind::Block && v[i].type.dtype != "bool") {
+      throw ExprError(args[i]->column,
+                      what + " needs bool blocks, got " + toString(v[i].type) + " (cast it first)");
+    }
+  }
+  const BodyValue& a = v[0];
+  const BodyValue& b = v[1];
+  if (a.kind == Kind::Number && b.kind == Kind::Number) {
+    const double r = applyElement(op, a.number, b.number);
+    if (!test) {
+      return number(r, a.isInt && b.isInt);
+    }
+    BodyValue t;
+    t.kind = Kind::Bool;
+    t.boolean = r != 0;
+    return t;
+  }
+  if (a.kind == Kind::Block && b.kind == Kind::Block && a.type.dtype != b.type.dtype) {
+    throw ExprError(n.column, what + " of a " + a.type.dtype + " block and a " + b.type.dtype +
+                                  " block; cast one (cast(x, " + a.type.dtype + "))");
+  }
+  const std::string dtype = a.kind == Kind::Block ? a.type.dtype : b.type.dtype;
+  if (!isFloatDType(dtype)) {
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (v[i].kind == Kind::Number && !v[i].isInt) {
+        throw ExprError(args[i]->column, "a fractional number with a " + dtype + " block");
+      }
+    }
+  }
+  if (!test && dtype == "bool") {
+    throw ExprError(n.column, what + " of bool blocks; cast them to a number dtype first");
+  }
+  return elementwise(n.column, what, a, b, test ? "bool" : dtype, op);
 }
 
 BodyValue Evaluator::where(const BodyNode& n, const std::vector<const BodyNode*>& args) {
@@ -422,18 +472,34 @@ BodyValue Evaluator::where(const BodyNode& n, const std::vector<const BodyNode*>
 
 BodyValue Evaluator::unary(const BodyNode& n, UnaryFn f, BodyValue x) {
   const std::string what = n.kind == BodyKind::Neg ? "'-'" : n.name + "()";
-  const bool intsOk = f == UnaryFn::Neg || f == UnaryFn::Abs || f == UnaryFn::Relu;
-  if (x.kind == Kind::Number) {
+  const bool intsOk =
+      f == UnaryFn::Neg || f == UnaryFn::Abs || f == UnaryFn::Relu || f == UnaryFn::Sign;
+  const bool test = f == UnaryFn::IsNan || f == UnaryFn::IsInf || f == UnaryFn::Not;
+  if (f == UnaryFn::Not) {
+    if (x.kind == Kind::Bool) {
+      x.boolean = !x.boolean;
+      return x;
+    }
+    if (x.kind != Kind::Block || x.type.dtype != "bool") {
+      throw ExprError(n.column, what + " needs a bool block or true/false, got " + describe(x));
+    }
+  } else if (x.kind == Kind::Number) {
+    if (test) {
+      BodyValue t;
+      t.kind = Kind::Bool;
+      t.boolean = applyUnary(f, x.number) != 0;
+      return t;
+    }
     return number(applyUnary(f, x.number), x.isInt && intsOk);
   }
   if (x.kind != Kind::Block) {
     throw ExprError(n.column, what + " needs a block or a number, got " + describe(x));
   }
-  if (!intsOk && !isFloatDType(x.type.dtype)) {
+  if (f != UnaryFn::Not && !intsOk && !isFloatDType(x.type.dtype)) {
     throw ExprError(n.column,
                     what + " needs a float block, got " + toString(x.type) + " (cast it first)");
   }
-  BodyValue r = BodyValue::block(x.type);
+  BodyValue r = BodyValue::block(test ? BlockType{x.type.shape, "bool"} : x.type);
   if (numeric()) {
     r.data = ops().unary(f, x);
   }

@@ -31,6 +31,28 @@ double applyElement(ElementOp op, double x, double y) {
       return std::nan("");
     }
     return op == ElementOp::Maximum ? std::max(x, y) : std::min(x, y);
+  case ElementOp::Mod: {
+    const double r = std::fmod(x, y);
+    return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+  }
+  case ElementOp::Fmod:
+    return std::fmod(x, y);
+  case ElementOp::Equal:
+    return x == y ? 1.0 : 0.0;
+  case ElementOp::Less:
+    return x < y ? 1.0 : 0.0;
+  case ElementOp::LessEqual:
+    return x <= y ? 1.0 : 0.0;
+  case ElementOp::Greater:
+    return x > y ? 1.0 : 0.0;
+  case ElementOp::GreaterEqual:
+    return x >= y ? 1.0 : 0.0;
+  case ElementOp::And:
+    return x != 0 && y != 0 ? 1.0 : 0.0;
+  case ElementOp::Or:
+    return x != 0 || y != 0 ? 1.0 : 0.0;
+  case ElementOp::Xor:
+    return (x != 0) != (y != 0) ? 1.0 : 0.0;
   }
   return 0.0;
 }
@@ -59,6 +81,42 @@ double applyUnary(UnaryFn fn, double v) {
     return v < 0 ? 0.0 : v;
   case UnaryFn::Gelu:
     return 0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440));
+  case UnaryFn::Floor:
+    return std::floor(v);
+  case UnaryFn::Ceil:
+    return std::ceil(v);
+  case UnaryFn::Round:
+    return std::nearbyint(v); // the default rounding mode: half to even
+  case UnaryFn::Sign:
+    return v > 0 ? 1.0 : v < 0 ? -1.0 : v; // 0 and NaN stay
+  case UnaryFn::Sin:
+    return std::sin(v);
+  case UnaryFn::Cos:
+    return std::cos(v);
+  case UnaryFn::Tan:
+    return std::tan(v);
+  case UnaryFn::Asin:
+    return std::asin(v);
+  case UnaryFn::Acos:
+    return std::acos(v);
+  case UnaryFn::Atan:
+    return std::atan(v);
+  case UnaryFn::Sinh:
+    return std::sinh(v);
+  case UnaryFn::Cosh:
+    return std::cosh(v);
+  case UnaryFn::Asinh:
+    return std::asinh(v);
+  case UnaryFn::Acosh:
+    return std::acosh(v);
+  case UnaryFn::Atanh:
+    return std::atanh(v);
+  case UnaryFn::IsNan:
+    return std::isnan(v) ? 1.0 : 0.0;
+  case UnaryFn::IsInf:
+    return std::isinf(v) ? 1.0 : 0.0;
+  case UnaryFn::Not:
+    return v == 0 ? 1.0 : 0.0;
   }
   return v;
 }

@@ -47,13 +47,15 @@ enum class Fn : std::uint8_t {
   Minimum,
   Pow,
   Where,
+  Element, // a broadcasting binary op (FnInfo::element): comparisons, logic, mod
 };
 
 struct FnInfo {
   Fn fn;
-  std::vector<std::string> args; // in positional order
-  std::size_t required;          // the first `required` must be given
-  UnaryFn unary = UnaryFn::Exp;  // which, for Fn::Unary
+  std::vector<std::string> args;      // in positional order
+  std::size_t required;               // the first `required` must be given
+  UnaryFn unary = UnaryFn::Exp;       // which, for Fn::Unary
+  ElementOp element = ElementOp::Add; // which, for Fn::Element
 };
 
 // Every function a body may call, by name.
@@ -164,6 +166,8 @@ private:
   BodyValue matmul(const BodyNode& n, const BodyValue& a, const BodyValue& b);
   BodyValue call(const BodyNode& n);
   BodyValue unary(const BodyNode& n, UnaryFn fn, BodyValue x);
+  // comparisons, logical ops, mod and fmod (Fn::Element).
+  BodyValue elementCall(const BodyNode& n, ElementOp op, const std::vector<const BodyNode*>& args);
   BodyValue blockArg(const BodyNode& call, const BodyNode* arg);
   std::int64_t intArg(const BodyNode& call, const BodyNode* arg, const char* what);
   std::vector<std::int64_t> intsArg(const BodyNode& call, const BodyNode* arg, const char* what);

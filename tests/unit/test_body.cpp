@@ -108,8 +108,9 @@ TEST_CASE("bodies parse statements, floats, keywords and '@'", "[body]") {
 TEST_CASE("body syntax and name errors point at their column", "[body]") {
   Failure unknown = parseFailure("result = sqr(x)");
   CHECK(unknown.column == 10);
-  CHECK_THAT(unknown.message, Catch::Matchers::StartsWith(
-                                  "unknown function 'sqr'; known functions: abs, cast, concat"));
+  CHECK_THAT(unknown.message,
+             Catch::Matchers::StartsWith("unknown function 'sqr'; known functions: abs, ") &&
+                 Catch::Matchers::Contains(", cast, ") && Catch::Matchers::Contains(", concat, "));
   Failure key = parseFailure("result = sum(x, axes=0)");
   CHECK(key.column == 17);
   CHECK(key.message == "sum() has no argument 'axes' (its arguments: x, axis, keepdims)");

@@ -303,6 +303,85 @@ double applyWithParams(const std::string& k, double x, const Json& params) {
                               : std::pow(x, v); // pow_scalar
 }
 
+// Issue 34's elementwise kernels, one element (tests give 1 or 0): unary
+// (with their float params) and binary.
+std::optional<double> newUnary(const std::string& k, double x, const Json& params) {
+  auto alpha = [&](double fallback) { return params.value("alpha", fallback); };
+  const std::map<std::string, double (*)(double)> math = {
+      {"floor", [](double v) { return std::floor(v); }},
+      {"ceil", [](double v) { return std::ceil(v); }},
+      {"round", [](double v) { return std::nearbyint(v); }},
+      {"sin", [](double v) { return std::sin(v); }},
+      {"cos", [](double v) { return std::cos(v); }},
+      {"tan", [](double v) { return std::tan(v); }},
+      {"asin", [](double v) { return std::asin(v); }},
+      {"acos", [](double v) { return std::acos(v); }},
+      {"atan", [](double v) { return std::atan(v); }},
+      {"sinh", [](double v) { return std::sinh(v); }},
+      {"cosh", [](double v) { return std::cosh(v); }},
+      {"asinh", [](double v) { return std::asinh(v); }},
+      {"acosh", [](double v) { return std::acosh(v); }},
+      {"atanh", [](double v) { return std::atanh(v); }},
+      {"softplus", [](double v) { return std::log1p(std::exp(v)); }},
+      {"softsign", [](double v) { return v / (1 + std::fabs(v)); }},
+      {"sign", [](double v) { return v > 0   ? 1.0
+                                     : v < 0 ? -1.0
+                                             : 0.0; }},
+      {"isnan", [](double v) { return std::isnan(v) ? 1.0 : 0.0; }},
+      {"isinf", [](double v) { return std::isinf(v) ? 1.0 : 0.0; }},
+      {"logical_not", [](double v) { return v == 0 ? 1.0 : 0.0; }}};
+  if (auto it = math.find(k); it != math.end()) {
+    return it->second(x);
+  }
+  if (k == "leaky_relu") {
+    return x < 0 ? alpha(0.01) * x : x;
+  }
+  if (k == "elu") {
+    return x < 0 ? alpha(1) * (std::exp(x) - 1) : x;
+  }
+  if (k == "selu") {
+    const double a = alpha(1.67326319217681884765625);
+    const double g = params.value("gamma", 1.05070102214813232421875);
+    return x > 0 ? g * x : g * a * (std::exp(x) - 1);
+  }
+  if (k == "celu") {
+    const double a = alpha(1);
+    return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1));
+  }
+  if (k == "thresholded_relu") {
+    return x > alpha(1) ? x : 0.0;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> newBinary(const std::string& k, double a, double b) {
+  if (k == "maximum" || k == "minimum") {
+    return k == "maximum" ? std::max(a, b) : std::min(a, b);
+  }
+  if (k == "mod") { // Python's %
+    return a - std::floor(a / b) * b;
+  }
+  if (k == "fmod") {
+    return std::fmod(a, b);
+  }
+  if (k == "prelu") {
+    return a < 0 ? a * b : a;
+  }
+  const std::map<std::string, bool (*)(double, double)> tests = {
+      {"equal", [](double x, double y) { return x == y; }},
+      {"less", [](double x, double y) { return x < y; }},
+      {"less_equal", [](double x, double y) { return x <= y; }},
+      {"greater", [](double x, double y) { return x > y; }},
+      {"greater_equal", [](double x, double y) { return x >= y; }},
+      {"logical_and", [](double x, double y) { return x != 0 && y != 0; }},
+      {"logical_or", [](double x, double y) { return x != 0 || y != 0; }},
+      {"logical_xor", [](double x, double y) { return (x != 0) != (y != 0); }}};
+  if (auto it = tests.find(k); it != tests.end()) {
+    return it->second(a, b) ? 1.0 : 0.0;
+  }
+  return std::nullopt;
+}
+
 bool isUnary(const std::string& k) {
   for (const char* u : {"relu", "gelu", "tanh", "exp", "sigmoid", "neg", "erf", "sqrt",
                         "reciprocal", "log", "abs"}) {
@@ -401,6 +480,24 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
   if (isUnary(k)) {
     for (std::int64_t i = 0; i < count; ++i) {
       r.v[i] = applyUnary(k, in[0].v[i]);
+    }
+  } else if (in.size() == 1 && newUnary(k, 0.5, params)) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      r.v[i] = *newUnary(k, in[0].v[i], params);
+    }
+  } else if (in.size() == 2 && newBinary(k, 1, 1)) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      double ab[2];
+      for (int t = 0; t < 2; ++t) { // NumPy broadcasting: align right, size 1 reads 0
+        const Shape& s = in[t].shape;
+        Shape idx(s.size());
+        for (std::size_t d = 0; d < s.size(); ++d) {
+          idx[d] = s[d] == 1 ? 0 : o[o.size() - s.size() + d];
+        }
+        ab[t] = in[t].at(idx);
+      }
+      r.v[i] = *newBinary(k, ab[0], ab[1]);
     }
   } else if (hasFloatParams(k)) {
     for (std::int64_t i = 0; i < count; ++i) {
@@ -1048,7 +1145,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name));
   }
-  CHECK(names.size() == 43);
+  CHECK(names.size() == 81);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1177,6 +1274,163 @@ TEST_CASE("pow broadcasts like NumPy", "[cpu][kernel]") {
       overrides["a"] = randomBuffer(parseDType(dt), a, 11, 0.25, 2);
       overrides["b"] = randomBuffer(parseDType(dt), b, 12, -2, 2);
       checkKernel(oneOp("pow", {{"a", dt, a}, {"b", dt, b}}, R"({"A": "a", "B": "b"})"), 2,
+                  overrides);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- issue 34's elementwise kernels
+
+TEST_CASE("unary math and activations: naive, native and body on random shards",
+          "[cpu][kernel][issue34]") {
+  struct Case {
+    const char* kernel;
+    double lo, hi; // the input's range, where the function is finite
+    const char* params;
+  };
+  const std::vector<Case> cases = {
+      {"floor", -3, 3, "{}"},
+      {"ceil", -3, 3, "{}"},
+      {"round", -3, 3, "{}"},
+      {"sin", -3, 3, "{}"},
+      {"cos", -3, 3, "{}"},
+      {"tan", -1.2, 1.2, "{}"},
+      {"asin", -0.99, 0.99, "{}"},
+      {"acos", -0.99, 0.99, "{}"},
+      {"atan", -3, 3, "{}"},
+      {"sinh", -3, 3, "{}"},
+      {"cosh", -3, 3, "{}"},
+      {"asinh", -3, 3, "{}"},
+      {"acosh", 1.01, 4, "{}"},
+      {"atanh", -0.95, 0.95, "{}"},
+      {"softplus", -5, 5, "{}"},
+      {"softsign", -3, 3, "{}"},
+      {"sign", -3, 3, "{}"},
+      {"leaky_relu", -2, 2, R"({"alpha": 0.1})"},
+      {"leaky_relu", -2, 2, "{}"},
+      {"elu", -2, 2, R"({"alpha": 0.5})"},
+      {"selu", -2, 2, "{}"},
+      {"celu", -2, 2, R"({"alpha": 2})"},
+      {"thresholded_relu", -2, 2, R"({"alpha": 0.25})"},
+  };
+  for (const Case& c : cases) {
+    const bool ints = std::string(c.kernel) == "sign";
+    for (const std::string& dt : ints ? kAll : kFloats) {
+      for (const Shape& s : {Shape{7}, Shape{2, 3, 4}}) {
+        INFO(c.kernel << " " << c.params << " " << dt << " " << shapeJson(s));
+        std::map<std::string, Buffer> overrides;
+        overrides["x"] = randomBuffer(parseDType(dt), s, 21, c.lo, c.hi);
+        checkKernel(oneOp(c.kernel, {{"x", dt, s}}, R"({"input": "x"})", c.params), 4, overrides);
+      }
+    }
+  }
+}
+
+TEST_CASE("isnan, isinf and logical_not give bool tensors", "[cpu][kernel][issue34]") {
+  for (const std::string& dt : kFloats) {
+    for (const char* k : {"isnan", "isinf"}) {
+      INFO(k << " " << dt);
+      std::map<std::string, Buffer> overrides;
+      overrides["x"] = randomBuffer(parseDType(dt), {3, 8}, 22, -2, 2);
+      const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0};
+      for (std::size_t i = 0; i < 24; i += 3) {
+        storeDouble(parseDType(dt), overrides["x"].data() + i * dtypeSize(parseDType(dt)),
+                    specials[i % 4]);
+      }
+      const graph::ExpandedGraph g = oneOp(k, {{"x", dt, {3, 8}}}, R"({"input": "x"})");
+      CHECK(g.operations[0].application.outputs[0].tensors[0].dtype == "bool");
+      checkKernel(g, 5, overrides);
+      const std::vector<double> got = values(runWhole(g, makeInputs(g, 5, overrides))[0]);
+      const std::vector<double> in = values(overrides["x"]);
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        CHECK(got[i] == (std::string(k) == "isnan" ? std::isnan(in[i]) : std::isinf(in[i])));
+      }
+    }
+  }
+  std::map<std::string, Buffer> overrides;
+  overrides["x"] = randomBuffer(DType::Bool, {4, 5}, 23, 0, 1);
+  checkKernel(oneOp("logical_not", {{"x", "bool", {4, 5}}}, R"({"input": "x"})"), 6, overrides);
+}
+
+TEST_CASE("maximum, minimum, mod, fmod and prelu broadcast like NumPy", "[cpu][kernel][issue34]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{4, 6}, {4, 6}}, {{8, 1, 5}, {3, 1}}, {{5}, {2, 3, 5}}, {{1}, {4}}};
+  for (const char* k : {"maximum", "minimum"}) {
+    for (const std::string& dt : kAll) {
+      for (const auto& [a, b] : shapes) {
+        INFO(k << " " << dt << " " << shapeJson(a) << " " << shapeJson(b));
+        checkKernel(oneOp(k, {{"a", dt, a}, {"b", dt, b}}, R"({"A": "a", "B": "b"})"), 7);
+      }
+    }
+  }
+  // Divisors away from 0, of both signs; dividends of both signs.
+  for (const char* k : {"mod", "fmod"}) {
+    for (const std::string& dt : kAll) {
+      const bool ints = dt == "int32" || dt == "int64";
+      for (const double sign : {1.0, -1.0}) {
+        for (const auto& [a, b] : shapes) {
+          INFO(k << " " << dt << " divisor sign " << sign << " " << shapeJson(a) << " "
+                 << shapeJson(b));
+          std::map<std::string, Buffer> overrides;
+          overrides["a"] = randomBuffer(parseDType(dt), a, 8, ints ? -9 : -5, ints ? 9 : 5);
+          overrides["b"] =
+              randomBuffer(parseDType(dt), b, 9, sign * (ints ? 1 : 0.5), sign * (ints ? 4 : 2));
+          checkKernel(oneOp(k, {{"a", dt, a}, {"b", dt, b}}, R"({"A": "a", "B": "b"})"), 8,
+                      overrides);
+        }
+      }
+    }
+  }
+  for (const std::string& dt : kFloats) {
+    for (const auto& [x, slope] : std::vector<std::pair<Shape, Shape>>{
+             {{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {4}}, {{5}, {1}}, {{3, 4}, {3, 4}}}) {
+      INFO("prelu " << dt << " " << shapeJson(x) << " " << shapeJson(slope));
+      checkKernel(oneOp("prelu", {{"x", dt, x}, {"s", dt, slope}}, R"({"X": "x", "slope": "s"})"),
+                  9);
+    }
+  }
+}
+
+TEST_CASE("comparisons and logic give bool tensors, broadcasting like NumPy",
+          "[cpu][kernel][issue34]") {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{4, 6}, {4, 6}}, {{8, 1, 5}, {3, 1}}, {{5}, {2, 3, 5}}};
+  for (const char* k : {"equal", "less", "less_equal", "greater", "greater_equal"}) {
+    std::vector<std::string> dtypes = kAll;
+    if (std::string(k) == "equal") {
+      dtypes.push_back("bool");
+    }
+    for (const std::string& dt : dtypes) {
+      for (const auto& [a, b] : shapes) {
+        INFO(k << " " << dt << " " << shapeJson(a) << " " << shapeJson(b));
+        // Few distinct values, so that ties (== and the <= / >= edges) happen.
+        std::map<std::string, Buffer> overrides;
+        const bool isBool = dt == "bool";
+        overrides["a"] = randomBuffer(parseDType(dt), a, 10, isBool ? 0 : -2, isBool ? 1 : 2);
+        overrides["b"] = randomBuffer(parseDType(dt), b, 11, isBool ? 0 : -2, isBool ? 1 : 2);
+        if (isFloat(parseDType(dt))) { // round to integers: ties
+          for (auto* t : {&overrides["a"], &overrides["b"]}) {
+            const std::vector<double> v = values(*t);
+            for (std::size_t i = 0; i < v.size(); ++i) {
+              storeDouble(parseDType(dt), t->data() + i * dtypeSize(parseDType(dt)),
+                          std::round(v[i]));
+            }
+          }
+        }
+        const graph::ExpandedGraph g =
+            oneOp(k, {{"a", dt, a}, {"b", dt, b}}, R"({"A": "a", "B": "b"})");
+        CHECK(g.operations[0].application.outputs[0].tensors[0].dtype == "bool");
+        checkKernel(g, 12, overrides);
+      }
+    }
+  }
+  for (const char* k : {"logical_and", "logical_or", "logical_xor"}) {
+    for (const auto& [a, b] : shapes) {
+      INFO(k << " " << shapeJson(a) << " " << shapeJson(b));
+      std::map<std::string, Buffer> overrides;
+      overrides["a"] = randomBuffer(DType::Bool, a, 13, 0, 1);
+      overrides["b"] = randomBuffer(DType::Bool, b, 14, 0, 1);
+      checkKernel(oneOp(k, {{"a", "bool", a}, {"b", "bool", b}}, R"({"A": "a", "B": "b"})"), 15,
                   overrides);
     }
   }

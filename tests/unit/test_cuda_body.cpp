@@ -127,6 +127,42 @@ double unaryOf(UnaryOp op, double x) {
     return std::log(x);
   case UnaryOp::Abs:
     return std::fabs(x);
+  case UnaryOp::Floor:
+    return std::floor(x);
+  case UnaryOp::Ceil:
+    return std::ceil(x);
+  case UnaryOp::Round:
+    return std::nearbyint(x);
+  case UnaryOp::Sign:
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+  case UnaryOp::Sin:
+    return std::sin(x);
+  case UnaryOp::Cos:
+    return std::cos(x);
+  case UnaryOp::Tan:
+    return std::tan(x);
+  case UnaryOp::Asin:
+    return std::asin(x);
+  case UnaryOp::Acos:
+    return std::acos(x);
+  case UnaryOp::Atan:
+    return std::atan(x);
+  case UnaryOp::Sinh:
+    return std::sinh(x);
+  case UnaryOp::Cosh:
+    return std::cosh(x);
+  case UnaryOp::Asinh:
+    return std::asinh(x);
+  case UnaryOp::Acosh:
+    return std::acosh(x);
+  case UnaryOp::Atanh:
+    return std::atanh(x);
+  case UnaryOp::IsNan:
+    return std::isnan(x) ? 1.0 : 0.0;
+  case UnaryOp::IsInf:
+    return std::isinf(x) ? 1.0 : 0.0;
+  case UnaryOp::Not:
+    return x == 0 ? 1.0 : 0.0;
   default:
     FAIL("a body never plans unary op " << static_cast<int>(op));
   }
@@ -143,6 +179,28 @@ double binaryOf(BinaryOp op, double a, double b) {
     return a * b;
   case BinaryOp::Div:
     return a / b;
+  case BinaryOp::Mod: {
+    const double r = std::fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  }
+  case BinaryOp::Fmod:
+    return std::fmod(a, b);
+  case BinaryOp::Equal:
+    return a == b ? 1.0 : 0.0;
+  case BinaryOp::Less:
+    return a < b ? 1.0 : 0.0;
+  case BinaryOp::LessEqual:
+    return a <= b ? 1.0 : 0.0;
+  case BinaryOp::Greater:
+    return a > b ? 1.0 : 0.0;
+  case BinaryOp::GreaterEqual:
+    return a >= b ? 1.0 : 0.0;
+  case BinaryOp::And:
+    return a != 0 && b != 0 ? 1.0 : 0.0;
+  case BinaryOp::Or:
+    return a != 0 || b != 0 ? 1.0 : 0.0;
+  case BinaryOp::Xor:
+    return (a != 0) != (b != 0) ? 1.0 : 0.0;
   case BinaryOp::Pow:
     break;
   }
@@ -423,7 +481,7 @@ TEST_CASE("cuda bodies: every standard body's device plans give the host evaluat
       }
     }
   }
-  CHECK(kernels.size() == 36);
+  CHECK(kernels.size() == 74);
 }
 
 TEST_CASE("cuda bodies: every block operation's plan, on broadcasts, batches, axes and casts",
@@ -457,6 +515,15 @@ TEST_CASE("cuda bodies: every block operation's plan, on broadcasts, batches, ax
       "r = exp(a) + log(abs(a)) + sqrt(abs(a)) + rsqrt(abs(a) + 1) + tanh(a) + erf(a) + "
       "sigmoid(a) + relu(a) + gelu(a) - a; n = -i + abs(i) + relu(i); p = a ** 2 + pow(abs(a), b)",
       "r = i * 3 - i + 2; s = f * f - f / 3; t = -f",
+      "r = floor(a * 3) + ceil(a * 3) + round(a * 5) + sign(a) + sin(a) + cos(a) + tan(a) + "
+      "atan(a) + sinh(a) + cosh(a) + asinh(a) + asin(a / 2) + acos(a / 2) + atanh(a / 2) + "
+      "acosh(abs(a) + 1); s = sign(i); t = round(f * 4) + sin(f)",
+      "r = equal(round(a * 2), round(b * 2)); s = less(a, b); t = less_equal(a, 0.25); "
+      "u = greater(f, 0); ge = greater_equal(i, i); la = logical_and(c, less(a, 0)); "
+      "x = logical_or(c, true); y = logical_xor(c, greater(b, v)); z = logical_not(c); "
+      "n = isnan(log(a)); k = isinf(1 / round(a)); q = where(less(a, 0), a * 0.1, a)",
+      "r = mod(a * 7, b + 2); s = fmod(a * 7, b - 2); t = mod(i, 3); u = fmod(f * 9, -2); "
+      "m = mod(a * 5, -1.5)",
   };
   std::uint64_t state = 0xB0D1E5u;
   for (const std::string& text : bodies) {
