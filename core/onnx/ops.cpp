@@ -396,9 +396,14 @@ void layernorm(Emitter& e, const NodeProto& node) {
          Json{{"input", input}, {"gamma", gamma}, {"beta", beta}}, result(node));
 }
 
-// ReduceMean/Sum/Max over several axes: a chain of single-axis reductions,
-// the highest axis first so that the lower axes keep their numbers.
+// ReduceMean/Sum/Max/Min/Prod over several axes: a chain of single-axis
+// reductions, the highest axis first so that the lower axes keep their
+// numbers. ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum and
+// ReduceLogSumExp are that chain of sums between elementwise steps: abs or
+// x * x or exp before, sqrt or log after (ReduceLogSumExp as ONNX defines it,
+// log(sum(exp(x))), without subtracting the maximum first).
 void reduce(Emitter& e, const NodeProto& node) {
+  const std::string& op = node.op_type();
   const std::int64_t rank = static_cast<std::int64_t>(e.shapeOf(node, node.input(0)).size());
   Shape axes = intsAttribute(node, "axes");
   if (hasInput(node, 1)) {
@@ -416,19 +421,224 @@ void reduce(Emitter& e, const NodeProto& node) {
     a = normalizeAxis(a, rank, "node " + node.name());
   }
   std::sort(axes.rbegin(), axes.rend());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   const bool keepdims = intAttribute(node, "keepdims", 1) != 0;
-  const std::string kernel = node.op_type() == "ReduceMean"  ? "mean"
-                             : node.op_type() == "ReduceSum" ? "sum"
-                                                             : "max";
+  const std::map<std::string, std::string> kernels = {
+      {"ReduceMean", "mean"}, {"ReduceMax", "max"}, {"ReduceMin", "min"}, {"ReduceProd", "prod"}};
+  const auto known = kernels.find(op);
+  const std::string kernel = known == kernels.end() ? "sum" : known->second;
+  const char* before = op == "ReduceL1"                              ? "abs"
+                       : op == "ReduceL2" || op == "ReduceSumSquare" ? "mul"
+                       : op == "ReduceLogSumExp"                     ? "exp"
+                                                                     : nullptr;
+  const char* after = op == "ReduceL2"                                  ? "sqrt"
+                      : op == "ReduceLogSum" || op == "ReduceLogSumExp" ? "log"
+                                                                        : nullptr;
   std::string input = e.use(node.input(0));
+  if (before != nullptr) {
+    const std::string out = e.tempName(node, before);
+    const Json inputs =
+        std::string(before) == "mul" ? Json{{"A", input}, {"B", input}} : Json{{"input", input}};
+    e.emit(e.opName(node, before), before, Json::object(), inputs, Json{{"result", out}});
+    input = out;
+  }
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    const bool last = i + 1 == axes.size();
-    const std::string out =
-        last ? node.output(0) : e.tempName(node, "axis" + std::to_string(axes[i]));
-    e.emit(e.opName(node, last ? "" : "axis" + std::to_string(axes[i])), kernel,
+    const bool last = i + 1 == axes.size() && after == nullptr;
+    const std::string step = "axis" + std::to_string(axes[i]);
+    const std::string out = last ? node.output(0) : e.tempName(node, step);
+    e.emit(e.opName(node, last ? "" : step), kernel,
            Json{{"axis", axes[i]}, {"keepdims", keepdims}}, Json{{"input", input}},
            Json{{"result", out}});
     input = out;
+  }
+  if (after != nullptr) {
+    e.emit(e.opName(node, ""), after, Json::object(), Json{{"input", input}}, result(node));
+  }
+}
+
+// ArgMax, ArgMin: one argmax/argmin operation (int64 indices).
+void argReduce(Emitter& e, const NodeProto& node) {
+  e.emit(e.opName(node, ""), node.op_type() == "ArgMax" ? "argmax" : "argmin",
+         Json{{"axis", intAttribute(node, "axis", 0)},
+              {"keepdims", intAttribute(node, "keepdims", 1) != 0},
+              {"select_last_index", intAttribute(node, "select_last_index", 0) != 0}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
+}
+
+// Trilu: where(mask, x, 0) with the [M, N] mask of the kept triangle as a
+// constant (upper: col - row >= k; lower: col - row <= k); k must be a constant.
+void trilu(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  if (in.size() < 2) {
+    e.fail(node, "its input has rank " + std::to_string(in.size()) + "; Trilu needs at least 2");
+  }
+  std::int64_t k = 0;
+  if (hasInput(node, 1)) {
+    const Shape ks = constantInts(e, node, 1, "k");
+    if (ks.size() != 1) {
+      e.fail(node, "its k input must hold one value");
+    }
+    k = ks[0];
+  }
+  const bool upper = intAttribute(node, "upper", 1) != 0;
+  const std::int64_t rows = in[in.size() - 2];
+  const std::int64_t cols = in.back();
+  std::vector<double> mask;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      mask.push_back((upper ? j - i >= k : j - i <= k) ? 1.0 : 0.0);
+    }
+  }
+  const int type = e.typeOf(node.input(0));
+  if (!isFoldable(type)) {
+    e.fail(node, "its input's element type has no zero tapestry can make");
+  }
+  const std::string cond = e.addConstant(
+      node.name() + "/mask", makeConstant(::onnx::TensorProto::BOOL, {rows, cols}, mask));
+  const std::string zero = e.addConstant(node.name() + "/zero", makeConstant(type, {1}, {0.0}));
+  e.emit(e.opName(node, ""), "where", Json::object(),
+         Json{{"condition", cond}, {"X", e.use(node.input(0))}, {"Y", zero}}, result(node));
+}
+
+// CumSum along a constant axis: x (the axis moved last) @ T, T the constant
+// [n, n] 0/1 matrix whose column j sums the elements up to j (exclusive: before
+// j; reverse: from j, or after j, to the end), then the axis moved back (a
+// 1-D input: reshaped to a row [1, n] and back).
+void cumsum(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const std::int64_t rank = static_cast<std::int64_t>(in.size());
+  const Shape axisValue = constantInts(e, node, 1, "axis");
+  if (axisValue.size() != 1 || rank == 0) {
+    e.fail(node, "its axis input must hold one value, and its input must have a dim");
+  }
+  const std::int64_t axis = normalizeAxis(axisValue[0], rank, "node " + node.name());
+  const bool exclusive = intAttribute(node, "exclusive", 0) != 0;
+  const bool reverse = intAttribute(node, "reverse", 0) != 0;
+  const std::int64_t n = in[static_cast<std::size_t>(axis)];
+  if (n > 4096) {
+    e.fail(node, "its axis has " + std::to_string(n) +
+                     " elements; tapestry's CumSum is a product with an [n, n] constant, for "
+                     "axes of at most 4096");
+  }
+  std::vector<double> t;
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const bool summed = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+      t.push_back(summed ? 1.0 : 0.0);
+    }
+  }
+  const int type = e.typeOf(node.input(0));
+  if (!isFoldable(type)) {
+    e.fail(node, "its input's element type has no ones tapestry can make");
+  }
+  const std::string tri = e.addConstant(node.name() + "/prefix", makeConstant(type, {n, n}, t));
+  Shape perm; // the axis last, and back (the same permutation's inverse)
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (d != axis)
+      perm.push_back(d);
+  }
+  perm.push_back(axis);
+  Shape back(perm.size());
+  for (std::size_t d = 0; d < perm.size(); ++d) {
+    back[static_cast<std::size_t>(perm[d])] = static_cast<std::int64_t>(d);
+  }
+  const bool moved = axis != rank - 1;
+  std::string x = e.use(node.input(0));
+  if (rank == 1) { // a row [1, n] for the product, and back
+    const std::string row = e.tempName(node, "row");
+    const std::string sums = e.tempName(node, "sums");
+    e.emit(e.opName(node, "row"), "reshape", Json{{"shape", intsJson({1, n})}}, Json{{"input", x}},
+           Json{{"result", row}});
+    e.emit(e.opName(node, "sums"), "matmul", Json::object(), Json{{"X", row}, {"W", tri}},
+           Json{{"result", sums}});
+    e.emit(e.opName(node, ""), "reshape", Json{{"shape", intsJson({n})}}, Json{{"input", sums}},
+           result(node));
+    return;
+  }
+  if (moved) {
+    const std::string t1 = e.tempName(node, "axis_last");
+    e.emit(e.opName(node, "axis_last"), "transpose", Json{{"perm", intsJson(perm)}},
+           Json{{"input", x}}, Json{{"result", t1}});
+    x = t1;
+  }
+  const std::string sums = moved ? e.tempName(node, "sums") : node.output(0);
+  e.emit(e.opName(node, moved ? "sums" : ""), "matmul", Json::object(), Json{{"X", x}, {"W", tri}},
+         Json{{"result", sums}});
+  if (moved) {
+    e.emit(e.opName(node, ""), "transpose", Json{{"perm", intsJson(back)}}, Json{{"input", sums}},
+           result(node));
+  }
+}
+
+// DepthToSpace and SpaceToDepth as ONNX defines them: a reshape to 6 dims, a
+// transpose, a reshape to the result.
+void depthSpace(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const std::int64_t b = intAttribute(node, "blocksize", 0);
+  if (in.size() != 4 || b < 1) {
+    e.fail(node, "only [N, C, H, W] inputs and a positive blocksize are supported");
+  }
+  const std::int64_t n = in[0], c = in[1], h = in[2], w = in[3];
+  Shape six, perm;
+  if (node.op_type() == "DepthToSpace") {
+    if (c % (b * b) != 0) {
+      e.fail(node, "C is not a multiple of blocksize^2");
+    }
+    if (stringAttribute(node, "mode", "DCR") == "CRD") {
+      six = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    } else {
+      six = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    }
+  } else {
+    if (h % b != 0 || w % b != 0) {
+      e.fail(node, "H or W is not a multiple of blocksize");
+    }
+    six = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+  }
+  const std::string split = e.tempName(node, "blocks");
+  const std::string moved = e.tempName(node, "moved");
+  e.emit(e.opName(node, "blocks"), "reshape", Json{{"shape", intsJson(six)}},
+         Json{{"input", e.use(node.input(0))}}, Json{{"result", split}});
+  e.emit(e.opName(node, "moved"), "transpose", Json{{"perm", intsJson(perm)}},
+         Json{{"input", split}}, Json{{"result", moved}});
+  e.emit(e.opName(node, ""), "reshape", Json{{"shape", intsJson(e.shapeOf(node, node.output(0)))}},
+         Json{{"input", moved}}, result(node));
+}
+
+// Tile with constant repeats: per dim with a repeat above 1, a concat of that
+// many copies along it.
+void tile(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const Shape repeats = constantInts(e, node, 1, "repeats");
+  if (repeats.size() != in.size()) {
+    e.fail(node, "its repeats input must have one entry per dim of the input");
+  }
+  std::vector<std::size_t> dims;
+  for (std::size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 1) {
+      e.fail(node, "repeat " + std::to_string(repeats[d]) + " would make a zero-size tensor");
+    }
+    if (repeats[d] > 1)
+      dims.push_back(d);
+  }
+  if (dims.empty()) {
+    e.alias(node.output(0), node.input(0));
+    return;
+  }
+  std::string x = e.use(node.input(0));
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const bool last = i + 1 == dims.size();
+    const std::string step = "axis" + std::to_string(dims[i]);
+    const std::string out = last ? node.output(0) : e.tempName(node, step);
+    e.emit(e.opName(node, last ? "" : step), "concat",
+           Json{{"axis", static_cast<std::int64_t>(dims[i])}},
+           Json{{"tensors",
+                 Json(std::vector<std::string>(static_cast<std::size_t>(repeats[dims[i]]), x))}},
+           Json{{"result", out}});
+    x = out;
   }
 }
 
@@ -613,6 +823,20 @@ const std::map<std::string, Handler>& handlers() {
                                         {"ReduceMean", reduce},
                                         {"ReduceSum", reduce},
                                         {"ReduceMax", reduce},
+                                        {"ReduceMin", reduce},
+                                        {"ReduceProd", reduce},
+                                        {"ReduceL1", reduce},
+                                        {"ReduceL2", reduce},
+                                        {"ReduceSumSquare", reduce},
+                                        {"ReduceLogSum", reduce},
+                                        {"ReduceLogSumExp", reduce},
+                                        {"ArgMax", argReduce},
+                                        {"ArgMin", argReduce},
+                                        {"Trilu", trilu},
+                                        {"CumSum", cumsum},
+                                        {"DepthToSpace", depthSpace},
+                                        {"SpaceToDepth", depthSpace},
+                                        {"Tile", tile},
                                         {"Transpose", transpose},
                                         {"Reshape", reshape},
                                         {"Flatten", reshape},

@@ -19,7 +19,7 @@ $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_syntax.yaml
 !                           ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_unknown_function.yaml
-! bad/metakernels/body_unknown_function.yaml:8:19: error: in body "result = sqr(input)": unknown function 'sqr'; known functions: abs, cast, concat, erf, exp, gelu, log, max, maximum, mean, min, minimum, neg, pow, relu, reshape, rsqrt, sigmoid, slice, sqrt, sum, tanh, transpose, where at column 10
+! bad/metakernels/body_unknown_function.yaml:8:19: error: in body "result = sqr(input)": unknown function 'sqr'; known functions: abs, argmax, argmin, cast, concat, erf, exp, gelu, log, max, maximum, mean, min, minimum, neg, pow, prod, relu, reshape, rsqrt, sigmoid, slice, sqrt, sum, tanh, transpose, where at column 10
 !   body: "result = sqr(input)"
 !                   ^
 [exit 1]
@@ -29,7 +29,7 @@ $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_unassigned.yaml
 !          ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_errors.yaml
-checked 45 kernels, 113 examples: 2 failed
+checked 49 kernels, 125 examples: 2 failed
 ! bad/metakernels/body_errors.yaml:22:7: error: kernel by_shape, example 1: by_shape: in body "result = input / $shape": '/' needs blocks or numbers, got a list at column 18
 !     - inputs: {input: {shape: [3, 7], dtype: float32}}
 !       ^

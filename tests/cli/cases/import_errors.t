@@ -8,7 +8,7 @@ $ cd $TESTDATA && tapestry import bad/onnx/not_onnx.onnx -o $OLDPWD/out.json
 ! bad/onnx/not_onnx.onnx: error: not an ONNX model: the file does not parse as an ONNX ModelProto (truncated or not ONNX)
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/unsupported_op.onnx -o $OLDPWD/out.json
-! bad/onnx/unsupported_op.onnx: error: unsupported ONNX operator Einsum (node contract); tapestry imports: Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, Conv, Div, Dropout, Erf, Exp, Flatten, Gather, Gemm, GlobalAveragePool, HardSigmoid, HardSwish, Identity, LayerNormalization, Log, MatMul, MaxPool, Mul, Neg, Pow, Reciprocal, ReduceMax, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, Split, Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Unsqueeze, Where
+! bad/onnx/unsupported_op.onnx: error: unsupported ONNX operator Einsum (node contract); tapestry imports: Abs, Add, ArgMax, ArgMin, AveragePool, BatchNormalization, Cast, Clip, Concat, Conv, CumSum, DepthToSpace, Div, Dropout, Erf, Exp, Flatten, Gather, Gemm, GlobalAveragePool, HardSigmoid, HardSwish, Identity, LayerNormalization, Log, MatMul, MaxPool, Mul, Neg, Pow, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquare, Relu, Reshape, Sigmoid, Slice, Softmax, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, Tanh, Tile, Transpose, Trilu, Unsqueeze, Where
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/missing_shape.onnx -o $OLDPWD/out.json
 ! bad/onnx/missing_shape.onnx: error: graph input x has no shape; tapestry needs the shape of every input (export with example inputs of fixed shape)
