@@ -642,6 +642,206 @@ void tile(Emitter& e, const NodeProto& node) {
   }
 }
 
+// Hardmax: 1 where the first maximum along the axis is, else 0, from an
+// argmax: 1 - clip(|cast(argmax(x)) - iota|, 0, 1), iota the constant
+// NODE/iota ([1..., n, 1...]: 0 to n - 1 along the axis). Every step is exact.
+void hardmax(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const std::int64_t rank = static_cast<std::int64_t>(in.size());
+  if (rank == 0) {
+    e.fail(node, "its input is a scalar; Hardmax needs a dim");
+  }
+  const std::int64_t axis =
+      normalizeAxis(intAttribute(node, "axis", -1), rank, "node " + node.name());
+  const int type = e.typeOf(node.input(0));
+  const std::string dtype = dtypeName(type);
+  if (!isFoldable(type) ||
+      (dtype != "float32" && dtype != "float64" && dtype != "float16" && dtype != "bfloat16")) {
+    e.fail(node, "its input is not a float tensor");
+  }
+  const std::int64_t n = in[static_cast<std::size_t>(axis)];
+  Shape iotaShape(in.size(), 1);
+  iotaShape[static_cast<std::size_t>(axis)] = n;
+  std::vector<double> iota;
+  for (std::int64_t i = 0; i < n; ++i)
+    iota.push_back(static_cast<double>(i));
+  const std::string positions =
+      e.addConstant(node.name() + "/iota", makeConstant(type, iotaShape, iota));
+  const std::string at = e.tempName(node, "argmax");
+  const std::string atCast = e.tempName(node, "argmax_cast");
+  const std::string diff = e.tempName(node, "diff");
+  const std::string dist = e.tempName(node, "distance");
+  const std::string clipped = e.tempName(node, "clipped");
+  e.emit(e.opName(node, "argmax"), "argmax", Json{{"axis", axis}, {"keepdims", true}},
+         Json{{"input", e.use(node.input(0))}}, Json{{"result", at}});
+  e.emit(e.opName(node, "cast"), "cast", Json{{"dtype", dtype}}, Json{{"input", at}},
+         Json{{"result", atCast}});
+  e.emit(e.opName(node, "sub"), "sub", Json::object(), Json{{"A", atCast}, {"B", positions}},
+         Json{{"result", diff}});
+  e.emit(e.opName(node, "abs"), "abs", Json::object(), Json{{"input", diff}},
+         Json{{"result", dist}});
+  e.emit(e.opName(node, "clip"), "clip", Json{{"min", 0.0}, {"max", 1.0}}, Json{{"input", dist}},
+         Json{{"result", clipped}});
+  e.emit(e.opName(node, ""), "rsub_scalar", Json{{"value", 1.0}}, Json{{"input", clipped}},
+         result(node));
+}
+
+// Expand to a constant shape: where(true, x, x) with a constant true
+// condition NODE/expand whose dims are the grown ones (1 elsewhere), so the
+// three operands broadcast to the result and every value is x's, unchanged.
+void expand(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const Shape out = e.shapeOf(node, node.output(0));
+  (void)constantInts(e, node, 1, "shape");
+  if (in == out) {
+    e.alias(node.output(0), node.input(0));
+    return;
+  }
+  Shape grown(out.size(), 1);
+  for (std::size_t d = 0; d < out.size(); ++d) {
+    const std::size_t lead = out.size() - in.size();
+    const std::int64_t own = d < lead ? 1 : in[d - lead];
+    grown[d] = own == out[d] ? 1 : out[d];
+  }
+  std::int64_t count = 1;
+  for (std::int64_t g : grown)
+    count *= g;
+  const std::string cond =
+      e.addConstant(node.name() + "/expand",
+                    makeConstant(::onnx::TensorProto::BOOL, grown,
+                                 std::vector<double>(static_cast<std::size_t>(count), 1.0)));
+  const std::string x = e.use(node.input(0));
+  e.emit(e.opName(node, ""), "where", Json::object(), Json{{"condition", cond}, {"X", x}, {"Y", x}},
+         result(node));
+}
+
+// Pad: negative pads first as one slice; then per padded dim a concat of
+// what goes before, the input and what goes after: a constant block of the
+// value (mode constant), copies of the edge slice (edge), or the mirrored
+// one-wide slices (reflect). pads and the value must be constants.
+void pad(Emitter& e, const NodeProto& node) {
+  Shape shape = e.shapeOf(node, node.input(0));
+  const std::size_t rank = shape.size();
+  const Shape pads = constantInts(e, node, 1, "pads");
+  if (pads.size() != 2 * rank) {
+    e.fail(node, "its pads input must have 2 entries per dim of the input");
+  }
+  if (hasInput(node, 3)) {
+    e.fail(node, "its axes input is not supported; pads must cover every dim");
+  }
+  const std::string mode = stringAttribute(node, "mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") {
+    e.fail(node, "mode " + mode + "; tapestry pads with constant, edge or reflect");
+  }
+  double value = 0.0;
+  if (hasInput(node, 2)) {
+    const std::optional<double> v = scalarOf(e, node.input(2));
+    if (!v) {
+      e.fail(node,
+             "its constant_value input " + node.input(2) + " is not a one-element finite constant");
+    }
+    value = *v;
+  }
+  const int type = e.typeOf(node.input(0));
+  if (!isFoldable(type)) {
+    e.fail(node, "its input's element type has no constant tapestry can make");
+  }
+  std::string x = e.use(node.input(0));
+  std::vector<std::size_t> padded;
+  Shape starts(rank, 0);
+  Shape ends = shape;
+  bool cut = false;
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t before = pads[d];
+    const std::int64_t after = pads[d + rank];
+    if (before < 0 || after < 0) {
+      starts[d] = std::max<std::int64_t>(0, -before);
+      ends[d] = shape[d] - std::max<std::int64_t>(0, -after);
+      if (starts[d] >= ends[d]) {
+        e.fail(node, "its negative pads remove every element of dim " + std::to_string(d));
+      }
+      cut = true;
+    }
+    if (before > 0 || after > 0) {
+      padded.push_back(d);
+    }
+  }
+  auto slice = [&](const std::string& input, const Shape& from, const Shape& to,
+                   const std::string& tag) {
+    const std::string out = e.tempName(node, tag);
+    e.emit(e.opName(node, tag), "slice", Json{{"starts", intsJson(from)}, {"ends", intsJson(to)}},
+           Json{{"input", input}}, Json{{"result", out}});
+    return out;
+  };
+  if (cut) {
+    x = slice(x, starts, ends, "cut");
+    for (std::size_t d = 0; d < rank; ++d)
+      shape[d] = ends[d] - starts[d];
+  }
+  if (padded.empty()) {
+    e.emit(e.opName(node, ""), "reshape", Json{{"shape", intsJson(shape)}}, Json{{"input", x}},
+           result(node));
+    return;
+  }
+  for (std::size_t i = 0; i < padded.size(); ++i) {
+    const std::size_t d = padded[i];
+    const std::int64_t before = std::max<std::int64_t>(0, pads[d]);
+    const std::int64_t after = std::max<std::int64_t>(0, pads[d + rank]);
+    const std::int64_t n = shape[d];
+    if (mode == "reflect" && (before > n - 1 || after > n - 1)) {
+      e.fail(node, "reflect pads of dim " + std::to_string(d) + " exceed its size - 1");
+    }
+    const std::string tag = "axis" + std::to_string(d);
+    // the one-wide slice k of dim d of x
+    auto at = [&](std::int64_t k) {
+      Shape from(rank, 0);
+      Shape to = shape;
+      from[d] = k;
+      to[d] = k + 1;
+      return slice(x, from, to, tag + "_at" + std::to_string(k));
+    };
+    std::map<std::int64_t, std::string> slices;
+    auto sliceAt = [&](std::int64_t k) {
+      auto it = slices.find(k);
+      return it != slices.end() ? it->second : (slices[k] = at(k));
+    };
+    auto block = [&](std::int64_t width, const char* side) {
+      Shape s = shape;
+      s[d] = width;
+      std::int64_t count = 1;
+      for (std::int64_t v : s)
+        count *= v;
+      return e.addConstant(
+          node.name() + "/" + tag + "_" + side,
+          makeConstant(type, s, std::vector<double>(static_cast<std::size_t>(count), value)));
+    };
+    Json tensors = Json::array();
+    if (before > 0) {
+      if (mode == "constant") {
+        tensors.push_back(block(before, "before"));
+      }
+      for (std::int64_t j = 0; mode != "constant" && j < before; ++j) {
+        tensors.push_back(sliceAt(mode == "edge" ? 0 : before - j));
+      }
+    }
+    tensors.push_back(x);
+    if (after > 0) {
+      if (mode == "constant") {
+        tensors.push_back(block(after, "after"));
+      }
+      for (std::int64_t j = 0; mode != "constant" && j < after; ++j) {
+        tensors.push_back(sliceAt(mode == "edge" ? n - 1 : n - 2 - j));
+      }
+    }
+    const bool last = i + 1 == padded.size();
+    const std::string out = last ? node.output(0) : e.tempName(node, tag);
+    e.emit(e.opName(node, last ? "" : tag), "concat", Json{{"axis", static_cast<std::int64_t>(d)}},
+           Json{{"tensors", tensors}}, Json{{"result", out}});
+    x = out;
+    shape[d] += before + after;
+  }
+}
+
 void transpose(Emitter& e, const NodeProto& node) {
   Shape perm = intsAttribute(node, "perm");
   if (perm.empty()) {
@@ -837,6 +1037,9 @@ const std::map<std::string, Handler>& handlers() {
                                         {"DepthToSpace", depthSpace},
                                         {"SpaceToDepth", depthSpace},
                                         {"Tile", tile},
+                                        {"Hardmax", hardmax},
+                                        {"Expand", expand},
+                                        {"Pad", pad},
                                         {"Transpose", transpose},
                                         {"Reshape", reshape},
                                         {"Flatten", reshape},
