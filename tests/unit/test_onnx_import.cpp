@@ -467,6 +467,35 @@ TEST_CASE("Trilu, CumSum, DepthToSpace, SpaceToDepth and Tile from standard kern
   CHECK(g.findTensor("dcr")->type.shape == std::vector<std::int64_t>{1, 2, 4, 6});
 }
 
+TEST_CASE("Hardmax, Expand and Pad from standard kernels", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3}).ints("shape", {3}, {4, 2, 3}).ints("pads", {4}, {1, -1, 0, 2});
+  m.node("Hardmax", {"x"}, {"h"}, "hmax");
+  m.node("Expand", {"x", "shape"}, {"big"}, "expand");
+  ::onnx::NodeProto& p = m.node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  ::onnx::AttributeProto* mode = p.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(::onnx::AttributeProto::STRING);
+  mode->set_s("edge");
+  m.output("h").output("big").output("padded");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"hmax/argmax:argmax", "hmax/cast:cast", "hmax/sub:sub",
+                                            "hmax/abs:abs", "hmax/clip:clip", "hmax:rsub_scalar",
+                                            "expand:where", "pad/cut:slice", "pad/axis0_at0:slice",
+                                            "pad/axis0:concat", "pad/axis1_at1:slice",
+                                            "pad:concat"});
+  CHECK(op(r, 7).at("params") == Json::parse(R"({"starts": [0, 1], "ends": [2, 3]})"));
+  CHECK(op(r, 9).at("inputs").at("tensors") == Json::parse(R"(["pad/axis0_at0", "pad/cut"])"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("h")->type.shape == std::vector<std::int64_t>{2, 3});
+  CHECK(g.findTensor("big")->type.shape == std::vector<std::int64_t>{4, 2, 3});
+  CHECK(g.findTensor("padded")->type.shape == std::vector<std::int64_t>{3, 4});
+}
+
 TEST_CASE("Identity is an alias, and Slice is normalized to full rank", "[onnx]") {
   Model m;
   m.input("x", {4, 6}).ints("st", {1}, {1}).ints("en", {1}, {-1}).ints("ax", {1}, {-1});
