@@ -1,4 +1,4 @@
-// Reductions along one axis: sum, mean, max. The index space is the input
+// Reductions along one axis: sum, mean, max, min, prod. The index space is the input
 // shape and the output IPF drops the axis, so a shard reduces its own part of
 // the axis into its output selection: the final value when the axis is whole,
 // a partial (joined with the output's combine) when it is split. mean divides
@@ -7,8 +7,8 @@
 // Prepared once per call: the loop runs over the shard's output points (the
 // index box with the axis collapsed). When the axis is the innermost dim that
 // moves, each output element reduces one row (float32: vector_math.hpp's sum
-// and max); otherwise the runs go along the dims after the axis and a row of
-// accumulators takes the axis one step at a time.
+// and max; min and prod fold element by element); otherwise the runs go along the dims after the
+// axis and a row of accumulators takes the axis one step at a time.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -23,7 +23,7 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
-enum class Reduce { Sum, Mean, Max };
+enum class Reduce { Sum, Mean, Max, Min, Prod };
 
 constexpr std::int64_t kLanes = 8;
 
@@ -72,10 +72,20 @@ public:
   }
 
 private:
+  // float32 sum, mean and max go through vector_math.hpp
+  static constexpr bool kVector =
+      std::is_same_v<T, float> &&
+      (kind == Reduce::Sum || kind == Reduce::Mean || kind == Reduce::Max);
+
   static constexpr Acc identity() {
     if constexpr (kind == Reduce::Max) {
       return std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
                                                     : std::numeric_limits<Acc>::lowest();
+    } else if constexpr (kind == Reduce::Min) {
+      return std::numeric_limits<Acc>::has_infinity ? std::numeric_limits<Acc>::infinity()
+                                                    : std::numeric_limits<Acc>::max();
+    } else if constexpr (kind == Reduce::Prod) {
+      return Acc(1);
     } else {
       return Acc(0);
     }
@@ -86,6 +96,18 @@ private:
         slot = v > slot ? v : slot;
       } else if (v > slot || std::isnan(v)) { // NaN propagates
         slot = v;
+      }
+    } else if constexpr (kind == Reduce::Min) {
+      if constexpr (std::is_integral_v<Acc>) {
+        slot = v < slot ? v : slot;
+      } else if (v < slot || std::isnan(v)) {
+        slot = v;
+      }
+    } else if constexpr (kind == Reduce::Prod) {
+      if constexpr (std::is_integral_v<Acc>) {
+        slot = wrapMul(slot, v);
+      } else {
+        slot *= v;
       }
     } else if constexpr (std::is_integral_v<Acc>) {
       slot = wrapAdd(slot, v);
@@ -105,7 +127,7 @@ private:
   Acc row(const T* x) const {
     const std::int64_t len = axisExtent_;
     const std::int64_t st = axisStride_;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (kVector) {
       auto whole = kind == Reduce::Max ? vk_.max : vk_.sum;
       if (st == 1) {
         return whole(x, len);
@@ -150,7 +172,7 @@ private:
     }
     for (std::int64_t k = 1; k < axisExtent_; ++k) {
       const T* xk = x + k * axisStride_;
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (kVector) {
         const auto fn =
             vk_.binary[static_cast<int>(kind == Reduce::Max ? VBinary::MaxNan : VBinary::Add)][0];
         if (sx == 1) {
@@ -212,6 +234,8 @@ void registerReduceKernels(CpuRegistry& registry) {
   registry.add("sum", &runPrepared<&prepareReduce<Reduce::Sum>>, &prepareReduce<Reduce::Sum>);
   registry.add("mean", &runPrepared<&prepareReduce<Reduce::Mean>>, &prepareReduce<Reduce::Mean>);
   registry.add("max", &runPrepared<&prepareReduce<Reduce::Max>>, &prepareReduce<Reduce::Max>);
+  registry.add("min", &runPrepared<&prepareReduce<Reduce::Min>>, &prepareReduce<Reduce::Min>);
+  registry.add("prod", &runPrepared<&prepareReduce<Reduce::Prod>>, &prepareReduce<Reduce::Prod>);
 }
 
 } // namespace tapestry::backend::cpu

@@ -25,12 +25,43 @@ __global__ void bodyReduceKernel(int op, const T* x, T* y, DeviceWalk outer, Dev
     i64 off[2];
     walkOffsets<2>(outer, i, off);
     const T* from = x + off[0];
-    double acc = op == 2 ? -INFINITY : op == 3 ? INFINITY : 0.0;
+    double acc = op == 2 ? -INFINITY : op == 3 ? INFINITY : op == 4 ? 1.0 : 0.0;
+    if (op >= 5) { // argmax, argmin (first or last)
+      const bool isMax = op == 5 || op == 7;
+      const bool last = op >= 7;
+      double best = 0.0;
+      i64 where = -1;
+      for (i64 j = 0; j < inner.count; ++j) {
+        i64 at[1];
+        walkOffsets<1>(inner, j, at);
+        const double v = static_cast<double>(from[at[0]]);
+        bool replace = where < 0;
+        if (!replace) { // expr::argReplaces
+          if (isnan(best)) {
+            replace = last && isnan(v);
+          } else if (isnan(v)) {
+            replace = true;
+          } else if (last) {
+            replace = isMax ? v >= best : v <= best;
+          } else {
+            replace = isMax ? v > best : v < best;
+          }
+        }
+        if (replace) {
+          best = v;
+          where = j;
+        }
+      }
+      y[off[1]] = static_cast<T>(static_cast<double>(where));
+      continue;
+    }
     for (i64 j = 0; j < inner.count; ++j) {
       i64 at[1];
       walkOffsets<1>(inner, j, at);
       const double v = static_cast<double>(from[at[0]]);
-      if (op == 2 || op == 3) {
+      if (op == 4) {
+        acc *= v;
+      } else if (op == 2 || op == 3) {
         if (isnan(acc) || isnan(v)) {
           acc = NAN;
         } else {

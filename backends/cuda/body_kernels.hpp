@@ -20,7 +20,9 @@ cudaError_t launchBodyFill(ElementType type, void* y, const DeviceWalk& w, doubl
 // x at every point of `inner` (operand 0: x, from the outer point's x), in
 // row-major order, accumulated in double. op: 0 sum, 1 mean (divided by
 // inner.count when it is not 0), 2 max, 3 min (NaN propagates; an empty max
-// is -inf, an empty min +inf). Float32 and Float64 only.
+// is -inf, an empty min +inf), 4 prod; 5 argmax, 6 argmin, 7 argmax last, 8
+// argmin last: the position in `inner` of the first (last) extreme, NaN the
+// extreme (expr::argReplaces). Float32 and Float64 only.
 cudaError_t launchBodyReduce(int op, ElementType type, const void* x, void* y,
                              const DeviceWalk& outer, const DeviceWalk& inner, cudaStream_t stream);
 

@@ -329,18 +329,29 @@ Plan planReduce(expr::ReduceFn fn, const BodyValue& x, const std::vector<bool>& 
     combined[d] = reduced[d] ? shape[d] : 1;
     kept[d] = reduced[d] ? 1 : shape[d];
   }
-  Plan plan = resultOf(type, countOf(kept));
+  // argmax and argmin give int64 indices (float64 on the device): a float32
+  // x's indices go through a float32 temporary (exact up to 2^24) and a cast.
+  const bool arg = fn >= expr::ReduceFn::ArgMax;
+  const bool viaTemp = arg && type != ElementType::Float64;
+  Plan plan = resultOf(arg ? ElementType::Float64 : type, countOf(kept));
+  const Slot y = viaTemp ? Slot{Slot::Kind::Temp, 0} : result();
+  if (viaTemp) {
+    plan.temps.emplace_back(type, countOf(kept));
+  }
   const Shape strideX = rowMajor(shape);
   Step s;
   s.kind = StepKind::Reduce;
   s.type = type;
   s.op = static_cast<int>(fn);
-  s.slots = {operand(0), result()};
+  s.slots = {operand(0), y};
   s.offsets = {0, 0};
   s.walk = walk(kept, {strideX, rowMajor(kept)});
   s.inner = walk(combined, {strideX});
   if (s.walk.count > 0) {
     plan.steps.push_back(s);
+    if (viaTemp) {
+      plan.steps.push_back(castStep(type, ElementType::Float64, y, result(), countOf(kept)));
+    }
   }
   return plan;
 }

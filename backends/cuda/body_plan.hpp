@@ -46,7 +46,7 @@ struct Slot {
 };
 
 // Reductions of a body (the order of expr::ReduceFn).
-enum class BodyReduceOp : int { Sum, Mean, Max, Min };
+enum class BodyReduceOp : int { Sum, Mean, Max, Min, Prod, ArgMax, ArgMin, ArgMaxLast, ArgMinLast };
 
 enum class StepKind : std::uint8_t {
   Fill,    // slots {y}: y[0 .. count) = value

@@ -624,6 +624,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("sum", &reduceKernel<ReduceOp::Sum>);
     r.add("mean", &reduceKernel<ReduceOp::Mean>);
     r.add("max", &reduceKernel<ReduceOp::Max>);
+    r.add("min", &reduceKernel<ReduceOp::Min>);
+    r.add("prod", &reduceKernel<ReduceOp::Prod>);
     r.add("softmax", &softmaxKernel);
     r.add("layernorm", &layernormKernel);
     r.add("batchnorm", &batchnormKernel);

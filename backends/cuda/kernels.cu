@@ -384,12 +384,18 @@ __global__ void reduceKernel(ReduceOp op, const T* x, T* y, DeviceWalk w, i64 le
     i64 off[2];
     walkOffsets<2>(w, i, off);
     const T* row = x + off[0];
-    C acc = C(0);
+    C acc = op == ReduceOp::Prod ? C(1) : C(0);
     if (op == ReduceOp::Max) { // the compute type's lowest, as the CPU backend
       if constexpr (kIsInt<C>) {
         acc = INT64_MIN;
       } else {
         acc = -C(INFINITY);
+      }
+    } else if (op == ReduceOp::Min) { // and its highest
+      if constexpr (kIsInt<C>) {
+        acc = INT64_MAX;
+      } else {
+        acc = C(INFINITY);
       }
     }
     for (i64 j = 0; j < length; ++j) {
@@ -399,6 +405,19 @@ __global__ void reduceKernel(ReduceOp op, const T* x, T* y, DeviceWalk w, i64 le
           acc = v > acc ? v : acc;
         } else if (v > acc || isnan(v)) { // NaN propagates
           acc = v;
+        }
+      } else if (op == ReduceOp::Min) {
+        if constexpr (kIsInt<C>) {
+          acc = v < acc ? v : acc;
+        } else if (v < acc || isnan(v)) {
+          acc = v;
+        }
+      } else if (op == ReduceOp::Prod) {
+        if constexpr (kIsInt<C>) {
+          acc = static_cast<C>(static_cast<unsigned long long>(acc) *
+                               static_cast<unsigned long long>(v)); // wraps, as the CPU backend
+        } else {
+          acc *= v;
         }
       } else if constexpr (kIsInt<C>) {
         acc = wrapAdd(acc, v);

@@ -93,7 +93,7 @@ enum class BinaryOp : int {
   Xor
 };
 enum class CombineOp : int { Sum, Max, Min, Prod }; // metakernel::Combine
-enum class ReduceOp : int { Sum, Mean, Max };
+enum class ReduceOp : int { Sum, Mean, Max, Min, Prod };
 
 // y = op(x); operands 0: x, 1: y; p0, p1: the op's float params (UnaryOp).
 cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, const DeviceWalk& w,

@@ -113,6 +113,10 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"sum", "reduction"},
     {"mean", "reduction"},
     {"max", "reduction"},
+    {"min", "reduction"},
+    {"prod", "reduction"},
+    {"argmax", "reduction"},
+    {"argmin", "reduction"},
     // pooling reads each input element about once, like a reduction
     {"maxpool2d", "reduction"},
     {"avgpool2d", "reduction"},

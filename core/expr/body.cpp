@@ -35,11 +35,16 @@ const std::map<std::string, FnInfo, std::less<>>& functionTable() {
     for (const auto& [name, fn] : unary) {
       t.emplace(name, FnInfo{Fn::Unary, {"x"}, 1, fn});
     }
-    const std::pair<const char*, Fn> reductions[] = {
-        {"sum", Fn::Sum}, {"mean", Fn::Mean}, {"max", Fn::Max}, {"min", Fn::Min}};
+    const std::pair<const char*, Fn> reductions[] = {{"sum", Fn::Sum},
+                                                     {"mean", Fn::Mean},
+                                                     {"max", Fn::Max},
+                                                     {"min", Fn::Min},
+                                                     {"prod", Fn::Prod}};
     for (const auto& [name, fn] : reductions) {
       t.emplace(name, FnInfo{fn, {"x", "axis", "keepdims"}, 1});
     }
+    t.emplace("argmax", FnInfo{Fn::ArgMax, {"x", "axis", "keepdims", "last"}, 2});
+    t.emplace("argmin", FnInfo{Fn::ArgMin, {"x", "axis", "keepdims", "last"}, 2});
     t.emplace("transpose", FnInfo{Fn::Transpose, {"x", "perm"}, 1});
     t.emplace("reshape", FnInfo{Fn::Reshape, {"x", "shape"}, 2});
     t.emplace("cast", FnInfo{Fn::Cast, {"x", "dtype"}, 2});

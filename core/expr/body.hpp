@@ -21,8 +21,10 @@
 // isnan(x), isinf(x) and comparisons equal, less, less_equal, greater,
 // greater_equal(a, b) (bool blocks), logical_and, logical_or, logical_xor(a, b)
 // and logical_not(x) on bool blocks, mod(a, b) (sign of b) and fmod(a, b)
-// (sign of a), reductions sum, mean, max,
-// min (axis=int|list, keepdims=bool; no axis: every dim), transpose(x, perm=),
+// (sign of a), reductions sum, mean, max, min, prod (axis=int|list,
+// keepdims=bool; no axis: every dim), argmax and argmin (one axis, keepdims=,
+// last=: the index of the first or last extreme, an int64 block),
+// transpose(x, perm=),
 // reshape(x, shape=) (one -1 allowed), cast(x, DTYPE), concat(LIST, axis=),
 // slice(x, axis=, start=, stop=), maximum(a, b), minimum(a, b), pow(a, b) (as
 // `**`), where(condition, a, b) (a bool block picks a or b; all three broadcast).
@@ -197,12 +199,40 @@ enum class UnaryFn : std::uint8_t {
   IsInf,
   Not
 };
-enum class ReduceFn : std::uint8_t { Sum, Mean, Max, Min };
+// ArgMax/ArgMin*: the position of the first (Last: the last) largest or
+// smallest element in row-major order of the combined dims (a NaN counts as
+// the largest and the smallest, as NumPy's argmax and argmin).
+enum class ReduceFn : std::uint8_t {
+  Sum,
+  Mean,
+  Max,
+  Min,
+  Prod,
+  ArgMax,
+  ArgMin,
+  ArgMaxLast,
+  ArgMinLast
+};
 
 // The float64 meaning of each operation on one element (max and min propagate
 // NaN): the host implementation and the evaluator's arithmetic on numbers.
 double applyElement(ElementOp op, double x, double y);
 double applyUnary(UnaryFn fn, double x);
+// Whether argmax (isMax) or argmin moves from `best` to a later element `v`: a
+// NaN is the extreme (the first one wins, or the last with `last`), else a
+// strictly better v (or an equal one with `last`).
+inline bool argReplaces(double v, double best, bool isMax, bool last) {
+  if (best != best) { // NaN
+    return last && v != v;
+  }
+  if (v != v) {
+    return true;
+  }
+  if (last) {
+    return isMax ? v >= best : v <= best;
+  }
+  return isMax ? v > best : v < best;
+}
 
 // NumPy matmul of a [batchA..., m, k] by b [batchB..., k, n] into
 // [batch..., m, n], batch the broadcast of batchA and batchB (a vector operand

@@ -330,6 +330,9 @@ BodyValue Evaluator::call(const BodyNode& n) {
   case Fn::Mean:
   case Fn::Max:
   case Fn::Min:
+  case Fn::Prod:
+  case Fn::ArgMax:
+  case Fn::ArgMin:
     return reduce(n, info.fn, args);
   case Fn::Transpose:
     return transpose(n, args);

@@ -195,15 +195,24 @@ public:
         kept[d] = 1;
       }
     }
-    const double init = fn == ReduceFn::Max ? -INFINITY : fn == ReduceFn::Min ? INFINITY : 0.0;
-    std::vector<double> r(static_cast<std::size_t>(elementCount(kept)), init);
     const double* px = hostValues(x).data();
+    if (fn >= ReduceFn::ArgMax) {
+      return argReduce(fn, x, kept, reduced);
+    }
+    const double init = fn == ReduceFn::Max    ? -INFINITY
+                        : fn == ReduceFn::Min  ? INFINITY
+                        : fn == ReduceFn::Prod ? 1.0
+                                               : 0.0;
+    std::vector<double> r(static_cast<std::size_t>(elementCount(kept)), init);
     auto combine = [fn](double acc, double v) {
       if (fn == ReduceFn::Max) {
         return std::isnan(acc) || std::isnan(v) ? NAN : std::max(acc, v);
       }
       if (fn == ReduceFn::Min) {
         return std::isnan(acc) || std::isnan(v) ? NAN : std::min(acc, v);
+      }
+      if (fn == ReduceFn::Prod) {
+        return acc * v;
       }
       return acc + v;
     };
@@ -234,6 +243,33 @@ public:
         v /= static_cast<double>(count);
       }
     }
+    return hostBlock(std::move(r));
+  }
+
+  // argmax/argmin over the one reduced dim: the first (Last: the last) index
+  // of the extreme, a NaN being the extreme (NumPy's rule).
+  static BlockHandle argReduce(ReduceFn fn, const BodyValue& x, const Shape& kept,
+                               const std::vector<bool>& reduced) {
+    const bool isMax = fn == ReduceFn::ArgMax || fn == ReduceFn::ArgMaxLast;
+    const bool last = fn == ReduceFn::ArgMaxLast || fn == ReduceFn::ArgMinLast;
+    const Shape& shape = x.type.shape;
+    const auto axis =
+        static_cast<std::size_t>(std::find(reduced.begin(), reduced.end(), true) - reduced.begin());
+    const std::int64_t stride = rowMajor(shape)[axis];
+    const std::size_t n = static_cast<std::size_t>(elementCount(kept));
+    std::vector<double> best(n, 0.0);
+    std::vector<double> r(n, -1.0);
+    const double* px = hostValues(x).data();
+    forEachElement(shape, {broadcastStrides(kept, shape)},
+                   [&](std::int64_t i, const std::vector<std::int64_t>& off) {
+                     const auto o = static_cast<std::size_t>(off[0]);
+                     const double v = px[i];
+                     const double at = static_cast<double>((i / stride) % shape[axis]);
+                     if (r[o] < 0 || argReplaces(v, best[o], isMax, last)) {
+                       best[o] = v;
+                       r[o] = at;
+                     }
+                   });
     return hostBlock(std::move(r));
   }
 

@@ -34,6 +34,21 @@ BodyValue Evaluator::reduce(const BodyNode& n, Fn fn, const std::vector<const Bo
     }
     keepdims = k.boolean;
   }
+  const bool arg = fn == Fn::ArgMax || fn == Fn::ArgMin;
+  bool last = false;
+  if (arg) {
+    if (std::count(reduced.begin(), reduced.end(), true) != 1) {
+      throw ExprError(args[1]->column, n.name + "() needs exactly one axis");
+    }
+    if (args[3] != nullptr) {
+      BodyValue l = eval(*args[3]);
+      if (l.kind != Kind::Bool) {
+        throw ExprError(args[3]->column,
+                        n.name + "(): last must be true or false, got " + describe(l));
+      }
+      last = l.boolean;
+    }
+  }
   if (fn == Fn::Mean && !isFloatDType(x.type.dtype)) {
     throw ExprError(n.column, "mean() needs a float block, got " + toString(x.type));
   }
@@ -45,14 +60,33 @@ BodyValue Evaluator::reduce(const BodyNode& n, Fn fn, const std::vector<const Bo
       out.push_back(1);
     }
   }
-  BodyValue r = BodyValue::block(BlockType{out, x.type.dtype});
+  BodyValue r = BodyValue::block(BlockType{out, arg ? "int64" : x.type.dtype});
   if (!numeric()) {
     return r;
   }
-  const ReduceFn how = fn == Fn::Sum    ? ReduceFn::Sum
-                       : fn == Fn::Mean ? ReduceFn::Mean
-                       : fn == Fn::Max  ? ReduceFn::Max
-                                        : ReduceFn::Min;
+  ReduceFn how = ReduceFn::Min;
+  switch (fn) {
+  case Fn::Sum:
+    how = ReduceFn::Sum;
+    break;
+  case Fn::Mean:
+    how = ReduceFn::Mean;
+    break;
+  case Fn::Max:
+    how = ReduceFn::Max;
+    break;
+  case Fn::Prod:
+    how = ReduceFn::Prod;
+    break;
+  case Fn::ArgMax:
+    how = last ? ReduceFn::ArgMaxLast : ReduceFn::ArgMax;
+    break;
+  case Fn::ArgMin:
+    how = last ? ReduceFn::ArgMinLast : ReduceFn::ArgMin;
+    break;
+  default:
+    break;
+  }
   r.data = ops().reduce(how, x, reduced);
   return r;
 }

@@ -581,7 +581,7 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       }
       r.v[i] = s;
     }
-  } else if (k == "sum" || k == "mean" || k == "max") {
+  } else if (k == "sum" || k == "mean" || k == "max" || k == "min" || k == "prod") {
     const Shape& s = in[0].shape;
     const auto ax =
         static_cast<std::size_t>(normAxis(params["axis"].get<std::int64_t>(), s.size()));
@@ -589,12 +589,36 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
     reduced[ax] = 1;
     for (std::int64_t i = 0; i < numel(reduced); ++i) {
       Shape idx = unravel(i, reduced);
-      double acc = k == "max" ? -INFINITY : 0;
+      double acc = k == "max" ? -INFINITY : k == "min" ? INFINITY : k == "prod" ? 1 : 0;
       for (std::int64_t a = 0; a < s[ax]; ++a) {
         idx[ax] = a;
-        acc = k == "max" ? std::max(acc, in[0].at(idx)) : acc + in[0].at(idx);
+        const double v = in[0].at(idx);
+        acc = k == "max"    ? std::max(acc, v)
+              : k == "min"  ? std::min(acc, v)
+              : k == "prod" ? acc * v
+                            : acc + v;
       }
       r.v[i] = k == "mean" ? acc / static_cast<double>(s[ax]) : acc;
+    }
+  } else if (k == "argmax" || k == "argmin") {
+    const Shape& s = in[0].shape;
+    const auto ax = static_cast<std::size_t>(normAxis(params.value("axis", 0), s.size()));
+    const bool last = params.value("select_last_index", false);
+    Shape reduced = s;
+    reduced[ax] = 1;
+    for (std::int64_t i = 0; i < numel(reduced); ++i) {
+      Shape idx = unravel(i, reduced);
+      std::int64_t best = 0;
+      for (std::int64_t a = 1; a < s[ax]; ++a) {
+        Shape at = idx;
+        at[ax] = best;
+        const double b = in[0].at(at);
+        idx[ax] = a;
+        const double v = in[0].at(idx);
+        const bool better = k == "argmax" ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+        best = better ? a : best;
+      }
+      r.v[i] = static_cast<double>(best);
     }
   } else if (k == "softmax") {
     const Shape& s = in[0].shape;
@@ -1141,11 +1165,14 @@ TEST_CASE("combine joins partials with each monoid, fillIdentity starts them", "
 
 TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
   std::vector<std::string> names = cpu().kernelNames();
+  // argmax and argmin have no native kernel: they run from their bodies (in
+  // float64, then cast to int64), on every backend.
+  const std::set<std::string> fromBody = {"argmax", "argmin"};
   for (const metakernel::Metakernel* k : lib().kernels()) {
     INFO(k->name);
-    CHECK(cpu().hasKernel(k->name));
+    CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 81);
+  CHECK(names.size() == 83);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1766,6 +1793,44 @@ TEST_CASE("sum, mean and max reduce an axis, split axes give partials", "[cpu][k
       for (const auto& [shape, params] : cases) {
         INFO(k << " " << dt << " " << shapeJson(shape) << " " << params);
         checkKernel(oneOp(k, {{"x", dt, shape}}, R"({"input": "x"})", params));
+      }
+    }
+  }
+}
+
+TEST_CASE("min and prod reduce an axis, split axes give min and prod partials", "[cpu][kernel]") {
+  const std::vector<std::pair<Shape, const char*>> cases = {
+      {{9}, R"({"axis": 0})"},
+      {{4, 7}, R"({"axis": -1})"},
+      {{4, 7}, R"({"axis": 0, "keepdims": true})"},
+      {{3, 5, 4}, R"({"axis": 1})"},
+      {{3, 5, 4}, R"({"axis": 1, "keepdims": true})"},
+  };
+  for (const char* k : {"min", "prod"}) {
+    for (const std::string& dt : kAll) {
+      for (const auto& [shape, params] : cases) {
+        INFO(k << " " << dt << " " << shapeJson(shape) << " " << params);
+        checkKernel(oneOp(k, {{"x", dt, shape}}, R"({"input": "x"})", params));
+      }
+    }
+  }
+}
+
+TEST_CASE("argmax and argmin: int64 indices, first or last, the axis never split",
+          "[cpu][kernel]") {
+  const std::vector<std::pair<Shape, const char*>> cases = {
+      {{4, 7}, R"({"axis": 1})"},
+      {{4, 7}, R"({"axis": 0, "keepdims": false})"},
+      {{3, 5, 4}, R"({"axis": -2, "select_last_index": true})"},
+      {{3, 5, 4}, R"({"axis": 2, "keepdims": false, "select_last_index": true})"},
+  };
+  for (const char* k : {"argmax", "argmin"}) {
+    for (const std::string& dt : kAll) {
+      for (const auto& [shape, params] : cases) {
+        INFO(k << " " << dt << " " << shapeJson(shape) << " " << params);
+        const graph::ExpandedGraph g = oneOp(k, {{"x", dt, shape}}, R"({"input": "x"})", params);
+        CHECK(g.operations[0].application.reductionDims.empty());
+        checkKernel(g);
       }
     }
   }

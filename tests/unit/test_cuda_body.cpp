@@ -284,10 +284,26 @@ public:
     case StepKind::Reduce:
       forWalk(s.walk, 2, [&](std::int64_t, const auto& o) {
         const int op = s.op;
-        double acc = op == 2 ? -INFINITY : op == 3 ? INFINITY : 0.0;
+        if (op >= 5) { // argmax, argmin, their last forms: the inner walk position
+          const bool isMax = op == 5 || op == 7;
+          double best = 0.0;
+          std::int64_t where = -1;
+          forWalk(s.inner, 1, [&](std::int64_t j, const auto& in) {
+            const double v = at(0, o[0] + in[0]);
+            if (where < 0 || expr::argReplaces(v, best, isMax, op >= 7)) {
+              best = v;
+              where = j;
+            }
+          });
+          at(1, o[1]) = static_cast<double>(where);
+          return;
+        }
+        double acc = op == 2 ? -INFINITY : op == 3 ? INFINITY : op == 4 ? 1.0 : 0.0;
         forWalk(s.inner, 1, [&](std::int64_t, const auto& in) {
           const double v = at(0, o[0] + in[0]);
-          if (op >= 2) {
+          if (op == 4) {
+            acc *= v;
+          } else if (op >= 2) {
             acc = std::isnan(acc) || std::isnan(v) ? NAN
                   : op == 2                        ? std::max(acc, v)
                                                    : std::min(acc, v);
@@ -481,7 +497,7 @@ TEST_CASE("cuda bodies: every standard body's device plans give the host evaluat
       }
     }
   }
-  CHECK(kernels.size() == 74);
+  CHECK(kernels.size() == 78);
 }
 
 TEST_CASE("cuda bodies: every block operation's plan, on broadcasts, batches, axes and casts",

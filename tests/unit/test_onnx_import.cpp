@@ -362,6 +362,140 @@ TEST_CASE("reductions over several axes are chains, highest axis first", "[onnx]
   CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{2});
 }
 
+TEST_CASE("ReduceMin, ReduceProd and the composite reductions: steps around a sum chain",
+          "[onnx]") {
+  Model m;
+  m.input("x", {2, 3, 4});
+  setInts(m.node("ReduceMin", {"x"}, {"lo"}, "lo"), "axes", {0});
+  setInt(m.node("ReduceProd", {"x"}, {"pr"}, "pr"), "keepdims", 0);
+  setInts(m.node("ReduceL2", {"x"}, {"l2"}, "l2"), "axes", {-1, 1});
+  setInts(m.node("ReduceLogSumExp", {"x"}, {"lse"}, "lse"), "axes", {2});
+  m.node("ReduceL1", {"x"}, {"l1"}, "l1");
+  m.output("lo").output("pr").output("l2").output("lse").output("l1");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"lo:min", "pr/axis2:prod", "pr/axis1:prod", "pr:prod",
+                                            "l2/mul:mul", "l2/axis2:sum", "l2/axis1:sum", "l2:sqrt",
+                                            "lse/exp:exp", "lse/axis2:sum", "lse:log", "l1/abs:abs",
+                                            "l1/axis2:sum", "l1/axis1:sum", "l1:sum"});
+  CHECK(op(r, 4).at("inputs") == Json::parse(R"({"A": "x", "B": "x"})"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("lo")->type.shape == std::vector<std::int64_t>{1, 3, 4});
+  CHECK(g.findTensor("pr")->type.shape == std::vector<std::int64_t>{});
+  CHECK(g.findTensor("l2")->type.shape == std::vector<std::int64_t>{2, 1, 1});
+  CHECK(g.findTensor("lse")->type.shape == std::vector<std::int64_t>{2, 3, 1});
+  CHECK(g.findTensor("l1")->type.shape == std::vector<std::int64_t>{1, 1, 1});
+}
+
+TEST_CASE("ArgMax and ArgMin are argmax and argmin with int64 results", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3, 4});
+  ::onnx::NodeProto& a = m.node("ArgMax", {"x"}, {"i"}, "amax");
+  setInt(a, "axis", -1);
+  setInt(a, "keepdims", 0);
+  setInt(a, "select_last_index", 1);
+  m.node("ArgMin", {"x"}, {"j"}, "amin");
+  m.output("i").output("j");
+  const ImportResult r = m.import();
+  REQUIRE(r.graph.at("operations").size() == 2);
+  CHECK(op(r, 0).at("kernel") == "argmax");
+  CHECK(op(r, 0).at("params") ==
+        Json::parse(R"({"axis": -1, "keepdims": false, "select_last_index": true})"));
+  CHECK(op(r, 1).at("kernel") == "argmin");
+  CHECK(op(r, 1).at("params") ==
+        Json::parse(R"({"axis": 0, "keepdims": true, "select_last_index": false})"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("i")->type.shape == std::vector<std::int64_t>{2, 3});
+  CHECK(g.findTensor("i")->type.dtype == "int64");
+  CHECK(g.findTensor("j")->type.shape == std::vector<std::int64_t>{1, 3, 4});
+}
+
+TEST_CASE("Trilu, CumSum, DepthToSpace, SpaceToDepth and Tile from standard kernels", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3, 4}).ints("k", {}, {1}).ints("axis", {}, {1}).ints("reps", {3}, {1, 2, 3});
+  m.input("img", {1, 8, 2, 3});
+  m.node("Trilu", {"x", "k"}, {"upper"}, "triu");
+  m.node("CumSum", {"x", "axis"}, {"sums"}, "cumsum");
+  ::onnx::NodeProto& d2s = m.node("DepthToSpace", {"img"}, {"d2s"}, "d2s");
+  setInt(d2s, "blocksize", 2);
+  ::onnx::AttributeProto* mode = d2s.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(::onnx::AttributeProto::STRING);
+  mode->set_s("CRD");
+  setInt(m.node("SpaceToDepth", {"d2s"}, {"s2d"}, "s2d"), "blocksize", 2);
+  m.node("Tile", {"x", "reps"}, {"tiled"}, "tile");
+  setInt(m.node("DepthToSpace", {"img"}, {"dcr"}, "dcr"), "blocksize", 2);
+  m.output("upper").output("sums").output("s2d").output("tiled").output("dcr");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels ==
+        std::vector<std::string>{"triu:where", "cumsum/axis_last:transpose", "cumsum/sums:matmul",
+                                 "cumsum:transpose", "d2s/blocks:reshape", "d2s/moved:transpose",
+                                 "d2s:reshape", "s2d/blocks:reshape", "s2d/moved:transpose",
+                                 "s2d:reshape", "tile/axis1:concat", "tile:concat",
+                                 "dcr/blocks:reshape", "dcr/moved:transpose", "dcr:reshape"});
+  // the kept triangle: col - row >= 1
+  const TensorData* mask = nullptr;
+  const TensorData* prefix = nullptr;
+  for (const TensorData& c : r.constants) {
+    mask = c.name == "triu/mask" ? &c : mask;
+    prefix = c.name == "cumsum/prefix" ? &c : prefix;
+  }
+  REQUIRE(mask != nullptr);
+  REQUIRE(mask->bytes.size() == 12);
+  CHECK(mask->bytes == std::string("\0\1\1\1\0\0\1\1\0\0\0\1", 12));
+  REQUIRE(prefix != nullptr);
+  REQUIRE(prefix->bytes.size() == 9 * sizeof(float));
+  std::vector<float> t(9);
+  std::memcpy(t.data(), prefix->bytes.data(), prefix->bytes.size());
+  CHECK(t == std::vector<float>{1, 1, 1, 0, 1, 1, 0, 0, 1});
+  CHECK(op(r, 1).at("params").at("perm") == Json::parse("[0, 2, 1]"));
+  CHECK(op(r, 5).at("params").at("perm") == Json::parse("[0, 1, 4, 2, 5, 3]"));
+  CHECK(op(r, 13).at("params").at("perm") == Json::parse("[0, 3, 4, 1, 5, 2]"));
+  CHECK(op(r, 10).at("inputs").at("tensors") == Json::parse(R"(["x", "x"])"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("upper")->type.shape == std::vector<std::int64_t>{2, 3, 4});
+  CHECK(g.findTensor("sums")->type.shape == std::vector<std::int64_t>{2, 3, 4});
+  CHECK(g.findTensor("s2d")->type.shape == std::vector<std::int64_t>{1, 8, 2, 3});
+  CHECK(g.findTensor("tiled")->type.shape == std::vector<std::int64_t>{2, 6, 12});
+  CHECK(g.findTensor("dcr")->type.shape == std::vector<std::int64_t>{1, 2, 4, 6});
+}
+
+TEST_CASE("Hardmax, Expand and Pad from standard kernels", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3}).ints("shape", {3}, {4, 2, 3}).ints("pads", {4}, {1, -1, 0, 2});
+  m.node("Hardmax", {"x"}, {"h"}, "hmax");
+  m.node("Expand", {"x", "shape"}, {"big"}, "expand");
+  ::onnx::NodeProto& p = m.node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  ::onnx::AttributeProto* mode = p.add_attribute();
+  mode->set_name("mode");
+  mode->set_type(::onnx::AttributeProto::STRING);
+  mode->set_s("edge");
+  m.output("h").output("big").output("padded");
+  const ImportResult r = m.import();
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"hmax/argmax:argmax", "hmax/cast:cast", "hmax/sub:sub",
+                                            "hmax/abs:abs", "hmax/clip:clip", "hmax:rsub_scalar",
+                                            "expand:where", "pad/cut:slice", "pad/axis0_at0:slice",
+                                            "pad/axis0:concat", "pad/axis1_at1:slice",
+                                            "pad:concat"});
+  CHECK(op(r, 7).at("params") == Json::parse(R"({"starts": [0, 1], "ends": [2, 3]})"));
+  CHECK(op(r, 9).at("inputs").at("tensors") == Json::parse(R"(["pad/axis0_at0", "pad/cut"])"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("h")->type.shape == std::vector<std::int64_t>{2, 3});
+  CHECK(g.findTensor("big")->type.shape == std::vector<std::int64_t>{4, 2, 3});
+  CHECK(g.findTensor("padded")->type.shape == std::vector<std::int64_t>{3, 4});
+}
+
 TEST_CASE("Identity is an alias, and Slice is normalized to full rank", "[onnx]") {
   Model m;
   m.input("x", {4, 6}).ints("st", {1}, {1}).ints("en", {1}, {-1}).ints("ax", {1}, {-1});

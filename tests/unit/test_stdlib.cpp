@@ -148,7 +148,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 74);
+  CHECK(bodies == 78);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -466,9 +466,29 @@ TEST_CASE("stdlib: where broadcasts condition, X and Y", "[stdlib]") {
 
 // ---------------------------------------------------------------- reductions
 
-TEST_CASE("stdlib: sum, mean, max", "[stdlib]") {
-  const std::map<std::string, Combine> combine = {
-      {"sum", Combine::Sum}, {"mean", Combine::Sum}, {"max", Combine::Max}};
+TEST_CASE("stdlib: argmax and argmin read the whole axis and give int64", "[stdlib]") {
+  for (const char* k : {"argmax", "argmin"}) {
+    INFO(k);
+    Application a = run(k, {{"input", {T({4, 6, 5})}}}, {{"axis", 1}});
+    CHECK(indexShape(a) == Ints{4, 5});
+    CHECK(outT(a) == T({4, 1, 5}, "int64"));
+    CHECK(a.reductionDims.empty()); // the axis is not an index dim: never split
+    CHECK(inIpf(a, "input") == ipf({{1, 0}, {0, 0}, {0, 1}}, {0, 0, 0}, {1, 6, 1}));
+    CHECK(outIpf(a, "result") == ipf({{1, 0}, {0, 0}, {0, 1}}, {0, 0, 0}, {1, 1, 1}));
+    Application b = run(k, {{"input", {T({3, 7}, "int32")}}},
+                        {{"axis", -1}, {"keepdims", false}, {"select_last_index", true}});
+    CHECK(indexShape(b) == Ints{3});
+    CHECK(outT(b) == T({3}, "int64"));
+    CHECK(b.flops == 3 * 7);
+  }
+}
+
+TEST_CASE("stdlib: sum, mean, max, min, prod", "[stdlib]") {
+  const std::map<std::string, Combine> combine = {{"sum", Combine::Sum},
+                                                  {"mean", Combine::Sum},
+                                                  {"max", Combine::Max},
+                                                  {"min", Combine::Min},
+                                                  {"prod", Combine::Prod}};
   for (const auto& [k, c] : combine) {
     INFO(k);
     Application a = run(k, {{"input", {T({4, 6, 5})}}});
@@ -1192,7 +1212,8 @@ Case randomCase(const std::string& k, Rng& rng) {
   if (k == "cast") {
     return {k, {{"input", {T(randShape(rng, 0, 3))}}}, {{"dtype", pick({"float16", "int32"})}}};
   }
-  if (k == "sum" || k == "mean" || k == "max" || k == "softmax") {
+  if (k == "sum" || k == "mean" || k == "max" || k == "min" || k == "prod" || k == "argmax" ||
+      k == "argmin" || k == "softmax") {
     Ints s = randShape(rng, 1, 3);
     auto r = static_cast<std::int64_t>(s.size());
     Json params = {{"axis", uni(rng, -r, r - 1)}};

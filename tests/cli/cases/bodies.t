@@ -19,7 +19,7 @@ $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_syntax.yaml
 !                           ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_unknown_function.yaml
-! bad/metakernels/body_unknown_function.yaml:8:19: error: in body "result = sqr(input)": unknown function 'sqr'; known functions: abs, acos, acosh, asin, asinh, atan, atanh, cast, ceil, concat, cos, cosh, equal, erf, exp, floor, fmod, gelu, greater, greater_equal, isinf, isnan, less, less_equal, log, logical_and, logical_not, logical_or, logical_xor, max, maximum, mean, min, minimum, mod, neg, pow, relu, reshape, round, rsqrt, sigmoid, sign, sin, sinh, slice, sqrt, sum, tan, tanh, transpose, where at column 10
+! bad/metakernels/body_unknown_function.yaml:8:19: error: in body "result = sqr(input)": unknown function 'sqr'; known functions: abs, acos, acosh, argmax, argmin, asin, asinh, atan, atanh, cast, ceil, concat, cos, cosh, equal, erf, exp, floor, fmod, gelu, greater, greater_equal, isinf, isnan, less, less_equal, log, logical_and, logical_not, logical_or, logical_xor, max, maximum, mean, min, minimum, mod, neg, pow, prod, relu, reshape, round, rsqrt, sigmoid, sign, sin, sinh, slice, sqrt, sum, tan, tanh, transpose, where at column 10
 !   body: "result = sqr(input)"
 !                   ^
 [exit 1]
@@ -29,7 +29,7 @@ $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_unassigned.yaml
 !          ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_errors.yaml
-checked 83 kernels, 221 examples: 2 failed
+checked 87 kernels, 233 examples: 2 failed
 ! bad/metakernels/body_errors.yaml:22:7: error: kernel by_shape, example 1: by_shape: in body "result = input / $shape": '/' needs blocks or numbers, got a list at column 18
 !     - inputs: {input: {shape: [3, 7], dtype: float32}}
 !       ^
