@@ -39,7 +39,13 @@ int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
       return static_cast<int>(o.version());
     }
   }
-  fail(file, "the model imports no opset of the default ONNX domain");
+  std::string domains;
+  for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+    domains += (domains.empty() ? "" : ", ") + o.domain();
+  }
+  fail(file, "the model imports no opset of the default ONNX domain" +
+                 (domains.empty() ? std::string()
+                                  : " (only " + domains + ", which tapestry does not support)"));
 }
 
 // Checks each node's input and output counts against its ONNX schema (when
@@ -277,6 +283,18 @@ bool foldRound(Folding& f, const std::map<std::string, TensorType>& types, ::onn
   return changed;
 }
 
+// Refuses a node that needs a feature outside a static-shape, tensor-only
+// graph (unless a mapping exists for it), naming the feature.
+void refuseOutOfScope(const Emitter& e, const ::onnx::NodeProto& node) {
+  const std::vector<std::string> mapped = mappedOperators();
+  const bool isMapped = std::find(mapped.begin(), mapped.end(), node.op_type()) != mapped.end();
+  if (const std::optional<std::string> feature = outOfScopeFeature(node.op_type());
+      feature && !isMapped) {
+    fail(e.file(), "node " + node.name() + " (" + node.op_type() + ") needs " + *feature +
+                       ", which tapestry does not support (graphs of static shapes and tensors)");
+  }
+}
+
 // The graph inputs that are not initializers, each with a concrete shape.
 Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Constant>& constants,
                    const std::string& file) {
@@ -286,7 +304,13 @@ Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Cons
       continue;
     }
     if (!v.type().has_tensor_type()) {
-      fail(file, "graph input " + v.name() + " is not a tensor");
+      const std::string kind = v.type().has_sequence_type()   ? "a sequence"
+                               : v.type().has_optional_type() ? "an optional value"
+                               : v.type().has_map_type()      ? "a map"
+                                                              : "not a tensor";
+      fail(file, "graph input " + v.name() + " is " + kind +
+                     "; tapestry graphs hold tensors only (sequences, maps and optional values "
+                     "are not supported)");
     }
     const ::onnx::TypeProto_Tensor& t = v.type().tensor_type();
     if (!t.has_shape()) {
@@ -308,6 +332,11 @@ Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Cons
       }
     }
     const std::string dtype = dtypeName(t.elem_type());
+    if (t.elem_type() == ::onnx::TensorProto::STRING) {
+      fail(file, "graph input " + v.name() +
+                     " is a tensor of strings; tapestry's tensors are numeric (strings are not "
+                     "supported)");
+    }
     if (dtype.empty()) {
       fail(file, "graph input " + v.name() + " has element type " + std::to_string(t.elem_type()) +
                      ", which tapestry has no dtype for");
@@ -347,6 +376,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   if (!model.has_graph()) {
     fail(file, "not an ONNX model: the file holds no graph");
   }
+  const int imported = convertOpset(model, file);
   const int opset = defaultOpset(model, file);
   ::onnx::GraphProto& g = *model.mutable_graph();
   if (g.node_size() == 0) {
@@ -361,6 +391,9 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
       node.set_name(node.op_type() + "_" + std::to_string(i));
     }
   }
+  const std::vector<std::string> mappedList = mappedOperators();
+  const std::map<std::string, std::string> origin = expandFunctions(
+      model, opset, std::set<std::string>(mappedList.begin(), mappedList.end()), file);
   checkArity(g, opset, file);
   checkWindows(g, file);
   for (const ::onnx::TensorProto& t : g.initializer()) {
@@ -384,7 +417,16 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   Json tensors = declareInputs(g, f.constants, file);
   Emitter e(file, types, f.constants);
   for (const ::onnx::NodeProto& node : f.live) {
-    mapNode(e, node);
+    refuseOutOfScope(e, node);
+    try {
+      mapNode(e, node);
+    } catch (Error& err) {
+      auto it = origin.find(node.name());
+      if (it != origin.end()) {
+        err.diagnostic().message += " (in the function body of " + it->second + ")";
+      }
+      throw;
+    }
   }
   for (const std::string& name : e.constantsUsed()) {
     const Constant& c = e.constants().at(name);
@@ -438,7 +480,8 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
       " (producer " +
       (model.producer_name().empty() ? std::string("unknown") : printable(model.producer_name())) +
       (model.producer_version().empty() ? "" : " " + printable(model.producer_version())) +
-      ", opset " + std::to_string(opset) + ")";
+      ", opset " + std::to_string(imported) +
+      (imported != opset ? " converted to " + std::to_string(opset) : "") + ")";
   doc["tensors"] = tensors;
   doc["operations"] = std::move(e.operations());
   doc["outputs"] = outputs;
