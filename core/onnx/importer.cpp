@@ -22,6 +22,7 @@ namespace {
 constexpr int kMinOpset = 13;
 constexpr int kMaxOpset = 17;
 constexpr int kMaxRounds = 64;
+constexpr int kMaxExpandPasses = 8;
 
 [[noreturn]] void fail(const std::string& file, const std::string& message) {
   throw Error(SourceLocation{file, 0, 0, {}}, message);
@@ -32,9 +33,10 @@ int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
     if (o.domain().empty() || o.domain() == "ai.onnx") {
       if (o.version() < kMinOpset || o.version() > kMaxOpset) {
         fail(file, "the model imports opset " + std::to_string(o.version()) +
-                       " of the default ONNX domain; tapestry imports opsets " +
-                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
-                       " (re-export with opset_version=17)");
+                       " of the default ONNX domain; tapestry imports opsets 1 to " +
+                       std::to_string(kMaxOpset) + " (those below " + std::to_string(kMinOpset) +
+                       " converted to " + std::to_string(kMinOpset) +
+                       "; re-export with opset_version=17)");
       }
       return static_cast<int>(o.version());
     }
@@ -391,9 +393,6 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
       node.set_name(node.op_type() + "_" + std::to_string(i));
     }
   }
-  const std::vector<std::string> mappedList = mappedOperators();
-  const std::map<std::string, std::string> origin = expandFunctions(
-      model, opset, std::set<std::string>(mappedList.begin(), mappedList.end()), file);
   checkArity(g, opset, file);
   checkWindows(g, file);
   for (const ::onnx::TensorProto& t : g.initializer()) {
@@ -402,13 +401,25 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   for (const ::onnx::NodeProto& node : g.node()) {
     f.live.push_back(node);
   }
+  // Fold, then inline the function bodies of what did not fold (a Range of
+  // constants folds; one of run-time values becomes its body), and again
+  // while bodies appear (bodies call functions).
+  const std::vector<std::string> mappedList = mappedOperators();
+  const std::set<std::string> mapped(mappedList.begin(), mappedList.end());
+  std::map<std::string, std::string> origin; // inlined node -> the function it came from
   std::map<std::string, TensorType> types;
-  for (int round = 0; round < kMaxRounds; ++round) {
-    inferShapes(model, file);
-    types = collectTypes(g, f.constants);
-    if (!foldRound(f, types, g, file)) {
+  for (int pass = 0; pass < kMaxExpandPasses; ++pass) {
+    for (int round = 0; round < kMaxRounds; ++round) {
+      inferShapes(model, file);
+      types = collectTypes(g, f.constants);
+      if (!foldRound(f, types, g, file)) {
+        break;
+      }
+    }
+    if (!expandFunctions(model, opset, mapped, origin, file)) {
       break;
     }
+    f.live.assign(g.node().begin(), g.node().end());
   }
 
   ImportResult result;
@@ -417,8 +428,8 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   Json tensors = declareInputs(g, f.constants, file);
   Emitter e(file, types, f.constants);
   for (const ::onnx::NodeProto& node : f.live) {
-    refuseOutOfScope(e, node);
     try {
+      refuseOutOfScope(e, node);
       mapNode(e, node);
     } catch (Error& err) {
       auto it = origin.find(node.name());

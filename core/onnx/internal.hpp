@@ -86,12 +86,11 @@ void checkName(const std::string& file, const std::string& what, const std::stri
 // the converter could not convert.
 int convertOpset(::onnx::ModelProto& model, const std::string& file);
 // Inlines every default-domain node whose operator is not in `mapped` and that
-// ONNX defines by a function body at `opset` (repeatedly: bodies may call
-// functions). Returns, for each inlined node's name, the operator whose body
-// it came from.
-std::map<std::string, std::string> expandFunctions(::onnx::ModelProto& model, int opset,
-                                                   const std::set<std::string>& mapped,
-                                                   const std::string& file);
+// ONNX defines by a function body at `opset`, once (a body's own function
+// nodes wait for the next call); true when any was. `origin` gets, for each
+// inlined node's name, the operator whose body it came from (the outermost).
+bool expandFunctions(::onnx::ModelProto& model, int opset, const std::set<std::string>& mapped,
+                     std::map<std::string, std::string>& origin, const std::string& file);
 // The feature an operator needs that a static-shape, tensor-only graph has no
 // room for ("control flow", "sequences", "random numbers", ...), or nullopt.
 std::optional<std::string> outOfScopeFeature(const std::string& op);

@@ -20,8 +20,6 @@ constexpr int kConvertTo = 13;
 // Below IR 4, ONNX's shape inference ignores initializers that are not also
 // graph inputs; a converted model is read as IR 7 (ONNX 1.6, opset 11 era).
 constexpr std::int64_t kMinIrVersion = 7;
-// Function bodies may call functions; this many rounds of inlining at most.
-constexpr int kMaxExpandRounds = 8;
 
 [[noreturn]] void fail(const std::string& file, const std::string& message) {
   throw Error(SourceLocation{file, 0, 0, {}}, message);
@@ -100,7 +98,7 @@ functionBody(const ::onnx::NodeProto& node, int opset,
 
 // One round of inlining over the graph's nodes; true when any node was.
 bool expandRound(::onnx::ModelProto& model, int opset, const std::set<std::string>& mapped,
-                 std::map<std::string, std::string>& origin, int round) {
+                 std::map<std::string, std::string>& origin) {
   ::onnx::GraphProto& g = *model.mutable_graph();
   inferQuietly(model);
   const std::map<std::string, ::onnx::TypeProto> types = knownTypes(g);
@@ -120,8 +118,7 @@ bool expandRound(::onnx::ModelProto& model, int opset, const std::set<std::strin
       continue;
     }
     // A prefix that no other value or node of the model uses.
-    const std::string prefix =
-        node.name() + "/" + op + std::to_string(round) + "_" + std::to_string(index++) + "/";
+    const std::string prefix = node.name() + "/" + op + "_" + std::to_string(index++) + "/";
     ::onnx::GraphProto inlined;
     ::onnx::FunctionExpandHelper(node, *body, inlined, prefix);
     const auto from = origin.find(node.name());
@@ -218,20 +215,13 @@ int convertOpset(::onnx::ModelProto& model, const std::string& file) {
   return opset;
 }
 
-std::map<std::string, std::string> expandFunctions(::onnx::ModelProto& model, int opset,
-                                                   const std::set<std::string>& mapped,
-                                                   const std::string& file) {
-  std::map<std::string, std::string> origin;
+bool expandFunctions(::onnx::ModelProto& model, int opset, const std::set<std::string>& mapped,
+                     std::map<std::string, std::string>& origin, const std::string& file) {
   try {
-    for (int round = 0; round < kMaxExpandRounds; ++round) {
-      if (!expandRound(model, opset, mapped, origin, round)) {
-        break;
-      }
-    }
+    return expandRound(model, opset, mapped, origin);
   } catch (const std::exception& e) {
     fail(file, std::string("ONNX could not inline a function body: ") + e.what());
   }
-  return origin;
 }
 
 } // namespace tapestry::onnx_import::detail

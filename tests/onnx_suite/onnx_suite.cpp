@@ -412,9 +412,11 @@ std::string reasonOf(const Outcome& o) {
   if (std::size_t colon = d.find(": error: "); colon != std::string::npos) {
     d = d.substr(colon + 9);
   }
-  if (d.rfind("node ", 0) == 0) {
-    const std::size_t space = d.find(' ', 5);
-    d = "node" + d.substr(space);
+  for (const std::string named : {"node ", "graph input ", "graph output "}) {
+    if (d.rfind(named, 0) == 0) {
+      const std::size_t space = d.find(' ', named.size());
+      d = named.substr(0, named.size() - 1) + d.substr(space);
+    }
   }
   if (d.size() > 110) {
     d = d.substr(0, 107) + "...";
