@@ -368,6 +368,33 @@ std::vector<std::string> supportedOperators() {
 
 namespace {
 
+// Folds to a fixed point, then inlines the function bodies of what did not
+// fold (a Range of constants folds; one of run-time values becomes its body),
+// and again while bodies appear (bodies call functions). Returns the types of
+// the last shape inference; `origin` gets each inlined node's function.
+std::map<std::string, TensorType> foldAndInline(::onnx::ModelProto& model, Folding& f, int opset,
+                                                std::map<std::string, std::string>& origin,
+                                                const std::string& file) {
+  ::onnx::GraphProto& g = *model.mutable_graph();
+  const std::vector<std::string> mappedList = mappedOperators();
+  const std::set<std::string> mapped(mappedList.begin(), mappedList.end());
+  std::map<std::string, TensorType> types;
+  for (int pass = 0; pass < kMaxExpandPasses; ++pass) {
+    for (int round = 0; round < kMaxRounds; ++round) {
+      inferShapes(model, file);
+      types = collectTypes(g, f.constants);
+      if (!foldRound(f, types, g, file)) {
+        break;
+      }
+    }
+    if (!expandFunctions(model, opset, mapped, origin, file)) {
+      break;
+    }
+    f.live.assign(g.node().begin(), g.node().end());
+  }
+  return types;
+}
+
 ImportResult importChecked(const std::string& bytes, const std::string& file,
                            const ImportOptions& options) {
   ::onnx::ModelProto model;
@@ -401,26 +428,8 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   for (const ::onnx::NodeProto& node : g.node()) {
     f.live.push_back(node);
   }
-  // Fold, then inline the function bodies of what did not fold (a Range of
-  // constants folds; one of run-time values becomes its body), and again
-  // while bodies appear (bodies call functions).
-  const std::vector<std::string> mappedList = mappedOperators();
-  const std::set<std::string> mapped(mappedList.begin(), mappedList.end());
   std::map<std::string, std::string> origin; // inlined node -> the function it came from
-  std::map<std::string, TensorType> types;
-  for (int pass = 0; pass < kMaxExpandPasses; ++pass) {
-    for (int round = 0; round < kMaxRounds; ++round) {
-      inferShapes(model, file);
-      types = collectTypes(g, f.constants);
-      if (!foldRound(f, types, g, file)) {
-        break;
-      }
-    }
-    if (!expandFunctions(model, opset, mapped, origin, file)) {
-      break;
-    }
-    f.live.assign(g.node().begin(), g.node().end());
-  }
+  const std::map<std::string, TensorType> types = foldAndInline(model, f, opset, origin, file);
 
   ImportResult result;
   result.nodes = static_cast<std::size_t>(f.folded + f.live.size());

@@ -28,6 +28,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -438,54 +439,112 @@ std::set<std::string> readList(const std::string& path) {
   return out;
 }
 
+struct Summary {
+  const std::map<std::string, std::pair<int, int>>& perSuite; // passed, run
+  const std::map<std::string, int>& reasons;
+  const std::map<std::string, int>& statusCount;
+  int shard = 0;
+  int shards = 1;
+};
+
+// The pass counts per suite and the refusal reasons, most frequent first.
+void printSummary(const Summary& s) {
+  const auto& [perSuite, reasons, statusCount, shard, shards] = s;
+  int total = 0;
+  int passedAll = 0;
+  std::cout << "ONNX backend tests (rtol " << kRtol << ", atol " << kAtol
+            << "; unsharded and 2 devices on cpu-2)";
+  if (shards > 1) {
+    std::cout << ", shard " << shard + 1 << "/" << shards;
+  }
+  std::cout << ":\n";
+  for (const auto& [suite, counts] : perSuite) {
+    std::cout << "  " << suite << ": " << counts.first << " of " << counts.second << " pass\n";
+    total += counts.second;
+    passedAll += counts.first;
+  }
+  std::cout << "  all: " << passedAll << " of " << total << " pass (";
+  bool firstStatus = true;
+  for (const auto& [status, n] : statusCount) {
+    std::cout << (firstStatus ? "" : ", ") << n << " " << status;
+    firstStatus = false;
+  }
+  std::cout << ")\n";
+  std::vector<std::pair<int, std::string>> ranked;
+  for (const auto& [reason, n] : reasons) {
+    ranked.emplace_back(-n, reason);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::cout << "refusal reasons by count:\n";
+  for (const auto& [n, reason] : ranked) {
+    std::cout << "  " << -n << "  " << reason << "\n";
+  }
+}
+
 int usage() {
   std::cerr << "usage: onnx_suite DATA_DIR [--suite NAME]... [--shard K/N] [--expected FILE] "
                "[--only NAME] [--verbose] [--timeout SECONDS]\n";
   return 2;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    return usage();
-  }
-  const fs::path data = argv[1];
+struct Options {
+  fs::path data;
   std::vector<std::string> suites;
   std::string expectedPath;
   std::string only;
-  int shard = 0;
+  int shard = 0; // 0-based
   int shards = 1;
   bool verbose = false;
   int timeout = 120;
+};
+
+// The command line, or nullopt when it is not one usage() describes.
+std::optional<Options> parseArgs(int argc, char** argv) {
+  if (argc < 2) {
+    return std::nullopt;
+  }
+  Options o;
+  o.data = argv[1];
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     const bool more = i + 1 < argc;
     if (a == "--suite" && more) {
-      suites.push_back(argv[++i]);
+      o.suites.push_back(argv[++i]);
     } else if (a == "--expected" && more) {
-      expectedPath = argv[++i];
+      o.expectedPath = argv[++i];
     } else if (a == "--only" && more) {
-      only = argv[++i];
+      o.only = argv[++i];
     } else if (a == "--shard" && more) {
       const std::string s = argv[++i];
       const std::size_t slash = s.find('/');
       if (slash == std::string::npos) {
-        return usage();
+        return std::nullopt;
       }
-      shard = std::stoi(s.substr(0, slash)) - 1;
-      shards = std::stoi(s.substr(slash + 1));
-      if (shards < 1 || shard < 0 || shard >= shards) {
-        return usage();
+      o.shard = std::stoi(s.substr(0, slash)) - 1;
+      o.shards = std::stoi(s.substr(slash + 1));
+      if (o.shards < 1 || o.shard < 0 || o.shard >= o.shards) {
+        return std::nullopt;
       }
     } else if (a == "--timeout" && more) {
-      timeout = std::stoi(argv[++i]);
+      o.timeout = std::stoi(argv[++i]);
     } else if (a == "--verbose") {
-      verbose = true;
+      o.verbose = true;
     } else {
-      return usage();
+      return std::nullopt;
     }
   }
+  return o;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> options = parseArgs(argc, argv);
+  if (!options) {
+    return usage();
+  }
+  const auto& [data, parsedSuites, expectedPath, only, shard, shards, verbose, timeout] = *options;
+  std::vector<std::string> suites = parsedSuites;
   if (suites.empty()) {
     suites = kSuites;
   }
@@ -554,35 +613,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  int total = 0;
-  int passedAll = 0;
-  std::cout << "ONNX backend tests (rtol " << kRtol << ", atol " << kAtol
-            << "; unsharded and 2 devices on cpu-2)";
-  if (shards > 1) {
-    std::cout << ", shard " << shard + 1 << "/" << shards;
-  }
-  std::cout << ":\n";
-  for (const auto& [suite, counts] : perSuite) {
-    std::cout << "  " << suite << ": " << counts.first << " of " << counts.second << " pass\n";
-    total += counts.second;
-    passedAll += counts.first;
-  }
-  std::cout << "  all: " << passedAll << " of " << total << " pass (";
-  bool firstStatus = true;
-  for (const auto& [status, n] : statusCount) {
-    std::cout << (firstStatus ? "" : ", ") << n << " " << status;
-    firstStatus = false;
-  }
-  std::cout << ")\n";
-  std::vector<std::pair<int, std::string>> ranked;
-  for (const auto& [reason, n] : reasons) {
-    ranked.emplace_back(-n, reason);
-  }
-  std::sort(ranked.begin(), ranked.end());
-  std::cout << "refusal reasons by count:\n";
-  for (const auto& [n, reason] : ranked) {
-    std::cout << "  " << -n << "  " << reason << "\n";
-  }
+  printSummary(Summary{perSuite, reasons, statusCount, shard, shards});
   for (const std::string& b : badRefusals) {
     std::cout << "NOT A CLEAN REFUSAL: " << b << "\n";
   }
