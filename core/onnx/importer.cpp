@@ -28,10 +28,23 @@ constexpr int kMaxExpandPasses = 8;
   throw Error(SourceLocation{file, 0, 0, {}}, message);
 }
 
+// Names every unnamed node OpType_N (N its index), as diagnostics and
+// operation names need.
+void nameNodes(::onnx::GraphProto& g) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    ::onnx::NodeProto& node = *g.mutable_node(i);
+    if (node.name().empty()) {
+      node.set_name(node.op_type() + "_" + std::to_string(i));
+    }
+  }
+}
+
+// The model's default-domain opset: 1 to 17 (convertOpset takes those below
+// 13 to 13).
 int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
   for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") {
-      if (o.version() < kMinOpset || o.version() > kMaxOpset) {
+      if (o.version() < 1 || o.version() > kMaxOpset) {
         fail(file, "the model imports opset " + std::to_string(o.version()) +
                        " of the default ONNX domain; tapestry imports opsets 1 to " +
                        std::to_string(kMaxOpset) + " (those below " + std::to_string(kMinOpset) +
@@ -405,23 +418,22 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   if (!model.has_graph()) {
     fail(file, "not an ONNX model: the file holds no graph");
   }
-  const int imported = convertOpset(model, file);
-  const int opset = defaultOpset(model, file);
-  ::onnx::GraphProto& g = *model.mutable_graph();
-  if (g.node_size() == 0) {
+  const int imported = defaultOpset(model, file);
+  if (model.graph().node_size() == 0) {
     fail(file, "the model's graph has no nodes");
   }
+  nameNodes(*model.mutable_graph());
+  // Before any shape inference (the version converter runs one): it divides
+  // by window attributes unchecked.
+  checkArity(model.graph(), imported, file);
+  checkWindows(model.graph(), file);
+  convertOpset(model, file); // replaces the graph
+  const int opset = defaultOpset(model, file);
+  ::onnx::GraphProto& g = *model.mutable_graph();
+  nameNodes(g); // nodes the converter added
   bindDims(g, options);
 
   Folding f;
-  for (int i = 0; i < g.node_size(); ++i) {
-    ::onnx::NodeProto& node = *g.mutable_node(i);
-    if (node.name().empty()) {
-      node.set_name(node.op_type() + "_" + std::to_string(i));
-    }
-  }
-  checkArity(g, opset, file);
-  checkWindows(g, file);
   for (const ::onnx::TensorProto& t : g.initializer()) {
     f.constants[t.name()] = decodeTensor(t, file + ": initializer " + t.name());
   }

@@ -28,6 +28,9 @@ $ cd $TESTDATA && tapestry import bad/onnx/asymmetric_pads.onnx -o $OLDPWD/out.j
 $ cd $TESTDATA && tapestry import bad/onnx/fuzz_conv_stride0.onnx -o $OLDPWD/out.json
 ! bad/onnx/fuzz_conv_stride0.onnx: error: node conv (Conv): attribute strides must be positive
 [exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_old_opset_stride0.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_old_opset_stride0.onnx: error: node conv (Conv): attribute strides must be positive
+[exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/fuzz_no_inputs.onnx -o $OLDPWD/out.json
 ! bad/onnx/fuzz_no_inputs.onnx: error: node act (Relu) has 0 inputs and 1 outputs, which opset 17 of Relu does not allow
 [exit 1]
