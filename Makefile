@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 PRESET ?= release
 
-.PHONY: all deps build demo test test-release test-asan fuzz bless format clean
+.PHONY: all deps build demo test test-release test-asan test-fuzz fuzz bless format clean
 
 all: build
 
@@ -32,6 +32,14 @@ test-release: deps build/release/build.ninja
 test-asan: deps build/asan/build.ninja
 	@cmake --build --preset asan -j $(JOBS)
 	@ctest --preset asan -j $(JOBS)
+
+# The libFuzzer targets (the fuzz preset: clang, ASan + UBSan) built, then run
+# once over their seed corpora and kept crashers, with no fuzzing time: keeps
+# `make fuzz` building (clang rejects code gcc accepts). From scratch the build
+# is about 9 CPU-minutes; the replay about 20 CPU-seconds.
+test-fuzz: deps build/fuzz/build.ninja
+	@cmake --build --preset fuzz -j $(JOBS)
+	@ctest --preset fuzz -j $(JOBS)
 
 # Every libFuzzer target for FUZZ_SECONDS each (clang, ASan + UBSan; scripts/fuzz.sh).
 FUZZ_SECONDS ?= 60

@@ -16,6 +16,8 @@ packages=(
   python3 python3-jsonschema python3-yaml jq
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev protobuf-compiler
+  # ONNX's backend test suite (/usr/share/libonnx-testdata), run by the onnx-suite tests.
+  libonnx-testdata
   # The torch tests (tests/torch) and bench/torch_cpu.py: PyTorch 1.13 (CPU)
   # for Debian's /usr/bin/python3, and the onnx module that makes the models.
   python3-torch python3-torchvision python3-onnx python3-numpy

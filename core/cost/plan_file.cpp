@@ -296,8 +296,10 @@ metakernel::MetakernelLibrary withEmbeddedKernels(const json::Value& kernels,
     const SourceFile file(kernels.location().file + "#/kernels/" + name, source.asString());
     const std::vector<metakernel::Metakernel> defined =
         metakernel::loadMetakernels(file, directory.empty() ? "." : directory);
+    // `wanted`, not `name`: clang 14 (C++17 rules) cannot capture a structured binding.
+    const std::string& wanted = name;
     if (std::none_of(defined.begin(), defined.end(),
-                     [&](const metakernel::Metakernel& k) { return k.name == name; })) {
+                     [&wanted](const metakernel::Metakernel& k) { return k.name == wanted; })) {
       source.fail("the embedded source does not define kernel " + json::brief(Json(name)));
     }
     out.addFile(file, true, directory.empty() ? "." : directory);

@@ -22,24 +22,45 @@ namespace {
 constexpr int kMinOpset = 13;
 constexpr int kMaxOpset = 17;
 constexpr int kMaxRounds = 64;
+constexpr int kMaxExpandPasses = 8;
 
 [[noreturn]] void fail(const std::string& file, const std::string& message) {
   throw Error(SourceLocation{file, 0, 0, {}}, message);
 }
 
+// Names every unnamed node OpType_N (N its index), as diagnostics and
+// operation names need.
+void nameNodes(::onnx::GraphProto& g) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    ::onnx::NodeProto& node = *g.mutable_node(i);
+    if (node.name().empty()) {
+      node.set_name(node.op_type() + "_" + std::to_string(i));
+    }
+  }
+}
+
+// The model's default-domain opset: 1 to 17 (convertOpset takes those below
+// 13 to 13).
 int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
   for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") {
-      if (o.version() < kMinOpset || o.version() > kMaxOpset) {
+      if (o.version() < 1 || o.version() > kMaxOpset) {
         fail(file, "the model imports opset " + std::to_string(o.version()) +
-                       " of the default ONNX domain; tapestry imports opsets " +
-                       std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
-                       " (re-export with opset_version=17)");
+                       " of the default ONNX domain; tapestry imports opsets 1 to " +
+                       std::to_string(kMaxOpset) + " (those below " + std::to_string(kMinOpset) +
+                       " converted to " + std::to_string(kMinOpset) +
+                       "; re-export with opset_version=17)");
       }
       return static_cast<int>(o.version());
     }
   }
-  fail(file, "the model imports no opset of the default ONNX domain");
+  std::string domains;
+  for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
+    domains += (domains.empty() ? "" : ", ") + o.domain();
+  }
+  fail(file, "the model imports no opset of the default ONNX domain" +
+                 (domains.empty() ? std::string()
+                                  : " (only " + domains + ", which tapestry does not support)"));
 }
 
 // Checks each node's input and output counts against its ONNX schema (when
@@ -286,6 +307,18 @@ bool foldRound(Folding& f, const std::map<std::string, TensorType>& types, ::onn
   return changed;
 }
 
+// Refuses a node that needs a feature outside a static-shape, tensor-only
+// graph (unless a mapping exists for it), naming the feature.
+void refuseOutOfScope(const Emitter& e, const ::onnx::NodeProto& node) {
+  const std::vector<std::string> mapped = mappedOperators();
+  const bool isMapped = std::find(mapped.begin(), mapped.end(), node.op_type()) != mapped.end();
+  if (const std::optional<std::string> feature = outOfScopeFeature(node.op_type());
+      feature && !isMapped) {
+    fail(e.file(), "node " + node.name() + " (" + node.op_type() + ") needs " + *feature +
+                       ", which tapestry does not support (graphs of static shapes and tensors)");
+  }
+}
+
 // The graph inputs that are not initializers, each with a concrete shape.
 Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Constant>& constants,
                    const std::string& file) {
@@ -295,7 +328,13 @@ Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Cons
       continue;
     }
     if (!v.type().has_tensor_type()) {
-      fail(file, "graph input " + v.name() + " is not a tensor");
+      const std::string kind = v.type().has_sequence_type()   ? "a sequence"
+                               : v.type().has_optional_type() ? "an optional value"
+                               : v.type().has_map_type()      ? "a map"
+                                                              : "not a tensor";
+      fail(file, "graph input " + v.name() + " is " + kind +
+                     "; tapestry graphs hold tensors only (sequences, maps and optional values "
+                     "are not supported)");
     }
     const ::onnx::TypeProto_Tensor& t = v.type().tensor_type();
     if (!t.has_shape()) {
@@ -317,6 +356,11 @@ Json declareInputs(const ::onnx::GraphProto& g, const std::map<std::string, Cons
       }
     }
     const std::string dtype = dtypeName(t.elem_type());
+    if (t.elem_type() == ::onnx::TensorProto::STRING) {
+      fail(file, "graph input " + v.name() +
+                     " is a tensor of strings; tapestry's tensors are numeric (strings are not "
+                     "supported)");
+    }
     if (dtype.empty()) {
       fail(file, "graph input " + v.name() + " has element type " + std::to_string(t.elem_type()) +
                      ", which tapestry has no dtype for");
@@ -399,6 +443,33 @@ void bindValues(::onnx::GraphProto& g, const std::map<std::string, TensorData>& 
   }
 }
 
+// Folds to a fixed point, then inlines the function bodies of what did not
+// fold (a Range of constants folds; one of run-time values becomes its body),
+// and again while bodies appear (bodies call functions). Returns the types of
+// the last shape inference; `origin` gets each inlined node's function.
+std::map<std::string, TensorType> foldAndInline(::onnx::ModelProto& model, Folding& f, int opset,
+                                                std::map<std::string, std::string>& origin,
+                                                const std::string& file) {
+  ::onnx::GraphProto& g = *model.mutable_graph();
+  const std::vector<std::string> mappedList = mappedOperators();
+  const std::set<std::string> mapped(mappedList.begin(), mappedList.end());
+  std::map<std::string, TensorType> types;
+  for (int pass = 0; pass < kMaxExpandPasses; ++pass) {
+    for (int round = 0; round < kMaxRounds; ++round) {
+      inferShapes(model, file);
+      types = collectTypes(g, f.constants);
+      if (!foldRound(f, types, g, file)) {
+        break;
+      }
+    }
+    if (!expandFunctions(model, opset, mapped, origin, file)) {
+      break;
+    }
+    f.live.assign(g.node().begin(), g.node().end());
+  }
+  return types;
+}
+
 ImportResult importChecked(const std::string& bytes, const std::string& file,
                            const ImportOptions& options,
                            const std::map<std::string, TensorData>& bound) {
@@ -410,37 +481,31 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   if (!model.has_graph()) {
     fail(file, "not an ONNX model: the file holds no graph");
   }
-  const int opset = defaultOpset(model, file);
-  ::onnx::GraphProto& g = *model.mutable_graph();
-  if (g.node_size() == 0) {
+  const int imported = defaultOpset(model, file);
+  if (model.graph().node_size() == 0) {
     fail(file, "the model's graph has no nodes");
   }
+  nameNodes(*model.mutable_graph());
+  // Before any shape inference (the version converter runs one): it divides
+  // by window attributes unchecked.
+  checkArity(model.graph(), imported, file);
+  checkWindows(model.graph(), file);
+  convertOpset(model, file); // replaces the graph
+  const int opset = defaultOpset(model, file);
+  ::onnx::GraphProto& g = *model.mutable_graph();
+  nameNodes(g); // nodes the converter added
   bindDims(g, options);
+  bindValues(g, bound, file);
 
   Folding f;
-  for (int i = 0; i < g.node_size(); ++i) {
-    ::onnx::NodeProto& node = *g.mutable_node(i);
-    if (node.name().empty()) {
-      node.set_name(node.op_type() + "_" + std::to_string(i));
-    }
-  }
-  checkArity(g, opset, file);
-  checkWindows(g, file);
-  bindValues(g, bound, file);
   for (const ::onnx::TensorProto& t : g.initializer()) {
     f.constants[t.name()] = decodeTensor(t, file + ": initializer " + t.name());
   }
   for (const ::onnx::NodeProto& node : g.node()) {
     f.live.push_back(node);
   }
-  std::map<std::string, TensorType> types;
-  for (int round = 0; round < kMaxRounds; ++round) {
-    inferShapes(model, file);
-    types = collectTypes(g, f.constants);
-    if (!foldRound(f, types, g, file)) {
-      break;
-    }
-  }
+  std::map<std::string, std::string> origin; // inlined node -> the function it came from
+  const std::map<std::string, TensorType> types = foldAndInline(model, f, opset, origin, file);
 
   // Zero-size tensors: the standard library's index spaces have at least one
   // point per dim.
@@ -470,7 +535,16 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   Json tensors = declareInputs(g, f.constants, file);
   Emitter e(file, types, f.constants);
   for (const ::onnx::NodeProto& node : f.live) {
-    mapNode(e, node);
+    try {
+      refuseOutOfScope(e, node);
+      mapNode(e, node);
+    } catch (Error& err) {
+      auto it = origin.find(node.name());
+      if (it != origin.end()) {
+        err.diagnostic().message += " (in the function body of " + it->second + ")";
+      }
+      throw;
+    }
   }
   Json outputs = Json::array();
   for (const ::onnx::ValueInfoProto& v : g.output()) {
@@ -534,7 +608,8 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
       " (producer " +
       (model.producer_name().empty() ? std::string("unknown") : printable(model.producer_name())) +
       (model.producer_version().empty() ? "" : " " + printable(model.producer_version())) +
-      ", opset " + std::to_string(opset) + ")";
+      ", opset " + std::to_string(imported) +
+      (imported != opset ? " converted to " + std::to_string(opset) : "") + ")";
   doc["tensors"] = tensors;
   doc["operations"] = std::move(e.operations());
   doc["outputs"] = outputs;

@@ -79,6 +79,23 @@ std::string printable(const std::string& text);
 // Throws Error at `file` unless `name` is a valid graph/v1 name.
 void checkName(const std::string& file, const std::string& what, const std::string& name);
 
+// ---------------------------------------------------------------- preparation (prepare.cpp)
+
+// Converts a model whose default-domain opset is below 13 to opset 13 with
+// ONNX's version converter (IR version raised to at least 7); returns the
+// opset the model imported (-1 when none). Error naming the opset and what
+// the converter could not convert.
+int convertOpset(::onnx::ModelProto& model, const std::string& file);
+// Inlines every default-domain node whose operator is not in `mapped` and that
+// ONNX defines by a function body at `opset`, once (a body's own function
+// nodes wait for the next call); true when any was. `origin` gets, for each
+// inlined node's name, the operator whose body it came from (the outermost).
+bool expandFunctions(::onnx::ModelProto& model, int opset, const std::set<std::string>& mapped,
+                     std::map<std::string, std::string>& origin, const std::string& file);
+// The feature an operator needs that a static-shape, tensor-only graph has no
+// room for ("control flow", "sequences", "random numbers", ...), or nullopt.
+std::optional<std::string> outOfScopeFeature(const std::string& op);
+
 // ---------------------------------------------------------------- mapping
 
 // What a mapping sees of one tensor: its dtype and concrete shape when known.

@@ -15,6 +15,7 @@
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
 #include "core/onnx/importer.hpp"
+#include "core/onnx/internal.hpp"
 #include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
@@ -880,6 +881,132 @@ TEST_CASE("Pow with an integer base or an exponent of another dtype computes in 
   CHECK(op(r, 9).at("inputs") == Json::parse(R"({"A": "d", "B": "wide/exponent_f64"})"));
   const graph::ExpandedGraph g = expandImported(r);
   CHECK(g.outputs.size() == 4);
+}
+
+TEST_CASE("a model of an opset below 13 is converted to opset 13", "[onnx]") {
+  // Opset 9, IR 3: Unsqueeze takes its axes as an attribute (an input from 13),
+  // and the initializer w is not a graph input (below IR 4 shape inference
+  // would not see it without the IR bump).
+  ::onnx::ModelProto model;
+  model.set_ir_version(3);
+  ::onnx::OperatorSetIdProto* o = model.add_opset_import();
+  o->set_domain("");
+  o->set_version(9);
+  ::onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("old");
+  ::onnx::ValueInfoProto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  ::onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::FLOAT);
+  w->add_dims(3);
+  for (float v : {1.0f, 2.0f, 3.0f}) {
+    w->add_float_data(v);
+  }
+  ::onnx::NodeProto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("x");
+  add->add_input("w");
+  add->add_output("s");
+  ::onnx::NodeProto* unsqueeze = g->add_node();
+  unsqueeze->set_op_type("Unsqueeze");
+  unsqueeze->add_input("s");
+  unsqueeze->add_output("y");
+  setInts(*unsqueeze, "axes", {0});
+  g->add_output()->set_name("y");
+
+  const ImportResult r = importModel(model.SerializeAsString(), "old.onnx", {});
+  CHECK_THAT(r.graph.at("doc").get<std::string>(), Contains("opset 9 converted to 13"));
+  const graph::ExpandedGraph e = expandImported(r);
+  const graph::Tensor* y = e.findTensor("y");
+  REQUIRE(y != nullptr);
+  CHECK(y->type.shape == std::vector<std::int64_t>{1, 3});
+}
+
+TEST_CASE("operators ONNX defines by a function body are inlined", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3});
+  setInt(m.node("LogSoftmax", {"x"}, {"y"}, "lsm"), "axis", 1);
+  m.output("y");
+  const ImportResult r = m.import();
+  for (const Json& o : r.graph.at("operations")) {
+    CHECK(o.at("kernel") != "log_softmax");
+  }
+  CHECK(r.graph.at("operations").size() >= 4); // reduce_max, sub, exp, sum, log, sub
+  CHECK(expandImported(r).findTensor("y") != nullptr);
+}
+
+TEST_CASE("an attribute reference a function node does not set is dropped, not 0", "[onnx]") {
+  // NegativeLogLikelihoodLoss's body refers to ignore_index; libonnx 1.12
+  // leaves the unset reference as an attribute of no type.
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  ::onnx::OperatorSetIdProto* o = model.add_opset_import();
+  o->set_domain("");
+  o->set_version(13);
+  ::onnx::GraphProto* g = model.mutable_graph();
+  auto input = [&](const std::string& name, int type, const std::vector<std::int64_t>& dims) {
+    ::onnx::ValueInfoProto* v = g->add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    for (std::int64_t d : dims) {
+      v->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  };
+  input("x", ::onnx::TensorProto::FLOAT, {2, 3});
+  input("t", ::onnx::TensorProto::INT64, {2});
+  ::onnx::NodeProto* n = g->add_node();
+  n->set_op_type("NegativeLogLikelihoodLoss");
+  n->set_name("nll");
+  n->add_input("x");
+  n->add_input("t");
+  n->add_output("loss");
+  g->add_output()->set_name("loss");
+
+  std::map<std::string, std::string> origin;
+  REQUIRE(detail::expandFunctions(model, 13, {}, origin, "m.onnx"));
+  REQUIRE(model.graph().node_size() > 1);
+  for (const ::onnx::NodeProto& inner : model.graph().node()) {
+    CHECK(origin.at(inner.name()) == "NegativeLogLikelihoodLoss");
+    for (const ::onnx::AttributeProto& a : inner.attribute()) {
+      CHECK(a.type() != ::onnx::AttributeProto::UNDEFINED);
+    }
+  }
+}
+
+TEST_CASE("control flow, sequences and random numbers are refused by name", "[onnx]") {
+  Model random;
+  random.input("x", {2});
+  random.node("RandomUniformLike", {"x"}, {"r"}, "draw");
+  random.node("Add", {"x", "r"}, {"y"}, "add");
+  random.output("y");
+  const testing::Failure f = failureOf([&] { random.import(); });
+  CHECK(f.code == ExitCode::InvalidInput);
+  CHECK_THAT(f.message, Contains("node draw (RandomUniformLike) needs random numbers"));
+
+  Model unique;
+  unique.input("x", {4});
+  unique.node("Unique", {"x"}, {"y"}, "u");
+  unique.output("y");
+  CHECK_THAT(failureOf([&] { unique.import(); }).message,
+             Contains("(Unique) needs data-dependent output shapes"));
+
+  CHECK(detail::outOfScopeFeature("If") == "control flow");
+  CHECK(detail::outOfScopeFeature("SequenceAt") == "sequences");
+  CHECK(detail::outOfScopeFeature("Add") == std::nullopt);
+}
+
+TEST_CASE("a model of no default-domain opset names the domains it imports", "[onnx]") {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  ::onnx::OperatorSetIdProto* o = model.add_opset_import();
+  o->set_domain("ai.onnx.preview.training");
+  o->set_version(1);
+  model.mutable_graph()->add_node()->set_op_type("Adagrad");
+  CHECK_THAT(failureOf([&] { importModel(model.SerializeAsString(), "t.onnx", {}); }).message,
+             Contains("no opset of the default ONNX domain (only ai.onnx.preview.training"));
 }
 
 TEST_CASE("the supported operator list is sorted and names the mapped operators", "[onnx]") {

@@ -20,13 +20,16 @@ $ cd $TESTDATA && tapestry import bad/onnx/empty_graph.onnx -o $OLDPWD/out.json
 ! bad/onnx/empty_graph.onnx: error: the model's graph has no nodes
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/future_opset.onnx -o $OLDPWD/out.json
-! bad/onnx/future_opset.onnx: error: the model imports opset 99 of the default ONNX domain; tapestry imports opsets 13 to 17 (re-export with opset_version=17)
+! bad/onnx/future_opset.onnx: error: the model imports opset 99 of the default ONNX domain; tapestry imports opsets 1 to 17 (those below 13 converted to 13; re-export with opset_version=17)
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/asymmetric_pads.onnx -o $OLDPWD/out.json
 ! bad/onnx/asymmetric_pads.onnx: error: node conv (Conv): padding [1, 1, 0, 0] is not symmetric ([top, left, bottom, right] with top == bottom and left == right); tapestry's kernels pad both sides alike
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/fuzz_conv_stride0.onnx -o $OLDPWD/out.json
 ! bad/onnx/fuzz_conv_stride0.onnx: error: node conv (Conv): attribute strides must be positive
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_old_opset_stride0.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_old_opset_stride0.onnx: error: node conv (Conv): attribute strides must be positive
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/fuzz_no_inputs.onnx -o $OLDPWD/out.json
 ! bad/onnx/fuzz_no_inputs.onnx: error: node act (Relu) has 0 inputs and 1 outputs, which opset 17 of Relu does not allow
