@@ -470,6 +470,74 @@ std::map<std::string, TensorType> foldAndInline(::onnx::ModelProto& model, Foldi
   return types;
 }
 
+// Zero-size tensors: the standard library's index spaces have at least one
+// point per dim, so a node that reads or writes one is refused.
+void refuseZeroSizes(const std::vector<::onnx::NodeProto>& live,
+                     const std::map<std::string, TensorType>& types, const std::string& file) {
+  for (const ::onnx::NodeProto& node : live) {
+    for (const auto* names : {&node.input(), &node.output()}) {
+      for (const std::string& name : *names) {
+        auto it = types.find(name);
+        if (name.empty() || it == types.end() || !it->second.shape) {
+          continue;
+        }
+        const std::vector<std::int64_t>& shape = *it->second.shape;
+        if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+          std::string dims;
+          for (std::int64_t d : shape) {
+            dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+          }
+          fail(file, "node " + node.name() + " (" + node.op_type() + "): tensor " + name +
+                         " has a zero-size dim ([" + dims +
+                         "]); tapestry tensors have at least one element along every dim");
+        }
+      }
+    }
+  }
+}
+
+// The graph's outputs, in order. A constant output (a Constant node, or shape
+// arithmetic folded to the end) and an output that repeats another value get
+// a reshape copy under their own name.
+Json emitOutputs(Emitter& e, const ::onnx::GraphProto& g, const std::string& file) {
+  Json outputs = Json::array();
+  for (const ::onnx::ValueInfoProto& v : g.output()) {
+    const std::string name = e.resolve(v.name());
+    if (const Constant* c = e.constant(name); c != nullptr) {
+      // A constant output (a Constant node, or shape arithmetic folded to the
+      // end): a copy of a constant input computes it. The input takes another
+      // name when the output has the constant's own.
+      if (!c->present) {
+        fail(file, "graph output " + v.name() + " is a constant stored outside the model");
+      }
+      Json dims = Json::array();
+      for (std::int64_t d : c->shape) {
+        dims.push_back(d);
+      }
+      const std::string source =
+          name != v.name() ? e.use(name) : e.addConstant(v.name() + "/value", *c);
+      e.emit(e.freshOpName(v.name() + "/output"), "reshape", Json{{"shape", dims}},
+             Json{{"input", source}}, Json{{"result", v.name()}});
+    } else if (name != v.name()) {
+      // The output is another value under a new name (Identity, Dropout, a
+      // one-input Sum): a copy gives it that name, so that run writes it as
+      // the model calls it rather than as the value it repeats.
+      const std::optional<std::vector<std::int64_t>> shape = e.knownShape(name);
+      if (!shape) {
+        fail(file, "graph output " + v.name() + " repeats " + name + ", whose shape is unknown");
+      }
+      Json dims = Json::array();
+      for (std::int64_t d : *shape) {
+        dims.push_back(d);
+      }
+      e.emit(e.freshOpName(v.name() + "/output"), "reshape", Json{{"shape", dims}},
+             Json{{"input", e.use(name)}}, Json{{"result", v.name()}});
+    }
+    outputs.push_back(v.name());
+  }
+  return outputs;
+}
+
 ImportResult importChecked(const std::string& bytes, const std::string& file,
                            const ImportOptions& options,
                            const std::map<std::string, TensorData>& bound) {
@@ -507,28 +575,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   std::map<std::string, std::string> origin; // inlined node -> the function it came from
   const std::map<std::string, TensorType> types = foldAndInline(model, f, opset, origin, file);
 
-  // Zero-size tensors: the standard library's index spaces have at least one
-  // point per dim.
-  for (const ::onnx::NodeProto& node : f.live) {
-    for (const auto* names : {&node.input(), &node.output()}) {
-      for (const std::string& name : *names) {
-        auto it = types.find(name);
-        if (name.empty() || it == types.end() || !it->second.shape) {
-          continue;
-        }
-        const std::vector<std::int64_t>& shape = *it->second.shape;
-        if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
-          std::string dims;
-          for (std::int64_t d : shape) {
-            dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-          }
-          fail(file, "node " + node.name() + " (" + node.op_type() + "): tensor " + name +
-                         " has a zero-size dim ([" + dims +
-                         "]); tapestry tensors have at least one element along every dim");
-        }
-      }
-    }
-  }
+  refuseZeroSizes(f.live, types, file);
   ImportResult result;
   result.nodes = static_cast<std::size_t>(f.folded + f.live.size());
   result.folded = f.folded;
@@ -546,41 +593,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
       throw;
     }
   }
-  Json outputs = Json::array();
-  for (const ::onnx::ValueInfoProto& v : g.output()) {
-    const std::string name = e.resolve(v.name());
-    if (const Constant* c = e.constant(name); c != nullptr) {
-      // A constant output (a Constant node, or shape arithmetic folded to the
-      // end): a copy of a constant input computes it. The input takes another
-      // name when the output has the constant's own.
-      if (!c->present) {
-        fail(file, "graph output " + v.name() + " is a constant stored outside the model");
-      }
-      Json dims = Json::array();
-      for (std::int64_t d : c->shape) {
-        dims.push_back(d);
-      }
-      const std::string source =
-          name != v.name() ? e.use(name) : e.addConstant(v.name() + "/value", *c);
-      e.emit(e.freshOpName(v.name() + "/output"), "reshape", Json{{"shape", dims}},
-             Json{{"input", source}}, Json{{"result", v.name()}});
-    } else if (name != v.name()) {
-      // The output is another value under a new name (Identity, Dropout, a
-      // one-input Sum): a copy gives it that name, so that run writes it as
-      // the model calls it rather than as the value it repeats.
-      const std::optional<std::vector<std::int64_t>> shape = e.knownShape(name);
-      if (!shape) {
-        fail(file, "graph output " + v.name() + " repeats " + name + ", whose shape is unknown");
-      }
-      Json dims = Json::array();
-      for (std::int64_t d : *shape) {
-        dims.push_back(d);
-      }
-      e.emit(e.freshOpName(v.name() + "/output"), "reshape", Json{{"shape", dims}},
-             Json{{"input", e.use(name)}}, Json{{"result", v.name()}});
-    }
-    outputs.push_back(v.name());
-  }
+  const Json outputs = emitOutputs(e, g, file);
   for (const std::string& name : e.constantsUsed()) {
     const Constant& c = e.constants().at(name);
     Json shape = Json::array();

@@ -195,14 +195,9 @@ struct Stage {
   std::string name;
 };
 
-// Runs one test (in the child). Throws what tapestry throws; `stage` says where.
-Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
-  stage.name = "import";
-  const std::string bytes = readFile(dir / "model.onnx");
-  ::onnx::ModelProto model;
-  model.ParseFromString(bytes);
-  // The suite's inputs go, in order, to the model's graph inputs that are not
-  // initializers (as ONNX's backend runner passes them).
+// The model's graph inputs that are not initializers: the suite's inputs go to
+// them in order (as ONNX's backend runner passes them).
+std::vector<std::string> inputNamesOf(const ::onnx::ModelProto& model) {
   std::set<std::string> initializers;
   for (const ::onnx::TensorProto& t : model.graph().initializer()) {
     initializers.insert(t.name());
@@ -213,9 +208,16 @@ Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
       inputNames.push_back(v.name());
     }
   }
-  // Graph inputs that import needs as constants (a Slice's starts, a
-  // ReduceSum's axes) take their values from the first test data set, as
-  // `import --values` does; the others stay inputs.
+  return inputNames;
+}
+
+// Imports a test's model. Graph inputs that import needs as constants (a
+// Slice's starts, a ReduceSum's axes) take their values from the first test
+// data set, as `import --values` does (`bound` gets their bytes); the others
+// stay inputs.
+onnx_import::ImportResult importTest(const std::string& bytes, const fs::path& dir,
+                                     const std::vector<std::string>& inputNames,
+                                     std::map<std::string, std::string>& bound) {
   fs::path firstSet;
   for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
     const std::string n = e.path().filename().string();
@@ -224,7 +226,6 @@ Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
       firstSet = e.path();
     }
   }
-  std::map<std::string, std::string> bound; // input -> the bytes import took
   onnx_import::ImportOptions importOptions;
   importOptions.inputValue =
       [&](const std::string& name) -> std::optional<onnx_import::TensorData> {
@@ -241,8 +242,18 @@ Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
     bound[name] = c.bytes;
     return onnx_import::TensorData{name, dtype, c.shape, c.bytes};
   };
-  const onnx_import::ImportResult imported =
-      onnx_import::importModel(bytes, (dir / "model.onnx").string(), importOptions);
+  return onnx_import::importModel(bytes, (dir / "model.onnx").string(), importOptions);
+}
+
+// Runs one test (in the child). Throws what tapestry throws; `stage` says where.
+Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
+  stage.name = "import";
+  const std::string bytes = readFile(dir / "model.onnx");
+  ::onnx::ModelProto model;
+  model.ParseFromString(bytes);
+  const std::vector<std::string> inputNames = inputNamesOf(model);
+  std::map<std::string, std::string> bound; // input -> the bytes import took
+  const onnx_import::ImportResult imported = importTest(bytes, dir, inputNames, bound);
 
   stage.name = "expand";
   const json::Document document = json::Document::parse(

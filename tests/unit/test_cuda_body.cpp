@@ -1,4 +1,6 @@
-// Kernel bodies on the CUDA backend without a GPU (backends/cuda/body_plan.hpp):
+// Kernel bodies on the CUDA backend without a GPU (backends/cuda/body_plan.hpp;
+// over 800 lines: the host emulation of every device step the plans name, and
+// the cases that walk each block operation, share one emulator):
 // every plan the device would run (its walks, reduction geometry, cuBLASLt
 // calls with their leading dims and corners, permutation strides, casts) is
 // executed by a host emulation of the kernels it names, and the numbers are
