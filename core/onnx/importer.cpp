@@ -63,6 +63,50 @@ int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
                                   : " (only " + domains + ", which tapestry does not support)"));
 }
 
+// Checks that every value the graph reads (a node's input, a graph output)
+// is a graph input, an initializer or a node's output, and that no value is
+// defined twice: ONNX's version converter dereferences a missing value
+// (a SIGSEGV in libonnx 1.12), and a graph naming one would not expand.
+void checkNames(const ::onnx::GraphProto& g, const std::string& file) {
+  std::map<std::string, std::string> defined; // value -> what defines it
+  auto define = [&](const std::string& name, const std::string& by) {
+    auto [it, fresh] = defined.emplace(name, by);
+    if (!fresh) {
+      fail(file, "value " + name + " is defined twice: by " + it->second + " and by " + by);
+    }
+  };
+  std::set<std::string> initializers;
+  for (const ::onnx::TensorProto& t : g.initializer()) {
+    initializers.insert(t.name());
+    define(t.name(), "an initializer");
+  }
+  for (const ::onnx::ValueInfoProto& v : g.input()) {
+    if (initializers.count(v.name()) == 0) { // an initializer may be listed as an input too
+      define(v.name(), "a graph input");
+    }
+  }
+  for (const ::onnx::NodeProto& node : g.node()) {
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) {
+        define(out, "node " + node.name() + " (" + node.op_type() + ")");
+      }
+    }
+  }
+  for (const ::onnx::NodeProto& node : g.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && defined.count(in) == 0) {
+        fail(file, "node " + node.name() + " (" + node.op_type() + ") reads " + in +
+                       ", which is no graph input, initializer or node output");
+      }
+    }
+  }
+  for (const ::onnx::ValueInfoProto& v : g.output()) {
+    if (defined.count(v.name()) == 0) {
+      fail(file, "graph output " + v.name() + " is no graph input, initializer or node output");
+    }
+  }
+}
+
 // Checks each node's input and output counts against its ONNX schema (when
 // ONNX knows the operator), so that mapping and folding may read the inputs
 // the operator requires.
@@ -556,6 +600,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   nameNodes(*model.mutable_graph());
   // Before any shape inference (the version converter runs one): it divides
   // by window attributes unchecked.
+  checkNames(model.graph(), file);
   checkArity(model.graph(), imported, file);
   checkWindows(model.graph(), file);
   convertOpset(model, file); // replaces the graph

@@ -37,6 +37,18 @@ $ cd $TESTDATA && tapestry import bad/onnx/fuzz_no_inputs.onnx -o $OLDPWD/out.js
 $ cd $TESTDATA && tapestry import bad/onnx/fuzz_name_byte.onnx -o $OLDPWD/out.json
 ! bad/onnx/fuzz_name_byte.onnx: error: tensor name "y\xff" is not a valid tapestry name (names are 1 to 256 printable ASCII characters other than space, '"' and '\')
 [exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/fuzz_undefined_output.onnx -o $OLDPWD/out.json
+! bad/onnx/fuzz_undefined_output.onnx: error: graph output u is no graph input, initializer or node output
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/undefined_output.onnx -o $OLDPWD/out.json
+! bad/onnx/undefined_output.onnx: error: graph output u is no graph input, initializer or node output
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/undefined_input.onnx -o $OLDPWD/out.json
+! bad/onnx/undefined_input.onnx: error: node act (Relu) reads z, which is no graph input, initializer or node output
+[exit 1]
+$ cd $TESTDATA && tapestry import bad/onnx/defined_twice.onnx -o $OLDPWD/out.json
+! bad/onnx/defined_twice.onnx: error: value y is defined twice: by node a (Relu) and by node b (Neg)
+[exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx -o $OLDPWD/out.json
 ! bad/onnx: error: is a directory, expected an ONNX model file
 [exit 1]
