@@ -163,6 +163,65 @@ void checkWindows(const ::onnx::GraphProto& g, const std::string& file) {
   }
 }
 
+// ONNX's shape inference of Conv and ConvTranspose without a kernel_shape
+// attribute takes the window from the weight's dims and indexes the
+// input-rank-sized attributes with it unchecked (a weight of another rank than
+// the input is a SIGSEGV in libonnx 1.12). The attribute is set from the
+// weight's shape before any inference runs, so that inference compares the
+// two; a weight whose window is not known from the graph's inputs and
+// initializers is refused.
+void pinKernelShapes(::onnx::GraphProto& g, const std::string& file) {
+  std::map<std::string, const ::onnx::TensorShapeProto*> known;
+  std::map<std::string, std::vector<std::int64_t>> initializers;
+  for (const ::onnx::TensorProto& t : g.initializer()) {
+    initializers[t.name()] = {t.dims().begin(), t.dims().end()};
+  }
+  for (const ::onnx::ValueInfoProto& v : g.input()) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) {
+      known[v.name()] = &v.type().tensor_type().shape();
+    }
+  }
+  for (::onnx::NodeProto& node : *g.mutable_node()) {
+    const std::string& op = node.op_type();
+    if ((op != "Conv" && op != "ConvTranspose") ||
+        !(node.domain().empty() || node.domain() == "ai.onnx") || node.input_size() < 2) {
+      continue;
+    }
+    bool pinned = false;
+    for (const ::onnx::AttributeProto& a : node.attribute()) {
+      pinned = pinned || a.name() == "kernel_shape";
+    }
+    if (pinned) {
+      continue;
+    }
+    const std::string& w = node.input(1);
+    std::optional<std::vector<std::int64_t>> dims;
+    if (auto it = initializers.find(w); it != initializers.end()) {
+      dims = it->second;
+    } else if (auto in = known.find(w); in != known.end()) {
+      std::vector<std::int64_t> d;
+      for (const ::onnx::TensorShapeProto_Dimension& dim : in->second->dim()) {
+        d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      }
+      dims = d;
+    }
+    const bool window =
+        dims && dims->size() >= 3 &&
+        std::all_of(dims->begin() + 2, dims->end(), [](std::int64_t v) { return v >= 1; });
+    if (!window) {
+      fail(file, "node " + node.name() + " (" + op + "): the shape of its weight " + w +
+                     " must be known from the graph's inputs or initializers, with a window of "
+                     "positive sizes, or the node must have a kernel_shape attribute");
+    }
+    ::onnx::AttributeProto& a = *node.add_attribute();
+    a.set_name("kernel_shape");
+    a.set_type(::onnx::AttributeProto::INTS);
+    for (std::size_t i = 2; i < dims->size(); ++i) {
+      a.add_ints((*dims)[i]);
+    }
+  }
+}
+
 // Sets every symbolic dim of the graph inputs that --dim names to its value.
 void bindDims(::onnx::GraphProto& g, const ImportOptions& options) {
   std::set<std::string> seen;
@@ -603,6 +662,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   checkNames(model.graph(), file);
   checkArity(model.graph(), imported, file);
   checkWindows(model.graph(), file);
+  pinKernelShapes(*model.mutable_graph(), file);
   convertOpset(model, file); // replaces the graph
   const int opset = defaultOpset(model, file);
   ::onnx::GraphProto& g = *model.mutable_graph();
