@@ -217,27 +217,35 @@ std::vector<std::string> inputNamesOf(const ::onnx::ModelProto& model) {
   return inputNames;
 }
 
-// Imports a test's model. Graph inputs that import needs as constants (a
-// Slice's starts, a ReduceSum's axes) take their values from the first test
-// data set, as `import --values` does (`bound` gets their bytes); the others
-// stay inputs.
-onnx_import::ImportResult importTest(const std::string& bytes, const fs::path& dir,
-                                     const std::vector<std::string>& inputNames,
-                                     std::map<std::string, std::string>& bound) {
-  fs::path firstSet;
+// The test's data sets (test_data_set_N), in order.
+std::vector<fs::path> dataSets(const fs::path& dir) {
+  std::vector<fs::path> sets;
   for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    const std::string n = e.path().filename().string();
-    if (e.is_directory() && n.rfind("test_data_set_", 0) == 0 &&
-        (firstSet.empty() || e.path() < firstSet)) {
-      firstSet = e.path();
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      sets.push_back(e.path());
     }
   }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) {
+    throw Error("no test_data_set_N in " + dir.string());
+  }
+  return sets;
+}
+
+// Imports a test's model. Graph inputs that import needs as constants (a
+// Slice's starts, a ReduceSum's axes) take their values from the first test
+// data set, `firstSet`, as `import --values` does (`bound` gets their bytes);
+// the others stay inputs.
+onnx_import::ImportResult importTest(const std::string& bytes, const fs::path& dir,
+                                     const fs::path& firstSet,
+                                     const std::vector<std::string>& inputNames,
+                                     std::map<std::string, std::string>& bound) {
   onnx_import::ImportOptions importOptions;
   importOptions.inputValue =
       [&](const std::string& name) -> std::optional<onnx_import::TensorData> {
     const auto at = std::find(inputNames.begin(), inputNames.end(), name);
     const fs::path file = firstSet / ("input_" + std::to_string(at - inputNames.begin()) + ".pb");
-    if (at == inputNames.end() || firstSet.empty() || !fs::exists(file)) {
+    if (at == inputNames.end() || !fs::exists(file)) {
       return std::nullopt;
     }
     const onnx_import::detail::Constant c = readTensor(file);
@@ -259,7 +267,8 @@ Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
   model.ParseFromString(bytes);
   const std::vector<std::string> inputNames = inputNamesOf(model);
   std::map<std::string, std::string> bound; // input -> the bytes import took
-  const onnx_import::ImportResult imported = importTest(bytes, dir, inputNames, bound);
+  const std::vector<fs::path> sets = dataSets(dir);
+  const onnx_import::ImportResult imported = importTest(bytes, dir, sets[0], inputNames, bound);
 
   stage.name = "expand";
   const json::Document document = json::Document::parse(
@@ -300,16 +309,6 @@ Outcome runTest(const Context& ctx, const fs::path& dir, Stage& stage) {
   const cost::Simulation shardedSim = cost::simulate(g, ctx.target, sharded);
 
   stage.name = "run";
-  std::vector<fs::path> sets;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) {
-      sets.push_back(e.path());
-    }
-  }
-  std::sort(sets.begin(), sets.end());
-  if (sets.empty()) {
-    throw Error("no test_data_set_N in " + dir.string());
-  }
   backend::ExecuteOptions options;
   options.blasThreads = 1; // ctest runs suite shards side by side
   for (const fs::path& set : sets) {
