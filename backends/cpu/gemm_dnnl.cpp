@@ -23,14 +23,6 @@ dnnl::engine& cpuEngine() {
   return engine;
 }
 
-// A product runs on a one-thread OpenMP team: a larger one is split into
-// parts on helper threads instead (gemm_split.cpp), because libgomp's team
-// threads spin for milliseconds after each parallel region and take the core
-// from the kernels that follow (docs/cpu-products.md).
-void useOneThread() {
-  onednn::useThreads(1);
-}
-
 void check(dnnl_status_t status, const char* what) {
   if (status != dnnl_success) {
     throw InternalError(std::string("oneDNN: ") + what + " failed (status " +
@@ -62,8 +54,8 @@ MemoryDesc matrixDesc(dnnl::memory::data_type type, bool batched, std::int64_t b
 
 class DnnlGemm final : public GemmEngine {
 public:
-  DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights)
-      : dtype_(dtype), g_(g), weights_(weights), stream_(cpuEngine()) {}
+  DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights, int threads)
+      : dtype_(dtype), g_(g), weights_(weights), threads_(threads), stream_(cpuEngine()) {}
 
   // Makes the primitive; false when oneDNN has no fast kernel for the problem.
   bool build() {
@@ -82,7 +74,7 @@ public:
                                    : b;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    useOneThread(); // oneDNN partitions the work for the creating thread's team size
+    onednn::useThreads(threads_); // oneDNN partitions the work for the creating thread's team size
     dnnl::matmul::primitive_desc pd;
     try {
       const dnnl::matmul::desc desc =
@@ -120,7 +112,7 @@ public:
   }
 
   void run(const std::byte* a, const std::byte* b, std::byte* c, const std::byte* bias) override {
-    useOneThread();
+    onednn::useThreads(threads_);
     check(dnnl_memory_set_data_handle(a_.get(), const_cast<std::byte*>(a)), "setting A");
     check(dnnl_memory_set_data_handle(c_.get(), c), "setting C");
     if (g_.bias) {
@@ -150,6 +142,7 @@ private:
   DType dtype_;
   GemmGeometry g_;
   WeightUse weights_;
+  int threads_;
   dnnl::stream stream_;
   std::string impl_;
   dnnl::matmul primitive_;
@@ -162,11 +155,12 @@ private:
 
 } // namespace
 
-std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights) {
+std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
+                                         int threads) {
   if ((dtype != DType::Float32 && dtype != DType::BFloat16) || g.K <= 0) {
     return nullptr;
   }
-  auto engine = std::make_unique<DnnlGemm>(dtype, g, weights);
+  auto engine = std::make_unique<DnnlGemm>(dtype, g, weights, threads);
   if (!engine->build()) {
     return nullptr;
   }

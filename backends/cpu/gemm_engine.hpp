@@ -45,7 +45,8 @@ std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, W
 // oneDNN's matmul for float32 or bfloat16 with these strides, or null where
 // oneDNN has only its reference kernel (slow) or no kernel at all (float16 on
 // CPUs without AVX512-FP16, float64). K must be > 0. gemm_dnnl.cpp.
-std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights);
+std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
+                                         int threads = 1);
 
 // The product in `parts` parts (along the batch, n or m) run at once on the
 // calling thread and helper threads of its own, each part a one-thread oneDNN
