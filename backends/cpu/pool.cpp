@@ -310,21 +310,32 @@ public:
 
   std::string implementation() const override { return "loops"; }
 
+  // Pointer arithmetic from the box's first element on: offsetOf once a run,
+  // not once a row (MobileNetV2's 1280 planes of 2 x 2 took 12 us).
   void run(const KernelCall& call) override {
     const TensorView& in = call.inputs[0][0];
     const TensorView& out = call.outputs[0][0];
-    for (std::int64_t n = s_[0]; n < e_[0]; ++n) {
-      for (std::int64_t c = s_[1]; c < e_[1]; ++c) {
+    const std::int64_t first[4] = {s_[0], s_[1], s_[2], s_[3]};
+    const std::int64_t origin[4] = {s_[0], s_[1], 0, 0};
+    const std::int64_t N = e_[0] - s_[0], Cs = e_[1] - s_[1];
+    const std::int64_t H = e_[2] - s_[2], W = e_[3] - s_[3];
+    if (N <= 0 || Cs <= 0) {
+      return;
+    }
+    const T* x = H > 0 && W > 0 ? in.at<T>(first) : nullptr; // no input: every mean is 0
+    T* y = out.at<T>(origin);
+    const std::int64_t* is = in.strides.data();
+    const std::int64_t* os = out.strides.data();
+    for (std::int64_t n = 0; n < N; ++n) {
+      for (std::int64_t c = 0; c < Cs; ++c) {
+        const T* plane = x + n * is[0] + c * is[1];
         C total = 0;
-        for (std::int64_t h = s_[2]; h < e_[2]; ++h) {
-          const std::int64_t row[4] = {n, c, h, s_[3]};
-          const T* p = in.at<T>(row);
-          for (std::int64_t j = 0; j < e_[3] - s_[3]; ++j) {
-            total += Num<T>::load(p[j * in.strides[3]]);
+        for (std::int64_t h = 0; h < H; ++h) {
+          for (std::int64_t j = 0; j < W; ++j) {
+            total += Num<T>::load(plane[h * is[2] + j * is[3]]);
           }
         }
-        const std::int64_t at[4] = {n, c, 0, 0};
-        *out.at<T>(at) = Num<T>::store(total / hw_);
+        y[n * os[0] + c * os[1]] = Num<T>::store(total / hw_);
       }
     }
   }
