@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -674,6 +675,22 @@ TEST_CASE("local: GPUs come from the installed probe", "[local]") {
 }
 
 TEST_CASE("local: this machine as it is", "[local]") {
+  // Without a saved calibration (a user's `tapestry calibrate` would make
+  // `local` the calibrated machine, whose figures differ).
+  const char* userCache = std::getenv("XDG_CACHE_HOME");
+  const std::string savedCache = userCache != nullptr ? userCache : "";
+  ::setenv("XDG_CACHE_HOME", "/nonexistent-tapestry-cache", 1);
+  struct Restore {
+    bool had;
+    std::string value;
+    ~Restore() {
+      if (had) {
+        ::setenv("XDG_CACHE_HOME", value.c_str(), 1);
+      } else {
+        ::unsetenv("XDG_CACHE_HOME");
+      }
+    }
+  } restore{userCache != nullptr, savedCache};
   const MachineInfo& machine = probeMachine();
   CHECK(machine.cpuCores >= 1);
   Target t = loadTarget("local");
