@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_isa.hpp"
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/onednn.hpp"
 #include "core/diag/error.hpp"
@@ -482,17 +483,43 @@ bool OnednnConv::build(int threads) {
   const tag act = layout_ == ConvLayout::Blocked ? tag::any
                   : layout_ == ConvLayout::Plain ? tag::nchw
                                                  : tag::nhwc;
-  try {
-    const dnnl::memory::desc srcAny(srcView_.dims(), type_, act);
-    const dnnl::memory::desc dstAny(dstView_.dims(), type_, act);
-    const dnnl::memory::desc weightAny(weightView_.dims(), type_, tag::any);
-    const dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, srcAny, weightAny,
-        bias_ ? biasView_ : dnnl::memory::desc(), dstAny, strides_, dilates_, padL_, padR_);
-    const dnnl::convolution_forward::primitive_desc pd(desc, onednn::userScratchpad(), engine);
-    if (onednn::isReference(pd)) {
-      return false;
+  // The primitive for activations in layout `t`; nullopt where oneDNN refuses
+  // it or has only its reference code.
+  auto primitive = [&](tag t) -> std::optional<dnnl::convolution_forward::primitive_desc> {
+    try {
+      const dnnl::memory::desc srcAny(srcView_.dims(), type_, t);
+      const dnnl::memory::desc dstAny(dstView_.dims(), type_, t);
+      const dnnl::memory::desc weightAny(weightView_.dims(), type_, tag::any);
+      const dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, srcAny,
+          weightAny, bias_ ? biasView_ : dnnl::memory::desc(), dstAny, strides_, dilates_, padL_,
+          padR_);
+      dnnl::convolution_forward::primitive_desc pd(desc, onednn::userScratchpad(), engine);
+      if (onednn::isReference(pd)) {
+        return std::nullopt;
+      }
+      return pd;
+    } catch (const dnnl::error&) {
+      return std::nullopt;
     }
+  };
+  // A depthwise shard (the 5-D grouped weight) asks for channel blocks first:
+  // for `any` oneDNN picks nhwc (brdgmm), whose copies in and out of the
+  // executor's NCHW cost more than the blocked layout's. MobileNetV2's 17
+  // depthwise convolutions took 367-391 us in nChw16c against 461-478 in nhwc
+  // (tapestry bench, interleaved, 2026-11-27).
+  std::optional<dnnl::convolution_forward::primitive_desc> chosen;
+  if (layout_ == ConvLayout::Blocked && weightView_.dims().size() == 5) {
+    chosen = primitive(activeIsa() == CpuIsa::Avx512 ? tag::nChw16c : tag::nChw8c);
+  }
+  if (!chosen) {
+    chosen = primitive(act);
+  }
+  if (!chosen) {
+    return false;
+  }
+  try {
+    const dnnl::convolution_forward::primitive_desc& pd = *chosen;
     stream_ = dnnl::stream(engine);
     src_ = dnnl::memory(srcView_, engine, nullptr);
     weight_ = dnnl::memory(weightView_, engine, nullptr);
