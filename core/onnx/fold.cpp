@@ -451,7 +451,7 @@ std::optional<Constant> foldValueOp(const NodeProto& node, const std::vector<con
 
 std::optional<std::vector<Constant>> fold(const NodeProto& node,
                                           const std::vector<const Constant*>& inputs) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+  if (!defaultDomain(node.domain())) {
     return std::nullopt;
   }
   const std::string& op = node.op_type();

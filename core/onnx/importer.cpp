@@ -43,7 +43,7 @@ void nameNodes(::onnx::GraphProto& g) {
 // 13 to 13).
 int defaultOpset(const ::onnx::ModelProto& model, const std::string& file) {
   for (const ::onnx::OperatorSetIdProto& o : model.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") {
+    if (defaultDomain(o.domain())) {
       if (o.version() < 1 || o.version() > kMaxOpset) {
         fail(file, "the model imports opset " + std::to_string(o.version()) +
                        " of the default ONNX domain; tapestry imports opsets 1 to " +
@@ -183,8 +183,8 @@ void pinKernelShapes(::onnx::GraphProto& g, const std::string& file) {
   }
   for (::onnx::NodeProto& node : *g.mutable_node()) {
     const std::string& op = node.op_type();
-    if ((op != "Conv" && op != "ConvTranspose") ||
-        !(node.domain().empty() || node.domain() == "ai.onnx") || node.input_size() < 2) {
+    if ((op != "Conv" && op != "ConvTranspose") || !defaultDomain(node.domain()) ||
+        node.input_size() < 2) {
       continue;
     }
     bool pinned = false;

@@ -18,6 +18,11 @@
 
 namespace tapestry::onnx_import::detail {
 
+// Whether an operator or opset domain is ONNX's default one ("" or "ai.onnx").
+inline bool defaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
 // Constants of at most this many elements are folded through and decoded;
 // larger ones (weights) are only carried to the graph as data.
 inline constexpr std::int64_t kFoldLimit = 1 << 16;

@@ -726,14 +726,14 @@ std::vector<std::string> mappedOperators() {
 }
 
 void mapNode(Emitter& e, const NodeProto& node) {
-  const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+  const bool onnxDomain = defaultDomain(node.domain());
   auto it = handlers().find(node.op_type());
-  if (!defaultDomain || it == handlers().end()) {
+  if (!onnxDomain || it == handlers().end()) {
     std::string list;
     for (const std::string& op : mappedOperators()) {
       list += (list.empty() ? "" : ", ") + op;
     }
-    const std::string op = defaultDomain ? node.op_type() : node.domain() + "." + node.op_type();
+    const std::string op = onnxDomain ? node.op_type() : node.domain() + "." + node.op_type();
     throw Error(SourceLocation{e.file(), 0, 0, {}}, "unsupported ONNX operator " + op + " (node " +
                                                         node.name() +
                                                         "); tapestry imports: " + list);

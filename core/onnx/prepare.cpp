@@ -25,10 +25,6 @@ constexpr std::int64_t kMinIrVersion = 7;
   throw Error(SourceLocation{file, 0, 0, {}}, message);
 }
 
-bool defaultDomain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
 // Shape inference that never throws (error mode 0): what it cannot infer
 // stays unknown, and the importer's own pass reports what matters.
 void inferQuietly(::onnx::ModelProto& model) {
