@@ -264,8 +264,9 @@ private:
 // enough (productThreads); below that, a product that streams at least
 // kStreamedB bytes of B (a classifier's weights, read from memory after a
 // model's convolutions) runs on the kernel's OpenMP team, the convolutions'
-// team, awake between them (docs/cpu-products.md: ResNet-50's classifier 270
-// -> 175 us, MobileNetV2's 90 -> 70 us); else one thread.
+// team, awake between them (docs/cpu-products.md: in the model, ResNet-50's
+// classifier 331-368 -> 172-183 us, MobileNetV2's 140-206 -> 88-110 us);
+// else one thread.
 constexpr double kStreamedB = 1 << 20;
 
 std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights) {

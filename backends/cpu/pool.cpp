@@ -322,10 +322,18 @@ public:
     if (N <= 0 || Cs <= 0) {
       return;
     }
-    const T* x = H > 0 && W > 0 ? in.at<T>(first) : nullptr; // no input: every mean is 0
     T* y = out.at<T>(origin);
-    const std::int64_t* is = in.strides.data();
     const std::int64_t* os = out.strides.data();
+    if (H <= 0 || W <= 0) { // no input: every mean is 0
+      for (std::int64_t n = 0; n < N; ++n) {
+        for (std::int64_t c = 0; c < Cs; ++c) {
+          y[n * os[0] + c * os[1]] = Num<T>::store(C(0));
+        }
+      }
+      return;
+    }
+    const T* x = in.at<T>(first);
+    const std::int64_t* is = in.strides.data();
     for (std::int64_t n = 0; n < N; ++n) {
       for (std::int64_t c = 0; c < Cs; ++c) {
         const T* plane = x + n * is[0] + c * is[1];
