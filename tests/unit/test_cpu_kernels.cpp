@@ -1779,18 +1779,20 @@ TEST_CASE("large products split into parts on helper threads, and follow the thr
   }
 }
 
+// Shapes and params of the one-axis reductions' tests.
+const std::vector<std::pair<Shape, const char*>> kReduceCases = {
+    {{9}, R"({"axis": 0})"},
+    {{4, 7}, R"({"axis": -1})"},
+    {{4, 7}, R"({"axis": 0, "keepdims": true})"},
+    {{3, 5, 4}, R"({"axis": 1})"},
+    {{3, 5, 4}, R"({"axis": 1, "keepdims": true})"},
+};
+
 TEST_CASE("sum, mean and max reduce an axis, split axes give partials", "[cpu][kernel]") {
-  const std::vector<std::pair<Shape, const char*>> cases = {
-      {{9}, R"({"axis": 0})"},
-      {{4, 7}, R"({"axis": -1})"},
-      {{4, 7}, R"({"axis": 0, "keepdims": true})"},
-      {{3, 5, 4}, R"({"axis": 1})"},
-      {{3, 5, 4}, R"({"axis": 1, "keepdims": true})"},
-  };
   for (const char* k : {"sum", "mean", "max"}) {
     const bool ints = std::string(k) != "mean";
     for (const std::string& dt : ints ? kAll : kFloats) {
-      for (const auto& [shape, params] : cases) {
+      for (const auto& [shape, params] : kReduceCases) {
         INFO(k << " " << dt << " " << shapeJson(shape) << " " << params);
         checkKernel(oneOp(k, {{"x", dt, shape}}, R"({"input": "x"})", params));
       }
@@ -1799,16 +1801,9 @@ TEST_CASE("sum, mean and max reduce an axis, split axes give partials", "[cpu][k
 }
 
 TEST_CASE("min and prod reduce an axis, split axes give min and prod partials", "[cpu][kernel]") {
-  const std::vector<std::pair<Shape, const char*>> cases = {
-      {{9}, R"({"axis": 0})"},
-      {{4, 7}, R"({"axis": -1})"},
-      {{4, 7}, R"({"axis": 0, "keepdims": true})"},
-      {{3, 5, 4}, R"({"axis": 1})"},
-      {{3, 5, 4}, R"({"axis": 1, "keepdims": true})"},
-  };
   for (const char* k : {"min", "prod"}) {
     for (const std::string& dt : kAll) {
-      for (const auto& [shape, params] : cases) {
+      for (const auto& [shape, params] : kReduceCases) {
         INFO(k << " " << dt << " " << shapeJson(shape) << " " << params);
         checkKernel(oneOp(k, {{"x", dt, shape}}, R"({"input": "x"})", params));
       }
