@@ -21,6 +21,19 @@ std::vector<std::int64_t> rowMajorStrides(std::span<const std::int64_t> shape) {
   return strides;
 }
 
+std::vector<std::int64_t> channelsLastStrides(std::span<const std::int64_t> shape) {
+  if (shape.size() != 4) {
+    throw InternalError("channels-last strides of a " + std::to_string(shape.size()) + "-d box");
+  }
+  auto extent = [&](std::size_t d) { return std::max<std::int64_t>(shape[d], 1); };
+  std::vector<std::int64_t> strides(4);
+  strides[1] = 1;
+  strides[3] = extent(1);
+  strides[2] = checkedMul(strides[3], extent(3));
+  strides[0] = checkedMul(strides[2], extent(2));
+  return strides;
+}
+
 // ---------------------------------------------------------------- views
 
 std::int64_t TensorView::offsetOf(std::span<const std::int64_t> point) const {
@@ -88,13 +101,34 @@ Buffer Buffer::hostUninitialized(DType dtype, const ZRange& region, int device) 
   return hostBuffer(dtype, region, device, false);
 }
 
+Buffer Buffer::withStrides(std::vector<std::int64_t> strides) const {
+  if (strides.size() != region_.rank()) {
+    throw InternalError("buffer of " + region_.toString() + " given " +
+                        std::to_string(strides.size()) + " strides");
+  }
+  Buffer out = *this;
+  out.strides_ = std::move(strides);
+  return out;
+}
+
+void Buffer::requireRowMajor() const {
+  if (!rowMajor()) {
+    throw InternalError("the elements of buffer " + region_.toString() + " strides " +
+                        formatInts(strides_) + " read in row-major order");
+  }
+}
+
 TensorView Buffer::view() const {
   TensorView v;
   v.data = storage_.get();
   v.dtype = dtype_;
   v.region = region_;
-  std::vector<std::int64_t> shape = region_.shape().vector();
-  v.strides = rowMajorStrides(shape);
+  if (strides_.empty()) {
+    std::vector<std::int64_t> shape = region_.shape().vector();
+    v.strides = rowMajorStrides(shape);
+  } else {
+    v.strides = strides_;
+  }
   v.device = device_;
   return v;
 }

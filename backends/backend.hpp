@@ -46,6 +46,10 @@ using metakernel::Combine;
 
 // Row-major strides (in elements) of a dense box of the given shape.
 std::vector<std::int64_t> rowMajorStrides(std::span<const std::int64_t> shape);
+// The strides of a dense 4-d box [N, C, H, W] laid out channels last (nhwc:
+// C innermost, then W, H, N), as the CPU backend keeps convolution
+// activations (Executor: Slot::channelsLast).
+std::vector<std::int64_t> channelsLastStrides(std::span<const std::int64_t> shape);
 
 // ---------------------------------------------------------------- views
 
@@ -79,8 +83,9 @@ struct TensorView {
 
 // ---------------------------------------------------------------- buffers
 
-// A dense row-major block holding `region` of one tensor on one device.
-// Copies share the memory (a handle); the memory lives while any copy does.
+// A dense block holding `region` of one tensor on one device: row-major, or
+// in another dense layout given by strides (withStrides). Copies share the
+// memory (a handle); the memory lives while any copy does.
 class Buffer {
 public:
   Buffer() = default;
@@ -101,14 +106,21 @@ public:
   std::int64_t elementCount() const { return region_.size(); }
   std::int64_t byteSize() const;
 
+  // The same memory laid out by `strides` (elements, one per dim): a
+  // permutation of a dense layout of the region, which the caller chooses
+  // (channelsLastStrides); views then carry them. InternalError for strides
+  // of another rank.
+  Buffer withStrides(std::vector<std::int64_t> strides) const;
+  bool rowMajor() const { return strides_.empty(); }
+
   TensorView view() const;
   TensorView view(const ZRange& part) const { return view().sub(part); }
   // `part` as a buffer on `device` sharing this buffer's memory (no copy),
   // when it is one contiguous row-major block of it (leading-dim rows); an
-  // empty Buffer otherwise.
+  // empty Buffer otherwise (always, for a buffer in another layout).
   Buffer share(const ZRange& part, int device) const {
     if (storage_ == nullptr || part.isEmpty() || part.rank() != region_.rank() ||
-        !region_.contains(part)) {
+        !region_.contains(part) || !rowMajor()) {
       return {};
     }
     // Contiguous: unit extents, then one partial dim, then whole dims.
@@ -125,16 +137,21 @@ public:
                                          static_cast<std::int64_t>(dtypeSize(dtype_));
     return Buffer(dtype_, part, device, std::shared_ptr<std::byte>(storage_, at));
   }
-  // Host buffers: the elements in row-major order (T must match the dtype).
+  // Host buffers: the elements in row-major order (T must match the dtype;
+  // a buffer in another layout is an InternalError).
   template <class T> std::span<T> elements() const {
+    requireRowMajor();
     return {reinterpret_cast<T*>(storage_.get()), static_cast<std::size_t>(elementCount())};
   }
 
 private:
+  void requireRowMajor() const;
+
   DType dtype_ = DType::Float32;
   ZRange region_;
   int device_ = kHostDevice;
   std::shared_ptr<std::byte> storage_;
+  std::vector<std::int64_t> strides_; // empty: row-major
 };
 
 // ---------------------------------------------------------------- matrix operands
@@ -257,6 +274,21 @@ public:
   virtual std::string name() const = 0; // "cpu", "cuda"
   // Devices the backend can run shards on (CPU: hardware threads).
   virtual int deviceCount() const = 0;
+  // How a kernel's 4-d tensor on one port (an input port, or an output port
+  // when `output`) fares channels last (channelsLastStrides): Prefers, where
+  // the kernel runs in that layout and would copy a row-major view into it
+  // (the CPU backend's conv2d activations); Takes, where it runs as fast in
+  // either; No where it has not been shown to. The executor keeps a tensor
+  // channels last when every port that reads or writes it takes the layout
+  // and the tensors linked to it through such kernels reach a Prefers port
+  // (Executor, ExecuteOptions::channelsLast).
+  enum class Layout : std::uint8_t { No, Takes, Prefers };
+  virtual Layout channelsLast(std::string_view kernel, bool output, std::size_t port) const {
+    (void)kernel;
+    (void)output;
+    (void)port;
+    return Layout::No;
+  }
 
   // A zero-filled row-major buffer for `region` of a tensor, on `device`
   // (kHostDevice: host memory). Memory is released with the last handle.

@@ -111,7 +111,8 @@ void Executor::makeSlotViews() {
     } else {
       view.dtype = slot.dtype;
       view.region = slot.region;
-      view.strides = rowMajorStrides(slot.region.shape().coords());
+      view.strides = slot.channelsLast ? channelsLastStrides(slot.region.shape().coords())
+                                       : rowMajorStrides(slot.region.shape().coords());
       view.device = slot.device;
     }
     view.constant = input && g_.tensors[slot.tensor].constant;
@@ -225,6 +226,9 @@ void Executor::setup(const ExecuteOptions& options, const cost::Simulation* sche
     CpuBackend::setBlasThreads(blasThreads_);
   }
   pool_ = std::make_unique<WorkerPool>(std::max<std::size_t>(lists_.lists.size(), 1));
+  if (options.channelsLast) {
+    chooseLayouts();
+  }
   makeSlotViews();
   charged_ = std::make_unique<std::int64_t[]>(slots_.size());
   prepared_.clear();
@@ -255,13 +259,21 @@ Buffer Executor::allocate(const Slot& slot, bool zeroed) {
   Buffer buffer = zeroed ? backend_.allocate(slot.dtype, slot.region, slot.device)
                          : backend_.allocateUninitialized(slot.dtype, slot.region, slot.device);
   charge(slot.device, buffer.byteSize());
-  return buffer;
+  return laidOut(slot, std::move(buffer));
+}
+
+Buffer Executor::laidOut(const Slot& slot, Buffer buffer) {
+  if (!slot.channelsLast) {
+    return buffer;
+  }
+  return buffer.withStrides(channelsLastStrides(slot.region.shape().coords()));
 }
 
 void Executor::makeBuffer(u32 s) {
   const Slot& slot = slots_[s];
   if (persistent_[s] == 0 || buffers_[s].data() == nullptr) {
-    buffers_[s] = backend_.allocateUninitialized(slot.dtype, slot.region, slot.device);
+    buffers_[s] =
+        laidOut(slot, backend_.allocateUninitialized(slot.dtype, slot.region, slot.device));
   }
   charged_[s] = buffers_[s].byteSize();
   charge(slot.device, charged_[s]);
@@ -661,6 +673,8 @@ Execution Executor::runOnce() {
     stats.transport = transport_;
   }
   countTasks(stats);
+  stats.channelsLastRegions = static_cast<std::size_t>(std::count_if(
+      slots_.begin(), slots_.end(), [](const Slot& slot) { return slot.channelsLast; }));
   recordTimes(times, stats);
   for (const auto& [name, buffer] : result.outputs) {
     stats.outputBytes += buffer.byteSize();

@@ -139,6 +139,10 @@ struct ExecuteOptions {
   // through host buffers.
   DeviceLink* deviceLink = nullptr;
   bool linkTakesDevice = false;
+  // Keep the activations around convolutions channels last where the
+  // backend runs them so (Backend::channelsLast); false: every region
+  // row-major (the tests compare the two).
+  bool channelsLast = true;
 };
 
 // Byte counts of the executor's own allocator accounting.
@@ -178,6 +182,9 @@ struct ExecutionStats {
   std::int64_t assembledBytes = 0;
   // Graph outputs gathered into host buffers after the tasks (not in wallSeconds).
   std::int64_t outputBytes = 0;
+  // Shard output regions laid out channels last (ExecuteOptions::channelsLast),
+  // over the whole plan (every rank decides alike).
+  std::size_t channelsLastRegions = 0;
   // What moved the cross-rank transfers (None in one process).
   Transport transport = Transport::None;
   // Per task, what cost::Simulation predicts next to it (bench compares them):

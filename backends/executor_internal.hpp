@@ -29,6 +29,9 @@ struct Slot {
   int device = 0;
   bool keep = false; // a graph output: gathered at the end, never released
   int uses = 0;      // tasks that read it after it is made
+  // Laid out channels last (channelsLastStrides) instead of row-major
+  // (chooseLayouts).
+  bool channelsLast = false;
 };
 
 // Where a prepared call's view finds its data at run time.
@@ -180,6 +183,13 @@ private:
   // inputs: residents and transfers from the host are views, not copies).
   bool aliasesInput(u32 s) const;
   void makeSlotViews();
+  // Marks the shard output tiles of the tensors the backend keeps channels
+  // last (Backend::channelsLast): 4-d float32 or bfloat16 tensors between
+  // operations, every port that reads or writes them taking the layout, in a
+  // group of such tensors (linked through the operations) that a preferring
+  // port reads or writes. Graph inputs and outputs stay row-major, and so do
+  // transfer, reduction and scratch regions (copies between layouts).
+  void chooseLayouts();
   void prepareShard(u32 id);
 
   // ---- running
@@ -187,6 +197,8 @@ private:
   void runShard(u32 id);
   void release(const Task& task);
   Buffer allocate(const Slot& slot, bool zeroed = false);
+  // `buffer` (allocated for `slot`) in the slot's layout.
+  static Buffer laidOut(const Slot& slot, Buffer buffer);
   // Slot s's buffer for this run (allocated, or kept from an earlier run),
   // charged to its device.
   void makeBuffer(u32 s);

@@ -70,6 +70,85 @@ void Executor::makeSlots() {
   buffers_.resize(slots_.size());
 }
 
+void Executor::chooseLayouts() {
+  using Layout = Backend::Layout;
+  const std::size_t nTensors = g_.tensors.size();
+  std::vector<char> isOutput(nTensors, 0);
+  for (std::size_t t : g_.outputs) {
+    isOutput[t] = 1;
+  }
+  // Per tensor: whether it may be channels last, and whether a port that
+  // prefers the layout reads or writes it.
+  std::vector<char> fits(nTensors, 1);
+  std::vector<char> prefers(nTensors, 0);
+  for (std::size_t t = 0; t < nTensors; ++t) {
+    const graph::Tensor& tensor = g_.tensors[t];
+    const DType dtype = parseDType(tensor.type.dtype);
+    if (tensor.isGraphInput() || isOutput[t] != 0 || tensor.type.shape.size() != 4 ||
+        (dtype != DType::Float32 && dtype != DType::BFloat16)) {
+      fits[t] = 0;
+    }
+  }
+  auto visit = [&](const graph::Operation& op, auto&& fn) {
+    for (std::size_t port = 0; port < op.inputs.size(); ++port) {
+      for (std::size_t t : op.inputs[port].tensors) {
+        fn(t, backend_.channelsLast(op.kernel, false, port));
+      }
+    }
+    for (std::size_t port = 0; port < op.outputs.size(); ++port) {
+      for (std::size_t t : op.outputs[port].tensors) {
+        fn(t, backend_.channelsLast(op.kernel, true, port));
+      }
+    }
+  };
+  for (const graph::Operation& op : g_.operations) {
+    visit(op, [&](std::size_t t, Layout layout) {
+      if (layout == Layout::No) {
+        fits[t] = 0;
+      }
+      prefers[t] = static_cast<char>(prefers[t] != 0 || layout == Layout::Prefers);
+    });
+  }
+  // Groups of fitting tensors linked through operations (union-find); a
+  // group is kept channels last when one of its tensors meets a preferring
+  // port, so elementwise chains without a convolution stay row-major.
+  std::vector<std::size_t> parent(nTensors);
+  for (std::size_t t = 0; t < nTensors; ++t) {
+    parent[t] = t;
+  }
+  auto find = [&](std::size_t t) {
+    while (parent[t] != t) {
+      parent[t] = parent[parent[t]];
+      t = parent[t];
+    }
+    return t;
+  };
+  for (const graph::Operation& op : g_.operations) {
+    std::optional<std::size_t> first;
+    visit(op, [&](std::size_t t, Layout) {
+      if (fits[t] == 0) {
+        return;
+      }
+      if (!first) {
+        first = find(t);
+      } else {
+        parent[find(t)] = *first;
+      }
+    });
+  }
+  std::vector<char> groupPrefers(nTensors, 0);
+  for (std::size_t t = 0; t < nTensors; ++t) {
+    if (fits[t] != 0 && prefers[t] != 0) {
+      groupPrefers[find(t)] = 1;
+    }
+  }
+  for (u32 s = 0; s < transferBase_; ++s) {
+    const std::size_t t = slots_[s].tensor;
+    slots_[s].channelsLast = fits[t] != 0 && groupPrefers[find(t)] != 0 && !slots_[s].keep &&
+                             !slots_[s].region.isEmpty();
+  }
+}
+
 u32 Executor::slotOf(const plan::Source& s) const {
   switch (s.kind) {
   case plan::Source::Kind::Shard:

@@ -80,6 +80,12 @@ template <class T> T* typed(const TensorView& view, std::int64_t offset) {
   return reinterpret_cast<T*>(view.data) + offset;
 }
 
+// Whether a view's descriptor is dense channels last (nhwc).
+bool isNhwc(const dnnl::memory::desc& view) {
+  return view.dims().size() == 4 &&
+         view == dnnl::memory::desc(view.dims(), view.data_type(), dnnl::memory::format_tag::nhwc);
+}
+
 // ---------------------------------------------------------------- fallback
 
 // The weight block [O, C, KH, KW] from `w` (strides of its view) into a dense
@@ -432,8 +438,9 @@ std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLay
   // (oneDNN refuses strides whose dims could overlap by its conservative
   // rule, stride >= inner stride x inner extent; then the view stays whole.)
   conv->srcView_ = onednn::stridedDesc(src, srcStrides, *type);
-  if (b.KH == 1 && b.KW == 1 && (g.sh > 1 || g.sw > 1) && padTop == 0 && padLeft == 0 &&
-      padBottom == 0 && padRight == 0) {
+  // (An input already channels last runs as it is, at its stride: no copy.)
+  if (!isNhwc(conv->srcView_) && b.KH == 1 && b.KW == 1 && (g.sh > 1 || g.sw > 1) && padTop == 0 &&
+      padLeft == 0 && padBottom == 0 && padRight == 0) {
     const std::vector<std::int64_t> sub = {src[0], src[1], b.OH, b.OW};
     const std::vector<std::int64_t> subStrides = {srcStrides[0], srcStrides[1],
                                                   srcStrides[2] * g.sh, srcStrides[3] * g.sw};
@@ -508,8 +515,15 @@ bool OnednnConv::build(int threads) {
   // executor's NCHW cost more than the blocked layout's. MobileNetV2's 17
   // depthwise convolutions took 367-391 us in nChw16c against 461-478 in nhwc
   // (tapestry bench, interleaved, 2026-11-27).
+  // Activations the executor keeps channels last (Backend::channelsLast) run
+  // in nhwc as they are, with no copy on either side: MobileNetV2's 52
+  // convolutions spent 450 of their 960 us in the copies (tapestry bench,
+  // 2026-11-27).
   std::optional<dnnl::convolution_forward::primitive_desc> chosen;
-  if (layout_ == ConvLayout::Blocked && weightView_.dims().size() == 5) {
+  if (layout_ == ConvLayout::Blocked && (isNhwc(srcView_) || isNhwc(dstView_))) {
+    chosen = primitive(tag::nhwc);
+  }
+  if (!chosen && layout_ == ConvLayout::Blocked && weightView_.dims().size() == 5) {
     chosen = primitive(activeIsa() == CpuIsa::Avx512 ? tag::nChw16c : tag::nChw8c);
   }
   if (!chosen) {

@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -217,6 +218,37 @@ void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
                          }
                        });
   });
+}
+
+// conv2d runs in nhwc on oneDNN (conv.cpp); the elementwise kernels walk any
+// strides and merge the dims that are dense in memory order (run_loop.hpp),
+// the pools describe their views to oneDNN as they are, and global_avgpool
+// sums a channels-last plane a row of channels at a time (pool.cpp). Each is
+// tested on channels-last views against row-major ones (test_cpu_layouts).
+Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
+                                         std::size_t port) const {
+  if (kernels_ == CpuKernels::Bodies) {
+    return Layout::No;
+  }
+  static constexpr std::string_view kUnary[] = {
+      "relu", "clip", "sigmoid", "tanh",     "gelu", "elu",  "selu",  "leaky_relu", "neg",
+      "abs",  "exp",  "sqrt",    "softplus", "erf",  "celu", "floor", "ceil",       "round"};
+  static constexpr std::string_view kBinary[] = {"add", "sub",     "mul",     "div",
+                                                 "pow", "maximum", "minimum", "prelu"};
+  if (kernel == "conv2d") {
+    return port == 0 ? Layout::Prefers : Layout::No;
+  }
+  if (kernel == "maxpool2d" || kernel == "avgpool2d" || kernel == "global_avgpool") {
+    return port == 0 ? Layout::Takes : Layout::No;
+  }
+  if (std::find(std::begin(kUnary), std::end(kUnary), kernel) != std::end(kUnary)) {
+    return port == 0 ? Layout::Takes : Layout::No;
+  }
+  if (std::find(std::begin(kBinary), std::end(kBinary), kernel) != std::end(kBinary)) {
+    return output ? (port == 0 ? Layout::Takes : Layout::No)
+                  : (port < 2 ? Layout::Takes : Layout::No);
+  }
+  return Layout::No;
 }
 
 bool CpuBackend::hasKernel(std::string_view kernel) const {

@@ -17,8 +17,13 @@
 // functions of <cmath>.
 #include <cmath>
 #include <memory>
+#include <utility>
 
+#include <omp.h>
+
+#include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/onednn.hpp"
 #include "backends/cpu/run_loop.hpp"
 #include "backends/cpu/vector_math.hpp"
 
@@ -431,11 +436,33 @@ template <class Op> constexpr bool kHasVec = requires {
   Op::kVec;
 };
 
+// ---------------------------------------------------------------- threads
+
+// The OpenMP team a float32 loop runs on: the kernel threads (the team the
+// convolutions before it ran on, whose cores hold the halves they wrote) for
+// one long contiguous run, else the calling thread alone.
+template <std::size_t N> int teamFor(const RunLoop<N>& loop) {
+  constexpr std::int64_t kTeamFrom = std::int64_t{1} << 14;
+  const int threads = CpuBackend::kernelThreads();
+  if (threads < 2 || loop.runCount() != 1 || loop.length() < kTeamFrom || !loop.unitStrideOut()) {
+    return 1;
+  }
+  onednn::useThreads(threads);
+  return threads;
+}
+
+// Thread k of `team`'s part [lo, hi) of n elements, in whole cache lines.
+std::pair<std::int64_t, std::int64_t> teamPart(std::int64_t n, int k, int team) {
+  const std::int64_t per = (n / team + 15) / 16 * 16;
+  const std::int64_t lo = std::min(n, per * k);
+  return {lo, k + 1 == team ? n : std::min(n, lo + per)};
+}
+
 // ---------------------------------------------------------------- unary
 
 RunLoop<2> unaryLoop(const KernelCall& call) {
   return ipfLoop<2>(call, {&call.inputs[0][0], &call.outputs[0][0]},
-                    {&inputIpf(call, 0), &outputIpf(call, 0)});
+                    {&inputIpf(call, 0), &outputIpf(call, 0)}, true);
 }
 
 class UnaryF32 final : public PreparedKernel {
@@ -447,6 +474,19 @@ public:
     const std::int64_t n = loop_.length();
     const std::int64_t sx = loop_.stride(0);
     const std::int64_t sy = loop_.stride(1);
+    const int threads = sx == 1 ? teamFor(loop_) : 1;
+    if (threads > 1) {
+      loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
+        const float* x = reinterpret_cast<const float*>(at[0]);
+        float* y = reinterpret_cast<float*>(at[1]);
+#pragma omp parallel num_threads(threads)
+        {
+          const auto [lo, hi] = teamPart(n, omp_get_thread_num(), omp_get_num_threads());
+          fn_(x + lo, y + lo, hi - lo, p_, q_);
+        }
+      });
+      return;
+    }
     loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
       throughChunks(reinterpret_cast<const float*>(at[0]), sx, reinterpret_cast<float*>(at[1]), sy,
                     n, [&](const float* x, float* y, std::int64_t m) { fn_(x, y, m, p_, q_); });
@@ -511,7 +551,7 @@ template <class Op> std::unique_ptr<PreparedKernel> prepareUnary(const KernelCal
 
 RunLoop<3> binaryLoop(const KernelCall& call) {
   return ipfLoop<3>(call, {&call.inputs[0][0], &call.inputs[1][0], &call.outputs[0][0]},
-                    {&inputIpf(call, 0), &inputIpf(call, 1), &outputIpf(call, 0)});
+                    {&inputIpf(call, 0), &inputIpf(call, 1), &outputIpf(call, 0)}, true);
 }
 
 using BinaryFn = void (*)(const float*, const float*, float*, std::int64_t);
@@ -574,6 +614,22 @@ public:
     const std::int64_t sa = loop_.stride(0);
     const std::int64_t sb = loop_.stride(1);
     const std::int64_t sy = loop_.stride(2);
+    const int threads = (sa == 0 || sa == 1) && (sb == 0 || sb == 1) ? teamFor(loop_) : 1;
+    if (threads > 1) {
+      loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
+                    [&](const auto& at) {
+                      const float* a = reinterpret_cast<const float*>(at[0]);
+                      const float* b = reinterpret_cast<const float*>(at[1]);
+                      float* y = reinterpret_cast<float*>(at[2]);
+#pragma omp parallel num_threads(threads)
+                      {
+                        const auto [lo, hi] =
+                            teamPart(n, omp_get_thread_num(), omp_get_num_threads());
+                        binaryRun(fn_, a + lo * sa, sa, b + lo * sb, sb, y + lo, 1, hi - lo);
+                      }
+                    });
+      return;
+    }
     loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
                   [&](const auto& at) {
                     binaryRun(fn_, reinterpret_cast<const float*>(at[0]), sa,

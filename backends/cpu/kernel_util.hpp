@@ -146,11 +146,16 @@ template <std::size_t N> struct RunDim {
 
 // The dims of the index box with extents `extent`, walked by `walks`: dims of
 // extent 1 dropped, and dims that every operand walks contiguously merged into
-// one. Returns false when the box is empty (an extent is 0).
+// one. Returns false when the box is empty (an extent is 0). With `anyOrder`
+// (a kernel whose index points are independent: elementwise) the dims are
+// first put in memory order, the largest strides (summed over the operands)
+// outermost, so that a box laid out channels last walks in runs as long as a
+// row-major one; row-major operands keep the index order.
 template <std::size_t N>
 bool runDims(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
-             std::vector<RunDim<N>>& dims) {
+             std::vector<RunDim<N>>& dims, bool anyOrder = false) {
   dims.clear();
+  std::vector<RunDim<N>> raw;
   for (std::size_t k = 0; k < extent.size(); ++k) {
     if (extent[k] == 0) {
       return false;
@@ -162,6 +167,20 @@ bool runDims(std::span<const std::int64_t> extent, const std::array<const Walk*,
     for (std::size_t i = 0; i < N; ++i) {
       dim.stride[i] = walks[i]->stride[k];
     }
+    raw.push_back(dim);
+  }
+  if (anyOrder) {
+    auto weight = [](const RunDim<N>& d) {
+      std::int64_t w = 0;
+      for (std::int64_t s : d.stride) {
+        w += s < 0 ? -s : s;
+      }
+      return w;
+    };
+    std::stable_sort(raw.begin(), raw.end(),
+                     [&](const RunDim<N>& a, const RunDim<N>& b) { return weight(a) > weight(b); });
+  }
+  for (const RunDim<N>& dim : raw) {
     bool merge = !dims.empty();
     for (std::size_t i = 0; merge && i < N; ++i) {
       merge = dims.back().stride[i] == dim.stride[i] * dim.extent;

@@ -147,6 +147,30 @@ private:
 
 // One shard as a oneDNN pooling over the views' boxes: the input selection
 // (its clipped rows and columns as padding) and the output block.
+// The element count of a box with these extents and strides when its
+// elements fill a dense block (the strides, sorted, are those of a dense
+// layout in some dim order); 0 otherwise.
+std::int64_t denseElements(const std::vector<std::int64_t>& dims,
+                           const std::vector<std::int64_t>& strides) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> byStride; // (stride, extent)
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    count *= dims[d];
+    if (dims[d] != 1) {
+      byStride.emplace_back(strides[d], dims[d]);
+    }
+  }
+  std::sort(byStride.begin(), byStride.end());
+  std::int64_t dense = 1;
+  for (const auto& [stride, extent] : byStride) {
+    if (stride != dense) {
+      return 0;
+    }
+    dense *= extent;
+  }
+  return count;
+}
+
 class OnednnPool final : public PreparedPool {
 public:
   // `loops`: what runs a max pool whose input has a NaN (null for avg).
@@ -188,11 +212,20 @@ private:
   OnednnPool() = default;
 
   // Whether the input box (the selection, from its first element) holds a NaN.
+  // A box dense in memory (row-major or channels last) is one run.
   bool anyNaN(const std::byte* first) const {
     bool nan = false;
     auto scan = [&](auto bits, auto isNaN) {
       using B = decltype(bits);
       const auto* p = reinterpret_cast<const B*>(first);
+      if (denseElements_ > 0) {
+        bool any = false;
+        for (std::int64_t j = 0; j < denseElements_; ++j) {
+          any |= isNaN(p[j]);
+        }
+        nan = any;
+        return;
+      }
       for (std::int64_t n = 0; n < srcDims_[0]; ++n) {
         for (std::int64_t c = 0; c < srcDims_[1]; ++c) {
           for (std::int64_t h = 0; h < srcDims_[2]; ++h) {
@@ -244,6 +277,7 @@ private:
     pool->srcDesc_ = onednn::stridedDesc(src, in.strides, *type);
     pool->srcDims_ = src;
     pool->srcStrides_ = in.strides;
+    pool->denseElements_ = denseElements(src, in.strides);
     pool->dstDesc_ = onednn::stridedDesc(out, o.strides, *type);
     pool->srcOffset_ = in.offsetOf(sel.start().coords());
     pool->dstOffset_ = o.offsetOf(s.coords());
@@ -286,6 +320,7 @@ private:
   }
 
   dnnl::algorithm algorithm_ = dnnl::algorithm::pooling_max;
+  std::int64_t denseElements_ = 0; // the input box's elements, where it is dense; else 0
   dnnl::memory::desc srcDesc_, dstDesc_;
   dnnl::memory::dims strides_, kernel_, dilation_, padL_, padR_;
   std::int64_t srcOffset_ = 0, dstOffset_ = 0, elementSize_ = 4;
@@ -306,7 +341,8 @@ template <class T> class GlobalAvgpool final : public PreparedPool {
 public:
   explicit GlobalAvgpool(const KernelCall& call)
       : s_(call.index.start()), e_(call.index.end()),
-        hw_(static_cast<C>(intBinding(call.op, "HW"))) {}
+        hw_(static_cast<C>(intBinding(call.op, "HW"))),
+        sums_(static_cast<std::size_t>(std::max<std::int64_t>(e_[1] - s_[1], 0))) {}
 
   std::string implementation() const override { return "loops"; }
 
@@ -334,6 +370,23 @@ public:
     }
     const T* x = in.at<T>(first);
     const std::int64_t* is = in.strides.data();
+    if (is[1] == 1 && Cs > 1) { // channels last: a row of channels at a time
+      for (std::int64_t n = 0; n < N; ++n) {
+        std::fill(sums_.begin(), sums_.end(), C(0));
+        for (std::int64_t h = 0; h < H; ++h) {
+          for (std::int64_t j = 0; j < W; ++j) {
+            const T* row = x + n * is[0] + h * is[2] + j * is[3];
+            for (std::int64_t c = 0; c < Cs; ++c) {
+              sums_[static_cast<std::size_t>(c)] += Num<T>::load(row[c]);
+            }
+          }
+        }
+        for (std::int64_t c = 0; c < Cs; ++c) {
+          y[n * os[0] + c * os[1]] = Num<T>::store(sums_[static_cast<std::size_t>(c)] / hw_);
+        }
+      }
+      return;
+    }
     for (std::int64_t n = 0; n < N; ++n) {
       for (std::int64_t c = 0; c < Cs; ++c) {
         const T* plane = x + n * is[0] + c * is[1];
@@ -351,6 +404,7 @@ public:
 private:
   ZPoint s_, e_;
   C hw_;
+  std::vector<C> sums_; // per channel of the shard, for a channels-last input
 };
 
 std::unique_ptr<PreparedKernel> prepareFastest(const KernelCall& call) {

@@ -30,11 +30,13 @@ public:
   // walkThrough or walkRegion on views[i]), with elements of sizes[i] bytes.
   // Dims of extent 1 drop out and dims every operand walks contiguously merge
   // (runDims), so the innermost run is as long as the layouts allow.
+  // With `anyOrder` the dims are walked in memory order (runDims).
   RunLoop(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
-          const std::array<const TensorView*, N>& views, const std::array<std::size_t, N>& sizes)
+          const std::array<const TensorView*, N>& views, const std::array<std::size_t, N>& sizes,
+          bool anyOrder = false)
       : sizes_(sizes) {
     std::vector<RunDim<N>> dims;
-    if (!runDims<N>(extent, walks, dims)) {
+    if (!runDims<N>(extent, walks, dims, anyOrder)) {
       return; // empty box
     }
     Offsets offsets{};
@@ -74,6 +76,8 @@ public:
     }
     return true;
   }
+  // Whether the last operand (the output) steps by one element.
+  bool unitStrideOut() const { return length_ == 1 || stride_[N - 1] == 1; }
   std::int64_t runCount() const {
     std::int64_t count = empty_ ? 0 : 1;
     for (const Outer& o : outer_) {
@@ -176,10 +180,11 @@ private:
 };
 
 // The loop of a kernel whose operands (views[i], read through ipfs[i]) are
-// all walked over the shard's index box, one element per index point.
+// all walked over the shard's index box, one element per index point; in
+// memory order with `anyOrder` (elementwise kernels).
 template <std::size_t N>
 RunLoop<N> ipfLoop(const KernelCall& call, const std::array<const TensorView*, N>& views,
-                   const std::array<const IndexProjection*, N>& ipfs) {
+                   const std::array<const IndexProjection*, N>& ipfs, bool anyOrder = false) {
   std::array<Walk, N> walks;
   std::array<const Walk*, N> walked{};
   std::array<std::size_t, N> sizes{};
@@ -189,7 +194,7 @@ RunLoop<N> ipfLoop(const KernelCall& call, const std::array<const TensorView*, N
     sizes[i] = dtypeSize(views[i]->dtype);
   }
   const std::vector<std::int64_t> extent = call.index.shape().vector();
-  return RunLoop<N>(extent, walked, views, sizes);
+  return RunLoop<N>(extent, walked, views, sizes, anyOrder);
 }
 
 // The kernel function of a kernel that is always prepared (its CpuPrepare

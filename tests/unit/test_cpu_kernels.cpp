@@ -1115,6 +1115,77 @@ TEST_CASE("views address regions of a buffer without copying", "[cpu][view]") {
   CHECK(c.elements<float>()[4] == 0.0f);  // (6, 12): outside b
 }
 
+TEST_CASE("buffers laid out channels last: views carry the strides, copies move elements",
+          "[cpu][view][layout]") {
+  const std::vector<std::int64_t> shape{2, 3, 4, 5};
+  CHECK(channelsLastStrides(shape) == std::vector<std::int64_t>{60, 1, 15, 3});
+  CHECK(channelsLastStrides(std::vector<std::int64_t>{1, 0, 2, 2}) ==
+        std::vector<std::int64_t>{4, 1, 2, 1});
+  CHECK_THROWS_AS(channelsLastStrides(std::vector<std::int64_t>{2, 3}), InternalError);
+
+  Buffer rows = Buffer::host(DType::Float32, shape);
+  for (std::int64_t i = 0; i < rows.elementCount(); ++i) {
+    rows.elements<float>()[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  }
+  const ZRange all = rows.region();
+  Buffer last = cpu().allocate(DType::Float32, all, 0).withStrides(channelsLastStrides(shape));
+  CHECK_FALSE(last.rowMajor());
+  CHECK(last.view().strides == std::vector<std::int64_t>{60, 1, 15, 3});
+  cpu().copyRegion(rows.view(), last.view(), all);
+  // (n, c, h, w) sits at n*60 + h*15 + w*3 + c.
+  const float* raw = reinterpret_cast<const float*>(last.data());
+  CHECK(raw[0] == 0.0f);
+  CHECK(raw[1] == 20.0f);                                // (0, 1, 0, 0)
+  CHECK(raw[3] == 1.0f);                                 // (0, 0, 0, 1)
+  CHECK(raw[60 + 15 + 3 * 2 + 2] == 60.0f + 40 + 5 + 2); // (1, 2, 1, 2)
+  // Sub-views keep the layout; the way back gives the row-major elements.
+  const ZRange part({1, 1, 1, 1}, {2, 3, 3, 4});
+  CHECK(*last.view(part).at<float>(std::vector<std::int64_t>{1, 2, 2, 3}) == 60 + 40 + 10 + 3);
+  Buffer back = Buffer::host(DType::Float32, shape);
+  cpu().copyRegion(last.view(), back.view(), all);
+  CHECK(std::equal(back.elements<float>().begin(), back.elements<float>().end(),
+                   rows.elements<float>().begin()));
+  // Not row-major: no row blocks to share, and no row-major element span.
+  CHECK(last.share(ZRange({0, 0, 0, 0}, {1, 3, 4, 5}), 1).data() == nullptr);
+  CHECK(rows.share(ZRange({0, 0, 0, 0}, {1, 3, 4, 5}), 1).data() == rows.data());
+  CHECK_THROWS_AS(last.elements<float>(), InternalError);
+  CHECK_THROWS_AS(rows.withStrides({1, 2}), InternalError);
+}
+
+TEST_CASE("elementwise kernels on channels-last views equal the row-major results",
+          "[cpu][kernel][layout]") {
+  // relu, then add with a [1, C, 1, 1] bias broadcast, on channels-last views.
+  const Shape shape{2, 8, 5, 6};
+  const ZRange all = ZRange::fromShape(ZPoint(shape));
+  auto channelsLast = [&] {
+    return cpu().allocate(DType::Float32, all, 0).withStrides(channelsLastStrides(shape));
+  };
+  const graph::ExpandedGraph relu = oneOp("relu", {{"x", "float32", shape}}, R"({"input": "x"})");
+  const graph::ExpandedGraph add = oneOp(
+      "add", {{"a", "float32", shape}, {"b", "float32", {1, 8, 1, 1}}}, R"({"A": "a", "B": "b"})");
+  const TensorBuffers in = drawInputs(relu, 3);
+  const TensorBuffers bias = drawInputs(add, 4);
+  Buffer x = channelsLast();
+  cpu().copyRegion(in.at("x").view(), x.view(), all);
+  Buffer h = channelsLast();
+  Buffer y = channelsLast();
+  const std::vector<PortViews> reluIn{{x.view()}}, reluOut{{h.view()}};
+  cpu().runKernel(relu.operations[0], relu.operations[0].application.index, reluIn, reluOut);
+  const std::vector<PortViews> addIn{{h.view()}, {bias.at("b").view()}}, addOut{{y.view()}};
+  cpu().runKernel(add.operations[0], add.operations[0].application.index, addIn, addOut);
+  Buffer got = Buffer::host(DType::Float32, shape);
+  cpu().copyRegion(y.view(), got.view(), all);
+  // The same in row-major buffers.
+  auto result = [](const graph::ExpandedGraph& g, const TensorBuffers& values) {
+    return values.at(g.tensors[g.outputs[0]].name);
+  };
+  const Buffer hidden = result(relu, evaluateGraph(cpu(), relu, in));
+  const Buffer want =
+      result(add, evaluateGraph(cpu(), add, TensorBuffers{{"a", hidden}, {"b", bias.at("b")}}));
+  CHECK(std::equal(got.elements<float>().begin(), got.elements<float>().end(),
+                   want.elements<float>().begin()));
+}
+
 TEST_CASE("combine joins partials with each monoid, fillIdentity starts them", "[cpu][combine]") {
   const ZRange r = ZRange::fromShape({4});
   for (const std::string& dt : kAll) {

@@ -21,6 +21,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/conv.hpp"
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/onednn.hpp"
 #include "backends/cpu/pool.hpp"
 #include "backends/dtype.hpp"
@@ -552,4 +553,31 @@ TEST_CASE("maxpool2d propagates NaN on oneDNN as in the loops", "[cpu][onednn]")
     CHECK(std::isnan(v[4]));
     CHECK_FALSE(std::isnan(v[1]));
   }
+}
+
+TEST_CASE("runDims walks channels-last boxes in memory order, in one run", "[cpu][layout]") {
+  const Shape shape{2, 8, 5, 6};
+  const ZRange all = ZRange::fromShape(ZPoint(shape));
+  Buffer probe =
+      cpuBackend().allocate(DType::Float32, all, 0).withStrides(channelsLastStrides(shape));
+  const cpu::Walk last = cpu::walkRegion(probe.view(), all);
+  Buffer rows = cpuBackend().allocate(DType::Float32, all, 0);
+  const cpu::Walk plain = cpu::walkRegion(rows.view(), all);
+  std::vector<cpu::RunDim<2>> dims;
+  REQUIRE(cpu::runDims<2>(shape, {&last, &last}, dims, true));
+  REQUIRE(dims.size() == 1);
+  CHECK(dims[0].extent == 480);
+  CHECK(dims[0].stride == std::array<std::int64_t, 2>{1, 1});
+  REQUIRE(cpu::runDims<2>(shape, {&last, &last}, dims, false));
+  CHECK(dims.size() == 3); // index order: only H and W merge
+  // Row-major operands keep the index order either way: one run.
+  REQUIRE(cpu::runDims<2>(shape, {&plain, &plain}, dims, true));
+  CHECK(dims.size() == 1);
+  // Mixed layouts: every point is still visited once (a transposing walk).
+  REQUIRE(cpu::runDims<2>(shape, {&plain, &last}, dims, true));
+  std::int64_t points = 1;
+  for (const cpu::RunDim<2>& d : dims) {
+    points *= d.extent;
+  }
+  CHECK(points == 480);
 }

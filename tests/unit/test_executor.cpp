@@ -315,6 +315,90 @@ TEST_CASE("conv2d with padding, split over rows and channels, equals plain loops
   }
 }
 
+// A small CNN: every kernel the CPU backend runs channels last around two
+// convolutions (a regular one and a depthwise one), a residual add, a pool,
+// and a tail (reshape, linear) that stays row-major.
+const char* kSmallCnn = R"({"tapestry": "graph/v1", "name": "cnn",
+  "tensors": {"x": {"dtype": "float32", "shape": [2, 3, 12, 10]},
+              "w1": {"dtype": "float32", "shape": [16, 3, 3, 3], "constant": true},
+              "b1": {"dtype": "float32", "shape": [16], "constant": true},
+              "w2": {"dtype": "float32", "shape": [16, 1, 3, 3], "constant": true},
+              "w3": {"dtype": "float32", "shape": [16, 16, 1, 1]},
+              "fc": {"dtype": "float32", "shape": [16, 5]}},
+  "operations": [
+    {"name": "conv1", "kernel": "conv2d", "params": {"padding": [1, 1]},
+     "inputs": {"input": "x", "weight": "w1", "bias": "b1"}, "outputs": {"result": "c1"}},
+    {"name": "relu1", "kernel": "relu", "inputs": {"input": "c1"}, "outputs": {"result": "r1"}},
+    {"name": "pool", "kernel": "maxpool2d", "params": {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]},
+     "inputs": {"input": "r1"}, "outputs": {"result": "p"}},
+    {"name": "dw", "kernel": "conv2d", "params": {"padding": [1, 1], "groups": 16},
+     "inputs": {"input": "p", "weight": "w2"}, "outputs": {"result": "c2"}},
+    {"name": "clip", "kernel": "clip", "params": {"min": 0, "max": 6},
+     "inputs": {"input": "c2"}, "outputs": {"result": "r2"}},
+    {"name": "pw", "kernel": "conv2d", "params": {"stride": [2, 2]},
+     "inputs": {"input": "r2", "weight": "w3"}, "outputs": {"result": "c3"}},
+    {"name": "avg", "kernel": "avgpool2d", "params": {"kernel": [1, 1], "stride": [2, 2]},
+     "inputs": {"input": "p"}, "outputs": {"result": "q"}},
+    {"name": "res", "kernel": "add", "inputs": {"A": "c3", "B": "q"}, "outputs": {"result": "s"}},
+    {"name": "gap", "kernel": "global_avgpool", "inputs": {"input": "s"}, "outputs": {"result": "g"}},
+    {"name": "flat", "kernel": "reshape", "params": {"shape": [2, 16]},
+     "inputs": {"input": "g"}, "outputs": {"result": "f"}},
+    {"name": "head", "kernel": "matmul", "inputs": {"X": "f", "W": "fc"}, "outputs": {"result": "y"}}],
+  "outputs": ["y", "c2"]})";
+
+TEST_CASE("activations around convolutions run channels last, sharded too, with the same outputs",
+          "[executor][layout]") {
+  const graph::ExpandedGraph g = expandText(kSmallCnn);
+  // c1 r1 p c2(output: no) r2 c3 q s: all but the graph output c2 and the
+  // tail (g feeds reshape, f and y are not 4-d).
+  const Outcome one = runAndCheck(g, 1, plan::singleDeviceChoice(g));
+  CHECK(one.run.stats.channelsLastRegions == 7);
+  const Outcome two = runAndCheck(g, 2, dataParallel(g, 2, 2));
+  CHECK(two.run.stats.channelsLastRegions == 14);
+  const Outcome split = runAndCheck(g, 3, reductionSplit(g, 3));
+  CHECK(split.run.stats.channelsLastRegions > 0);
+  CHECK(split.run.stats.reductionSteps > 0);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 6; ++i) {
+    const int devices = 2 + i % 3;
+    const Outcome random = runAndCheck(g, devices, randomChoice(g, devices, rng), i % 2);
+    CHECK(random.run.stats.channelsLastRegions > 0);
+  }
+
+  // The same plan row-major: no region changes layout, and the outputs agree
+  // with the channels-last run's to float32 rounding (oneDNN's nhwc and
+  // blocked convolutions sum in other orders).
+  const TensorBuffers inputs = drawInputs(g, 7);
+  CpuBackend backend(1);
+  ExecuteOptions rowMajor;
+  rowMajor.blasThreads = 1;
+  rowMajor.channelsLast = false;
+  const plan::ShardPlan p = plan::buildPlan(g, 1, plan::singleDeviceChoice(g));
+  const Execution plain = execute(g, p, backend, inputs, rowMajor);
+  CHECK(plain.stats.channelsLastRegions == 0);
+  for (const char* name : {"y", "c2"}) {
+    const std::vector<float> a = values(plain.outputs.at(name));
+    const std::vector<float> b = values(one.run.outputs.at(name));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO(name << "[" << i << "]");
+      CHECK(b[i] == Approx(a[i]).epsilon(1e-4).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("graphs without convolutions keep every region row-major", "[executor][layout]") {
+  // relu and add take channels last, but nothing here prefers it.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "ew",
+    "tensors": {"x": {"dtype": "float32", "shape": [2, 4, 6, 6]}, "b": {"dtype": "float32", "shape": [2, 4, 6, 6]}},
+    "operations": [
+      {"name": "a", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "h"}},
+      {"name": "s", "kernel": "add", "inputs": {"A": "h", "B": "b"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  CHECK(runAndCheck(g, 1, plan::singleDeviceChoice(g)).run.stats.channelsLastRegions == 0);
+  CHECK(runAndCheck(g, 2, dataParallel(g, 2, 2)).run.stats.channelsLastRegions == 0);
+}
+
 TEST_CASE("empty index spaces write nothing: outputs are zeros", "[executor]") {
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "z",
     "tensors": {"x": {"dtype": "float32", "shape": [3, 0]}, "b": {"dtype": "float32", "shape": [3]}},
