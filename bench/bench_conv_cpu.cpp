@@ -3,10 +3,12 @@
 // `tapestry import testdata/onnx/resnet18.onnx` gives), or of every conv2d of
 // a graph file (--graph), one call of
 //   - tapestry: the CPU backend's prepared conv2d kernel on whole-tensor views
-//     (row-major NCHW activations, the weight and bias constant inputs), as
-//     the executor runs an unsplit operation, in the registry's layout;
-//   - plain, nhwc, blocked: the same kernel in each activation layout
-//     (backends/cpu/conv.hpp), to choose the registry's (a second pass);
+//     of channels-last activations (the weight and bias constant inputs), as
+//     the executor runs an unsplit operation between other convolutions
+//     (Executor::chooseLayouts);
+//   - plain, nhwc, blocked: the same kernel on row-major NCHW activations (a
+//     convolution that reads a graph input or writes a graph output), in each
+//     layout it may ask oneDNN for (backends/cpu/conv.hpp; a second pass);
 //   - onednn: a oneDNN convolution with the layouts it prefers for src,
 //     weights and dst (blocked), weights and input reordered once outside the
 //     timing: the floor for this convolution on this machine;
@@ -358,7 +360,21 @@ int main(int argc, char** argv) {
       Buffer out = Buffer::host(DType::Float32, op.application.outputs[0].tensors[0].shape);
       const std::vector<PortViews> outViews = {{out.view()}};
       const KernelCall call{op, op.application.index, inViews, outViews, 0};
-      std::unique_ptr<PreparedKernel> prepared = backend.prepareKernel(call);
+      // The executor's layout between convolutions: both activations nhwc.
+      auto channelsLast = [&](const Buffer& rows) {
+        const std::vector<std::int64_t> shape = rows.region().shape().vector();
+        Buffer b = backend.allocate(DType::Float32, rows.region(), 0)
+                       .withStrides(channelsLastStrides(shape));
+        backend.copyRegion(rows.view(), b.view(), rows.region());
+        return b;
+      };
+      const Buffer inLast = channelsLast(in.at("x"));
+      const Buffer outLast = channelsLast(out);
+      std::vector<PortViews> lastIn = inViews;
+      lastIn[0][0] = inLast.view();
+      const std::vector<PortViews> lastOut = {{outLast.view()}};
+      const KernelCall lastCall{op, op.application.index, lastIn, lastOut, 0};
+      std::unique_ptr<PreparedKernel> prepared = backend.prepareKernel(lastCall);
       const std::string implementation =
           dynamic_cast<const cpu::PreparedConv&>(*prepared).implementation();
       std::vector<std::unique_ptr<cpu::PreparedConv>> variants;
@@ -368,7 +384,7 @@ int main(int argc, char** argv) {
       const OnednnBest best(l, in, threads);
       auto timed = [&](PreparedKernel& k) {
         const double start = Backend::now();
-        k.run(call);
+        k.run(&k == prepared.get() ? lastCall : call);
         return Backend::now() - start;
       };
       // Two passes, each interleaved with oneDNN's own: tapestry's kernel,

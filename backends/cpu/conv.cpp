@@ -414,7 +414,7 @@ std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLay
   conv->elementSize_ = static_cast<std::int64_t>(dtypeSize(dtype));
 
   const TensorView& in = call.inputs[0][0];
-  const std::vector<std::int64_t> src = sel.shape().vector();
+  std::vector<std::int64_t> src = sel.shape().vector();
   std::vector<std::int64_t> srcStrides = in.strides;
   conv->srcOffset_ = in.offsetOf(sel.start().coords());
   // The selection's first row is the first window row's, clipped at 0: what
@@ -427,6 +427,19 @@ std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLay
   if (padTop < 0 || padLeft < 0 || padBottom < 0 || padRight < 0) {
     throw InternalError("conv2d shard " + call.index.toString() + ": input selection " +
                         sel.toString() + " does not fit the window");
+  }
+  // Rows (columns) of the view past the last window's, fewer than a stride,
+  // change no output: the box takes them in (oneDNN's output size rounds
+  // down), so that a whole channels-last view stays one dense nhwc block (a
+  // 1 x 1 stride-2 shortcut on an even size leaves out the last row).
+  const std::int64_t steps[2] = {g.sh, g.sw};
+  const std::int64_t ends[2] = {padBottom, padRight};
+  for (int d = 0; d < 2; ++d) {
+    const std::size_t k = static_cast<std::size_t>(d) + 2;
+    const std::int64_t extra = in.region.end()[k] - sel.end()[k];
+    if (ends[d] == 0 && extra > 0 && extra < steps[d]) {
+      src[k] += extra;
+    }
   }
   conv->strides_ = {g.sh, g.sw};
   conv->dilates_ = {g.dh - 1, g.dw - 1};
