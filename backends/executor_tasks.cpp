@@ -109,6 +109,57 @@ void Executor::chooseLayouts() {
       prefers[t] = static_cast<char>(prefers[t] != 0 || layout == Layout::Prefers);
     });
   }
+  // A kernel that takes either layout converts between them only by a
+  // strided walk, far slower than a convolution's own copies: around it every
+  // operand of the result's shape is laid out alike. So a tensor that stays
+  // row-major (a graph input or output, one a kernel does not take channels
+  // last) keeps the tensors linked to it through such kernels row-major too,
+  // and so does a broadcast operand (a per-channel bias walks channels last
+  // in runs of C elements). A tensor of one row and column is the same in
+  // both layouts.
+  auto flat = [&](std::size_t t) {
+    const std::vector<std::int64_t>& shape = g_.tensors[t].type.shape;
+    return shape.size() == 4 && shape[2] * shape[3] <= 1;
+  };
+  auto elements = [&](std::size_t t) {
+    std::int64_t n = 1;
+    for (std::int64_t e : g_.tensors[t].type.shape) {
+      n *= e;
+    }
+    return n;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const graph::Operation& op : g_.operations) {
+      bool takes = false, preferring = false, conflict = false;
+      std::vector<std::size_t> linked;
+      visit(op, [&](std::size_t t, Layout layout) {
+        takes = takes || layout == Layout::Takes;
+        preferring = preferring || layout == Layout::Prefers;
+        if (layout == Layout::Takes) {
+          linked.push_back(t);
+        }
+      });
+      if (!takes || preferring || op.outputs.empty() || op.outputs[0].tensors.empty()) {
+        continue;
+      }
+      const std::vector<std::int64_t>& shape = g_.tensors[op.outputs[0].tensors[0]].type.shape;
+      for (std::size_t t : linked) {
+        const std::vector<std::int64_t>& own = g_.tensors[t].type.shape;
+        bool broadcast = own.size() != shape.size();
+        for (std::size_t d = 0; d < own.size() && !broadcast; ++d) {
+          broadcast = own[d] == 1 && shape[d] > 1;
+        }
+        conflict = conflict || (broadcast ? elements(t) != 1 : fits[t] == 0 && !flat(t));
+      }
+      for (std::size_t t : linked) {
+        if (conflict && fits[t] != 0) {
+          fits[t] = 0;
+          changed = true;
+        }
+      }
+    }
+  }
   // Groups of fitting tensors linked through operations (union-find); a
   // group is kept channels last when one of its tensors meets a preferring
   // port, so elementwise chains without a convolution stay row-major.

@@ -126,6 +126,7 @@ void printRunJson(const RunReport& r, std::ostream& out) {
   doc["shards"] = stats.shards;
   doc["transfers"] = stats.transfers;
   doc["reduction_steps"] = stats.reductionSteps;
+  doc["channels_last_regions"] = stats.channelsLastRegions;
   doc["wall_time_s"] = stats.wallSeconds;
   doc["predicted_time_s"] = r.loaded.simulation.objectives.timeS;
   Json memory = Json::object();

@@ -35,7 +35,7 @@ check y (float32): max error E, unsharded E, bound B ok
 [created in]
 $ tapestry --format json run $TESTDATA/plans/mm_relu_2dev.json --check | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["graph"], d["devices"], d["shards"], d["transfers"], d["reduction_steps"], d["check"]["ok"], [(o["tensor"], o["precision"], list(o), o["max_error"] <= o["bound"]) for o in d["check"]["outputs"]]); print(list(d)); print(list(d["memory"])); m=d["memory"]; print(all(a <= b for a, b in zip(m["peak_bytes_per_device"], m["predicted_peak_bytes_per_device"])))'
 ok mm_relu 2 6 8 2 True [('y', 'float32', ['tensor', 'dtype', 'precision', 'max_error', 'unsharded_error', 'bound', 'ok'], True)]
-['status', 'plan', 'graph', 'backend', 'devices', 'devices_used', 'workers', 'blas_threads', 'shards', 'transfers', 'reduction_steps', 'wall_time_s', 'predicted_time_s', 'memory', 'outputs', 'check']
+['status', 'plan', 'graph', 'backend', 'devices', 'devices_used', 'workers', 'blas_threads', 'shards', 'transfers', 'reduction_steps', 'channels_last_regions', 'wall_time_s', 'predicted_time_s', 'memory', 'outputs', 'check']
 ['peak_bytes_per_device', 'predicted_peak_bytes_per_device', 'input_bytes', 'output_bytes', 'transfer_bytes', 'assembled_bytes', 'max_rss_bytes']
 True
 ## where with a bool condition (PyTorch's masked_fill exported as ONNX Where) on
