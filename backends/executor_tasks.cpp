@@ -70,8 +70,66 @@ void Executor::makeSlots() {
   buffers_.resize(slots_.size());
 }
 
+namespace {
+
+using Layout = Backend::Layout;
+// Per operation, each tensor it reads or writes with its port's layout.
+using PortLayouts = std::vector<std::vector<std::pair<std::size_t, Layout>>>;
+
+// A kernel that takes either layout converts between them only by a strided
+// walk, far slower than a convolution's own copies: around it every operand
+// of the result's shape is laid out alike. So a tensor that stays row-major
+// (a graph input or output, one a kernel does not take channels last) keeps
+// the tensors linked to it through such kernels row-major too (fits 0), and
+// so does a broadcast operand (a per-channel bias walks channels last in runs
+// of C elements). A tensor of one row and column is the same in both layouts.
+void keepRowMajorAround(const graph::ExpandedGraph& g, const PortLayouts& ports,
+                        std::vector<char>& fits) {
+  auto flat = [&](std::size_t t) {
+    const std::vector<std::int64_t>& shape = g.tensors[t].type.shape;
+    return shape.size() == 4 && shape[2] * shape[3] <= 1;
+  };
+  auto broadcast = [&](std::size_t t, const std::vector<std::int64_t>& shape) {
+    const std::vector<std::int64_t>& own = g.tensors[t].type.shape;
+    bool stretched = own.size() != shape.size();
+    std::int64_t elements = 1;
+    for (std::size_t d = 0; d < own.size(); ++d) {
+      stretched = stretched || (own[d] == 1 && shape[d] > 1);
+      elements *= own[d];
+    }
+    return stretched && elements != 1;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t o = 0; o < g.operations.size(); ++o) {
+      const graph::Operation& op = g.operations[o];
+      bool takes = false, preferring = false, conflict = false;
+      for (const auto& [t, layout] : ports[o]) {
+        takes = takes || layout == Layout::Takes;
+        preferring = preferring || layout == Layout::Prefers;
+      }
+      if (!takes || preferring || op.outputs.empty() || op.outputs[0].tensors.empty()) {
+        continue;
+      }
+      const std::vector<std::int64_t>& shape = g.tensors[op.outputs[0].tensors[0]].type.shape;
+      for (const auto& [t, layout] : ports[o]) {
+        if (layout == Layout::Takes) {
+          conflict = conflict || broadcast(t, shape) || (fits[t] == 0 && !flat(t));
+        }
+      }
+      for (const auto& [t, layout] : ports[o]) {
+        if (conflict && layout == Layout::Takes && fits[t] != 0) {
+          fits[t] = 0;
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
 void Executor::chooseLayouts() {
-  using Layout = Backend::Layout;
   const std::size_t nTensors = g_.tensors.size();
   std::vector<char> isOutput(nTensors, 0);
   for (std::size_t t : g_.outputs) {
@@ -89,77 +147,25 @@ void Executor::chooseLayouts() {
       fits[t] = 0;
     }
   }
-  auto visit = [&](const graph::Operation& op, auto&& fn) {
+  PortLayouts ports(g_.operations.size());
+  for (std::size_t o = 0; o < g_.operations.size(); ++o) {
+    const graph::Operation& op = g_.operations[o];
     for (std::size_t port = 0; port < op.inputs.size(); ++port) {
       for (std::size_t t : op.inputs[port].tensors) {
-        fn(t, backend_.channelsLast(op.kernel, false, port));
+        ports[o].emplace_back(t, backend_.channelsLast(op.kernel, false, port));
       }
     }
     for (std::size_t port = 0; port < op.outputs.size(); ++port) {
       for (std::size_t t : op.outputs[port].tensors) {
-        fn(t, backend_.channelsLast(op.kernel, true, port));
+        ports[o].emplace_back(t, backend_.channelsLast(op.kernel, true, port));
       }
     }
-  };
-  for (const graph::Operation& op : g_.operations) {
-    visit(op, [&](std::size_t t, Layout layout) {
-      if (layout == Layout::No) {
-        fits[t] = 0;
-      }
+    for (const auto& [t, layout] : ports[o]) {
+      fits[t] = static_cast<char>(fits[t] != 0 && layout != Layout::No);
       prefers[t] = static_cast<char>(prefers[t] != 0 || layout == Layout::Prefers);
-    });
-  }
-  // A kernel that takes either layout converts between them only by a
-  // strided walk, far slower than a convolution's own copies: around it every
-  // operand of the result's shape is laid out alike. So a tensor that stays
-  // row-major (a graph input or output, one a kernel does not take channels
-  // last) keeps the tensors linked to it through such kernels row-major too,
-  // and so does a broadcast operand (a per-channel bias walks channels last
-  // in runs of C elements). A tensor of one row and column is the same in
-  // both layouts.
-  auto flat = [&](std::size_t t) {
-    const std::vector<std::int64_t>& shape = g_.tensors[t].type.shape;
-    return shape.size() == 4 && shape[2] * shape[3] <= 1;
-  };
-  auto elements = [&](std::size_t t) {
-    std::int64_t n = 1;
-    for (std::int64_t e : g_.tensors[t].type.shape) {
-      n *= e;
-    }
-    return n;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const graph::Operation& op : g_.operations) {
-      bool takes = false, preferring = false, conflict = false;
-      std::vector<std::size_t> linked;
-      visit(op, [&](std::size_t t, Layout layout) {
-        takes = takes || layout == Layout::Takes;
-        preferring = preferring || layout == Layout::Prefers;
-        if (layout == Layout::Takes) {
-          linked.push_back(t);
-        }
-      });
-      if (!takes || preferring || op.outputs.empty() || op.outputs[0].tensors.empty()) {
-        continue;
-      }
-      const std::vector<std::int64_t>& shape = g_.tensors[op.outputs[0].tensors[0]].type.shape;
-      for (std::size_t t : linked) {
-        const std::vector<std::int64_t>& own = g_.tensors[t].type.shape;
-        bool broadcast = own.size() != shape.size();
-        for (std::size_t d = 0; d < own.size() && !broadcast; ++d) {
-          broadcast = own[d] == 1 && shape[d] > 1;
-        }
-        conflict = conflict || (broadcast ? elements(t) != 1 : fits[t] == 0 && !flat(t));
-      }
-      for (std::size_t t : linked) {
-        if (conflict && fits[t] != 0) {
-          fits[t] = 0;
-          changed = true;
-        }
-      }
     }
   }
+  keepRowMajorAround(g_, ports, fits);
   // Groups of fitting tensors linked through operations (union-find); a
   // group is kept channels last when one of its tensors meets a preferring
   // port, so elementwise chains without a convolution stay row-major.
@@ -174,18 +180,18 @@ void Executor::chooseLayouts() {
     }
     return t;
   };
-  for (const graph::Operation& op : g_.operations) {
+  for (const auto& op : ports) {
     std::optional<std::size_t> first;
-    visit(op, [&](std::size_t t, Layout) {
+    for (const auto& [t, layout] : op) {
       if (fits[t] == 0) {
-        return;
+        continue;
       }
       if (!first) {
         first = find(t);
       } else {
         parent[find(t)] = *first;
       }
-    });
+    }
   }
   std::vector<char> groupPrefers(nTensors, 0);
   for (std::size_t t = 0; t < nTensors; ++t) {
