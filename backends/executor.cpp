@@ -259,21 +259,16 @@ Buffer Executor::allocate(const Slot& slot, bool zeroed) {
   Buffer buffer = zeroed ? backend_.allocate(slot.dtype, slot.region, slot.device)
                          : backend_.allocateUninitialized(slot.dtype, slot.region, slot.device);
   charge(slot.device, buffer.byteSize());
-  return laidOut(slot, std::move(buffer));
-}
-
-Buffer Executor::laidOut(const Slot& slot, Buffer buffer) {
-  if (!slot.channelsLast) {
-    return buffer;
-  }
-  return buffer.withStrides(channelsLastStrides(slot.region.shape().coords()));
+  return buffer;
 }
 
 void Executor::makeBuffer(u32 s) {
   const Slot& slot = slots_[s];
   if (persistent_[s] == 0 || buffers_[s].data() == nullptr) {
-    buffers_[s] =
-        laidOut(slot, backend_.allocateUninitialized(slot.dtype, slot.region, slot.device));
+    buffers_[s] = backend_.allocateUninitialized(slot.dtype, slot.region, slot.device);
+    if (slot.channelsLast) { // the layout makeSlotViews gave the slot's view
+      buffers_[s] = buffers_[s].withStrides(slotViews_[s].strides);
+    }
   }
   charged_[s] = buffers_[s].byteSize();
   charge(slot.device, charged_[s]);

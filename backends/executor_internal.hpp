@@ -197,8 +197,6 @@ private:
   void runShard(u32 id);
   void release(const Task& task);
   Buffer allocate(const Slot& slot, bool zeroed = false);
-  // `buffer` (allocated for `slot`) in the slot's layout.
-  static Buffer laidOut(const Slot& slot, Buffer buffer);
   // Slot s's buffer for this run (allocated, or kept from an earlier run),
   // charged to its device.
   void makeBuffer(u32 s);

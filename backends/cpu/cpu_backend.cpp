@@ -224,7 +224,7 @@ void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
 // strides and merge the dims that are dense in memory order (run_loop.hpp),
 // the pools describe their views to oneDNN as they are, and global_avgpool
 // sums a channels-last plane a row of channels at a time (pool.cpp). Each is
-// tested on channels-last views against row-major ones (test_cpu_layouts).
+// tested on channels-last views against row-major ones (the `[layout]` unit tests).
 Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
                                          std::size_t port) const {
   if (kernels_ == CpuKernels::Bodies) {

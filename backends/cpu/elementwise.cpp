@@ -17,13 +17,10 @@
 // functions of <cmath>.
 #include <cmath>
 #include <memory>
-#include <utility>
-
 #include <omp.h>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/kernel_util.hpp"
-#include "backends/cpu/onednn.hpp"
 #include "backends/cpu/run_loop.hpp"
 #include "backends/cpu/vector_math.hpp"
 
@@ -457,15 +454,20 @@ template <std::size_t N> int teamFor(const RunLoop<N>& loop, bool team) {
       !loop.unitStrideOut()) {
     return 1;
   }
-  onednn::useThreads(threads);
   return threads;
 }
 
-// Thread k of `team`'s part [lo, hi) of n elements, in whole cache lines.
-std::pair<std::int64_t, std::int64_t> teamPart(std::int64_t n, int k, int team) {
-  const std::int64_t per = (n / team + 15) / 16 * 16;
-  const std::int64_t lo = std::min(n, per * k);
-  return {lo, k + 1 == team ? n : std::min(n, lo + per)};
+// Calls part(lo, hi) on each thread of a team of `threads` for its share
+// [lo, hi) of n elements, in whole cache lines.
+template <class F> void overTeam(int threads, std::int64_t n, F&& part) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int team = omp_get_num_threads();
+    const int k = omp_get_thread_num();
+    const std::int64_t per = (n / team + 15) / 16 * 16;
+    const std::int64_t lo = std::min(n, per * k);
+    part(lo, k + 1 == team ? n : std::min(n, lo + per));
+  }
 }
 
 // ---------------------------------------------------------------- unary
@@ -489,11 +491,8 @@ public:
       loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
         const float* x = reinterpret_cast<const float*>(at[0]);
         float* y = reinterpret_cast<float*>(at[1]);
-#pragma omp parallel num_threads(threads)
-        {
-          const auto [lo, hi] = teamPart(n, omp_get_thread_num(), omp_get_num_threads());
-          fn_(x + lo, y + lo, hi - lo, p_, q_);
-        }
+        overTeam(threads, n,
+                 [&](std::int64_t lo, std::int64_t hi) { fn_(x + lo, y + lo, hi - lo, p_, q_); });
       });
       return;
     }
@@ -633,12 +632,9 @@ public:
                       const float* a = reinterpret_cast<const float*>(at[0]);
                       const float* b = reinterpret_cast<const float*>(at[1]);
                       float* y = reinterpret_cast<float*>(at[2]);
-#pragma omp parallel num_threads(threads)
-                      {
-                        const auto [lo, hi] =
-                            teamPart(n, omp_get_thread_num(), omp_get_num_threads());
+                      overTeam(threads, n, [&](std::int64_t lo, std::int64_t hi) {
                         binaryRun(fn_, a + lo * sa, sa, b + lo * sb, sb, y + lo, 1, hi - lo);
-                      }
+                      });
                     });
       return;
     }
