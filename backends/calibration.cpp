@@ -222,16 +222,7 @@ public:
   // Inputs are drawn in [-spread, spread] (float32).
   RunTimes time(const graph::ExpandedGraph& g, const plan::ShardPlan& p, double seconds,
                 float spread = 1, const ExecuteOptions& options = {}) {
-    TensorBuffers inputs = drawInputs(g, 1);
-    if (spread != 1) {
-      for (auto& [name, buffer] : inputs) {
-        if (buffer.dtype() == DType::Float32) {
-          for (float& x : buffer.elements<float>()) {
-            x *= spread;
-          }
-        }
-      }
-    }
+    const TensorBuffers inputs = inputsFor(g, spread);
     PreparedRun prepared(g, p, backend_, inputs, options);
     prepared.run(); // warm-up
     std::vector<double> walls, shards, starts;
@@ -316,6 +307,21 @@ public:
   bool readsHostInPlace() const { return backend_.readsHostInPlace(); }
 
 private:
+  // Random inputs of `g` in [-spread, spread] (float32; other dtypes as drawn).
+  static TensorBuffers inputsFor(const graph::ExpandedGraph& g, float spread) {
+    TensorBuffers inputs = drawInputs(g, 1);
+    if (spread != 1) {
+      for (auto& [name, buffer] : inputs) {
+        if (buffer.dtype() == DType::Float32) {
+          for (float& x : buffer.elements<float>()) {
+            x *= spread;
+          }
+        }
+      }
+    }
+    return inputs;
+  }
+
   Backend& backend_;
   int devices_;
 };
@@ -387,44 +393,82 @@ measureThreadScaling(Bench& bench, const metakernel::MetakernelLibrary& library,
 
 // How far the calibrated model's predicted speedup of a small plan split over
 // every device, against the same graph on one device, is from the measured
-// speedup: |ln(measured / predicted)| on graphs of 20 us to a few ms (three
-// sizes each of matmul, add, tanh and softmax), as a relative spread: e^x - 1
-// of the median. (The second largest kept one device on every cost_truth
-// case of an idle machine, where 2-device plans ran 1.04-1.8x faster.) A
-// noisy machine measures a wider spread, which is what `optimize` should know.
-double measureSpread(Bench& bench, const metakernel::MetakernelLibrary& library,
-                     const cost::Target& model, const std::vector<FamilyCase>& cases,
-                     double budget) {
+// speedup: |ln(measured / predicted)| on graphs of about 1 to 300 us on one
+// device (three sizes each of matmul, add, tanh and softmax), as a relative
+// spread: e^x - 1 of the median. A noisy machine measures a wider spread, which is what
+// `optimize` should know; but one burst of load must not decide it: measured
+// in one go at the end, three calibrations in a row gave 4%, 15% and 66% (a
+// 2-device `add` measured 5x slower than one device in the third, 1.5x faster
+// in the others). So every case is measured in three passes, at the start of
+// the calibration, halfway through the kernel families and at the end, and
+// keeps the median of its passes' speedups.
+struct SpreadCase {
+  graph::ExpandedGraph graph;
+  plan::ShardPlan single;
+  plan::ShardPlan split;
+  float inputSpread = 1;
+  std::vector<double> measured; // single / split wall time, one per pass
+};
+
+std::vector<SpreadCase> spreadCases(const Bench& bench,
+                                    const metakernel::MetakernelLibrary& library,
+                                    const std::vector<FamilyCase>& cases) {
   const int devices = bench.devices();
-  const double each = 0.005 * budget;
-  std::vector<double> errors;
+  std::vector<SpreadCase> out;
   for (const FamilyCase& c : cases) {
     const bool matmul = c.kernel == "matmul";
     if (!matmul && c.kernel != "add" && c.kernel != "tanh" && c.kernel != "softmax") {
       continue;
     }
     for (int step = matmul ? 3 : 1; step < (matmul ? 6 : 4); ++step) {
-      const graph::ExpandedGraph g = c.graphFor(library, step, devices);
-      const plan::ShardPlan single = bench.planFor(g, 1, true);
-      const plan::ShardPlan split = bench.planFor(g, devices, false);
-      const double predicted = cost::simulate(g, model, single).objectives.timeS /
-                               cost::simulate(g, model, split).objectives.timeS;
-      const double measured =
-          bench.time(g, single, each, c.spread).wall / bench.time(g, split, each, c.spread).wall;
-      if (predicted > 0 && measured > 0) {
-        errors.push_back(std::fabs(std::log(measured / predicted)));
-      }
+      SpreadCase sc{c.graphFor(library, step, devices), {}, {}, c.spread, {}};
+      sc.single = bench.planFor(sc.graph, 1, true);
+      sc.split = bench.planFor(sc.graph, devices, false);
+      out.push_back(std::move(sc));
     }
   }
-  if (errors.empty()) {
-    return 0;
+  return out;
+}
+
+// One pass: each case's two plans timed in blocks of their own runs, as
+// `bench` runs a plan (runs of the two alternating leave each other's data in
+// the other core's cache, which a plan's repeated runs do not); which block
+// comes first alternates between passes.
+void measureSpreadPass(Bench& bench, std::vector<SpreadCase>& cases, double seconds) {
+  for (SpreadCase& sc : cases) {
+    const bool singleFirst = sc.measured.size() % 2 == 0;
+    const double first =
+        bench.time(sc.graph, singleFirst ? sc.single : sc.split, seconds, sc.inputSpread).wall;
+    const double second =
+        bench.time(sc.graph, singleFirst ? sc.split : sc.single, seconds, sc.inputSpread).wall;
+    const double single = singleFirst ? first : second;
+    const double split = singleFirst ? second : first;
+    sc.measured.push_back(split > 0 ? single / split : 0.0);
   }
-  std::sort(errors.begin(), errors.end());
-  const std::size_t n = errors.size();
-  return std::exp(n % 2 == 1 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2) - 1;
+}
+
+double spreadOf(const std::vector<SpreadCase>& cases, const cost::Target& model) {
+  std::vector<SpeedupSample> samples;
+  for (const SpreadCase& sc : cases) {
+    samples.push_back({cost::simulate(sc.graph, model, sc.single).objectives.timeS /
+                           cost::simulate(sc.graph, model, sc.split).objectives.timeS,
+                       sc.measured});
+  }
+  return speedupSpread(samples);
 }
 
 } // namespace
+
+double speedupSpread(const std::vector<SpeedupSample>& samples) {
+  std::vector<double> errors;
+  for (const SpeedupSample& s : samples) {
+    const double measured = s.measured.empty() ? 0.0 : median(s.measured);
+    if (s.predicted > 0 && measured > 0 && std::isfinite(s.predicted) && std::isfinite(measured)) {
+      errors.push_back(std::fabs(std::log(measured / s.predicted)));
+    }
+  }
+  return errors.empty() ? 0.0 : std::exp(median(errors)) - 1;
+}
 
 cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
                        cost::Target base, const std::string& machine, const std::string& date,
@@ -467,12 +511,25 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   report("copies");
   measureCopies(bench, devices, budget, base, profile);
 
-  // Kernel families, each with an equal share of what is left.
   const std::vector<FamilyCase> cases = familyCases();
+  std::vector<SpreadCase> spread;
+  const double spreadSeconds = 0.005 * budget / 3; // per plan, per pass
+  if (devices > 1) {
+    report("spread");
+    spread = spreadCases(bench, library, cases);
+    measureSpreadPass(bench, spread, spreadSeconds);
+  }
+
+  // Kernel families, each with an equal share of what is left.
   const double familyBudget = (budget - secondsSince(start)) / static_cast<double>(cases.size());
+  std::size_t familiesDone = 0;
   double bestFlops = 0;
   double bestBandwidth = 0;
   for (const FamilyCase& c : cases) {
+    if (!spread.empty() && familiesDone++ == cases.size() / 2) {
+      report("spread");
+      measureSpreadPass(bench, spread, spreadSeconds);
+    }
     report(c.family);
     const cost::KernelFamily* family = cost::findKernelFamily(c.family);
     if (family == nullptr || !backend.hasKernel(c.kernel)) {
@@ -533,9 +590,10 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   base.profile = std::move(profile);
   report("threads");
   base.profile->threadScaling = measureThreadScaling(bench, library, cases, budget);
-  if (devices > 1) {
+  if (!spread.empty()) {
     report("spread");
-    base.profile->spread = measureSpread(bench, library, base, cases, budget);
+    measureSpreadPass(bench, spread, spreadSeconds);
+    base.profile->spread = spreadOf(spread, base);
   }
   report("done");
   return base;

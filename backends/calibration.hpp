@@ -51,6 +51,19 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
 // median round trip, over about `seconds` in all; empty on the others.
 std::vector<std::pair<double, double>> measureRankLink(RankLink& link, double seconds);
 
+// The spread of predicted speedups that `optimize` weighs a plan's gain over
+// one device against (docs/cost-model.md). One sample per small graph: the
+// model's predicted speedup of the graph split over every device against one
+// device, and the speedups measured in each of calibrate's passes. The
+// spread is e^m - 1, where m is the median over the samples of
+// |ln(median of its passes / predicted)|; 0 without a usable sample. The
+// median of passes keeps a burst of load during one pass from deciding it.
+struct SpeedupSample {
+  double predicted = 0;
+  std::vector<double> measured;
+};
+double speedupSpread(const std::vector<SpeedupSample>& samples);
+
 // latency + bytes / bandwidth fitted to (bytes, seconds) points as calibrate
 // fits the copies between devices: the smallest size's time, and the slope
 // between 256 KiB and 4 MiB.

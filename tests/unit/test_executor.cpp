@@ -33,6 +33,7 @@
 
 #include <unistd.h>
 
+#include "backends/calibration.hpp"
 #include "backends/check.hpp"
 #include "backends/cpu/body_kernel.hpp"
 #include "backends/cpu/cpu_backend.hpp"
@@ -1815,4 +1816,23 @@ TEST_CASE("run refuses a plan that cannot fit in host memory, before allocating"
   const std::optional<std::int64_t> real = backend::availableMemory();
   REQUIRE(real); // Linux always has /proc/meminfo
   CHECK(*real > 0);
+}
+
+TEST_CASE("calibrate's spread: a burst in one pass does not decide it", "[calibrate][spread]") {
+  using tapestry::backend::SpeedupSample;
+  using tapestry::backend::speedupSpread;
+  CHECK(speedupSpread({}) == 0.0);
+  // Predicted 2x, measured 2x: no spread.
+  CHECK(speedupSpread({{2.0, {2.0, 2.0, 2.0}}}) == Approx(0.0).margin(1e-12));
+  // One pass of three measured 5x slower (a core taken away): its median is
+  // the other passes' 1.6x, 25% off the predicted 2x.
+  CHECK(speedupSpread({{2.0, {1.6, 0.4, 1.6}}}) == Approx(0.25));
+  // Too slow and too fast count alike (|ln|): 1.5 against 1.2 and 1.2 against
+  // 1.5 are both 25% off; the median over the samples of 0, 25% and 25%.
+  CHECK(speedupSpread({{1.2, {1.5}}, {1.5, {1.2}}, {1.0, {1.0}}}) == Approx(0.25));
+  // The median over samples: one wild case among three calm ones.
+  const double spread = speedupSpread({{2.0, {2.0}}, {2.0, {2.0}}, {2.0, {2.2}}, {2.0, {0.2}}});
+  CHECK(spread == Approx(std::exp(std::log(1.1) / 2) - 1));
+  // Samples without a measurement or a prediction are left out.
+  CHECK(speedupSpread({{0.0, {1.0}}, {1.0, {}}, {2.0, {2.5}}}) == Approx(0.25));
 }
