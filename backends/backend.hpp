@@ -345,6 +345,13 @@ public:
   // measures no host link.
   virtual bool readsHostInPlace() const { return false; }
 
+  // The FLOPs from which a matrix product on a device with several cores
+  // runs on all of them, where the backend switches at a fixed size (the CPU
+  // backend: below it a second thread's wake-up costs more than it saves); 0
+  // where it has no such switch. calibrate measures the matmul family on both
+  // sides of it, so that the table does not interpolate across the step.
+  virtual double productThreadsFromFlops() const { return 0; }
+
   virtual Buffer shareRegion(const Buffer& source, const ZRange& region, int device) {
     (void)source;
     (void)region;

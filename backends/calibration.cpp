@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,19 +91,40 @@ struct FamilyCase {
   float spread = 1;
 };
 
-std::vector<FamilyCase> familyCases() {
+// `threadsFrom`: Backend::productThreadsFromFlops().
+std::vector<FamilyCase> familyCases(double threadsFrom) {
   using Lib = metakernel::MetakernelLibrary;
   std::vector<FamilyCase> cases;
-  // Matrix products: m = n = k = 8 .. 1024 (2 KFLOP to 2 GFLOP per shard).
+  // Matrix products: m = n = k = 8 .. 1024 (2 KFLOP to 2 GFLOP per shard),
+  // [rows, s] x [s, s]. Where the backend gives a product every core from a
+  // fixed size, two more with s = 256 on either side of that step: the CPU
+  // backend's 2^26 FLOPs lies between the squares 256 (1 thread) and 512
+  // (2), and interpolating across it priced mlp_256's [512, 256] x [256, 256]
+  // products (2 threads) at 1.4x what they took. The squares 64, 128 and 256
+  // stay steps 3 to 5 (calibrate's spread measures those).
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes; // rows, s
+  for (std::int64_t s = 8; s <= 256; s *= 2) {
+    shapes.emplace_back(s, s);
+  }
+  constexpr std::int64_t kStepSide = 256;
+  const auto stepRows =
+      static_cast<std::int64_t>(std::ceil(threadsFrom / (2.0 * kStepSide * kStepSide)));
+  if (stepRows > kStepSide + 1 && stepRows < 4 * kStepSide) {
+    shapes.emplace_back(stepRows - 1, kStepSide);
+    shapes.emplace_back(stepRows, kStepSide);
+  }
+  shapes.emplace_back(512, 512);
+  shapes.emplace_back(1024, 1024);
+  const int matmulSteps = static_cast<int>(shapes.size());
   cases.push_back({"matmul", "matmul",
-                   [](const Lib& lib, int step, int copies) {
-                     const std::int64_t s = std::int64_t{8} << step;
+                   [shapes](const Lib& lib, int step, int copies) {
+                     const auto [r, s] = shapes.at(static_cast<std::size_t>(step));
                      return oneOpGraph(lib, "matmul",
-                                       tensorText("x", {copies * s, s}) + ", " +
+                                       tensorText("x", {copies * r, s}) + ", " +
                                            tensorText("w", {s, s}),
                                        "", R"("inputs": {"X": "x", "W": "w"})");
                    },
-                   8});
+                   matmulSteps});
   // 3 x 3 convolutions, channels and image growing together. The weights are
   // not marked constant, so each run reorders them into the CPU backend's
   // blocked layout (as in a graph that does not mark them): an imported
@@ -326,6 +348,75 @@ private:
   int devices_;
 };
 
+// The executor's cost of one task, and of getting every worker going.
+void measureOverheads(Bench& bench, const metakernel::MetakernelLibrary& library, double budget,
+                      cost::Profile& profile) {
+  constexpr int kShards = 32;
+  const graph::ExpandedGraph g = oneOpGraph(
+      library, "add", tensorText("a", {kShards * 16}) + ", " + tensorText("b", {kShards * 16}), "",
+      R"("inputs": {"A": "a", "B": "b"})");
+  // What a task costs beyond its work on the worker: the wall time of 32
+  // tiny shards on one device less their own times, per shard.
+  const Bench::RunTimes many = bench.time(g, bench.planFor(g, kShards, true), 0.02 * budget);
+  profile.taskOverhead = std::max(0.0, (many.wall - kShards * many.shard) / kShards);
+  const int devices = bench.devices();
+  if (devices > 1) {
+    const graph::ExpandedGraph spread = oneOpGraph(
+        library, "add", tensorText("a", {devices * 16}) + ", " + tensorText("b", {devices * 16}),
+        "", R"("inputs": {"A": "a", "B": "b"})");
+    profile.startOverhead =
+        bench.time(spread, bench.planFor(spread, devices, false), 0.02 * budget).lastStart;
+  }
+}
+
+// One family's table: its case's sizes in order, `alone` (one shard on one
+// device) and, with several devices, `all` (one such shard on every device
+// at once), each a shard's own time on its worker (the executor's dispatch is
+// the profile's task overhead, the workers' start its start overhead).
+// Always two sizes; then only while the family's share of the budget lasts.
+cost::ProfileTable measureFamily(Bench& bench, const metakernel::MetakernelLibrary& library,
+                                 const FamilyCase& c, const cost::KernelFamily& family,
+                                 double familyBudget, const std::function<void()>& progress) {
+  const Clock::time_point familyStart = Clock::now();
+  const double perPoint = familyBudget / (2.0 * c.steps);
+  const int devices = bench.devices();
+  cost::ProfileTable table;
+  table.measure = family.measure;
+  for (int step = 0; step < c.steps; ++step) {
+    if (step >= 2 && secondsSince(familyStart) > familyBudget) {
+      break;
+    }
+    progress();
+    const graph::ExpandedGraph alone = c.graphFor(library, step, 1);
+    const plan::ShardPlan alonePlan = bench.planFor(alone, 1, true);
+    const plan::PlanTasks aloneTasks = plan::summarize(alone, alonePlan);
+    const plan::PlanTasks::ShardTask& shard = aloneTasks.shards.at(0);
+    const double size =
+        static_cast<double>(family.measure == cost::WorkMeasure::Flops ? shard.flops : shard.bytes);
+    if (!table.alone.empty() && !(size > table.alone.back().size)) {
+      continue;
+    }
+    table.alone.push_back({size, bench.time(alone, alonePlan, perPoint, c.spread).shard});
+    if (devices > 1) {
+      const graph::ExpandedGraph all = c.graphFor(library, step, devices);
+      table.all.push_back(
+          {size, bench.time(all, bench.planFor(all, devices, false), perPoint, c.spread).shard});
+    }
+  }
+  return table;
+}
+
+// The best rate (size per second) among a table's points; 0 without one.
+double bestRate(const std::vector<cost::ProfilePoint>& points) {
+  double best = 0;
+  for (const cost::ProfilePoint& point : points) {
+    if (point.seconds > 0) {
+      best = std::max(best, point.size / point.seconds);
+    }
+  }
+  return best;
+}
+
 // Copies: between two devices and from the host, 4 KiB to 64 MiB, with a
 // tenth of the budget; fits the target's links and host link to them.
 void measureCopies(Bench& bench, int devices, double budget, cost::Target& base,
@@ -488,30 +579,13 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   profile.date = date;
   profile.devices = devices;
 
-  // The executor's cost of one task, and of getting every worker going.
   report("task overhead");
-  {
-    constexpr int kShards = 32;
-    const graph::ExpandedGraph g = oneOpGraph(
-        library, "add", tensorText("a", {kShards * 16}) + ", " + tensorText("b", {kShards * 16}),
-        "", R"("inputs": {"A": "a", "B": "b"})");
-    // What a task costs beyond its work on the worker: the wall time of 32
-    // tiny shards on one device less their own times, per shard.
-    const Bench::RunTimes many = bench.time(g, bench.planFor(g, kShards, true), 0.02 * budget);
-    profile.taskOverhead = std::max(0.0, (many.wall - kShards * many.shard) / kShards);
-    if (devices > 1) {
-      const graph::ExpandedGraph spread = oneOpGraph(
-          library, "add", tensorText("a", {devices * 16}) + ", " + tensorText("b", {devices * 16}),
-          "", R"("inputs": {"A": "a", "B": "b"})");
-      profile.startOverhead =
-          bench.time(spread, bench.planFor(spread, devices, false), 0.02 * budget).lastStart;
-    }
-  }
+  measureOverheads(bench, library, budget, profile);
 
   report("copies");
   measureCopies(bench, devices, budget, base, profile);
 
-  const std::vector<FamilyCase> cases = familyCases();
+  const std::vector<FamilyCase> cases = familyCases(backend.productThreadsFromFlops());
   std::vector<SpreadCase> spread;
   const double spreadSeconds = 0.005 * budget / 3; // per plan, per pass
   if (devices > 1) {
@@ -535,40 +609,14 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
     if (family == nullptr || !backend.hasKernel(c.kernel)) {
       continue;
     }
-    const Clock::time_point familyStart = Clock::now();
-    const double perPoint = familyBudget / (2.0 * c.steps);
-    cost::ProfileTable table;
-    table.measure = family->measure;
-    for (int step = 0; step < c.steps; ++step) {
-      // Always two sizes; then only while the family's share lasts.
-      if (step >= 2 && secondsSince(familyStart) > familyBudget) {
-        break;
-      }
-      report(c.family);
-      const graph::ExpandedGraph alone = c.graphFor(library, step, 1);
-      const plan::ShardPlan alonePlan = bench.planFor(alone, 1, true);
-      const plan::PlanTasks aloneTasks = plan::summarize(alone, alonePlan);
-      const plan::PlanTasks::ShardTask& shard = aloneTasks.shards.at(0);
-      const double size = static_cast<double>(
-          family->measure == cost::WorkMeasure::Flops ? shard.flops : shard.bytes);
-      if (!table.alone.empty() && !(size > table.alone.back().size)) {
-        continue;
-      }
-      // A shard's own time on its worker (the executor's dispatch is the
-      // profile's task overhead, the workers' start its start overhead).
-      table.alone.push_back({size, bench.time(alone, alonePlan, perPoint, c.spread).shard});
-      if (devices > 1) {
-        const graph::ExpandedGraph all = c.graphFor(library, step, devices);
-        table.all.push_back(
-            {size, bench.time(all, bench.planFor(all, devices, false), perPoint, c.spread).shard});
-      }
-      const cost::ProfilePoint& busiest = devices > 1 ? table.all.back() : table.alone.back();
-      if (family->measure == cost::WorkMeasure::Flops && c.family == "matmul") {
-        bestFlops = std::max(bestFlops, busiest.size / busiest.seconds);
-      }
-      if (c.family == "elementwise") {
-        bestBandwidth = std::max(bestBandwidth, busiest.size / busiest.seconds);
-      }
+    cost::ProfileTable table =
+        measureFamily(bench, library, c, *family, familyBudget, [&] { report(c.family); });
+    const double rate = bestRate(devices > 1 ? table.all : table.alone);
+    if (c.family == "matmul") {
+      bestFlops = rate;
+    }
+    if (c.family == "elementwise") {
+      bestBandwidth = rate;
     }
     if (!table.alone.empty()) {
       profile.kernels.emplace(c.apart ? c.kernel : c.family, std::move(table));

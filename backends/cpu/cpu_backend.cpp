@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 
+#include "backends/cpu/gemm_engine.hpp"
 #include "backends/cpu/kernel_util.hpp"
 #include "core/diag/error.hpp"
 #include "core/zspace/checked.hpp"
@@ -270,6 +271,10 @@ void CpuBackend::setBlasThreads(int threads) {
 
 int CpuBackend::kernelThreads() {
   return kernelThreadCount.load(std::memory_order_relaxed);
+}
+
+double CpuBackend::productThreadsFromFlops() const {
+  return cpu::kParallelFlops;
 }
 
 void CpuBackend::launchExtern(const KernelCall& call) {

@@ -34,6 +34,7 @@ public:
   void fillIdentity(Combine kind, const TensorView& dst) override;
   bool hasKernel(std::string_view kernel) const override;
   bool readsHostInPlace() const override { return true; }
+  double productThreadsFromFlops() const override;
   Layout channelsLast(std::string_view kernel, bool output, std::size_t port) const override;
   bool prefersBodies() const override { return kernels_ == CpuKernels::Bodies; }
   std::vector<std::string> kernelNames() const override;

@@ -58,6 +58,8 @@ std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, We
 // product too small to gain from a second thread (the size rule measured by
 // bench/bench_products_cpu; docs/cpu-products.md).
 int productThreads(const GemmGeometry& g);
+// The FLOPs from which productThreads gives a product every kernel thread.
+inline constexpr double kParallelFlops = 1 << 26;
 
 // The engine a matmul or linear call would run with (tests and docs ask).
 std::string productEngineName(const KernelCall& call);

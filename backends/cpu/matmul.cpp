@@ -31,7 +31,6 @@ namespace tapestry::backend::cpu {
 // classifier's [1, 2048] x [2048, 1000]: 166 -> 124 us only while the
 // helper was awake, and a model runs it once after 45 ms of convolutions).
 int productThreads(const GemmGeometry& g) {
-  constexpr double kParallelFlops = 1 << 26;
   const int threads = CpuBackend::kernelThreads();
   return threads <= 1 || g.flops() < kParallelFlops ? 1 : threads;
 }
