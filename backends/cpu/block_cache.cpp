@@ -34,6 +34,7 @@ struct SizeClass {
 };
 
 constexpr std::size_t kSmallClasses = 32;
+constexpr std::size_t kLanes = 8;
 
 struct BlockCache::State {
   std::size_t smallest = 0;
@@ -43,24 +44,30 @@ struct BlockCache::State {
   std::multimap<std::size_t, std::byte*> free; // by size
   std::size_t cached = 0;
   std::size_t reused = 0;
-  std::array<SizeClass, kSmallClasses> small; // by log2(size)
+  std::array<std::array<SizeClass, kSmallClasses>, kLanes> small; // by lane, log2(size)
   std::atomic<std::size_t> smallReused{0};
 
   ~State() {
     for (const auto& [size, p] : free) {
       drop(p);
     }
-    for (SizeClass& c : small) {
-      for (std::byte* p : c.free) {
-        drop(p);
+    for (auto& lane : small) {
+      for (SizeClass& c : lane) {
+        for (std::byte* p : c.free) {
+          drop(p);
+        }
       }
     }
   }
 
   // Keeps a released block, or frees it when it is small or the cache full.
-  void release(std::byte* p, std::size_t size) {
+  SizeClass& smallClass(std::size_t lane, std::size_t size) {
+    return small[lane][static_cast<std::size_t>(std::countr_zero(size))];
+  }
+
+  void release(std::byte* p, std::size_t size, std::size_t lane) {
     if (size < smallest && keepSmall > 0) {
-      SizeClass& c = small[static_cast<std::size_t>(std::countr_zero(size))];
+      SizeClass& c = smallClass(lane, size);
       const std::lock_guard<std::mutex> lock(c.mutex);
       if ((c.free.size() + 1) * size <= keepSmall) {
         c.free.push_back(p);
@@ -98,7 +105,8 @@ BlockCache::BlockCache(std::size_t smallest, std::size_t keep, std::size_t keepS
   state_->keepSmall = keepSmall;
 }
 
-std::shared_ptr<std::byte> BlockCache::take(std::size_t bytes, bool zeroed) {
+std::shared_ptr<std::byte> BlockCache::take(std::size_t bytes, bool zeroed, int lane) {
+  const std::size_t l = static_cast<std::size_t>(std::max(lane, 0)) % kLanes;
   std::size_t size = std::max((bytes + kAlign - 1) / kAlign * kAlign, kAlign);
   std::byte* p = nullptr;
   if (size >= state_->smallest) {
@@ -106,7 +114,7 @@ std::shared_ptr<std::byte> BlockCache::take(std::size_t bytes, bool zeroed) {
     p = state_->reuse(size);
   } else if (state_->keepSmall > 0) {
     size = std::bit_ceil(size);
-    SizeClass& c = state_->small[static_cast<std::size_t>(std::countr_zero(size))];
+    SizeClass& c = state_->smallClass(l, size);
     const std::lock_guard<std::mutex> lock(c.mutex);
     if (!c.free.empty()) {
       p = c.free.back();
@@ -122,7 +130,7 @@ std::shared_ptr<std::byte> BlockCache::take(std::size_t bytes, bool zeroed) {
   }
   // The deleter holds the state, so a block outlives the cache object safely.
   return std::shared_ptr<std::byte>(
-      p, [state = state_, size](std::byte* block) { state->release(block, size); });
+      p, [state = state_, size, l](std::byte* block) { state->release(block, size, l); });
 }
 
 std::size_t BlockCache::cachedBytes() const {

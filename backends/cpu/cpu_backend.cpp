@@ -175,12 +175,14 @@ CpuBackend::CpuBackend(int devices, CpuKernels kernels)
 
 Buffer CpuBackend::allocate(DType dtype, const ZRange& region, int device) {
   const std::int64_t bytes = checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(dtype)));
-  return Buffer(dtype, region, device, blocks_->take(static_cast<std::size_t>(bytes)));
+  return Buffer(dtype, region, device,
+                blocks_->take(static_cast<std::size_t>(bytes), true, device));
 }
 
 Buffer CpuBackend::allocateUninitialized(DType dtype, const ZRange& region, int device) {
   const std::int64_t bytes = checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(dtype)));
-  return Buffer(dtype, region, device, blocks_->take(static_cast<std::size_t>(bytes), false));
+  return Buffer(dtype, region, device,
+                blocks_->take(static_cast<std::size_t>(bytes), false, device));
 }
 
 void CpuBackend::copyRegion(const TensorView& src, const TensorView& dst, const ZRange& region) {

@@ -2431,6 +2431,33 @@ TEST_CASE("the block cache reuses released large blocks, zeroed, and bounds what
   CHECK(cache.cachedBytes() == 8192);
 }
 
+TEST_CASE("the block cache keeps small blocks per lane", "[cpu][memory]") {
+  BlockCache cache(1 << 20, 1 << 24, 1 << 16);
+  std::byte* ofOne = nullptr;
+  std::byte* ofZero = nullptr;
+  {
+    std::shared_ptr<std::byte> a = cache.take(4000, true, 1);
+    std::shared_ptr<std::byte> b = cache.take(4000, true, 0);
+    ofOne = a.get();
+    ofZero = b.get();
+    std::memset(a.get(), 0x5a, 4000);
+  }
+  // Each lane gets back the block it released, zeroed; another lane does not.
+  std::shared_ptr<std::byte> zero = cache.take(4000, true, 0);
+  CHECK(zero.get() == ofZero);
+  std::shared_ptr<std::byte> two = cache.take(4000, true, 2);
+  CHECK(two.get() != ofOne);
+  std::shared_ptr<std::byte> one = cache.take(4000, true, 1);
+  CHECK(one.get() == ofOne);
+  CHECK(std::all_of(one.get(), one.get() + 4000, [](std::byte v) { return v == std::byte{0}; }));
+  // Lanes past the last share stacks; a negative lane (the host) is lane 0.
+  one.reset();
+  CHECK(cache.take(4000, false, 9).get() == ofOne);
+  zero.reset();
+  CHECK(cache.take(4000, false, -1).get() == ofZero);
+  CHECK(cache.reused() == 4);
+}
+
 TEST_CASE("CPU buffers from 1 MiB come from the block cache and stay valid after the backend",
           "[cpu][memory]") {
   Buffer kept;
