@@ -493,6 +493,8 @@ measureThreadScaling(Bench& bench, const metakernel::MetakernelLibrary& library,
 // in the others). So every case is measured in three passes, at the start of
 // the calibration, halfway through the kernel families and at the end, and
 // keeps the median of its passes' speedups.
+constexpr int kSpreadPasses = 3; // start, halfway through the families, end
+
 struct SpreadCase {
   graph::ExpandedGraph graph;
   plan::ShardPlan single;
@@ -587,7 +589,7 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
 
   const std::vector<FamilyCase> cases = familyCases(backend.productThreadsFromFlops());
   std::vector<SpreadCase> spread;
-  const double spreadSeconds = 0.005 * budget / 3; // per plan, per pass
+  const double spreadSeconds = 0.005 * budget / kSpreadPasses; // per plan, per pass
   if (devices > 1) {
     report("spread");
     spread = spreadCases(bench, library, cases);
