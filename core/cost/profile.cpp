@@ -13,7 +13,7 @@ const char* workMeasureName(WorkMeasure measure) {
 const std::vector<KernelFamily>& kernelFamilies() {
   static const std::vector<KernelFamily> families = {
       {"matmul", WorkMeasure::Flops, "matrix products (matmul, linear)"},
-      {"conv", WorkMeasure::Flops, "convolutions (conv2d)"},
+      {"conv", WorkMeasure::Flops, "convolutions (conv2d, conv2d_act)"},
       {"elementwise", WorkMeasure::Bytes,
        "elementwise arithmetic, relu and casts; reduction combines"},
       {"activation", WorkMeasure::Bytes, "transcendental activations (tanh, gelu, exp, sigmoid)"},
@@ -46,6 +46,7 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"matmul", "matmul"},
     {"linear", "matmul"},
     {"conv2d", "conv"},
+    {"conv2d_act", "conv"},
     {"add", "elementwise"},
     {"sub", "elementwise"},
     {"mul", "elementwise"},

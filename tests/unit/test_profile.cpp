@@ -47,6 +47,7 @@ TEST_CASE("kernel families: every standard kernel has one, user kernels none") {
   CHECK(familyOfKernel("tanh")->name == "activation");
   CHECK(familyOfKernel("layernorm")->measure == WorkMeasure::Bytes);
   CHECK(familyOfKernel("conv2d")->measure == WorkMeasure::Flops);
+  CHECK(familyOfKernel("conv2d_act")->name == "conv"); // the fused epilogue: conv2d's flops
   CHECK(familyOfKernel("rmsnorm") == nullptr);
 }
 
@@ -135,8 +136,8 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(family.message.rfind(
             "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
             "elementwise, activation, reduction, normalization, copy, transpose, linear, conv2d, "
-            "add, sub, mul, div, relu, neg, cast, sqrt, reciprocal, abs, clip, add_scalar, "
-            "mul_scalar, rsub_scalar, rdiv_scalar, where, ",
+            "conv2d_act, add, sub, mul, div, relu, neg, cast, sqrt, reciprocal, abs, clip, "
+            "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, where, ",
             0) == 0);
   for (const char* k : {" maximum,", " logical_not,", " prelu,", " gelu,", " pow_scalar,",
                         " atanh,", " celu,", " maxpool2d,", " reshape,"}) {

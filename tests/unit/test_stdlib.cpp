@@ -135,8 +135,8 @@ TEST_CASE("stdlib: every SPEC §4.3 kernel is in the embedded library", "[stdlib
 TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][body]") {
   // Which kernels have a body is part of the contract (docs/reference/kernels.md);
   // test_cpu_kernels runs each body against its native kernel.
-  const std::vector<std::string> without = {"conv2d",    "embedding", "reshape", "split",
-                                            "maxpool2d", "avgpool2d", "gather"};
+  const std::vector<std::string> without = {"conv2d", "conv2d_act", "embedding", "reshape",
+                                            "split",  "maxpool2d",  "avgpool2d", "gather"};
   std::size_t bodies = 0;
   for (const Metakernel* k : lib().kernels()) {
     INFO(k->name);
@@ -949,6 +949,47 @@ TEST_CASE("stdlib: conv2d", "[stdlib]") {
   }
 }
 
+TEST_CASE("stdlib: conv2d_act is conv2d's index space with no combine", "[stdlib]") {
+  SECTION("its reduction dims are not splittable; bias and residual read at the output point") {
+    Application a = run("conv2d_act",
+                        {{"input", {T({2, 4, 6, 6})}},
+                         {"weight", {T({4, 1, 3, 3})}},
+                         {"bias", {T({4})}},
+                         {"residual", {T({2, 4, 6, 6})}}},
+                        {{"groups", 4}, {"padding", {1, 1}}, {"min", 0}, {"max", 6}});
+    CHECK(indexShape(a) == Ints{2, 4, 6, 6, 1, 3, 3});
+    CHECK(outT(a) == T({2, 4, 6, 6}));
+    CHECK(a.reductionDims == dims({4, 5, 6}));
+    CHECK_FALSE(a.reductionSplittable);
+    CHECK_FALSE(a.output("result")->combine.has_value());
+    CHECK(inIpf(a, "residual") == outIpf(a, "result"));
+    CHECK(inIpf(a, "bias") == ipf({{0, 1, 0, 0, 0, 0, 0}}, {0}, {1}));
+    CHECK(a.flops == 2 * 2 * 4 * 6 * 6 * 3 * 3);
+    CHECK(a.params["min"] == Json(0));
+    CHECK(a.params["max"] == Json(6));
+  }
+  SECTION("min and max default to clip's: the largest float64") {
+    Application a =
+        run("conv2d_act", {{"input", {T({1, 3, 5, 5})}}, {"weight", {T({2, 3, 3, 3})}}});
+    CHECK(indexShape(a) == Ints{1, 2, 3, 3, 3, 3, 3});
+    CHECK(a.params["min"] == Json(-1.7976931348623157e308));
+    CHECK(a.params["max"] == Json(1.7976931348623157e308));
+  }
+  SECTION("bad inputs: conv2d's checks, and a residual of another shape") {
+    CHECK_THAT(errorOf("conv2d_act", {{"input", {T({1, 8, 5, 5})}}, {"weight", {T({4, 2, 3, 3})}}},
+                       {{"groups", 2}}),
+               Contains("groups must be 1 or the number of output channels O"));
+    CHECK_THAT(errorOf("conv2d_act", {{"input", {T({1, 8, 8, 8})}},
+                                      {"weight", {T({4, 8, 3, 3})}},
+                                      {"residual", {T({1, 4, 8, 8})}}}),
+               Contains("$OH is 8 from"));
+    CHECK_THAT(errorOf("conv2d_act", {{"input", {T({1, 8, 8, 8})}},
+                                      {"weight", {T({4, 8, 3, 3})}},
+                                      {"residual", {T({1, 4, 6, 6}, "float16")}}}),
+               Contains("residual"));
+  }
+}
+
 // ---------------------------------------------------------------- pooling
 
 TEST_CASE("stdlib: maxpool2d and avgpool2d read a whole window per output point", "[stdlib]") {
@@ -1294,7 +1335,7 @@ Case randomCase(const std::string& k, Rng& rng) {
     Ints s = randShape(rng, 1, 3);
     return {k, {{"input", {T(s)}}}, {{"shape", jsonInts(randReshape(rng, s))}}};
   }
-  if (k == "conv2d") {
+  if (k == "conv2d" || k == "conv2d_act") {
     std::int64_t kh = uni(rng, 1, 3), kw = uni(rng, 1, 3);
     Ints stride = {uni(rng, 1, 2), uni(rng, 1, 2)};
     Ints padding = {uni(rng, 0, 1), uni(rng, 0, 1)};
@@ -1305,12 +1346,21 @@ Case randomCase(const std::string& k, Rng& rng) {
     // groups == O (depthwise style) half of the time: weight [O, C/O, KH, KW].
     const std::int64_t groups = uni(rng, 0, 1) == 0 ? 1 : uni(rng, 1, 3);
     const std::int64_t o = groups == 1 ? uni(rng, 1, 2) : groups;
-    return {k,
-            {{"input", {T({uni(rng, 1, 2), c * groups, h, w})}}, {"weight", {T({o, c, kh, kw})}}},
-            {{"stride", jsonInts(stride)},
-             {"padding", jsonInts(padding)},
-             {"dilation", jsonInts(dilation)},
-             {"groups", groups}}};
+    const std::int64_t n = uni(rng, 1, 2);
+    Case out{k,
+             {{"input", {T({n, c * groups, h, w})}}, {"weight", {T({o, c, kh, kw})}}},
+             {{"stride", jsonInts(stride)},
+              {"padding", jsonInts(padding)},
+              {"dilation", jsonInts(dilation)},
+              {"groups", groups}}};
+    // conv2d_act: a residual of the result's shape half of the time, and a clip.
+    if (k == "conv2d_act" && uni(rng, 0, 1) == 1) {
+      const std::int64_t oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+      const std::int64_t ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+      out.inputs.push_back({"residual", {T({n, o, oh, ow})}});
+      out.params["min"] = 0;
+    }
+    return out;
   }
   if (k == "maxpool2d" || k == "avgpool2d") {
     const bool dilated = k == "maxpool2d";
@@ -1423,14 +1473,16 @@ void checkProperties(const Case& c) {
   REQUIRE(a.index.size() <= 20000);
   // Windowed kernels: padding reads outside the input, and a stride may skip
   // the input's last rows.
-  const bool windowed = c.kernel == "conv2d" || c.kernel == "maxpool2d" || c.kernel == "avgpool2d";
+  const bool windowed = c.kernel == "conv2d" || c.kernel == "conv2d_act" ||
+                        c.kernel == "maxpool2d" || c.kernel == "avgpool2d";
   const bool paddedConv = windowed && (c.params["padding"][0] != 0 || c.params["padding"][1] != 0);
   if (c.kernel == "concat") {
     checkConcatReads(a, bindInt(a, "ax"));
   }
 
   // Outputs: the regions of all index points, intersected with each tensor's bounds,
-  // cover every element exactly once (no combine) or once per reduction point.
+  // cover every element exactly once (no combine) or once per reduction point
+  // (conv2d_act: reduction dims and no combine, so a plan never splits them).
   for (const PortResult& out : a.outputs) {
     for (std::size_t t = 0; t < out.tensors.size(); ++t) {
       INFO("output " << out.name << "[" << t << "]");
@@ -1444,9 +1496,10 @@ void checkProperties(const Case& c) {
         bounds.intersection(region).forEachPoint(
             [&](const ZPoint& e) { ++count[offsetIn(bounds, e)]; });
       });
-      std::int64_t expected = out.combine ? reductionMultiplicity(a) : 1;
+      const bool whole = c.kernel == "conv2d_act";
+      std::int64_t expected = out.combine || whole ? reductionMultiplicity(a) : 1;
       CHECK(std::all_of(count.begin(), count.end(), [&](std::int64_t n) { return n == expected; }));
-      if (!out.combine) {
+      if (!out.combine && !whole) {
         // Only extent-1 dims (reshape's single point) may have a zero column.
         for (std::size_t d : a.reductionDims) {
           CHECK(a.index.extent(d) == 1);
@@ -1480,11 +1533,15 @@ void checkProperties(const Case& c) {
 
   // Tiles: splitting the index space into a grid, the projections of the tiles of
   // an output without combine are disjoint and cover it -- as long as no minor
-  // term of a merged row (reshape) is split (docs/metakernels-design.md).
+  // term of a merged row (reshape) is split (docs/metakernels-design.md), nor
+  // a reduction dim where reductions are not splittable.
   std::vector<bool> minor = minorDims(a);
   std::vector<std::int64_t> parts;
   for (std::size_t d = 0; d < a.index.rank(); ++d) {
-    parts.push_back(minor[d] ? 1 : std::min<std::int64_t>(a.index.extent(d), 2));
+    const bool kept =
+        std::find(a.reductionDims.begin(), a.reductionDims.end(), d) != a.reductionDims.end() &&
+        !a.reductionSplittable;
+    parts.push_back(minor[d] || kept ? 1 : std::min<std::int64_t>(a.index.extent(d), 2));
   }
   if (a.index.size() > 0) {
     std::vector<ZRange> tiles = a.index.tile(parts);
