@@ -17,6 +17,13 @@
 // shard with a part of the group's channels) runs on the fallback: im2col +
 // gemm, or tap by tap for groups == O, with packed weights and scratch kept in
 // the prepared object.
+//
+// conv2d_act is the same convolution with an epilogue, clip(conv + bias +
+// residual, min, max) (conv_epilogue.hpp). Its output has no combine, so its
+// shards always hold the whole of C, KH and KW. On oneDNN the epilogue is
+// post-ops (a sum of the residual copied into dst first, where dst is the
+// output view itself; relu or clip) or else a pass over the output box after
+// the convolution; the fallbacks apply it in their store loops.
 #include "backends/cpu/conv.hpp"
 
 #include <algorithm>
@@ -26,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/conv_epilogue.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/cpu_isa.hpp"
 #include "backends/cpu/kernel_util.hpp"
@@ -57,6 +65,10 @@ Box boxOf(const ZRange& index) {
   const ZPoint& e = index.end();
   return {s[0], e[0] - s[0], s[1], e[1] - s[1], s[2], e[2] - s[2], s[3], e[3] - s[3],
           s[4], e[4] - s[4], s[5], e[5] - s[5], s[6], e[6] - s[6]};
+}
+
+OutputBox outputBox(const Box& b) {
+  return {{b.n0, b.o0, b.oh0, b.ow0}, {b.N, b.O, b.OH, b.OW}};
 }
 
 // The shard adds bias: the operation has one, and the shard's reduction range
@@ -128,7 +140,8 @@ protected:
   using C = typename Num<T>::C;
 
   explicit FallbackConv(const KernelCall& call)
-      : g_(convGeometry(call.op)), b_(boxOf(call.index)), bias_(addsBias(call, b_)) {
+      : g_(convGeometry(call.op)), b_(boxOf(call.index)), bias_(addsBias(call, b_)),
+        epi_(ConvEpilogue::of(call)), lo_(clipBound<C>(epi_.lo())), hi_(clipBound<C>(epi_.hi())) {
     const TensorView& wt = call.inputs[1][0];
     anyInput_ = !inputSelection(call).isEmpty();
     if (anyInput_) {
@@ -184,9 +197,34 @@ protected:
                              (oh - r[2]) * out.strides[2] + (b_.ow0 - r[3]) * out.strides[3]);
   }
 
+  // conv2d_act's store of output row (n, o, oh): v[ow] + bias (+ the
+  // residual's row), clipped, in C (conv_epilogue.hpp).
+  void storeActRow(const KernelCall& call, std::int64_t n, std::int64_t o, std::int64_t oh,
+                   const C* v, C bias) const {
+    const TensorView& out = call.outputs[0][0];
+    T* dst = outputRow(out, n, o, oh);
+    const std::int64_t os = out.strides[3];
+    const T* res = nullptr;
+    std::int64_t rs = 0;
+    if (epi_.residual()) {
+      const TensorView& r = ConvEpilogue::residualView(call);
+      res = typed<const T>(r, offsetIn(r, {n, o, oh, b_.ow0}));
+      rs = r.strides[3];
+    }
+    for (std::int64_t ow = 0; ow < b_.OW; ++ow) {
+      C x = v[ow] + bias;
+      if (res != nullptr) {
+        x += Num<T>::load(res[ow * rs]);
+      }
+      dst[ow * os] = Num<T>::store(ConvEpilogue::clip(x, lo_, hi_));
+    }
+  }
+
   ConvGeometry g_;
   Box b_;
   bool bias_;
+  ConvEpilogue epi_; // conv2d_act's residual and clip (inactive for conv2d)
+  C lo_, hi_;        // its clip bounds in C
   bool anyInput_ = false;
   std::int64_t h0_ = 0, w0_ = 0; // the input view's first row and column
   std::int64_t weightOffset_ = 0, biasOffset_ = 0;
@@ -258,8 +296,12 @@ public:
         for (std::int64_t o = 0; o < b_.O; ++o) {
           const C bias = this->biasOf(call, o);
           for (std::int64_t r = 0; r < rows; ++r) {
-            T* dst = this->outputRow(out, n, b_.o0 + o, b_.oh0 + ohA + r);
             const C* from = res_.data() + o * cols + r * b_.OW;
+            if (this->epi_.active()) {
+              this->storeActRow(call, n, b_.o0 + o, b_.oh0 + ohA + r, from, bias);
+              continue;
+            }
+            T* dst = this->outputRow(out, n, b_.o0 + o, b_.oh0 + ohA + r);
             for (std::int64_t ow = 0; ow < b_.OW; ++ow) {
               dst[ow * out.strides[3]] = Num<T>::store(from[ow] + bias);
             }
@@ -326,6 +368,10 @@ public:
               }
             }
           }
+          if (this->epi_.active()) {
+            this->storeActRow(call, n, b_.o0 + o, oh, acc_.data(), C(0));
+            continue;
+          }
           T* dst = this->outputRow(out, n, b_.o0 + o, oh);
           for (std::int64_t j = 0; j < b_.OW; ++j) {
             dst[j * out.strides[3]] = Num<T>::store(acc_[static_cast<std::size_t>(j)]);
@@ -361,6 +407,11 @@ private:
   // Creates the primitives for an OpenMP team of `threads` (oneDNN fixes some
   // work splits at creation); false where oneDNN refuses the shard.
   bool build(int threads);
+  // The primitive for the views with attributes `attr` (activations in the
+  // layout the shard asks for first, then the layout_'s); nullopt where
+  // oneDNN refuses them all or has only its reference code.
+  std::optional<dnnl::convolution_forward::primitive_desc>
+  choose(const dnnl::primitive_attr& attr) const;
 
   ConvLayout layout_ = ConvLayout::Blocked;
   dnnl::memory::data_type type_ = dnnl::memory::data_type::f32;
@@ -372,6 +423,12 @@ private:
   std::vector<std::int64_t> srcStrides_, dstStrides_; // the views' strides
   bool bias_ = false;
   bool constant_ = false;
+  // conv2d_act: the epilogue, the output box it covers, and how it runs (the
+  // residual copied into dst for the sum post-op; a pass after the conv).
+  ConvEpilogue epi_;
+  OutputBox box_;
+  bool fuseSum_ = false;
+  bool pass_ = false;
 
   int threads_ = 0;
   dnnl::stream stream_;
@@ -490,15 +547,17 @@ std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLay
   conv->dstView_ = onednn::stridedDesc(dstDims, out.strides, *type);
   conv->dstStrides_ = out.strides;
   conv->dstOffset_ = offsetIn(out, {b.n0, b.o0, b.oh0, b.ow0});
+  conv->epi_ = ConvEpilogue::of(call);
+  conv->box_ = outputBox(b);
   if (!conv->build(CpuBackend::kernelThreads())) {
     return nullptr;
   }
   return conv;
 }
 
-bool OnednnConv::build(int threads) {
+std::optional<dnnl::convolution_forward::primitive_desc>
+OnednnConv::choose(const dnnl::primitive_attr& attr) const {
   using tag = dnnl::memory::format_tag;
-  onednn::useThreads(threads);
   const dnnl::engine& engine = onednn::cpuEngine();
   const tag act = layout_ == ConvLayout::Blocked ? tag::any
                   : layout_ == ConvLayout::Plain ? tag::nchw
@@ -514,7 +573,7 @@ bool OnednnConv::build(int threads) {
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, srcAny,
           weightAny, bias_ ? biasView_ : dnnl::memory::desc(), dstAny, strides_, dilates_, padL_,
           padR_);
-      dnnl::convolution_forward::primitive_desc pd(desc, onednn::userScratchpad(), engine);
+      dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
       if (onednn::isReference(pd)) {
         return std::nullopt;
       }
@@ -541,6 +600,33 @@ bool OnednnConv::build(int threads) {
   }
   if (!chosen) {
     chosen = primitive(act);
+  }
+  return chosen;
+}
+
+bool OnednnConv::build(int threads) {
+  onednn::useThreads(threads);
+  const dnnl::engine& engine = onednn::cpuEngine();
+  // conv2d_act's epilogue fused as post-ops where it can be: a sum (the
+  // residual, copied into dst before the convolution) where dst is the
+  // output view itself, then relu or clip; otherwise (dst in another layout,
+  // a min above max, or oneDNN refusing them) a pass after the convolution.
+  const bool needs = epi_.active() && (epi_.residual() || epi_.clips());
+  fuseSum_ = false;
+  pass_ = needs;
+  std::optional<dnnl::convolution_forward::primitive_desc> chosen;
+  if (needs && epi_.lo() <= epi_.hi()) {
+    chosen = choose(epi_.postOps(epi_.residual(), epi_.clips()));
+    if (chosen && epi_.residual() && chosen->dst_desc() != dstView_) {
+      chosen.reset();
+    }
+    if (chosen) {
+      fuseSum_ = epi_.residual();
+      pass_ = false;
+    }
+  }
+  if (!chosen) {
+    chosen = choose(onednn::userScratchpad());
   }
   if (!chosen) {
     return false;
@@ -586,6 +672,15 @@ bool OnednnConv::build(int threads) {
     }
     conv_.arg(DNNL_ARG_DST, dst);
     impl_ = pd.impl_info_str();
+    if (pass_) {
+      impl_ += " + epilogue pass"; // conv2d_act's epilogue after the primitive
+    } else if (needs) {
+      std::string ops = fuseSum_ ? "sum" : "";
+      if (epi_.clips()) {
+        ops += std::string(ops.empty() ? "" : ", ") + (epi_.relu() ? "relu" : "clip");
+      }
+      impl_ += " + post-ops " + ops;
+    }
   } catch (const dnnl::error&) {
     return false;
   }
@@ -623,11 +718,17 @@ void OnednnConv::run(const KernelCall& call) {
     weightReorder_.run(stream_);
     packedFrom_ = constant_ ? weight : nullptr;
   }
+  if (fuseSum_) {
+    epi_.copyResidual(call, box_); // dst is the output view: the sum post-op adds it
+  }
   conv_.run(stream_);
   if (dstBlocks_) {
     dstBlocks_->fromBlocked(dstBlocked_, static_cast<std::byte*>(dst), dstStrides_);
   } else if (dstReorder_.present()) {
     dstReorder_.run(stream_);
+  }
+  if (pass_) {
+    epi_.pass(call, box_);
   }
 }
 
@@ -642,6 +743,15 @@ void runOnce(const KernelCall& call) {
 } // namespace
 
 std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout layout) {
+  if (call.op.kernel == "conv2d_act") { // its output has no combine: the whole sum per shard
+    const ZRange& whole = call.op.application.index;
+    for (std::size_t d = 4; d < 7; ++d) {
+      if (call.index.start()[d] != 0 || call.index.end()[d] != whole.end()[d]) {
+        throw InternalError("conv2d_act shard " + call.index.toString() +
+                            " splits the reduction dims of " + whole.toString());
+      }
+    }
+  }
   if (std::unique_ptr<OnednnConv> conv = OnednnConv::make(call, layout)) {
     return conv;
   }
@@ -660,6 +770,7 @@ std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout l
 
 void registerConvKernels(CpuRegistry& registry) {
   registry.add("conv2d", &runOnce, &prepareDefault);
+  registry.add("conv2d_act", &runOnce, &prepareDefault);
 }
 
 } // namespace tapestry::backend::cpu

@@ -1,5 +1,6 @@
-// conv2d on the CPU: prepared kernels on oneDNN, with a fallback for what
-// oneDNN does not run here (float64, float16, shards that see only padding).
+// conv2d and conv2d_act (conv2d with a residual add and a clip) on the CPU:
+// prepared kernels on oneDNN, with a fallback for what oneDNN does not run
+// here (float64, float16, shards that see only padding).
 // The registry uses the default layout; bench_conv_cpu compares the others.
 // Not a public header.
 #pragma once
@@ -32,7 +33,8 @@ public:
   virtual std::string implementation() const = 0;
 };
 
-// Prepares a checked conv2d call (CpuRegistry's prepare uses kConvLayout).
+// Prepares a checked conv2d or conv2d_act call (CpuRegistry's prepare uses
+// kConvLayout).
 std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout layout);
 
 } // namespace tapestry::backend::cpu

@@ -223,7 +223,7 @@ void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
   });
 }
 
-// conv2d runs in nhwc on oneDNN (conv.cpp); the elementwise kernels walk any
+// conv2d and conv2d_act run in nhwc on oneDNN (conv.cpp); the elementwise kernels walk any
 // strides and merge the dims that are dense in memory order (run_loop.hpp),
 // the pools describe their views to oneDNN as they are, and global_avgpool
 // sums a channels-last plane a row of channels at a time (pool.cpp). Each is
@@ -240,6 +240,9 @@ Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
                                                  "pow", "maximum", "minimum", "prelu"};
   if (kernel == "conv2d") {
     return port == 0 ? Layout::Prefers : Layout::No;
+  }
+  if (kernel == "conv2d_act") { // the residual: copied or added over any strides (conv_epilogue)
+    return port == 0 ? Layout::Prefers : !output && port == 3 ? Layout::Takes : Layout::No;
   }
   if (kernel == "maxpool2d" || kernel == "avgpool2d" || kernel == "global_avgpool") {
     return port == 0 ? Layout::Takes : Layout::No;

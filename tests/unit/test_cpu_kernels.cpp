@@ -692,7 +692,20 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       }
       out[t].v[static_cast<std::size_t>(ravel(idx, out[t].shape))] = in[0].v[i];
     }
-  } else if (k == "conv2d") {
+  } else if (k == "conv2d" || k == "conv2d_act") {
+    // The optional inputs by template port: bias (2) and conv2d_act's residual (3).
+    const Tensor* bias = nullptr;
+    const Tensor* residual = nullptr;
+    std::size_t next = 2;
+    if (op.inputs.size() > 2 && !op.inputs[2].tensors.empty()) {
+      bias = &in[next++];
+    }
+    if (op.inputs.size() > 3 && !op.inputs[3].tensors.empty()) {
+      residual = &in[next++];
+    }
+    const bool act = k == "conv2d_act";
+    const double lo = act ? params["min"].get<double>() : 0;
+    const double hi = act ? params["max"].get<double>() : 0;
     const auto stride = params["stride"].get<Shape>();
     const auto padding = params["padding"].get<Shape>();
     const auto dilation = params["dilation"].get<Shape>();
@@ -700,8 +713,8 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
     const Shape& ws = in[1].shape;
     const std::int64_t groups = params["groups"].get<std::int64_t>();
     for (std::int64_t i = 0; i < count; ++i) {
-      Shape o = unravel(i, r.shape);                                          // n, o, oh, ow
-      double s = in.size() > 2 ? in[2].v[static_cast<std::size_t>(o[1])] : 0; // bias
+      Shape o = unravel(i, r.shape); // n, o, oh, ow
+      double s = bias != nullptr ? bias->v[static_cast<std::size_t>(o[1])] : 0;
       const std::int64_t cBase = groups == 1 ? 0 : o[1] * ws[1]; // the group's first channel
       for (std::int64_t c = 0; c < ws[1]; ++c) {
         for (std::int64_t kh = 0; kh < ws[2]; ++kh) {
@@ -713,6 +726,10 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
             }
           }
         }
+      }
+      if (act) { // + residual, then clip as clip does: min(max(s, lo), hi)
+        s += residual != nullptr ? residual->v[static_cast<std::size_t>(i)] : 0;
+        s = std::min(std::max(s, lo), hi);
       }
       r.v[i] = s;
     }
@@ -1243,7 +1260,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 83);
+  CHECK(names.size() == 84);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -2058,6 +2075,38 @@ void checkConvCases(const std::vector<ConvCase>& cases) {
   }
 }
 
+struct ActCase {
+  Shape input;
+  Shape weight;
+  const char* params;
+  bool bias = false;
+  bool residual = false;
+};
+
+// conv2d_act of each case in every float dtype, whole and sharded over N, O,
+// OH and OW (checkKernel; its splits of C, KH and KW would write an output
+// element from two shards, and are skipped).
+void checkConvActCases(const std::vector<ActCase>& cases) {
+  for (const std::string& dt : kFloats) {
+    for (const ActCase& c : cases) {
+      INFO(dt << " " << shapeJson(c.input) << " * " << shapeJson(c.weight) << " " << c.params
+              << (c.bias ? " bias" : "") << (c.residual ? " residual" : ""));
+      std::vector<TensorSpec> tensors = {{"x", dt, c.input}, {"w", dt, c.weight}};
+      std::string inputs = R"({"input": "x", "weight": "w")";
+      if (c.bias) {
+        tensors.push_back({"b", dt, {c.weight[0]}});
+        inputs += R"(, "bias": "b")";
+      }
+      const graph::ExpandedGraph g = oneOp("conv2d_act", tensors, inputs + "}", c.params);
+      if (c.residual) { // the result's shape
+        tensors.push_back({"r", dt, g.operations[0].application.outputs[0].tensors[0].shape});
+        inputs += R"(, "residual": "r")";
+      }
+      checkKernel(oneOp("conv2d_act", tensors, inputs + "}", c.params));
+    }
+  }
+}
+
 } // namespace
 
 TEST_CASE("conv2d: stride, padding, dilation, C, KH, KW split into partials", "[cpu][kernel]") {
@@ -2087,6 +2136,52 @@ TEST_CASE("conv2d groups == O: depthwise and grouped channels, shards split", "[
       {{1, 3, 7, 6}, {3, 1, 3, 2}, R"({"groups": 3, "dilation": [2, 1], "padding": [2, 1]})"},
   };
   checkConvCases(cases);
+}
+
+TEST_CASE("conv2d_act: clip(conv2d + bias + residual), relu, relu6 or no clip, output shards",
+          "[cpu][kernel]") {
+  const std::vector<ActCase> cases = {
+      // groups == 1: relu after bias and residual (a ResNet block's second conv)
+      {{2, 3, 6, 5}, {4, 3, 3, 3}, R"({"padding": [1, 1], "min": 0})", true, true},
+      // ReLU6 with bias, stride and dilation, no residual
+      {{1, 2, 9, 7},
+       {3, 2, 3, 2},
+       R"({"stride": [2, 1], "dilation": [2, 1], "min": 0, "max": 6})",
+       true,
+       false},
+      // depthwise, residual without bias, both bounds inside the values
+      {{1, 4, 6, 6},
+       {4, 1, 3, 3},
+       R"({"groups": 4, "padding": [1, 1], "min": -0.5, "max": 0.5})",
+       false,
+       true},
+      // grouped channels, no clip (the defaults): conv2d + bias + residual
+      {{2, 6, 5, 5},
+       {3, 2, 3, 3},
+       R"({"groups": 3, "stride": [2, 2], "padding": [1, 0]})",
+       true,
+       true},
+      // a 1 x 1 at stride 2; min above max gives max everywhere, as clip
+      {{1, 3, 6, 6}, {2, 3, 1, 1}, R"({"stride": [2, 2], "min": 1, "max": -1})", false, true},
+      // nothing fused: conv2d
+      {{1, 2, 5, 5}, {3, 2, 3, 3}, "{}"},
+  };
+  checkConvActCases(cases);
+}
+
+TEST_CASE("conv2d_act refuses a shard that splits C, KH or KW (its output has no combine)",
+          "[cpu][errors]") {
+  const graph::ExpandedGraph g =
+      oneOp("conv2d_act", {{"x", "float32", {1, 4, 5, 5}}, {"w", "float32", {2, 4, 3, 3}}},
+            R"({"input": "x", "weight": "w"})", R"({"min": 0})");
+  const graph::Operation& op = g.operations[0];
+  CHECK_FALSE(op.application.reductionSplittable);
+  const Inputs in = makeInputs(g, 3);
+  Buffer out = Buffer::host(DType::Float32, op.application.outputs[0].tensors[0].shape);
+  const std::vector<PortViews> outs = {{out.view()}};
+  CHECK_THROWS_WITH(
+      cpu().runKernel(op, ZRange({0, 0, 0, 0, 0, 0, 0}, {1, 2, 3, 3, 2, 3, 3}), in.views, outs),
+      Contains("splits the reduction dims"));
 }
 
 TEST_CASE("maxpool2d and avgpool2d: windows, padding, dilation, output shards", "[cpu][kernel]") {
@@ -2293,6 +2388,8 @@ TEST_CASE("float-only kernels refuse integer tensors", "[cpu][errors]") {
       oneOp("linear", {{"x", "float32", {2, 3}}, {"w", "float32", {3, 4}}, {"b", "float32", {4}}},
             R"({"X": "x", "W": "w", "bias": "b"})"),
       oneOp("conv2d", {{"x", "float32", {1, 1, 3, 3}}, {"w", "float32", {1, 1, 2, 2}}},
+            R"({"input": "x", "weight": "w"})"),
+      oneOp("conv2d_act", {{"x", "float32", {1, 1, 3, 3}}, {"w", "float32", {1, 1, 2, 2}}},
             R"({"input": "x", "weight": "w"})"),
       oneOp("clip", {{"x", "float32", {2, 3}}}, R"({"input": "x"})"),
       oneOp("rdiv_scalar", {{"x", "float32", {2, 3}}}, R"({"input": "x"})"),

@@ -58,15 +58,20 @@ struct ConvCase {
   const char* params;
   bool bias;
   bool constant; // weight and bias are constant graph inputs
+  const char* kernel = "conv2d";
+  bool residual = false; // conv2d_act's residual input "r"
 };
 
 std::string caseText(const ConvCase& c) {
-  return shapeJson(c.input) + " * " + shapeJson(c.weight) + " " + c.params +
-         (c.bias ? " bias" : "") + (c.constant ? " constant" : "");
+  return std::string(c.kernel) + " " + shapeJson(c.input) + " * " + shapeJson(c.weight) + " " +
+         c.params + (c.bias ? " bias" : "") + (c.residual ? " residual" : "") +
+         (c.constant ? " constant" : "");
 }
 
-// The one-operation graph "y = conv2d(x, w[, b])" in `dtype`.
-graph::ExpandedGraph convGraph(const ConvCase& c, const std::string& dtype) {
+// The one-operation graph "y = conv2d(x, w[, b])" (or conv2d_act's, with
+// [, r]) in `dtype`.
+graph::ExpandedGraph convGraph(const ConvCase& c, const std::string& dtype,
+                               bool withResidual = true) {
   const std::string constant = c.constant ? R"(, "constant": true)" : "";
   std::string text = R"({"tapestry": "graph/v1", "name": "g", "tensors": {)";
   text += R"("x": {"dtype": ")" + dtype + R"(", "shape": )" + shapeJson(c.input) + "}, ";
@@ -75,9 +80,16 @@ graph::ExpandedGraph convGraph(const ConvCase& c, const std::string& dtype) {
     text += R"(, "b": {"dtype": ")" + dtype + R"(", "shape": [)" + std::to_string(c.weight[0]) +
             "]" + constant + "}";
   }
-  text += R"(}, "operations": [{"name": "conv", "kernel": "conv2d", "params": )" +
-          std::string(c.params) + R"(, "inputs": {"input": "x", "weight": "w")" +
-          (c.bias ? R"(, "bias": "b")" : "") + R"(}, "outputs": {"result": "y"}}]})";
+  const bool residual = c.residual && withResidual;
+  if (residual) { // the result's shape
+    const graph::ExpandedGraph plain = convGraph(c, dtype, false);
+    text += R"(, "r": {"dtype": ")" + dtype + R"(", "shape": )" +
+            shapeJson(plain.operations[0].application.outputs[0].tensors[0].shape) + "}";
+  }
+  text += R"(}, "operations": [{"name": "conv", "kernel": ")" + std::string(c.kernel) +
+          R"(", "params": )" + std::string(c.params) +
+          R"(, "inputs": {"input": "x", "weight": "w")" + (c.bias ? R"(, "bias": "b")" : "") +
+          (residual ? R"(, "residual": "r")" : "") + R"(}, "outputs": {"result": "y"}}]})";
   return testing::expandText(text);
 }
 
@@ -250,6 +262,9 @@ void checkCase(const ConvCase& c, const std::string& dtype) {
     const Shape& split = splits[k];
     INFO("split " << shapeJson(split));
     const bool reductionSplit = split[4] > 1 || split[5] > 1 || split[6] > 1;
+    if (reductionSplit && !app.reductionSplittable) {
+      continue; // conv2d_act: a shard holds the whole sum
+    }
     Buffer result = Buffer::host(parseDType(dtype), app.outputs[0].tensors[0].shape);
     for (const ZRange& shard : app.index.tile(split)) {
       INFO("shard " << shard.toString());
@@ -309,6 +324,135 @@ TEST_CASE("conv2d: bfloat16 (oneDNN where the CPU has it), float64 and float16 o
   for (const ConvCase& c : kCases) {
     for (const char* dtype : {"bfloat16", "float64", "float16"}) {
       checkCase(c, dtype);
+    }
+  }
+}
+
+// conv2d_act: the cases' geometry with bias, residual and clips.
+const std::vector<ConvCase> kActCases = {
+    {{1, 16, 9, 9},
+     {32, 16, 3, 3},
+     R"({"padding": [1, 1], "min": 0})",
+     true,
+     true,
+     "conv2d_act",
+     true},
+    {{2, 5, 8, 7},
+     {6, 5, 3, 2},
+     R"({"stride": [2, 1], "padding": [1, 2], "dilation": [2, 1], "min": 0, "max": 6})",
+     true,
+     false,
+     "conv2d_act",
+     false},
+    {{1, 8, 8, 8}, {16, 8, 1, 1}, R"({"stride": [2, 2]})", false, false, "conv2d_act", true},
+    {{1, 16, 8, 8},
+     {16, 1, 3, 3},
+     R"({"groups": 16, "padding": [1, 1], "min": -0.25, "max": 0.25})",
+     true,
+     true,
+     "conv2d_act",
+     true},
+    {{2, 8, 9, 9},
+     {8, 1, 3, 3},
+     R"({"groups": 8, "stride": [2, 2], "padding": [1, 1], "min": 0, "max": 6})",
+     false,
+     false,
+     "conv2d_act",
+     true},
+    {{1, 8, 6, 6},
+     {4, 2, 3, 3},
+     R"({"groups": 4, "padding": [1, 1], "min": 0.5, "max": -0.5})",
+     true,
+     true,
+     "conv2d_act",
+     true},
+};
+
+TEST_CASE("conv2d_act on oneDNN: float32 shards over N, O, OH, OW against the float64 reference",
+          "[cpu][onednn]") {
+  for (const ConvCase& c : kActCases) {
+    checkCase(c, "float32");
+  }
+}
+
+TEST_CASE("conv2d_act: bfloat16 (oneDNN where the CPU has it), float64 and float16 on the fallback",
+          "[cpu][onednn]") {
+  for (const ConvCase& c : kActCases) {
+    for (const char* dtype : {"bfloat16", "float64", "float16"}) {
+      checkCase(c, dtype);
+    }
+  }
+}
+
+// conv2d_act's whole index as one prepared call on `layout`, every
+// activation (input, residual, output) row-major or channels last; returns the
+// output (row-major) and what ran it.
+std::pair<Buffer, std::string> runAct(const graph::ExpandedGraph& g, const TensorBuffers& inputs,
+                                      cpu::ConvLayout layout, bool channelsLast) {
+  const graph::Operation& op = g.operations[0];
+  auto placed = [&](const Buffer& b) {
+    if (!channelsLast || b.region().rank() != 4) {
+      return b;
+    }
+    Buffer out = cpuBackend()
+                     .allocate(b.dtype(), b.region(), 0)
+                     .withStrides(channelsLastStrides(b.region().shape().coords()));
+    cpuBackend().copyRegion(b.view(), out.view(), b.region());
+    return out;
+  };
+  std::vector<Buffer> keep;
+  std::vector<PortViews> in;
+  for (const auto& port : op.inputs) {
+    PortViews views;
+    for (std::size_t t : port.tensors) {
+      keep.push_back(placed(inputs.at(g.tensors[t].name)));
+      views.push_back(keep.back().view());
+    }
+    in.push_back(std::move(views));
+  }
+  Buffer out = placed(Buffer::host(DType::Float32, op.application.outputs[0].tensors[0].shape));
+  const std::vector<PortViews> outViews = {{out.view()}};
+  const KernelCall call{op, op.application.index, in, outViews, 0};
+  std::unique_ptr<cpu::PreparedConv> prepared = cpu::prepareConv2d(call, layout);
+  prepared->run(call);
+  Buffer rowMajor = Buffer::host(DType::Float32, out.region().shape().vector());
+  cpuBackend().copyRegion(out.view(), rowMajor.view(), out.region());
+  return {rowMajor, prepared->implementation()};
+}
+
+TEST_CASE("conv2d_act on oneDNN: the epilogue as post-ops where dst is the output view, else a "
+          "pass after the convolution",
+          "[cpu][onednn][layout]") {
+  struct Expect {
+    ConvCase c;
+    const char* fused; // what the implementation says when dst is the output view
+  };
+  const std::vector<Expect> cases = {
+      {kActCases[0], "post-ops sum, relu"}, {kActCases[1], "post-ops clip"},
+      {kActCases[2], "post-ops sum"},       {kActCases[3], "post-ops sum, clip"},
+      {kActCases[5], "epilogue pass"}, // min above max: not oneDNN's clip
+  };
+  for (const Expect& e : cases) {
+    const graph::ExpandedGraph g = convGraph(e.c, "float32");
+    const Data data = drawData(g, e.c, 5);
+    for (const cpu::ConvLayout layout : {cpu::ConvLayout::Blocked, cpu::ConvLayout::Plain}) {
+      for (const bool channelsLast : {false, true}) {
+        INFO(caseText(e.c) << " layout " << static_cast<int>(layout)
+                           << (channelsLast ? " channels last" : " row-major"));
+        const auto [out, implementation] = runAct(g, data.inputs, layout, channelsLast);
+        INFO(implementation);
+        CHECK(relError(values(out), values(data.expected)) <= tolerance(DType::Float32, false));
+        REQUIRE(implementation.rfind("onednn", 0) == 0);
+        // dst is the output view itself: channels-last views in the layout
+        // that runs them as they are, dense NCHW in Plain.
+        const bool dstIsView = channelsLast == (layout == cpu::ConvLayout::Blocked);
+        if (dstIsView) {
+          CHECK(implementation.find(e.fused) != std::string::npos);
+        } else {
+          CHECK((implementation.find("post-ops") != std::string::npos ||
+                 implementation.find("epilogue pass") != std::string::npos));
+        }
+      }
     }
   }
 }

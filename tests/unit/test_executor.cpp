@@ -389,6 +389,65 @@ TEST_CASE("activations around convolutions run channels last, sharded too, with 
   }
 }
 
+// The small CNN's convolutions fused (conv2d_act): relu after a bias, ReLU6
+// depthwise (a graph output), and a pointwise convolution whose residual is
+// the first one's output; then a tail that stays row-major.
+const char* kFusedCnn = R"({"tapestry": "graph/v1", "name": "fused",
+  "tensors": {"x": {"dtype": "float32", "shape": [2, 3, 12, 10]},
+              "w1": {"dtype": "float32", "shape": [16, 3, 3, 3], "constant": true},
+              "b1": {"dtype": "float32", "shape": [16], "constant": true},
+              "w2": {"dtype": "float32", "shape": [16, 1, 3, 3], "constant": true},
+              "w3": {"dtype": "float32", "shape": [16, 16, 1, 1]},
+              "b3": {"dtype": "float32", "shape": [16]},
+              "fc": {"dtype": "float32", "shape": [16, 5]}},
+  "operations": [
+    {"name": "conv1", "kernel": "conv2d_act", "params": {"padding": [1, 1], "min": 0},
+     "inputs": {"input": "x", "weight": "w1", "bias": "b1"}, "outputs": {"result": "r1"}},
+    {"name": "dw", "kernel": "conv2d_act", "params": {"padding": [1, 1], "groups": 16, "min": 0, "max": 6},
+     "inputs": {"input": "r1", "weight": "w2"}, "outputs": {"result": "r2"}},
+    {"name": "pw", "kernel": "conv2d_act",
+     "inputs": {"input": "r2", "weight": "w3", "bias": "b3", "residual": "r1"}, "outputs": {"result": "s"}},
+    {"name": "gap", "kernel": "global_avgpool", "inputs": {"input": "s"}, "outputs": {"result": "g"}},
+    {"name": "flat", "kernel": "reshape", "params": {"shape": [2, 16]},
+     "inputs": {"input": "g"}, "outputs": {"result": "f"}},
+    {"name": "head", "kernel": "matmul", "inputs": {"X": "f", "W": "fc"}, "outputs": {"result": "y"}}],
+  "outputs": ["y", "r2"]})";
+
+TEST_CASE("fused convolutions (conv2d_act) run channels last, residual too, sharded, with the "
+          "same outputs",
+          "[executor][layout]") {
+  const graph::ExpandedGraph g = expandText(kFusedCnn);
+  const Outcome one = runAndCheck(g, 1, plan::singleDeviceChoice(g));
+  // r1 and s: pw's dst is s itself, channels last, so oneDNN adds the
+  // residual r1 (channels last too) as a sum post-op; r2 is a graph output.
+  CHECK(one.run.stats.channelsLastRegions == 2);
+  runAndCheck(g, 2, dataParallel(g, 2, 2));
+  runAndCheck(g, 3, reductionSplit(g, 3));
+  std::mt19937 rng(13);
+  for (int i = 0; i < 4; ++i) {
+    const int devices = 2 + i % 3;
+    runAndCheck(g, devices, randomChoice(g, devices, rng), i % 2);
+  }
+  // Row-major, the same plan: the same outputs to float32 rounding.
+  const TensorBuffers inputs = drawInputs(g, 7);
+  CpuBackend backend(1);
+  ExecuteOptions rowMajor;
+  rowMajor.blasThreads = 1;
+  rowMajor.channelsLast = false;
+  const Execution plain =
+      execute(g, plan::buildPlan(g, 1, plan::singleDeviceChoice(g)), backend, inputs, rowMajor);
+  CHECK(plain.stats.channelsLastRegions == 0);
+  for (const char* name : {"y", "r2"}) {
+    const std::vector<float> a = values(plain.outputs.at(name));
+    const std::vector<float> b = values(one.run.outputs.at(name));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO(name << "[" << i << "]");
+      CHECK(b[i] == Approx(a[i]).epsilon(1e-4).margin(1e-5));
+    }
+  }
+}
+
 TEST_CASE("graphs without convolutions, or where kernels would convert layouts, stay row-major",
           "[executor][layout]") {
   // relu and add take channels last, but nothing here prefers it.
