@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -385,6 +386,39 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
             what(call));
 }
 
+// conv2d_act: conv2d's kernel (its shards hold the whole of C, KH and KW, so
+// each adds the bias), then the epilogue in place over the shard's output box
+// with the elementwise kernels: result += residual, then result = clip(result,
+// min, max) where a bound is set (each step rounds to the storage type).
+void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
+  conv2dKernel(call, c);
+  const DType dtype = call.outputs[0][0].dtype;
+  const ZPoint& s = call.index.start();
+  const ZPoint& e = call.index.end();
+  const ZRange box(ZPoint(std::vector<std::int64_t>{s[0], s[1], s[2], s[3]}),
+                   ZPoint(std::vector<std::int64_t>{e[0], e[1], e[2], e[3]}));
+  if (box.isEmpty()) {
+    return;
+  }
+  const std::vector<std::int64_t> extent = box.shape().vector();
+  const ViewWalk out = walkRegion(call.outputs[0][0], box);
+  if (call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()) {
+    const ViewWalk res = walkRegion(call.inputs[3][0], box);
+    const std::vector<std::int64_t> strides[3] = {out.stride, res.stride, out.stride};
+    checkCuda(launchBinary(BinaryOp::Add, elementType(dtype), out.base, res.base, out.base,
+                           makeWalk(extent, strides), c.stream),
+              what(call) + ": the residual");
+  }
+  const double lo = floatParam(call.op, "min");
+  const double hi = floatParam(call.op, "max");
+  if (lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max()) {
+    const std::vector<std::int64_t> strides[2] = {out.stride, out.stride};
+    checkCuda(launchUnary(UnaryOp::Clip, elementType(dtype), out.base, out.base,
+                          makeWalk(extent, strides), c.stream, lo, hi),
+              what(call) + ": the clip");
+  }
+}
+
 // ---------------------------------------------------------------- pooling
 
 // maxpool2d, avgpool2d: index [N, C, OH, OW], a whole window per point.
@@ -618,6 +652,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("matmul", &productKernel);
     r.add("linear", &productKernel);
     r.add("conv2d", &conv2dKernel);
+    r.add("conv2d_act", &conv2dActKernel);
     r.add("maxpool2d", &pool2dKernel<true>);
     r.add("avgpool2d", &pool2dKernel<false>);
     r.add("global_avgpool", &globalAvgpoolKernel);

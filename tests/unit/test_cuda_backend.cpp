@@ -146,7 +146,9 @@ std::string replaceAll(std::string text, const std::string& from, const std::str
 }
 
 // conv2d with its optional bias (groups == 1 and depthwise), whose shards
-// add the bias only at the start of C, KH and KW.
+// add the bias only at the start of C, KH and KW; and conv2d_act (relu after
+// a residual add, ReLU6 depthwise without one), whose shards hold the whole
+// sum and add bias, residual and the clip after conv2d's kernel.
 std::string convBiasGraph(const std::string& dt) {
   return R"({"tapestry": "graph/v1", "name": "conv_bias_)" + dt + R"(",
   "tensors": {"x": {"dtype": "DT", "shape": [2, 8, 9, 9]}, "w": {"dtype": "DT", "shape": [8, 8, 3, 3]},
@@ -154,8 +156,10 @@ std::string convBiasGraph(const std::string& dt) {
               "db": {"dtype": "DT", "shape": [8]}},
   "operations": [
     {"name": "conv", "kernel": "conv2d", "params": {"padding": [1, 1]}, "inputs": {"input": "x", "weight": "w", "bias": "b"}, "outputs": {"result": "h"}},
-    {"name": "dwconv", "kernel": "conv2d", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 8}, "inputs": {"input": "h", "weight": "dw", "bias": "db"}, "outputs": {"result": "y"}}],
-  "outputs": ["y"]})";
+    {"name": "dwconv", "kernel": "conv2d", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 8}, "inputs": {"input": "h", "weight": "dw", "bias": "db"}, "outputs": {"result": "y"}},
+    {"name": "fused", "kernel": "conv2d_act", "params": {"padding": [1, 1], "min": 0}, "inputs": {"input": "x", "weight": "w", "bias": "b", "residual": "h"}, "outputs": {"result": "f"}},
+    {"name": "dwfused", "kernel": "conv2d_act", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 8, "min": 0, "max": 6}, "inputs": {"input": "f", "weight": "dw"}, "outputs": {"result": "z"}}],
+  "outputs": ["y", "z"]})";
 }
 
 const char* kIntegers = R"({"tapestry": "graph/v1", "name": "integers",
