@@ -209,13 +209,14 @@ def tapestry_plan(binary, name, model, feeds, env, args, work):
     for path in feeds.values():
         shutil.copy(path, os.path.join(tensors, os.path.basename(path)))
     plan = os.path.join(work, name + ".plan.json")
-    opt = [binary, "optimize", graph, "--target", "local", "--seed", "1", "-o", plan, "-q"]
+    opt = [binary, "optimize", graph, "--target", "local", "--seed", "1", "-o", plan, "-q",
+           "--rewrites", args.rewrites]
     if args.iterations:
         opt += ["--iterations", str(args.iterations)]
     run(opt, env)
     single = os.path.join(work, name + ".single.json")
     run([binary, "optimize", graph, "--target", "local", "--iterations", "1", "--baseline",
-         "single", "-o", single, "-q"], env)
+         "single", "-o", single, "-q", "--rewrites", args.rewrites], env)
     return plan, tensors, plan_key(plan) == plan_key(single)
 
 
@@ -401,6 +402,8 @@ def main():
                     help="tapestry calibrate --budget-seconds for the local target")
     ap.add_argument("--iterations", type=int, default=0, help="optimize --iterations (0: default)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the inputs and made-up weights")
+    ap.add_argument("--rewrites", default="default",
+                    help="optimize --rewrites (default: the pre-pass's fusions; none: as imported)")
     ap.add_argument("--ort-dir", default=default_ort_dir(),
                     help="where onnxruntime-node is installed (on first use)")
     ap.add_argument("--json", help="also write the results here as JSON (- for stdout, "

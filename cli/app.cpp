@@ -154,6 +154,10 @@ const Subcommand kSubcommands[] = {
      registerExpand},
     {"kernels", "List, print or validate metakernels (the standard library and any -k files)",
      registerKernels},
+    {"rewrites",
+     "List, print or check the rewrite rules (substitutions and fusions; the standard ones and any "
+     "-r files)",
+     registerRewrites},
     {"optimize",
      "Search shardings and device placements; keep the Pareto front over (time, peak memory per "
      "device, bytes moved)",

@@ -49,6 +49,9 @@ int currentExitCode();
 void registerExpand(CLI::App* sub, Action& action);
 void registerImport(CLI::App* sub, Action& action);
 void registerKernels(CLI::App* sub, Action& action);
+void registerRewrites(CLI::App* sub, Action& action);
+// -r/--rules on the commands that take rewrite rules.
+void addRulePaths(CLI::App* sub, std::vector<std::string>& paths);
 void registerOptimize(CLI::App* sub, Action& action);
 void registerRender(CLI::App* sub, Action& action);
 void registerRun(CLI::App* sub, Action& action);

@@ -19,6 +19,11 @@ void registerExpand(CLI::App* sub, Action& action) {
                   "Output file (expanded/v1 JSON), - for stdout");
   sub->add_flag("--override-kernels", config->overrideKernels,
                 "Let -k files redefine standard-library kernels");
+  sub->add_option("--rewrites", config->rewrites,
+                  "Rewrite the graph after expanding it: none (the default), default (every rule "
+                  "marked always), or a rule file whose rules all apply")
+      ->capture_default_str();
+  addRulePaths(sub, config->rulePaths);
   runDriverOnSelect(*sub, action, config, driver::expandCommand);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check that imports run one way, down the layers (docs/architecture.md).
 
-    diag -> json -> zspace -> expr -> metakernel -> graph -> plan | onnx
+    diag -> json -> zspace -> expr -> metakernel -> graph -> plan | onnx | rewrite
          -> cost -> search | render -> backends -> driver -> cli
 
 A file may include headers of its own layer and of layers below it, never of a
@@ -29,6 +29,7 @@ LAYERS = [
     ("core/graph/", "graph", 5),
     ("core/plan/", "plan", 6),
     ("core/onnx/", "onnx", 6),
+    ("core/rewrite/", "rewrite", 6),
     ("core/cost/", "cost", 7),
     ("core/search/", "search", 8),
     ("core/render/", "render", 8),

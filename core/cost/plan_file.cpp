@@ -114,16 +114,31 @@ Json embeddedKernelsToJson(const graph::ExpandedGraph& g,
 }
 
 Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                const cost::Simulation& s, const metakernel::MetakernelLibrary* library) {
+                const cost::Simulation& s, const metakernel::MetakernelLibrary* library,
+                const PlanOrigin* origin) {
   Json out = Json::object();
   append(out, "tapestry", "plan/v1");
   if (library != nullptr) {
     Json kernels = embeddedKernelsToJson(g, *library);
+    if (origin != nullptr) { // the original graph's -k kernels too (a rewrite may drop one)
+      const Json more = embeddedKernelsToJson(origin->graph, *library);
+      for (const auto& [name, entry] : more.items()) {
+        if (!kernels.contains(name)) {
+          append(kernels, name, entry);
+        }
+      }
+    }
     if (!kernels.empty()) {
       append(out, "kernels", std::move(kernels));
     }
   }
   append(out, "graph", graph::toJson(g));
+  if (origin != nullptr) {
+    Json rewrites = Json::object();
+    append(rewrites, "original", graph::toJson(origin->graph));
+    append(rewrites, "sites", origin->sites);
+    append(out, "rewrites", std::move(rewrites));
+  }
   append(out, "target", cost::toJson(t));
   Json options = Json::object();
   append(options, "inputs_on", inputsOnName(p.options.inputsOn));
@@ -139,8 +154,9 @@ Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const Shar
 }
 
 std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                      const cost::Simulation& s, const metakernel::MetakernelLibrary* library) {
-  return json::format(planToJson(g, t, p, s, library), graph::kExpandedWidth);
+                      const cost::Simulation& s, const metakernel::MetakernelLibrary* library,
+                      const PlanOrigin* origin) {
+  return json::format(planToJson(g, t, p, s, library, origin), graph::kExpandedWidth);
 }
 
 // ---------------------------------------------------------------- loading
@@ -307,6 +323,32 @@ metakernel::MetakernelLibrary withEmbeddedKernels(const json::Value& kernels,
   return out;
 }
 
+// "rewrites": the original graph (expanded again and checked like "graph")
+// and the sites, each {"rule": NAME, "replaced": [NAME...], "added": [NAME...]}.
+PlanOrigin decodeOrigin(const json::Value& rewrites, const metakernel::MetakernelLibrary& library) {
+  rewrites.expectObject();
+  rewrites.expectKeys({"original", "sites"});
+  PlanOrigin origin;
+  const graph::Graph original = graph::decodeGraph(rewrites.member("original"));
+  origin.graph = graph::expand(original, library);
+  const json::Value sites = rewrites.member("sites");
+  sites.expectArray();
+  for (const json::Value& site : sites.elements()) {
+    site.expectObject();
+    site.expectKeys({"rule", "replaced", "added"});
+    site.member("rule").asString();
+    for (const char* key : {"replaced", "added"}) {
+      const json::Value names = site.member(key);
+      names.expectArray();
+      for (const json::Value& name : names.elements()) {
+        name.asString();
+      }
+    }
+  }
+  origin.sites = sites.json();
+  return origin;
+}
+
 } // namespace
 
 LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library) {
@@ -315,12 +357,19 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   if (tag.asString() != "plan/v1") {
     tag.fail("unknown format " + json::brief(tag.json()) + " (expected \"plan/v1\")");
   }
-  root.expectKeys({"tapestry", "kernels", "graph", "target", "options", "operations", "reductions",
-                   "transfers", "schedule", "objectives"});
+  root.expectKeys({"tapestry", "kernels", "graph", "rewrites", "target", "options", "operations",
+                   "reductions", "transfers", "schedule", "objectives"});
   graph::Graph decoded = graph::decodeGraph(root.member("graph"));
   const std::optional<json::Value> kernels = root.find("kernels");
-  graph::ExpandedGraph g = kernels ? graph::expand(decoded, withEmbeddedKernels(*kernels, library))
-                                   : graph::expand(decoded, library);
+  const std::optional<metakernel::MetakernelLibrary> embedded =
+      kernels ? std::optional(withEmbeddedKernels(*kernels, library)) : std::nullopt;
+  const metakernel::MetakernelLibrary& used = embedded ? *embedded : library;
+  graph::ExpandedGraph g = graph::expand(decoded, used);
+  std::optional<PlanOrigin> origin;
+  if (const std::optional<json::Value> rewrites = root.find("rewrites")) {
+    origin = decodeOrigin(*rewrites, used);
+    origin->graph.file = root.location().file;
+  }
   g.file = root.location().file;
   cost::Target target = cost::targetFromJson(root.member("target"));
 
@@ -359,8 +408,8 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   append(objectives, "peak_memory_per_device", simulation.peakPerDevice);
   Comparer("objectives").compare(objectives, root.member("objectives"), "");
 
-  return LoadedPlan{std::move(g), std::move(target), std::move(choice), std::move(plan),
-                    std::move(simulation)};
+  return LoadedPlan{std::move(g),    std::move(target),     std::move(choice),
+                    std::move(plan), std::move(simulation), std::move(origin)};
 }
 
 LoadedPlan loadPlan(const std::string& path, const metakernel::MetakernelLibrary& library) {

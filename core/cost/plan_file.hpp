@@ -8,7 +8,10 @@
 // Layout (key order fixed, output byte-for-byte deterministic):
 //   {"tapestry": "plan/v1",
 //    "kernels": {NAME: {"file": PATH, "source": YAML}}   (only with -k templates)
-//    "graph": {expanded/v1}, "target": {cost::toJson},
+//    "graph": {expanded/v1},
+//    "rewrites": {"original": {expanded/v1}, "sites": [{"rule", "replaced", "added"}]}
+//                (only when rewrite rules changed the graph: docs/rewrites.md)
+//    "target": {cost::toJson},
 //    "options": {"inputs_on": "host"|"free"},
 //    "operations": {...}, "reductions": [...], "transfers": [...]   (plan.hpp)
 //    "schedule": [{"kind": "shard", "op", "shard", "device", "start", "end"} |
@@ -18,6 +21,8 @@
 //    "objectives": {"time_s", "peak_memory_bytes", "transfer_bytes", "feasible",
 //                   "peak_memory_per_device": [...]}}
 #pragma once
+
+#include <optional>
 
 #include <string>
 
@@ -33,16 +38,28 @@ namespace tapestry::plan {
 // The schedule array described above.
 Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cost::Simulation& s);
 
+// Where a plan's graph came from when rewrite rules changed it
+// (docs/rewrites.md): the graph as it was given, and the sites rewritten
+// ([{"rule", "replaced": [names], "added": [names]}]). `run --check` compares
+// the plan's outputs with the original graph's float64 result.
+struct PlanOrigin {
+  graph::ExpandedGraph graph;
+  Json sites = Json::array();
+};
+
 // The whole plan/v1 document; `s` must be simulate(g, t, p). With `library`
 // (the one `g` was expanded with), the templates of g's kernels that are not
 // in the standard library (-k files) are embedded as "kernels", so the plan
 // runs, benches and renders without -k.
+// With `origin`, the plan records it as "rewrites".
 Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
-                const cost::Simulation& s, const metakernel::MetakernelLibrary* library = nullptr);
+                const cost::Simulation& s, const metakernel::MetakernelLibrary* library = nullptr,
+                const PlanOrigin* origin = nullptr);
 // json::format(planToJson(...), graph::kExpandedWidth): what `optimize -o` writes.
 std::string writePlan(const graph::ExpandedGraph& g, const cost::Target& t, const ShardPlan& p,
                       const cost::Simulation& s,
-                      const metakernel::MetakernelLibrary* library = nullptr);
+                      const metakernel::MetakernelLibrary* library = nullptr,
+                      const PlanOrigin* origin = nullptr);
 
 struct LoadedPlan {
   graph::ExpandedGraph graph;
@@ -50,6 +67,7 @@ struct LoadedPlan {
   PlanChoice choice;
   ShardPlan plan;
   cost::Simulation simulation;
+  std::optional<PlanOrigin> origin; // "rewrites", when the plan has it
 };
 
 // Decodes and re-validates a plan/v1 document: the embedded graph is expanded

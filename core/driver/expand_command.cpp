@@ -1,5 +1,7 @@
 #include "core/driver/expand_command.hpp"
 
+#include "core/driver/rewrite_pass.hpp"
+
 #include <cstdio>
 #include <ostream>
 
@@ -43,6 +45,8 @@ int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& e
   metakernel::MetakernelLibrary library =
       metakernel::MetakernelLibrary::load(config.kernelPaths, options);
   ExpandedGraph graph = loadAndExpand(config.graphPath, library);
+  const std::vector<rewrite::AppliedSite> rewrites =
+      preRewrite(graph, config.rewrites, config.rulePaths, library);
   writeFileAtomically(config.outputPath, writeExpanded(graph), out);
 
   Json summary = Json::object();
@@ -52,7 +56,14 @@ int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& e
   summary["tensors"] = graph.tensors.size();
   summary["flops"] = graph.totalFlops();
   summary["output"] = config.outputPath;
-  reportOutput(config, summary, summaryText(graph, config.outputPath), out, err);
+  if (config.rewrites != "none") {
+    summary["rewrites"] = rewritesJson(rewrites);
+  }
+  std::string text = summaryText(graph, config.outputPath);
+  if (!rewrites.empty()) {
+    text += "  " + rewritesText(rewrites) + "\n";
+  }
+  reportOutput(config, summary, text, out, err);
   return 0;
 }
 

@@ -12,6 +12,8 @@ struct ExpandConfig {
   std::string graphPath;                // "-" reads standard input
   std::vector<std::string> kernelPaths; // -k files and directories, in order
   std::string outputPath = "-";         // "-" writes the expanded graph to `out`
+  std::string rewrites = "none";        // --rewrites none|default|FILE (rewrite_pass.hpp)
+  std::vector<std::string> rulePaths;   // -r files and directories
   bool overrideKernels = false;
   bool json = false;    // --format json: a summary document on `out` when -o is a file
   bool quiet = false;   // no text summary

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <sstream>
 
@@ -19,10 +20,12 @@
 #include "core/cost/units.hpp"
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/error.hpp"
+#include "core/driver/rewrite_pass.hpp"
 #include "core/graph/loader.hpp"
 #include "core/graph/writer.hpp"
 #include "core/json/layout.hpp"
 #include "core/metakernel/library.hpp"
+#include "core/rewrite/apply.hpp"
 #include "core/search/exhaustive.hpp"
 #include "core/search/front_file.hpp"
 #include "core/search/island.hpp"
@@ -255,6 +258,7 @@ struct Outcome {
   std::string calibration; // the saved calibration `local` came from, "" for none
   OneDeviceRule oneDevice; // whether one device was selected for a small gain
   std::string written;     // the baseline written instead of the selected plan, or ""
+  std::vector<rewrite::AppliedSite> rewrites; // the pre-pass's sites
 };
 
 // "one device selected: the fastest plan on 2 devices is predicted 1.08x faster
@@ -280,6 +284,9 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
     summary["calibration"] = o.calibration.empty() ? Json(nullptr) : Json(o.calibration);
   }
   summary["front_size"] = o.result.front.size();
+  if (config.rewrites != "none") {
+    summary["rewrites"] = rewritesJson(o.rewrites);
+  }
   Json sel = Json::object();
   sel["index"] = o.info.selected;
   sel["policy"] = selectPolicyName(o.info.policy);
@@ -319,6 +326,9 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
        << (result.stopped ? ", interrupted" : "") << ")";
   }
   to << "\n";
+  if (!o.rewrites.empty()) {
+    to << "  " << rewritesText(o.rewrites) << "\n";
+  }
   if (o.local) {
     if (o.calibration.empty()) {
       to << "  target local: roofline figures, not measured (run `tapestry calibrate` to measure "
@@ -370,6 +380,17 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   const CheckedFlags flags = checkFlags(config);
   metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
   graph::ExpandedGraph graph = graph::loadAndExpand(config.graphPath, library);
+  std::optional<plan::PlanOrigin> origin;
+  if (config.rewrites != "none") {
+    origin = plan::PlanOrigin{graph, Json::array()};
+  }
+  const std::vector<rewrite::AppliedSite> rewrites =
+      preRewrite(graph, config.rewrites, config.rulePaths, library);
+  if (rewrites.empty()) {
+    origin.reset(); // the graph is as it was given
+  } else {
+    origin->sites = rewritesJson(rewrites);
+  }
   std::string calibration; // --target local: the saved calibration used, if any
   cost::Target target;
   if (config.target == "local") {
@@ -422,16 +443,17 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   plan::ShardPlan plan =
       plan::buildPlan(evaluator.context(), target.deviceCount(), written, flags.planOptions);
   cost::Simulation simulation = cost::simulate(graph, target, plan);
-  writeFileAtomically(config.outputPath, plan::writePlan(graph, target, plan, simulation, &library),
-                      out);
+  writeFileAtomically(
+      config.outputPath,
+      plan::writePlan(graph, target, plan, simulation, &library, origin ? &*origin : nullptr), out);
   if (!config.frontPath.empty()) {
     Json front = frontToJson(graph, target, result, info);
     writeFileAtomically(config.frontPath, json::format(front, graph::kExpandedWidth) + "\n", out);
   }
 
-  const Outcome outcome{graph,       target,    result,
-                        info,        chosen,    config.target == "local",
-                        calibration, oneDevice, writtenBaseline};
+  const Outcome outcome{
+      graph,       target,    result,          info,    chosen, config.target == "local",
+      calibration, oneDevice, writtenBaseline, rewrites};
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
     printJsonSummary(config, outcome, out);

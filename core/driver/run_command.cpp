@@ -226,8 +226,11 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   // Refuse before anything is allocated when the run cannot fit in memory.
   refuseIfTooBig(displayName(config.planPath),
                  hostMemoryNeed(loaded, config.backend == "cpu", config.check), availableMemory());
-  const TensorBuffers inputs =
-      config.inputsDir.empty() ? drawInputs(g, config.seed) : loadInputs(g, config.inputsDir);
+  // A rewritten plan is checked against the graph it was made from: inputs
+  // for that graph (a superset of the plan's), and its float64 result.
+  const graph::ExpandedGraph& source = loaded.origin ? loaded.origin->graph : g;
+  const TensorBuffers inputs = config.inputsDir.empty() ? drawInputs(source, config.seed)
+                                                        : loadInputs(source, config.inputsDir);
 
   const std::unique_ptr<Backend> planBackend =
       makeBackend(config.backend, std::max(1, loaded.plan.deviceCount), config.tf32);
@@ -260,7 +263,7 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
     // backend, with every core inside the CPU's matrix products; the float64
     // reference runs on the CPU (docs/check.md).
     CpuBackend::setBlasThreads(usableHardwareThreads());
-    checks = compareOutputs(g, run.outputs, unshardedReference(backend, g, inputs));
+    checks = compareOutputs(g, run.outputs, unshardedReference(backend, source, inputs));
   }
   const bool ok =
       std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.ok; });

@@ -1,0 +1,88 @@
+## tapestry rewrites list|show|check (docs/rewrites.md): the standard rules,
+## their checks on the examples, and the pre-pass of expand and optimize.
+$ tapestry rewrites list
+conv_bias: conv2d, add -> reshape, conv2d  [always]
+    A convolution without bias, then the add of a per-channel tensor ([O, 1, 1] or [1, O, 1, 1], as graphs written by hand or exported without folding carry a bias) is a convolution with that tensor, flattened, as its bias. Runs first, so that the fusions below see the activation after it.
+conv_add_relu: conv2d, add, relu -> conv2d_act  [always]
+    A convolution, a residual add of a tensor of its result's shape, then a ReLU (a ResNet block's end) become one conv2d_act with the residual as its input and min 0. The fused kernel cannot split C, KH or KW (no combine).
+conv_add: conv2d, add -> conv2d_act  [always]
+    A convolution and a residual add of a tensor of its result's shape become one conv2d_act with the residual as its input.
+conv_relu: conv2d, relu -> conv2d_act  [always]
+    A convolution whose result only a ReLU reads becomes one conv2d_act with min 0 (ONNX Runtime's Conv + Relu fusion).
+conv_clip: conv2d, clip -> conv2d_act  [always]
+    A convolution whose result only a clip reads (MobileNet's ReLU6) becomes one conv2d_act with the clip's bounds.
+relu_relu: relu, relu -> relu  [always]
+    A ReLU of a ReLU's result (read by nothing else) is that ReLU.
+reshape_reshape: reshape, reshape -> reshape  [always]
+    A reshape of a reshape's result (read by nothing else) is one reshape to the second's shape.
+transpose_linear_weight: linear, transpose -> linear  [always]
+    A linear layer whose weight is the 2-D transpose of a tensor read by nothing else reads that tensor with transpose_w instead (ONNX Gemm's transB), and the transpose goes.
+matmul_add_linear: matmul, add -> linear
+    A product by a 2-D weight plus a bias along its last dim is one linear layer. Not always better: linear cannot split k (its bias would be added once per part), so the rule is a choice, not part of the pre-pass.
+linear_matmul_add: linear -> matmul, add
+    The reverse substitution: a linear layer (no transposed operand) as a product and an add, which lets a plan split k (the product's partial sums combine; the bias is added once, after).
+$ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
+10 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace']
+$ tapestry rewrites show conv_relu
+conv_relu:
+  doc: >-
+    A convolution whose result only a ReLU reads becomes one conv2d_act with
+    min 0 (ONNX Runtime's Conv + Relu fusion).
+  always: true
+  match:
+    conv: {kernel: conv2d, inputs: {input: x, weight: w, bias: "b?"}, outputs: {result: y}}
+    act: {kernel: relu, inputs: {input: y}, outputs: {result: z}}
+  replace:
+    fused:
+      kernel: conv2d_act
+      params_from: [conv]
+      params: {min: 0.0}
+      inputs: {input: x, weight: w, bias: "b?"}
+      outputs: {result: z}
+  examples:
+    - params: {conv: {padding: [1, 1]}}
+      inputs:
+        x: {shape: [2, 3, 8, 8], dtype: float32}
+        w: {shape: [4, 3, 3, 3], dtype: float32}
+        b: {shape: [4], dtype: float32}
+    - params: {conv: {groups: 4, padding: [1, 1], stride: [2, 2]}}
+      inputs:
+        x: {shape: [1, 4, 9, 9], dtype: float64}
+        w: {shape: [4, 1, 3, 3], dtype: float64}
+$ tapestry rewrites show conv_rleu
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, relu_relu, reshape_reshape, transpose_linear_weight, matmul_add_linear, linear_matmul_add)
+[exit 1]
+$ tapestry rewrites check
+checked 10 rules, 15 examples: all passed
+$ tapestry --format json rewrites check conv_clip relu_relu
+{
+  "status": "ok",
+  "rules": 2,
+  "examples": 3,
+  "failures": []
+}
+## The pre-pass: convnet's convolution + relu pairs fuse; the summary says so.
+$ tapestry expand $TESTDATA/graphs/convnet.json --rewrites default -o out.json && jq -c '[.operations[] | {name, kernel}]' out.json
+expanded convnet: 8 operations, 15 tensors, 26 MFLOP -> out.json
+  rewrites: 4 sites (conv_bias 2, conv_relu 2)
+[{"name":"conv1+conv1_bias/flat","kernel":"reshape"},{"name":"conv1+conv1_bias+relu1","kernel":"conv2d_act"},{"name":"conv2+conv2_bias/flat","kernel":"reshape"},{"name":"conv2+conv2_bias+relu2","kernel":"conv2d_act"},{"name":"pool_w","kernel":"mean"},{"name":"pool_h","kernel":"mean"},{"name":"classifier","kernel":"linear"},{"name":"probs","kernel":"softmax"}]
+[created out.json]
+$ tapestry --format json expand $TESTDATA/graphs/convnet.json --rewrites default -o out.json | jq -c .rewrites
+[{"rule":"conv_bias","replaced":["conv1","conv1_bias"],"added":["conv1+conv1_bias/flat","conv1+conv1_bias"]},{"rule":"conv_bias","replaced":["conv2","conv2_bias"],"added":["conv2+conv2_bias/flat","conv2+conv2_bias"]},{"rule":"conv_relu","replaced":["conv1+conv1_bias","relu1"],"added":["conv1+conv1_bias+relu1"]},{"rule":"conv_relu","replaced":["conv2+conv2_bias","relu2"],"added":["conv2+conv2_bias+relu2"]}]
+$ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o out.json
+! tapestry: error: -r/--rules needs --rewrites default or --rewrites FILE
+[exit 2]
+## A rewritten plan records the graph it came from, and run --check compares with that graph.
+$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites default --iterations 5 -o plan.json && jq -c '[.rewrites.sites[].rule, (.rewrites.original.operations | length), (.graph.operations | length)]' plan.json && tapestry run plan.json --check -q && echo checked
+convnet on cpu-2 (2 devices): 16 plans on the front after 5 iterations (323 plans)
+  rewrites: 4 sites (conv_bias 2, conv_relu 2)
+  selected (fastest)  318.7us, peak 403.4KiB, moved 138.3KiB
+  single              597us, peak 787.4KiB, moved 117.2KiB
+  data_parallel       318.7us, peak 403.4KiB, moved 138.3KiB
+  tensor_parallel     599us, peak 786.8KiB, moved 118.3KiB
+  -> plan.json
+["conv_bias","conv_bias","conv_relu","conv_relu",10,8]
+checked
+[created plan.json]
+$ tapestry optimize $TESTDATA/graphs/mobilenet_block.json --target cpu-2 --rewrites default --iterations 5 -o plan.json -q && tapestry run plan.json --check --format json | jq -c '[.check.ok, (.check.outputs | length)]'
+[true,2]
