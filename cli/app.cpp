@@ -253,8 +253,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     }
     if (!action) {
       throw UsageError(
-          "no command given (expected one of: import, expand, kernels, optimize, render, "
-          "run, bench, trace, calibrate); run 'tapestry --help' for usage");
+          "no command given (expected one of: import, expand, kernels, rewrites, optimize, "
+          "render, run, bench, trace, calibrate); run 'tapestry --help' for usage");
     }
     return action(global, io);
   } catch (...) {

@@ -17,10 +17,10 @@ struct OptimizeConfig {
   std::string graphPath;                // "-" reads standard input
   std::vector<std::string> kernelPaths; // -k files and directories, in order
   std::string target = "local";         // built-in name or target YAML file
-  // --rewrites: "none"; "default" (the canonicalising pre-pass: every
-  // `always` rule, standard and -r); or a rule file, whose rules all run in
+  // --rewrites: "default" (the canonicalising pre-pass: every `always`
+  // rule, standard and -r); "none"; or a rule file, whose rules all run in
   // the pre-pass too (docs/rewrites.md).
-  std::string rewrites = "none";
+  std::string rewrites = "default";
   std::vector<std::string> rulePaths; // -r files and directories
   std::uint64_t seed = 0;
   std::optional<double> budgetSeconds;    // --budget-seconds

@@ -11,7 +11,7 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
                                              const metakernel::MetakernelLibrary& library) {
   if (mode == "none") {
     if (!rulePaths.empty()) {
-      throw UsageError("-r/--rules needs --rewrites default or --rewrites FILE");
+      throw UsageError("-r/--rules cannot go with --rewrites none");
     }
     return {};
   }

@@ -46,17 +46,17 @@ $ mkdir -p in/x.npy && tapestry run $TESTDATA/graphs/tiny.json --inputs in
 [exit 1]
 [created in]
 $ tapestry optimise g.json
-! tapestry: error: unknown command "optimise" (did you mean "optimize"?); expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate
+! tapestry: error: unknown command "optimise" (did you mean "optimize"?); expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate
 [exit 2]
 $ tapestry --format json -q rnu plan.json
 {
   "status": "error",
   "exit_code": 2,
   "error": {
-    "message": "unknown command \"rnu\" (did you mean \"run\"?); expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate"
+    "message": "unknown command \"rnu\" (did you mean \"run\"?); expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate"
   }
 }
-! tapestry: error: unknown command "rnu" (did you mean "run"?); expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate
+! tapestry: error: unknown command "rnu" (did you mean "run"?); expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate
 [exit 2]
 $ tapestry kernels -k x.yaml lsit
 ! tapestry: error: unknown kernels command "lsit" (did you mean "list"?); expected one of: list, show, check

@@ -16,6 +16,7 @@ Subcommands:
   import                      Import an ONNX model as a graph: shape inference, folding of shape arithmetic, every node as standard-library operations
   expand                      Expand a graph: apply metakernels to every operation, infer shapes, index spaces and index projection functions
   kernels                     List, print or validate metakernels (the standard library and any -k files)
+  rewrites                    List, print or check the rewrite rules (substitutions and fusions; the standard ones and any -r files)
   optimize                    Search shardings and device placements; keep the Pareto front over (time, peak memory per device, bytes moved)
   render                      Draw a graph, a sharded plan, a Pareto front or a timeline with Graphviz
   run                         Execute a plan shard by shard on a backend; --check compares with the unsharded graph
@@ -38,6 +39,8 @@ Options:
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   -o,--output TEXT=-          Output file (expanded/v1 JSON), - for stdout
   --override-kernels          Let -k files redefine standard-library kernels
+  --rewrites TEXT=none        Rewrite the graph after expanding it: none (the default), default (every rule marked always), or a rule file whose rules all apply
+  -r,--rules TEXT=[] ...      Extra rewrite rule YAML file or directory (repeatable)
 
 $ tapestry kernels --help
 List, print or validate metakernels (the standard library and any -k files)
@@ -77,6 +80,8 @@ Options:
   --help-all                  Print help for every subcommand and exit
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   --target TEXT=local         Built-in target name or target YAML file
+  --rewrites TEXT=default     Rewrite the graph before the search: default (every rule marked always: the fusions of conv2d with its bias, residual add and activation, ...), none, or a rule file whose rules all apply besides
+  -r,--rules TEXT=[] ...      Extra rewrite rule YAML file or directory (repeatable)
   --seed UINT=0               Random seed (the search is deterministic per seed)
   --budget-seconds FLOAT:POSITIVE=0 Excludes: --iterations
                               Time budget

@@ -15,6 +15,7 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
   "devices": 8,
   "calibrated": false,
   "front_size": 17,
+  "rewrites": [],
   "selected": {
     "index": 0,
     "policy": "fastest",

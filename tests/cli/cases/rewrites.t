@@ -70,7 +70,7 @@ expanded convnet: 8 operations, 15 tensors, 26 MFLOP -> out.json
 $ tapestry --format json expand $TESTDATA/graphs/convnet.json --rewrites default -o out.json | jq -c .rewrites
 [{"rule":"conv_bias","replaced":["conv1","conv1_bias"],"added":["conv1+conv1_bias/flat","conv1+conv1_bias"]},{"rule":"conv_bias","replaced":["conv2","conv2_bias"],"added":["conv2+conv2_bias/flat","conv2+conv2_bias"]},{"rule":"conv_relu","replaced":["conv1+conv1_bias","relu1"],"added":["conv1+conv1_bias+relu1"]},{"rule":"conv_relu","replaced":["conv2+conv2_bias","relu2"],"added":["conv2+conv2_bias+relu2"]}]
 $ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o out.json
-! tapestry: error: -r/--rules needs --rewrites default or --rewrites FILE
+! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
 ## A rewritten plan records the graph it came from, and run --check compares with that graph.
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites default --iterations 5 -o plan.json && jq -c '[.rewrites.sites[].rule, (.rewrites.original.operations | length), (.graph.operations | length)]' plan.json && tapestry run plan.json --check -q && echo checked

@@ -101,9 +101,17 @@ $ cd $TESTDATA && tapestry --format json rewrites check -r bad/rewrites/wrong_ax
 $ cd $TESTDATA && printf 'relu_relu:\n  doc: again\n  match:\n    a: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  replace:\n    b: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  examples:\n    - inputs: {x: {shape: [2], dtype: float32}}\n' > /tmp/tapestry_dup_rule.yaml && tapestry rewrites list -r /tmp/tapestry_dup_rule.yaml 2>&1 | sed 's#/tmp/##'
 tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:139:1
 [exit 1]
-$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json
-! tapestry: error: -r/--rules needs --rewrites default or --rewrites FILE
+$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites none -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json
+! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
+## A wrong rule applied anyway (--rewrites FILE skips the check): the plan runs, and
+## run --check, which compares with the graph as it was given, catches it.
+$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --iterations 5 --rewrites $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json | grep rewrites && tapestry run plan.json --check 2>&1 | grep -E '^(check|tapestry)' | sed -E 's/max error [^,]+, unsharded [^,]+, bound [^ ]+/max error E, unsharded E, bound B/'
+  rewrites: 5 sites (conv_bias 2, conv_relu 2, softmax_axis 1)
+check logits (float32): max error E, unsharded E, bound B ok
+check probs (float32): max error E, unsharded E, bound B MISMATCH
+[exit 3]
+[created plan.json]
 $ tapestry rewrites check -r missing.yaml
 ! missing.yaml: error: cannot open file: No such file or directory
 [exit 1]

@@ -1,9 +1,9 @@
 ## Bad command lines exit 2 with one line on stderr and no usage dump.
 $ tapestry
-! tapestry: error: no command given (expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate); run 'tapestry --help' for usage
+! tapestry: error: no command given (expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate); run 'tapestry --help' for usage
 [exit 2]
 $ tapestry frobnicate
-! tapestry: error: unknown command "frobnicate"; expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate
+! tapestry: error: unknown command "frobnicate"; expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate
 [exit 2]
 $ tapestry expand
 ! tapestry: error: GRAPH is required
@@ -64,8 +64,8 @@ $ tapestry --format json frobnicate
   "status": "error",
   "exit_code": 2,
   "error": {
-    "message": "unknown command \"frobnicate\"; expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate"
+    "message": "unknown command \"frobnicate\"; expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate"
   }
 }
-! tapestry: error: unknown command "frobnicate"; expected one of: import, expand, kernels, optimize, render, run, bench, trace, calibrate
+! tapestry: error: unknown command "frobnicate"; expected one of: import, expand, kernels, rewrites, optimize, render, run, bench, trace, calibrate
 [exit 2]
