@@ -100,7 +100,7 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
   if (view == View::Graph) {
     return graphView(loaded.graph, config.options);
   }
-  if (loaded.graph.operations.size() > kOverviewOperations) {
+  if (needsOverview(loaded)) {
     subject = "plan overview"; // too deep to draw shard by shard
     return planOverview(loaded, config.options);
   }

@@ -648,6 +648,9 @@ Application Applier::run() {
   return std::move(a_);
 }
 
+
+} // namespace
+
 Json valueToJson(const expr::Value& v) {
   if (v.isInt()) {
     return v.asInt();
@@ -667,8 +670,6 @@ Json valueToJson(const expr::Value& v) {
   }
   return v.toString();
 }
-
-} // namespace
 
 Diagnostic templateNote(const FieldInfo& f, int exprColumn, const std::string& kernel) {
   return noteAt(f, exprColumn, kernel);

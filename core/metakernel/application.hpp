@@ -74,4 +74,8 @@ Diagnostic templateNote(const FieldInfo& f, int exprColumn, const std::string& k
 // combine, reduction_dims, flops.
 Json toJson(const Application& app);
 
+// An expression value as JSON: ints, bools, dtype names, lists of them;
+// anything else (an affine form) as its text.
+Json valueToJson(const expr::Value& v);
+
 } // namespace tapestry::metakernel

@@ -679,6 +679,14 @@ Drawing planView(const plan::LoadedPlan& plan, const ViewOptions& options) {
   return PlanDrawer(plan, options).draw();
 }
 
+bool needsOverview(const plan::LoadedPlan& plan) {
+  std::size_t shards = 0;
+  for (const plan::OpPlan& op : plan.plan.ops) {
+    shards += op.shards.size();
+  }
+  return plan.graph.operations.size() > kOverviewOperations || shards > kOverviewShards;
+}
+
 Drawing planOverview(const plan::LoadedPlan& plan, const ViewOptions& options) {
   const graph::ExpandedGraph& g = plan.graph;
   ViewOptions noted = options;

@@ -6,6 +6,7 @@
 
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
+#include "core/metakernel/application.hpp"
 
 namespace tapestry::rewrite {
 
@@ -83,23 +84,10 @@ expr::Value evaluateAt(const Condition& c, const expr::Bindings& bindings, const
 
 // An expression value as a param: ints, bools, dtypes and lists of them.
 Json paramJson(const expr::Value& v) {
-  if (v.isInt()) {
-    return v.asInt();
+  if (v.isAffine()) {
+    throw Error("a computed param cannot be affine: " + v.toString());
   }
-  if (v.isBool()) {
-    return v.asBool();
-  }
-  if (v.isDType()) {
-    return v.asDType().name;
-  }
-  if (v.isList()) {
-    Json out = Json::array();
-    for (const expr::Value& e : v.asList()) {
-      out.push_back(paramJson(e));
-    }
-    return out;
-  }
-  throw Error("a computed param cannot be " + std::string(v.typeName()) + " " + v.toString());
+  return metakernel::valueToJson(v);
 }
 
 // A matcher for one rule on one graph: depth-first over the pattern

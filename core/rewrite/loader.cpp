@@ -142,7 +142,11 @@ PatternOp patternOp(const Reader& r, const Entry& e, const MetakernelLibrary& li
   }
   op.outputs = ports(r, r.require(fields, e.keyNode, "outputs", what)->value, what + ".outputs");
   if (const Entry* c = metakernel::yaml::findEntry(fields, "commutative")) {
-    op.commutative = r.toJson(c->value) == Json(true);
+    const Json v = r.toJson(c->value);
+    if (!v.is_boolean()) {
+      r.fail(c->value, what + ": commutative: expected true or false");
+    }
+    op.commutative = v.get<bool>();
     if (op.commutative && op.inputs.size() != 2) {
       r.fail(c->value, what + ": commutative needs exactly two inputs");
     }

@@ -17,12 +17,16 @@ reshape_reshape: reshape, reshape -> reshape  [always]
     A reshape of a reshape's result (read by nothing else) is one reshape to the second's shape.
 transpose_linear_weight: linear, transpose -> linear  [always]
     A linear layer whose weight is the 2-D transpose of a tensor read by nothing else reads that tensor with transpose_w instead (ONNX Gemm's transB), and the transpose goes.
+transpose_transpose: transpose, transpose -> transpose  [always]
+    A transpose of a transpose's result (read by nothing else) is one transpose by the composed permutation.
+transpose_matmul_weight: matmul, transpose -> matmul  [always]
+    A product whose W is its own last two dims swapped by a transpose read by nothing else reads the tensor in place with transpose_w instead (a K^T in attention, ONNX MatMul after Transpose), and the transpose goes.
 matmul_add_linear: matmul, add -> linear
     A product by a 2-D weight plus a bias along its last dim is one linear layer. Not always better: linear cannot split k (its bias would be added once per part), so the rule is a choice, not part of the pre-pass.
 linear_matmul_add: linear -> matmul, add
     The reverse substitution: a linear layer (no transposed operand) as a product and an add, which lets a plan split k (the product's partial sums combine; the bias is added once, after).
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-10 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace']
+12 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -50,10 +54,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, relu_relu, reshape_reshape, transpose_linear_weight, matmul_add_linear, linear_matmul_add)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add)
 [exit 1]
 $ tapestry rewrites check
-checked 10 rules, 15 examples: all passed
+checked 12 rules, 19 examples: all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
