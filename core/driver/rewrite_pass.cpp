@@ -1,6 +1,8 @@
 #include "core/driver/rewrite_pass.hpp"
 
+#include <filesystem>
 #include <map>
+#include <system_error>
 
 #include "core/diag/error.hpp"
 
@@ -17,6 +19,11 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
   }
   std::vector<std::string> paths = rulePaths;
   const bool file = mode != "default";
+  std::error_code ec;
+  if (file && mode != "-" && !std::filesystem::exists(mode, ec)) {
+    throw UsageError("--rewrites: \"" + mode +
+                     "\" is neither none, default nor a rule file that exists");
+  }
   if (file) {
     paths.push_back(mode);
   }

@@ -112,6 +112,9 @@ check logits (float32): max error E, unsharded E, bound B ok
 check probs (float32): max error E, unsharded E, bound B MISMATCH
 [exit 3]
 [created plan.json]
+$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites defualt -o plan.json
+! tapestry: error: --rewrites: "defualt" is neither none, default nor a rule file that exists
+[exit 2]
 $ tapestry rewrites check -r missing.yaml
 ! missing.yaml: error: cannot open file: No such file or directory
 [exit 1]
