@@ -40,15 +40,7 @@ Json portsJson(const ExpandedGraph& graph, const std::vector<PortTensors>& ports
 }
 
 Json operationJson(const ExpandedGraph& graph, const Operation& op) {
-  Json out = Json::object();
-  append(out, "name", op.name);
-  append(out, "kernel", op.kernel);
-  if (op.doc) {
-    append(out, "doc", *op.doc);
-  }
-  append(out, "params", op.application.params);
-  append(out, "inputs", portsJson(graph, op.inputs));
-  append(out, "outputs", portsJson(graph, op.outputs));
+  Json out = userOperationJson(graph, op);
   Json expanded = metakernel::toJson(op.application);
   for (auto& [key, value] : expanded.get_ref<Json::object_t&>()) {
     append(out, key, std::move(value));
@@ -87,6 +79,19 @@ void portsLayout(detail::JsonLayout& out, const ExpandedGraph& graph,
 }
 
 } // namespace
+
+Json userOperationJson(const ExpandedGraph& graph, const Operation& op) {
+  Json out = Json::object();
+  append(out, "name", op.name);
+  append(out, "kernel", op.kernel);
+  if (op.doc) {
+    append(out, "doc", *op.doc);
+  }
+  append(out, "params", op.application.params);
+  append(out, "inputs", portsJson(graph, op.inputs));
+  append(out, "outputs", portsJson(graph, op.outputs));
+  return out;
+}
 
 Json toJson(const ExpandedGraph& graph) {
   Json doc = Json::object();

@@ -16,6 +16,10 @@ namespace tapestry::graph {
 // defaults), inputs, outputs (template order), then metakernel::toJson's fields.
 Json toJson(const ExpandedGraph& graph);
 
+// One operation's user fields as a graph/v1 file has them: name, kernel, doc,
+// params (resolved, with defaults), inputs and outputs (template order).
+Json userOperationJson(const ExpandedGraph& graph, const Operation& op);
+
 // The line width of expanded/v1 files.
 inline constexpr std::size_t kExpandedWidth = 120;
 

@@ -6,6 +6,7 @@
 
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
+#include "core/graph/writer.hpp"
 #include "core/metakernel/application.hpp"
 
 namespace tapestry::rewrite {
@@ -243,38 +244,6 @@ private:
   std::vector<Site> sites_;
 };
 
-Json portsJson(const ExpandedGraph& g, const std::vector<graph::PortTensors>& ports) {
-  Json out = Json::object();
-  for (const graph::PortTensors& p : ports) {
-    if (p.tensors.empty()) {
-      continue;
-    }
-    if (p.list) {
-      Json names = Json::array();
-      for (std::size_t t : p.tensors) {
-        names.push_back(g.tensors[t].name);
-      }
-      out[p.port] = std::move(names);
-    } else {
-      out[p.port] = g.tensors[p.tensors.front()].name;
-    }
-  }
-  return out;
-}
-
-Json operationJson(const ExpandedGraph& g, const Operation& op) {
-  Json out = Json::object();
-  out["name"] = op.name;
-  out["kernel"] = op.kernel;
-  if (op.doc) {
-    out["doc"] = *op.doc;
-  }
-  out["params"] = op.application.params;
-  out["inputs"] = portsJson(g, op.inputs);
-  out["outputs"] = portsJson(g, op.outputs);
-  return out;
-}
-
 // A name not yet in `taken` (graph names are at most 256 bytes).
 std::string freshName(std::string base, std::set<std::string>& taken) {
   if (base.size() > graph::kMaxNameLength - 8) {
@@ -387,7 +356,7 @@ Rewritten applyWith(const ExpandedGraph& g, const std::vector<Site>& sites,
   for (std::size_t i = 0; i < g.operations.size(); ++i) {
     auto it = siteOf.find(i);
     if (it == siteOf.end()) {
-      operations.push_back(operationJson(g, g.operations[i]));
+      operations.push_back(graph::userOperationJson(g, g.operations[i]));
       continue;
     }
     if (done[it->second]) {
@@ -435,7 +404,7 @@ Json userGraph(const ExpandedGraph& g) {
   doc["tensors"] = std::move(tensors);
   Json operations = Json::array();
   for (const Operation& op : g.operations) {
-    operations.push_back(operationJson(g, op));
+    operations.push_back(graph::userOperationJson(g, op));
   }
   doc["operations"] = std::move(operations);
   Json outputs = Json::array();
