@@ -27,11 +27,10 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
   if (file) {
     paths.push_back(mode);
   }
-  const rewrite::RuleSet standard = rewrite::RuleSet::load({}, library);
   const rewrite::RuleSet rules = rewrite::RuleSet::load(paths, library);
   std::vector<const rewrite::Rule*> chosen;
   for (const auto& r : rules.rules()) {
-    const bool builtIn = standard.find(r->name) != nullptr;
+    const bool builtIn = metakernel::isStandardLibraryFile(r->location.file);
     if (r->always || (file && !builtIn)) {
       chosen.push_back(r.get());
     }
