@@ -36,6 +36,7 @@ BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div
           "pow": torch.pow}
 SCALAR = {"add_scalar": lambda x, v: x + v, "mul_scalar": lambda x, v: x * v,
           "rsub_scalar": lambda x, v: v - x, "rdiv_scalar": lambda x, v: v / x,
+          "div_scalar": lambda x, v: x / v,
           "pow_scalar": lambda x, v: x ** v}
 
 

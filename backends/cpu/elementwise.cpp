@@ -166,6 +166,11 @@ struct RdivScalar : ScalarValue {
   static constexpr VUnary kVec = VUnary::RdivScalar;
   template <class C> C operator()(C x) const { return static_cast<C>(value) / x; }
 };
+struct DivScalar : ScalarValue {
+  using ScalarValue::ScalarValue;
+  static constexpr VUnary kVec = VUnary::DivScalar;
+  template <class C> C operator()(C x) const { return x / static_cast<C>(value); }
+};
 struct PowScalar : ScalarValue {
   using ScalarValue::ScalarValue;
   static constexpr VUnary kVec = VUnary::PowScalar;
@@ -850,6 +855,7 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   add<&prepareUnary<MulScalar>>(registry, "mul_scalar");
   add<&prepareUnary<RsubScalar>>(registry, "rsub_scalar");
   add<&prepareUnary<RdivScalar>>(registry, "rdiv_scalar");
+  add<&prepareUnary<DivScalar>>(registry, "div_scalar");
   add<&prepareUnary<PowScalar>>(registry, "pow_scalar");
   add<&prepareBinary<Pow>>(registry, "pow");
   add<&prepareWhere>(registry, "where");

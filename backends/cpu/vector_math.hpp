@@ -40,8 +40,9 @@ enum class VUnary : std::uint8_t {
   RsubScalar, // p - x
   RdivScalar, // p / x
   PowScalar,  // pow(x, p)
+  DivScalar,  // x / p
 };
-inline constexpr int kVUnaryCount = 17;
+inline constexpr int kVUnaryCount = 18;
 
 // y = f(a, b). MaxNan is the reductions' max: b where b > a or b is NaN.
 enum class VBinary : std::uint8_t { Add, Sub, Mul, Div, Pow, MaxNan };

@@ -356,6 +356,10 @@ struct RdivScalar {
   VF v;
   VF operator()(VF x) const { return vdiv(v, x); }
 };
+struct DivScalar {
+  VF v;
+  VF operator()(VF x) const { return vdiv(x, v); }
+};
 struct PowScalar {
   VF v;
   VF operator()(VF x) const { return vpow(x, v); }
@@ -631,6 +635,7 @@ VectorKernels makeTable() {
   u(VUnary::RsubScalar, &unaryOne<RsubScalar>);
   u(VUnary::RdivScalar, &unaryOne<RdivScalar>);
   u(VUnary::PowScalar, &powScalar);
+  u(VUnary::DivScalar, &unaryOne<DivScalar>);
   auto b = [&](VBinary op, auto modes) {
     for (int m = 0; m < 3; ++m) {
       t.binary[static_cast<int>(op)][m] = modes.fn[m];

@@ -649,6 +649,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("rsub_scalar", &unaryKernel<UnaryOp::RsubScalar, false>);
     r.add("rdiv_scalar", &unaryKernel<UnaryOp::RdivScalar, false>);
     r.add("pow_scalar", &unaryKernel<UnaryOp::PowScalar, false>);
+    r.add("div_scalar", &unaryKernel<UnaryOp::DivScalar, false>);
     r.add("matmul", &productKernel);
     r.add("linear", &productKernel);
     r.add("conv2d", &conv2dKernel);

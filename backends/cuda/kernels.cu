@@ -194,6 +194,8 @@ template <class C> __device__ C applyUnary(UnaryOp op, C x, double p0, double p1
       return static_cast<C>(p0) / x;
     case UnaryOp::PowScalar:
       return mathPow(x, static_cast<C>(p0));
+    case UnaryOp::DivScalar:
+      return x / static_cast<C>(p0);
     case UnaryOp::Neg:
       break;
     default: // the body-only ops compute in double, then round to C

@@ -70,7 +70,8 @@ enum class UnaryOp : int {
   MulScalar,
   RsubScalar,
   RdivScalar,
-  PowScalar
+  PowScalar,
+  DivScalar
 };
 // Add .. Pow also native on integers; the rest, for kernel bodies, on floats
 // only: Mod has the divisor's sign, Fmod the dividend's; the comparisons and

@@ -62,6 +62,7 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"mul_scalar", "elementwise"},
     {"rsub_scalar", "elementwise"},
     {"rdiv_scalar", "elementwise"},
+    {"div_scalar", "elementwise"},
     {"where", "elementwise"},
     {"gelu", "activation"},
     {"tanh", "activation"},

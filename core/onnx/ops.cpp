@@ -58,16 +58,18 @@ void alias(Emitter& e, const NodeProto& node) {
 }
 
 // Add, Sub, Mul, Div, Pow: a one-element constant operand becomes a scalar
-// form (x + c -> add_scalar, c - x -> rsub_scalar, ...); x / c stays a div by
-// a one-element tensor, which is exact where mul_scalar(1/c) would round.
+// form (x + c -> add_scalar, c - x -> rsub_scalar, x / c -> div_scalar, ...);
+// x / c stays a division, which is exact where mul_scalar(1/c) would round.
 void binary(Emitter& e, const NodeProto& node) {
   const std::string& op = node.op_type();
   // A one-element operand of higher rank than the other would add dims to the
   // result ([4] + [[c]] is [1, 4]): it stays a tensor.
+  // The scalar forms take floats only: integer operands stay a tensor op.
   auto scalarOperand = [&](int i) -> std::optional<double> {
     const std::optional<double> v = scalarOf(e, node.input(i));
     const std::optional<Shape> other = e.knownShape(node.input(1 - i));
-    if (!v || !other || e.constant(node.input(i))->shape.size() > other->size()) {
+    const bool floating = isFloatDtype(dtypeName(e.typeOf(node.input(1 - i))));
+    if (!v || !other || !floating || e.constant(node.input(i))->shape.size() > other->size()) {
       return std::nullopt;
     }
     return v;
@@ -86,6 +88,8 @@ void binary(Emitter& e, const NodeProto& node) {
       return scalar("add_scalar", 0, -*b);
     if (op == "Mul")
       return scalar("mul_scalar", 0, *b);
+    if (op == "Div")
+      return scalar("div_scalar", 0, *b);
     if (op == "Pow")
       return scalar("pow_scalar", 0, *b);
   }
@@ -471,8 +475,7 @@ void split(Emitter& e, const NodeProto& node) {
 void power(Emitter& e, const NodeProto& node) {
   const std::string base = dtypeName(e.typeOf(node.input(0)));
   const std::string exponent = dtypeName(e.typeOf(node.input(1)));
-  const bool floating =
-      base == "float32" || base == "float64" || base == "float16" || base == "bfloat16";
+  const bool floating = isFloatDtype(base);
   if (floating && (base == exponent || scalarOf(e, node.input(1)))) {
     return binary(e, node);
   }
@@ -562,9 +565,7 @@ void slice(Emitter& e, const NodeProto& node) {
 }
 
 void clip(Emitter& e, const NodeProto& node) {
-  const std::string dtype = dtypeName(e.typeOf(node.input(0)));
-  const bool floats =
-      dtype == "float32" || dtype == "float64" || dtype == "float16" || dtype == "bfloat16";
+  const bool floats = isFloatDtype(dtypeName(e.typeOf(node.input(0))));
   for (int i : {1, 2}) {
     if (!floats || (hasInput(node, i) && !scalarOf(e, node.input(i)))) {
       return clipByTensors(e, node);

@@ -27,6 +27,11 @@ inline bool outputUsed(const NodeProto& node, int i) {
   return node.output_size() > i && !node.output(i).empty();
 }
 
+// A tapestry dtype the float-only kernels take.
+inline bool isFloatDtype(const std::string& dtype) {
+  return dtype == "float32" || dtype == "float64" || dtype == "float16" || dtype == "bfloat16";
+}
+
 inline Json result(const NodeProto& node) {
   return Json{{"result", node.output(0)}};
 }

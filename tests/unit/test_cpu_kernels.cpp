@@ -300,6 +300,7 @@ double applyWithParams(const std::string& k, double x, const Json& params) {
          : k == "mul_scalar"  ? x * v
          : k == "rsub_scalar" ? v - x
          : k == "rdiv_scalar" ? v / x
+         : k == "div_scalar"  ? x / v
                               : std::pow(x, v); // pow_scalar
 }
 
@@ -394,7 +395,7 @@ bool isUnary(const std::string& k) {
 
 bool hasFloatParams(const std::string& k) {
   return k == "clip" || k == "add_scalar" || k == "mul_scalar" || k == "rsub_scalar" ||
-         k == "rdiv_scalar" || k == "pow_scalar";
+         k == "rdiv_scalar" || k == "div_scalar" || k == "pow_scalar";
 }
 
 // Pools over NCHW: each output element's window read element by element,
@@ -1260,7 +1261,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 84);
+  CHECK(names.size() == 85);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1362,6 +1363,8 @@ TEST_CASE("clip and the scalar kernels read their float params", "[cpu][kernel]"
       {"mul_scalar", R"({"value": -3})"},    //
       {"rsub_scalar", R"({"value": 1})"},    //
       {"rdiv_scalar", R"({"value": 2})"},    // x in [0.25, 2)
+      {"div_scalar", R"({"value": 1.4142135623730951})"}, // GELU's sqrt(2)
+      {"div_scalar", R"({"value": -8})"},    //
       {"pow_scalar", R"({"value": 0.5})"},   // sqrt of x in [0.25, 2)
       {"pow_scalar", "{}"},                  // x ** 1
       {"mul_scalar", "{}"},                  // default value 1

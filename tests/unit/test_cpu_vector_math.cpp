@@ -209,6 +209,8 @@ const std::vector<UnaryCase>& unaryCases() {
        0, true},
       {VUnary::RdivScalar, "rdiv_scalar", 2.0f, 0, [](double x, double p, double) { return p / x; },
        0, true},
+      {VUnary::DivScalar, "div_scalar", 1.41421356f, 0,
+       [](double x, double p, double) { return x / p; }, 0, true},
       // SLEEF's u10 functions: within 1 ULP of the exact value, which is
       // itself within half a unit of the float64 value rounded.
       {VUnary::Exp, "exp", 0, 0, [](double x, double, double) { return std::exp(x); }, 2, false},
@@ -256,6 +258,8 @@ float exactFloat(const UnaryCase& c, float x) {
     return c.p - x;
   case VUnary::RdivScalar:
     return c.p / x;
+  case VUnary::DivScalar:
+    return x / c.p;
   default:
     break;
   }
@@ -630,7 +634,8 @@ const std::vector<KernelCase>& kernelCases() {
     for (const char* p : {R"({"min": 0, "max": 6})", "{}", R"({"min": 2, "max": 1})"}) {
       out.push_back({"clip", {{"x", "$T", s}}, R"({"input": "x"})", p, false});
     }
-    for (const char* k : {"add_scalar", "mul_scalar", "rsub_scalar", "rdiv_scalar", "pow_scalar"}) {
+    for (const char* k : {"add_scalar", "mul_scalar", "rsub_scalar", "rdiv_scalar", "div_scalar",
+                          "pow_scalar"}) {
       out.push_back({k, {{"x", "$T", s}}, R"({"input": "x"})", R"({"value": 0.5})", false});
     }
     for (const char* k : {"add", "sub", "mul", "div", "pow"}) {

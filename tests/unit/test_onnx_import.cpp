@@ -167,13 +167,22 @@ TEST_CASE("one-element constant operands give the scalar forms", "[onnx]") {
   CHECK(op(r, 1).at("kernel") == "add_scalar");
   CHECK(op(r, 1).at("params").at("value") == -4.0);
   CHECK(op(r, 2).at("kernel") == "rsub_scalar");
-  // x / c stays a div by the one-element tensor c (exact; mul_scalar(1/c) would round)
-  CHECK(op(r, 3).at("kernel") == "div");
-  CHECK(op(r, 3).at("inputs").at("B") == "c");
+  // x / c stays a division (exact; mul_scalar(1/c) would round)
+  CHECK(op(r, 3).at("kernel") == "div_scalar");
+  CHECK(op(r, 3).at("params").at("value") == 4.0);
   CHECK(op(r, 4).at("kernel") == "rdiv_scalar");
   CHECK(op(r, 5).at("kernel") == "pow_scalar");
-  REQUIRE(r.constants.size() == 1);
-  CHECK(r.constants[0].shape.empty());
+  CHECK(r.constants.empty()); // every use of c became a param
+
+  // Integer operands stay tensor ops: the scalar forms take floats only.
+  Model ints;
+  ints.input("i", {3}, ::onnx::TensorProto::INT64).ints("k", {}, {2});
+  ints.node("Div", {"i", "k"}, {"q"}, "div");
+  ints.node("Add", {"q", "k"}, {"y"}, "add");
+  ints.output("y");
+  const ImportResult ir = ints.import();
+  CHECK(op(ir, 0).at("kernel") == "div");
+  CHECK(op(ir, 1).at("kernel") == "add");
 
   // [4] + [[c]] is [1, 4]: the one-element operand of higher rank stays a tensor
   Model ranked;

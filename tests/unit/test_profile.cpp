@@ -137,7 +137,7 @@ TEST_CASE("bad profiles: located errors, exit 1") {
             "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
             "elementwise, activation, reduction, normalization, copy, transpose, linear, conv2d, "
             "conv2d_act, add, sub, mul, div, relu, neg, cast, sqrt, reciprocal, abs, clip, "
-            "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, where, ",
+            "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",
             0) == 0);
   for (const char* k : {" maximum,", " logical_not,", " prelu,", " gelu,", " pow_scalar,",
                         " atanh,", " celu,", " maxpool2d,", " reshape,"}) {

@@ -59,7 +59,7 @@ $ tapestry --format json import $TESTDATA/onnx/mlp3.onnx -o mlp3.json --weights 
 $ tapestry import $TESTDATA/onnx/mlp3_dynamic.onnx --dim batch=8 | jq -c '.tensors.x'
 {"dtype":"float32","shape":[8,16]}
 $ tapestry import $TESTDATA/onnx/bert_layer_dynamic.onnx --dim batch=3 --dim seq=5 -o bert_dynamic.json && jq -c '.tensors.x, [.operations[] | select(.kernel == "reshape") | .params.shape]' bert_dynamic.json
-imported bert_layer_dynamic: 106 ONNX nodes (76 folded) -> 30 operations, 14 inputs -> bert_dynamic.json
+imported bert_layer_dynamic: 106 ONNX nodes (76 folded) -> 30 operations, 13 inputs -> bert_dynamic.json
 {"dtype":"float32","shape":[3,5,64]}
 [[5,12,16],[5,12,16],[5,12,16],[15,64],[5,3,64]]
 [created bert_dynamic.json]
@@ -71,8 +71,8 @@ $ tapestry import - < $TESTDATA/onnx/mlp3.onnx | jq -c '[.name, .doc]'
 $ tapestry import $TESTDATA/onnx/mlp3.onnx -v -o - > /dev/null
 ! imported mlp3: 5 ONNX nodes (0 folded) -> 5 operations, 7 inputs -> <stdout>
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -q -o bert.json --weights wb && ls wb | sed -n 1,2p && jq -r '.operations[0:3][] | .name' bert.json
-%2Fself_attn%2FConstant_10_output_0.npy
 linear1.bias.npy
+linear2.bias.npy
 /self_attn/Transpose
 /self_attn/MatMul
 /self_attn/Add
@@ -88,10 +88,10 @@ $ tapestry import $TESTDATA/onnx/mobilenet_v2.onnx -o mobilenet_v2.json
 imported mobilenet_v2: 209 ONNX nodes (70 folded) -> 100 operations, 68 inputs -> mobilenet_v2.json
 [created mobilenet_v2.json]
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -o bert_layer.json
-imported bert_layer: 53 ONNX nodes (23 folded) -> 30 operations, 14 inputs -> bert_layer.json
+imported bert_layer: 53 ONNX nodes (23 folded) -> 30 operations, 13 inputs -> bert_layer.json
 [created bert_layer.json]
 $ tapestry import $TESTDATA/onnx/gpt2_block.onnx -o gpt2_block.json --weights wg
-imported gpt2_block: 43 ONNX nodes (12 folded) -> 31 operations, 17 inputs -> gpt2_block.json
+imported gpt2_block: 43 ONNX nodes (12 folded) -> 31 operations, 15 inputs -> gpt2_block.json
 [created gpt2_block.json]
 [created wg]
 $ ls wg | grep Where && od -A d -t x1 -j 128 wg/onnx%3A%3AWhere_127.npy | sed -n 1p
@@ -100,7 +100,7 @@ onnx%3A%3AWhere_127.npy
 $ for m in resnet18 mobilenet_v2 bert_layer gpt2_block; do echo "$m: $(jq -r '[.operations[].kernel] | unique | join(" ")' $m.json)"; done
 resnet18: add conv2d global_avgpool linear maxpool2d relu reshape
 mobilenet_v2: add clip conv2d global_avgpool linear reshape
-bert_layer: add div layernorm linear matmul relu reshape slice softmax transpose
-gpt2_block: add add_scalar div erf layernorm matmul mul mul_scalar reshape softmax split transpose where
+bert_layer: add div_scalar layernorm linear matmul relu reshape slice softmax transpose
+gpt2_block: add add_scalar div_scalar erf layernorm matmul mul mul_scalar reshape softmax split transpose where
 $ jq -r '.doc' bert_layer.json
 imported from bert_layer.onnx (producer pytorch 1.13.0, opset 17)
