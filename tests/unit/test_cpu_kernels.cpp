@@ -1356,18 +1356,18 @@ TEST_CASE("ONNX unary kernels: erf, sqrt, reciprocal, log, abs", "[cpu][kernel]"
 
 TEST_CASE("clip and the scalar kernels read their float params", "[cpu][kernel]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"clip", R"({"min": 0, "max": 0.5})"}, // ReLU6-like, on [-1, 1)
-      {"clip", R"({"max": -0.25})"},         // min at its default
-      {"clip", "{}"},                        // both defaults: clips nothing
-      {"add_scalar", R"({"value": 2.5})"},   //
-      {"mul_scalar", R"({"value": -3})"},    //
-      {"rsub_scalar", R"({"value": 1})"},    //
-      {"rdiv_scalar", R"({"value": 2})"},    // x in [0.25, 2)
+      {"clip", R"({"min": 0, "max": 0.5})"},              // ReLU6-like, on [-1, 1)
+      {"clip", R"({"max": -0.25})"},                      // min at its default
+      {"clip", "{}"},                                     // both defaults: clips nothing
+      {"add_scalar", R"({"value": 2.5})"},                //
+      {"mul_scalar", R"({"value": -3})"},                 //
+      {"rsub_scalar", R"({"value": 1})"},                 //
+      {"rdiv_scalar", R"({"value": 2})"},                 // x in [0.25, 2)
       {"div_scalar", R"({"value": 1.4142135623730951})"}, // GELU's sqrt(2)
-      {"div_scalar", R"({"value": -8})"},    //
-      {"pow_scalar", R"({"value": 0.5})"},   // sqrt of x in [0.25, 2)
-      {"pow_scalar", "{}"},                  // x ** 1
-      {"mul_scalar", "{}"},                  // default value 1
+      {"div_scalar", R"({"value": -8})"},                 //
+      {"pow_scalar", R"({"value": 0.5})"},                // sqrt of x in [0.25, 2)
+      {"pow_scalar", "{}"},                               // x ** 1
+      {"mul_scalar", "{}"},                               // default value 1
   };
   for (const auto& [k, params] : cases) {
     const bool positive = k == "rdiv_scalar" || k == "pow_scalar";
