@@ -1,6 +1,7 @@
 #include "core/rewrite/apply.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -91,6 +92,19 @@ Json paramJson(const expr::Value& v) {
   return metakernel::valueToJson(v);
 }
 
+} // namespace
+
+bool paramMatches(const Json& want, const Json& have) {
+  if (want.is_number() && have.is_number() && (want.is_number_float() || have.is_number_float())) {
+    const double a = want.get<double>();
+    const double b = have.get<double>();
+    return std::abs(a - b) <= kFloatParamTolerance * std::max(std::abs(a), std::abs(b));
+  }
+  return want == have;
+}
+
+namespace {
+
 // A matcher for one rule on one graph: depth-first over the pattern
 // operations in their listed order (each shares a variable with an earlier
 // one), trying the consumers or the producer of a bound tensor.
@@ -120,6 +134,12 @@ private:
     const Operation& o = g_.operations[op];
     if (o.kernel != p.kernel || std::find(site.ops.begin(), site.ops.end(), op) != site.ops.end()) {
       return false;
+    }
+    for (const auto& [name, want] : p.params.items()) {
+      const Json& params = o.application.params;
+      if (!params.contains(name) || !paramMatches(want, params.at(name))) {
+        return false;
+      }
     }
     std::vector<std::vector<PortVar>> orders = {p.inputs};
     if (p.commutative) {
@@ -483,8 +503,11 @@ Json exampleGraph(const Rule& rule, const Example& example) {
     Json op = Json::object();
     op["name"] = p.key;
     op["kernel"] = p.kernel;
-    auto params = example.params.find(p.key);
-    op["params"] = params != example.params.end() ? params->second : Json::object();
+    // The pattern's own param values, then the example's.
+    op["params"] = p.params;
+    if (auto params = example.params.find(p.key); params != example.params.end()) {
+      op["params"].update(params->second);
+    }
     Json inputs = Json::object();
     for (const PortVar& v : p.inputs) {
       const bool input =

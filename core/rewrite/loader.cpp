@@ -131,12 +131,25 @@ Condition expression(const Reader& r, const YAML::Node& node, const std::string&
 PatternOp patternOp(const Reader& r, const Entry& e, const MetakernelLibrary& lib) {
   const std::string what = "match." + e.key;
   std::vector<Entry> fields = r.entries(e.value, what, false);
-  r.expectKeys(fields, {"kernel", "inputs", "outputs", "commutative"}, what);
+  r.expectKeys(fields, {"kernel", "params", "inputs", "outputs", "commutative"}, what);
   PatternOp op;
   op.key = e.key;
   op.location = r.location(e.keyNode);
   const Metakernel& k = kernelOf(r, r.require(fields, e.keyNode, "kernel", what)->value, lib, what);
   op.kernel = k.name;
+  if (const Entry* p = metakernel::yaml::findEntry(fields, "params")) {
+    for (const Entry& param : r.entries(p->value, what + ".params", true)) {
+      const metakernel::ParamSpec* spec = k.findParam(param.key);
+      if (spec == nullptr) {
+        r.fail(param.keyNode, what + ": kernel " + k.name + " has no param \"" + param.key + "\"");
+      }
+      Json value = r.toJson(param.value);
+      if (const auto problem = metakernel::checkParamValue(spec->type, value)) {
+        r.fail(param.value, what + ".params." + param.key + ": " + *problem);
+      }
+      op.params[param.key] = std::move(value);
+    }
+  }
   if (const Entry* in = metakernel::yaml::findEntry(fields, "inputs")) {
     op.inputs = ports(r, in->value, what + ".inputs");
   }

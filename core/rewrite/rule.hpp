@@ -39,8 +39,20 @@ struct PatternOp {
   std::vector<PortVar> outputs; // every output port
   // `commutative: true`: the two inputs may come in either order (add).
   bool commutative = false;
+  // `params: {name: value}`: the values the matched operation's params must
+  // have (paramMatches). Float params are matched this way, not in `where`.
+  Json params = Json::object();
   SourceLocation location;
 };
+
+// Relative tolerance of a float param in a pattern: a float32 constant of the
+// value matches (sqrt(2) as 1.41421354 does 1.4142135623730951).
+inline constexpr double kFloatParamTolerance = 1e-6;
+
+// Whether a matched operation's param value `have` is the pattern's `want`:
+// numbers equal within kFloatParamTolerance (relative) when either is a float,
+// everything else equal.
+bool paramMatches(const Json& want, const Json& have);
 
 // A `where` entry: an expression that must be true for a site to match.
 // Bindings: `$x` is tensor variable x's shape, `$x_dtype` its dtype, `$has_x`

@@ -138,6 +138,38 @@ wide_relu:
   CHECK(rewrite::findSites(graphOf("[3, 4, 5]"), set.get("wide_relu")).empty());
 }
 
+TEST_CASE("pattern params: floats match within a float32 rounding, others exactly", "[rewrite]") {
+  CHECK(rewrite::paramMatches(Json(1.4142135623730951), Json(1.4142135381698608))); // float32
+  CHECK_FALSE(rewrite::paramMatches(Json(1.4142135623730951), Json(1.4142)));
+  CHECK(rewrite::paramMatches(Json(1.0), Json(1)));
+  CHECK(rewrite::paramMatches(Json(0.0), Json(0.0)));
+  CHECK_FALSE(rewrite::paramMatches(Json(0.0), Json(1e-300)));
+  CHECK(rewrite::paramMatches(Json::array({1, 2}), Json::array({1, 2})));
+  CHECK_FALSE(rewrite::paramMatches(Json(true), Json(false)));
+
+  // The GELU chain as PyTorch exports it (the float32 sqrt(2)), and the same
+  // chain with another divisor, which must not match.
+  auto chain = [](const char* divisor) {
+    return expandText(std::string(R"({"tapestry": "graph/v1", "name": "g",
+      "tensors": {"x": {"dtype": "float32", "shape": [4, 8]}}, "operations": [
+      {"name": "d", "kernel": "div_scalar", "params": {"value": )") +
+                      divisor + R"(}, "inputs": {"input": "x"}, "outputs": {"result": "s"}},
+      {"name": "e", "kernel": "erf", "inputs": {"input": "s"}, "outputs": {"result": "e"}},
+      {"name": "a", "kernel": "add_scalar", "params": {"value": 1}, "inputs": {"input": "e"},
+       "outputs": {"result": "p"}},
+      {"name": "m", "kernel": "mul", "inputs": {"A": "p", "B": "x"}, "outputs": {"result": "m"}},
+      {"name": "h", "kernel": "mul_scalar", "params": {"value": 0.5}, "inputs": {"input": "m"},
+       "outputs": {"result": "y"}}], "outputs": ["y"]})");
+  };
+  const rewrite::RewriteResult r =
+      rewrite::rewriteGraph(chain("1.4142135381698608"), always(), lib());
+  REQUIRE(r.applied.size() == 1);
+  CHECK(r.applied[0].rule == "gelu_erf");
+  REQUIRE(r.graph.operations.size() == 1);
+  CHECK(r.graph.operations[0].kernel == "gelu");
+  CHECK(rewrite::rewriteGraph(chain("2.0"), always(), lib()).applied.empty());
+}
+
 TEST_CASE("bad rule files are located errors", "[rewrite]") {
   auto problem = [](const std::string& text) { return failureOf([&] { rulesFrom(text); }); };
   const std::string head = "r:\n  doc: d\n  match:\n";

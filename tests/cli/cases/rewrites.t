@@ -11,6 +11,10 @@ conv_relu: conv2d, relu -> conv2d_act  [always]
     A convolution whose result only a ReLU reads becomes one conv2d_act with min 0 (ONNX Runtime's Conv + Relu fusion).
 conv_clip: conv2d, clip -> conv2d_act  [always]
     A convolution whose result only a clip reads (MobileNet's ReLU6) becomes one conv2d_act with the clip's bounds.
+gelu_erf: div_scalar, erf, add_scalar, mul, mul_scalar -> gelu  [always]
+    The exact GELU as PyTorch exports nn.GELU, x * (1 + erf(x / sqrt(2))) * 0.5, five elementwise passes, is one gelu: the same index space, so no split is lost.
+gelu_erf_half_first: mul_scalar, div_scalar, erf, add_scalar, mul -> gelu  [always]
+    The exact GELU written x * 0.5 * (1 + erf(x / sqrt(2))) (the half taken first, as Hugging Face's models do) is one gelu.
 relu_relu: relu, relu -> relu  [always]
     A ReLU of a ReLU's result (read by nothing else) is that ReLU.
 reshape_reshape: reshape, reshape -> reshape  [always]
@@ -26,7 +30,7 @@ matmul_add_linear: matmul, add -> linear
 linear_matmul_add: linear -> matmul, add
     The reverse substitution: a linear layer (no transposed operand) as a product and an add, which lets a plan split k (the product's partial sums combine; the bias is added once, after).
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-12 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace']
+14 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -54,10 +58,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add)
 [exit 1]
 $ tapestry rewrites check
-checked 12 rules, 19 examples: all passed
+checked 14 rules, 22 examples: all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -76,6 +80,23 @@ $ tapestry --format json expand $TESTDATA/graphs/convnet.json --rewrites default
 $ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o out.json
 ! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
+## Golden site counts of the pre-pass on the ONNX models (docs/rewrites.md).
+$ for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
+resnet18: 17 sites conv_add_relu 8, conv_relu 9
+resnet50: 49 sites conv_add_relu 16, conv_relu 33
+mobilenet_v2: 45 sites conv_add 10, conv_clip 35
+bert_layer: 0 sites 
+gpt2_block: 1 sites gelu_erf 1
+[created bert_layer.json]
+[created bert_layer.x.json]
+[created gpt2_block.json]
+[created gpt2_block.x.json]
+[created mobilenet_v2.json]
+[created mobilenet_v2.x.json]
+[created resnet18.json]
+[created resnet18.x.json]
+[created resnet50.json]
+[created resnet50.x.json]
 ## A rewritten plan records the graph it came from, and run --check compares with that graph.
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites default --iterations 5 -o plan.json && jq -c '[.rewrites.sites[].rule, (.rewrites.original.operations | length), (.graph.operations | length)]' plan.json && tapestry run plan.json --check -q && echo checked
 convnet on cpu-2 (2 devices): 16 plans on the front after 5 iterations (323 plans)

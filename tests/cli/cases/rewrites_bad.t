@@ -72,6 +72,17 @@ checked 1 rule, 1 example: 1 failed
 !     - inputs: {x: {shape: [3, 4], dtype: float32}}
 !       ^
 [exit 3]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/pattern_param_type.yaml
+! bad/rewrites/pattern_param_type.yaml:5:49: error: match.first.params.value: expected float, got string
+!     first: {kernel: mul_scalar, params: {value: half}, inputs: {input: x}, outputs: {result: y}}
+!                                                 ^
+[exit 1]
+$ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/wrong_constant.yaml gelu_halved
+checked 1 rule, 1 example: 1 failed
+! bad/rewrites/wrong_constant.yaml:14:7: error: rule gelu_halved, example 1: on inputs of seed 1, output y differs in float64: max relative error 0.11 (allowed 1e-10)
+!     - inputs: {x: {shape: [4, 8], dtype: float32}}
+!       ^
+[exit 3]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/wrong_scale.yaml double_add
 checked 1 rule, 1 example: 1 failed
 ! bad/rewrites/wrong_scale.yaml:10:7: error: rule double_add, example 1: on inputs of seed 1, output z differs in float64: max relative error 0.25 (allowed 1e-10)
@@ -99,7 +110,7 @@ $ cd $TESTDATA && tapestry --format json rewrites check -r bad/rewrites/wrong_ax
 [exit 3]
 ## A rule whose name the standard rules already use.
 $ cd $TESTDATA && printf 'relu_relu:\n  doc: again\n  match:\n    a: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  replace:\n    b: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  examples:\n    - inputs: {x: {shape: [2], dtype: float32}}\n' > /tmp/tapestry_dup_rule.yaml && tapestry rewrites list -r /tmp/tapestry_dup_rule.yaml 2>&1 | sed 's#/tmp/##'
-tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:139:1
+tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:173:1
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites none -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json
 ! tapestry: error: -r/--rules cannot go with --rewrites none
