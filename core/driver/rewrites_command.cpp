@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "backends/check.hpp"
@@ -14,6 +16,7 @@
 #include "core/plan/plan.hpp"
 #include "core/rewrite/apply.hpp"
 #include "core/rewrite/rule.hpp"
+#include "core/search/mutate.hpp"
 
 namespace tapestry::driver {
 
@@ -27,6 +30,94 @@ constexpr double kExactTolerance = 1e-10;
 constexpr double kApproximateTolerance = 1e-3;
 // Input draws per example.
 constexpr std::uint64_t kSeeds = 3;
+// Random shapes per example (each checked on one draw of inputs), the draws
+// tried for them, and the most elements an input of one may have.
+constexpr int kShapeVariants = 2;
+constexpr int kShapeAttempts = 8;
+constexpr std::int64_t kShapeMaxElements = std::int64_t{1} << 15;
+
+// Kernels whose float64 results on small integers are exact whatever the
+// order of their sums: products, sums, data movement, and max/min-style
+// activations. A rule made only of these is also checked bit for bit.
+bool exactOnIntegers(const std::string& kernel) {
+  static const std::set<std::string, std::less<>> kExact = {
+      "add",    "sub",        "neg",     "mul",    "sum",     "matmul",  "linear",
+      "conv2d", "conv2d_act", "relu",    "clip",   "maximum", "minimum", "max",
+      "min",    "transpose",  "reshape", "concat", "split",   "slice"};
+  return kExact.count(kernel) > 0;
+}
+
+bool integerRule(const Rule& rule) {
+  return std::all_of(rule.match.begin(), rule.match.end(),
+                     [](const rewrite::PatternOp& p) { return exactOnIntegers(p.kernel); }) &&
+         std::all_of(rule.replace.begin(), rule.replace.end(),
+                     [](const rewrite::ReplaceOp& r) { return exactOnIntegers(r.kernel); });
+}
+
+// Every float32/float64 input rounded to a small integer (x in [-1, 1) to
+// round(8x)); false when an input has another dtype (then no exact check).
+bool toIntegers(backend::TensorBuffers& inputs) {
+  for (auto& [name, buffer] : inputs) {
+    const std::int64_t n = buffer.elementCount();
+    if (buffer.dtype() == backend::DType::Float32) {
+      float* v = reinterpret_cast<float*>(buffer.data());
+      std::transform(v, v + n, v, [](float x) { return std::nearbyint(8 * x); });
+    } else if (buffer.dtype() == backend::DType::Float64) {
+      double* v = reinterpret_cast<double*>(buffer.data());
+      std::transform(v, v + n, v, [](double x) { return std::nearbyint(8 * x); });
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A seed from a rule's name and an example's number (FNV-1a).
+std::uint64_t shapeSeed(const Rule& rule, std::size_t example) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : rule.name + "#" + std::to_string(example)) {
+    h = (h ^ c) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+// The example with other shapes: every distinct dim above 1 of its inputs
+// scaled by one factor (1 to 3, drawn per distinct value), so dims equal in
+// the example stay equal and stay multiples of each other's divisors.
+rewrite::Example scaledShapes(const rewrite::Example& ex, search::Rng& rng) {
+  std::map<std::int64_t, std::int64_t> scaled;
+  rewrite::Example out = ex;
+  for (auto& [var, type] : out.inputs) {
+    for (std::int64_t& d : type.shape) {
+      if (d > 1) {
+        auto it = scaled.find(d);
+        if (it == scaled.end()) {
+          it = scaled.emplace(d, d * (1 + static_cast<std::int64_t>(rng.below(3)))).first;
+        }
+        d = it->second;
+      }
+    }
+  }
+  return out;
+}
+
+std::string shapesText(const rewrite::Example& ex) {
+  std::string out;
+  for (const auto& [var, type] : ex.inputs) {
+    std::string dims;
+    for (std::int64_t d : type.shape) {
+      dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    }
+    out += (out.empty() ? "" : ", ") + var + ": [" + dims + "]";
+  }
+  return "{" + out + "}";
+}
+
+// What a check ran besides the examples' own draws.
+struct Tally {
+  std::size_t shapes = 0;  // random shapes checked
+  std::size_t integer = 0; // instances checked exactly on integers
+};
 
 Json ruleJson(const Rule& r) {
   Json j = Json::object();
@@ -143,16 +234,14 @@ std::optional<std::string> checkHalves(const graph::ExpandedGraph& right,
   return std::nullopt;
 }
 
-// nullopt when example `ex` of `rule` passes, else the counter-example.
-std::optional<std::string> checkExample(const Rule& rule, const rewrite::Example& ex,
-                                        const metakernel::MetakernelLibrary& library) {
-  const graph::ExpandedGraph left =
-      rewrite::expandDocument(rewrite::exampleGraph(rule, ex), library, "<" + rule.name + ">");
-  const std::vector<rewrite::Site> sites = rewrite::findSites(left, rule);
-  if (sites.size() != 1) {
-    return "the rule matches its own pattern " + std::to_string(sites.size()) +
-           " times, expected once";
-  }
+// nullopt when the rule's pattern built from `ex` (expanded: `left`, where
+// the rule has matched once, `sites`) passes on `seeds` draws of inputs, else
+// the counter-example.
+std::optional<std::string> checkInstance(const Rule& rule, const graph::ExpandedGraph& left,
+                                         const std::vector<rewrite::Site>& sites,
+                                         std::uint64_t seeds,
+                                         const metakernel::MetakernelLibrary& library,
+                                         Tally& tally) {
   rewrite::Rewritten rewritten = rewrite::applySites(left, sites);
   graph::ExpandedGraph right;
   try {
@@ -161,7 +250,26 @@ std::optional<std::string> checkExample(const Rule& rule, const rewrite::Example
     return "the replacement does not expand: " + e.message();
   }
   backend::CpuBackend cpu(1);
-  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+  if (integerRule(rule)) {
+    // Products and sums of small integers: both sides agree exactly.
+    backend::TensorBuffers inputs = backend::drawInputs(left, 1);
+    if (toIntegers(inputs)) {
+      ++tally.integer;
+      const backend::CheckReference l = backend::unshardedReference(cpu, left, inputs);
+      const backend::CheckReference r = backend::unshardedReference(cpu, right, inputs);
+      for (const std::string& var : rule.exits) {
+        const double error = backend::maxRelativeError(r.reference.at(var), l.reference.at(var));
+        if (error != 0) {
+          std::ostringstream s;
+          s << std::setprecision(2) << "on small integers (seed 1), output " << var
+            << " differs in float64: max relative error " << error
+            << " (a rule of products, sums and moves must agree exactly)";
+          return s.str();
+        }
+      }
+    }
+  }
+  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
     const backend::TensorBuffers inputs = backend::drawInputs(left, seed);
     const backend::CheckReference l = backend::unshardedReference(cpu, left, inputs);
     const backend::CheckReference r = backend::unshardedReference(cpu, right, inputs);
@@ -192,6 +300,59 @@ std::optional<std::string> checkExample(const Rule& rule, const rewrite::Example
   return std::nullopt;
 }
 
+// nullopt when example `ex` (number `index`, from 1) of `rule` passes, on its
+// own shapes and on random ones, else the counter-example.
+std::optional<std::string> checkExample(const Rule& rule, const rewrite::Example& ex,
+                                        std::size_t index,
+                                        const metakernel::MetakernelLibrary& library,
+                                        Tally& tally) {
+  const graph::ExpandedGraph left =
+      rewrite::expandDocument(rewrite::exampleGraph(rule, ex), library, "<" + rule.name + ">");
+  const std::vector<rewrite::Site> sites = rewrite::findSites(left, rule);
+  if (sites.size() != 1) {
+    return "the rule matches its own pattern " + std::to_string(sites.size()) +
+           " times, expected once";
+  }
+  if (std::optional<std::string> problem =
+          checkInstance(rule, left, sites, kSeeds, library, tally)) {
+    return problem;
+  }
+  // Random shapes: those the kernels take and the rule matches (a scaled
+  // shape may break a kernel's constraint, or the rule's `where`: then it is
+  // no instance of the rule, and not a failure).
+  search::Rng rng(shapeSeed(rule, index));
+  int variants = 0;
+  for (int attempt = 0; attempt < kShapeAttempts && variants < kShapeVariants; ++attempt) {
+    const rewrite::Example scaled = scaledShapes(ex, rng);
+    const bool small = std::all_of(scaled.inputs.begin(), scaled.inputs.end(), [](const auto& in) {
+      std::int64_t n = 1;
+      for (std::int64_t d : in.second.shape) {
+        n *= d;
+      }
+      return n <= kShapeMaxElements;
+    });
+    if (!small || scaled.inputs == ex.inputs) {
+      continue;
+    }
+    graph::ExpandedGraph g;
+    try {
+      g = rewrite::expandDocument(rewrite::exampleGraph(rule, scaled), library, rule.name);
+    } catch (const Error&) {
+      continue;
+    }
+    const std::vector<rewrite::Site> found = rewrite::findSites(g, rule);
+    if (found.size() != 1) {
+      continue;
+    }
+    ++variants;
+    ++tally.shapes;
+    if (std::optional<std::string> problem = checkInstance(rule, g, found, 1, library, tally)) {
+      return "on the random shapes " + shapesText(scaled) + ", " + *problem;
+    }
+  }
+  return std::nullopt;
+}
+
 int check(const rewrite::RuleSet& rules, const metakernel::MetakernelLibrary& library,
           const RewritesConfig& config, std::ostream& out, std::ostream& err) {
   std::vector<const Rule*> chosen;
@@ -204,6 +365,7 @@ int check(const rewrite::RuleSet& rules, const metakernel::MetakernelLibrary& li
     }
   }
   std::size_t examples = 0;
+  Tally tally;
   Json failures = Json::array();
   for (const Rule* rule : chosen) {
     for (std::size_t i = 0; i < rule->examples.size(); ++i) {
@@ -211,7 +373,7 @@ int check(const rewrite::RuleSet& rules, const metakernel::MetakernelLibrary& li
       ++examples;
       std::optional<std::string> problem;
       try {
-        problem = checkExample(*rule, ex, library);
+        problem = checkExample(*rule, ex, i + 1, library, tally);
       } catch (const Error& e) {
         // A matcher error names the rule already; the message below does too.
         const std::string prefix = "rule " + rule->name + ": ";
@@ -243,11 +405,15 @@ int check(const rewrite::RuleSet& rules, const metakernel::MetakernelLibrary& li
     doc["status"] = failures.empty() ? "ok" : "failed";
     doc["rules"] = chosen.size();
     doc["examples"] = examples;
+    doc["random_shapes"] = tally.shapes;
+    doc["integer_checks"] = tally.integer;
     doc["failures"] = failures;
     out << doc.dump(2) << "\n";
   } else if (!config.quiet) {
     out << "checked " << chosen.size() << (chosen.size() == 1 ? " rule, " : " rules, ") << examples
-        << (examples == 1 ? " example: " : " examples: ")
+        << (examples == 1 ? " example" : " examples") << " (and " << tally.shapes
+        << (tally.shapes == 1 ? " random shape; " : " random shapes; ") << tally.integer
+        << " exactly on integers): "
         << (failures.empty() ? std::string("all passed")
                              : std::to_string(failures.size()) + " failed")
         << "\n";

@@ -224,3 +224,42 @@ softmax_axis:
                        "float64") != std::string::npos);
   std::filesystem::remove(path);
 }
+
+TEST_CASE("rewrites check runs random shapes and exact integer checks", "[rewrite]") {
+  // Right on rows of 4 (the example), wrong elsewhere: a random shape finds it.
+  const char* rule = R"(
+sum_as_mean:
+  doc: wrong on purpose.
+  match:
+    total: {kernel: sum, inputs: {input: x}, outputs: {result: y}}
+  replace:
+    average: {kernel: mean, inputs: {input: x}, outputs: {result: m}}
+    times: {kernel: mul_scalar, params: {value: 4.0}, inputs: {input: m}, outputs: {result: y}}
+  examples:
+    - inputs: {x: {shape: [3, 4], dtype: float64}}
+)";
+  const std::string path = std::filesystem::temp_directory_path() / "tapestry_shape_rule.yaml";
+  {
+    std::ofstream f(path);
+    f << rule;
+  }
+  std::ostringstream out, err;
+  driver::RewritesConfig config;
+  config.action = driver::RewritesConfig::Action::Check;
+  config.rulePaths = {path};
+  config.names = {"sum_as_mean"};
+  CHECK(driver::runRewritesCommand(config, out, err) == 3);
+  CHECK(err.str().find("example 1: on the random shapes {x: [") != std::string::npos);
+  std::filesystem::remove(path);
+
+  // The standard rules: every example also ran on random shapes, and the
+  // rules of products, sums and moves exactly on integers.
+  std::ostringstream jout, jerr;
+  driver::RewritesConfig all;
+  all.action = driver::RewritesConfig::Action::Check;
+  all.json = true;
+  REQUIRE(driver::runRewritesCommand(all, jout, jerr) == 0);
+  const Json doc = Json::parse(jout.str());
+  CHECK(doc.at("random_shapes").get<int>() >= doc.at("examples").get<int>());
+  CHECK(doc.at("integer_checks").get<int>() > 0);
+}

@@ -61,12 +61,14 @@ $ tapestry rewrites show conv_rleu
 ! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add)
 [exit 1]
 $ tapestry rewrites check
-checked 14 rules, 22 examples: all passed
+checked 14 rules, 22 examples (and 41 random shapes; 54 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
   "rules": 2,
   "examples": 3,
+  "random_shapes": 6,
+  "integer_checks": 9,
   "failures": []
 }
 ## The pre-pass: convnet's convolution + relu pairs fuse; the summary says so.

@@ -42,14 +42,14 @@ $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/no_examples.yaml
 !   ^
 [exit 1]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/not_bool_condition.yaml relu_relu_len
-checked 1 rule, 1 example: 1 failed
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 ! bad/rewrites/not_bool_condition.yaml:11:7: error: rule relu_relu_len, example 1: where "len($x)" is int 2, expected a bool
 !     - inputs: {x: {shape: [2, 2], dtype: float32}}
 !       ^
 [exit 3]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/relu_into_product.yaml relu_into_product
-checked 1 rule, 1 example: 1 failed
-! bad/rewrites/relu_into_product.yaml:12:7: error: rule relu_into_product, example 1: on inputs of seed 1, output z differs in float64: max relative error 2.3 (allowed 1e-10)
+checked 1 rule, 1 example (and 0 random shapes; 1 exactly on integers): 1 failed
+! bad/rewrites/relu_into_product.yaml:12:7: error: rule relu_into_product, example 1: on small integers (seed 1), output z differs in float64: max relative error 1.7 (a rule of products, sums and moves must agree exactly)
 !     - inputs: {x: {shape: [4, 6], dtype: float32}, w: {shape: [6, 3], dtype: float32}}
 !       ^
 [exit 3]
@@ -58,16 +58,16 @@ $ cd $TESTDATA && tapestry rewrites check -k bad/rewrites/kernels/matmul_relu_su
 bad/rewrites/combine_under_relu.yaml:12:7: error: rule fuse_matmul_relu, example 1: on inputs of seed 1, the replacement cut in halves along index dim 2, output z: max error 1.7, unsharded ..., bound ...
     - inputs: {x: {shape: [4, 6], dtype: float32}, w: {shape: [6, 3], dtype: float32}}
       ^
-checked 1 rule, 1 example: 1 failed
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 [exit 3]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/dropped_bias.yaml conv_relu_no_bias
-checked 1 rule, 1 example: 1 failed
-! bad/rewrites/dropped_bias.yaml:10:7: error: rule conv_relu_no_bias, example 1: on inputs of seed 1, output z differs in float64: max relative error 0.21 (allowed 1e-10)
+checked 1 rule, 1 example (and 0 random shapes; 1 exactly on integers): 1 failed
+! bad/rewrites/dropped_bias.yaml:10:7: error: rule conv_relu_no_bias, example 1: on small integers (seed 1), output z differs in float64: max relative error 0.028 (a rule of products, sums and moves must agree exactly)
 !     - inputs:
 !       ^
 [exit 3]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/wrong_axis.yaml softmax_axis
-checked 1 rule, 1 example: 1 failed
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 ! bad/rewrites/wrong_axis.yaml:11:7: error: rule softmax_axis, example 1: on inputs of seed 1, output y differs in float64: max relative error 0.59 (allowed 1e-10)
 !     - inputs: {x: {shape: [3, 4], dtype: float32}}
 !       ^
@@ -78,13 +78,19 @@ $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/pattern_param_type.yaml
 !                                                 ^
 [exit 1]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/wrong_constant.yaml gelu_halved
-checked 1 rule, 1 example: 1 failed
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 ! bad/rewrites/wrong_constant.yaml:14:7: error: rule gelu_halved, example 1: on inputs of seed 1, output y differs in float64: max relative error 0.11 (allowed 1e-10)
 !     - inputs: {x: {shape: [4, 8], dtype: float32}}
 !       ^
 [exit 3]
+$ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/fixed_extent.yaml sum_as_mean
+checked 1 rule, 1 example (and 1 random shape; 0 exactly on integers): 1 failed
+! bad/rewrites/fixed_extent.yaml:11:7: error: rule sum_as_mean, example 1: on the random shapes {x: [9, 8]}, on inputs of seed 1, output y differs in float64: max relative error 0.5 (allowed 1e-10)
+!     - inputs: {x: {shape: [3, 4], dtype: float64}}
+!       ^
+[exit 3]
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/wrong_scale.yaml double_add
-checked 1 rule, 1 example: 1 failed
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 ! bad/rewrites/wrong_scale.yaml:10:7: error: rule double_add, example 1: on inputs of seed 1, output z differs in float64: max relative error 0.25 (allowed 1e-10)
 !     - params: {twice: {value: 2.0}}
 !       ^
@@ -94,6 +100,8 @@ $ cd $TESTDATA && tapestry --format json rewrites check -r bad/rewrites/wrong_ax
   "status": "failed",
   "rules": 1,
   "examples": 1,
+  "random_shapes": 0,
+  "integer_checks": 0,
   "failures": [
     {
       "rule": "softmax_axis",

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""What rewrites gain: the same search with and without them (issue 33, docs/rewrites.md).
+
+Two parts, each comparing `optimize --rewrites default` against `--rewrites
+none` on the same graph, seed and budget:
+
+  predicted  the issue's sizes on h100x8 (the cost model only): ResNet-50 at
+             batch 32, 224x224, and a GPT-2 block at d768, 12 heads, sequence
+             1024, batch 8, exported with PyTorch; plus the testdata models.
+             Reports the fastest plan's time, the least-memory plan's peak,
+             the optimize time, and whether the front with rewrites is at
+             least as good as the one without, point by point (every point of
+             the front without is weakly dominated by a point with).
+  measured   the testdata models resnet18 and gpt2_block on this CPU: each
+             optimized for a calibrated `local`, both plans benched in
+             interleaved rounds (`tapestry bench --inputs`, the same weights
+             and inputs), reporting the medians.
+
+  /usr/bin/python3 bench/rewrites.py --bin build/release/bin/tapestry [--part predicted|measured]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+
+def run(cmd, env=None):
+    proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc.stdout
+
+
+# ---------------------------------------------------------------- predicted
+
+def export_issue_models(work):
+    """ResNet-50 (b32, 224x224) and the GPT-2 block (d768, s1024, b8) as ONNX,
+    their weights graph inputs (the structure is all the cost model needs)."""
+    import torch
+    import torchvision
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_onnx_models as m
+    out = {}
+    torch.manual_seed(0)
+    out["resnet50_b32"] = os.path.join(work, "resnet50_b32.onnx")
+    m.export(torchvision.models.resnet50(), torch.randn(32, 3, 224, 224), out["resnet50_b32"],
+             ["image"], ["logits"], params=False)
+    torch.manual_seed(0)
+    out["gpt2_d768_s1024_b8"] = os.path.join(work, "gpt2_d768.onnx")
+    m.export(m.Gpt2Block(d=768, heads=12, seq=1024), torch.randn(8, 1024, 768),
+             out["gpt2_d768_s1024_b8"], ["x"], ["y"], params=False)
+    return out
+
+
+def front_points(path):
+    with open(path) as f:
+        front = json.load(f)
+    return [(p["objectives"]["time_s"], p["objectives"]["peak_memory_bytes"],
+             p["objectives"]["transfer_bytes"]) for p in front["front"]]
+
+
+def covers(with_rw, without):
+    """Every point of `without` is weakly dominated by some point of `with_rw`."""
+    return all(any(a[0] <= b[0] * (1 + 1e-9) and a[1] <= b[1] and a[2] <= b[2] for a in with_rw)
+               for b in without)
+
+
+def optimize_both(binary, graph, target, work, name, seed, iterations):
+    out = {}
+    for mode in ("default", "none"):
+        front = os.path.join(work, f"{name}.{mode}.front.json")
+        cmd = [binary, "--format", "json", "optimize", graph, "--target", target, "--seed",
+               str(seed), "--rewrites", mode, "--front", front, "-o",
+               os.path.join(work, f"{name}.{mode}.plan.json")]
+        if iterations:
+            cmd += ["--iterations", str(iterations)]
+        start = time.perf_counter()
+        summary = json.loads(run(cmd))
+        seconds = time.perf_counter() - start
+        points = front_points(front)
+        out[mode] = {
+            "seconds": seconds,
+            "sites": len(summary.get("rewrites", [])),
+            "fastest_s": min(p[0] for p in points),
+            "least_memory_bytes": min(p[1] for p in points),
+            "points": points,
+        }
+    d, n = out["default"], out["none"]
+    return {
+        "model": name,
+        "sites": d["sites"],
+        "fastest_gain": n["fastest_s"] / d["fastest_s"],
+        "memory_gain": n["least_memory_bytes"] / d["least_memory_bytes"],
+        "optimize_speedup": n["seconds"] / d["seconds"],
+        "front_covers": covers(d["points"], n["points"]),
+        "fastest_s": [d["fastest_s"], n["fastest_s"]],
+        "least_memory_bytes": [d["least_memory_bytes"], n["least_memory_bytes"]],
+        "optimize_s": [d["seconds"], n["seconds"]],
+    }
+
+
+def predicted(args, work):
+    models = {}
+    if not args.skip_export:
+        models.update(export_issue_models(work))
+    for name in ("resnet18", "resnet50", "mobilenet_v2", "bert_layer", "gpt2_block", "mlp3"):
+        models[name] = os.path.join(ROOT, "testdata", "onnx", name + ".onnx")
+    rows = []
+    for name, model in models.items():
+        graph = os.path.join(work, name + ".json")
+        run([args.bin, "import", model, "-o", graph, "-q"])
+        print(f"rewrites: {name} on {args.target}", file=sys.stderr)
+        rows.append(optimize_both(args.bin, graph, args.target, work, name, args.seed,
+                                  args.iterations))
+    print(f"predicted on {args.target}, seed {args.seed}: none / default (above 1: rewrites win)")
+    print("| model | sites | fastest plan | least memory | optimize time | front covers |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['model']} | {r['sites']} | {r['fastest_gain']:.2f}x | "
+              f"{r['memory_gain']:.2f}x | {r['optimize_speedup']:.2f}x | "
+              f"{'yes' if r['front_covers'] else 'no'} |")
+    return rows
+
+
+# ---------------------------------------------------------------- measured
+
+def measured(args, work):
+    import numpy as np
+    import ort_cpu
+    env = dict(os.environ, XDG_CACHE_HOME=os.path.join(work, "cache"))
+    print(f"rewrites: calibrating local ({args.calibrate_seconds:g} s)", file=sys.stderr)
+    run([args.bin, "calibrate", "--budget-seconds", str(args.calibrate_seconds), "-q"], env)
+    rows = []
+    for name in args.models.split(","):
+        model_work = os.path.join(work, "measured", name)
+        os.makedirs(model_work)
+        rng = np.random.default_rng([args.seed, list(ort_cpu.MODELS).index(name)])
+        model, feeds = ort_cpu.prepare_model(name, model_work, rng)
+        tensors = os.path.join(model_work, "tensors")
+        graph = os.path.join(model_work, name + ".graph.json")
+        run([args.bin, "import", model, "-o", graph, "--weights", tensors, "-q"], env)
+        for path in feeds.values():
+            os.replace(path, os.path.join(tensors, os.path.basename(path)))
+        plans = {}
+        for mode in ("default", "none"):
+            plans[mode] = os.path.join(model_work, f"{mode}.plan.json")
+            run([args.bin, "optimize", graph, "--target", "local", "--seed", "1", "-q",
+                 "--rewrites", mode, "-o", plans[mode]], env)
+        times = {"default": [], "none": []}
+        for r in range(args.rounds):
+            for mode in (("default", "none") if r % 2 == 0 else ("none", "default")):
+                print(f"rewrites: {name} round {r + 1}/{args.rounds}: {mode}", file=sys.stderr)
+                d = json.loads(run([args.bin, "--format", "json", "bench", plans[mode],
+                                    "--inputs", tensors, "--repeat", str(args.repeat),
+                                    "--max-repeat", str(args.repeat), "--warmup", "3"], env))
+                times[mode].append(d["plan"]["measured_s"])
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append({"model": name, "with_s": med["default"], "without_s": med["none"],
+                     "gain": med["none"] / med["default"], "rounds_s": times})
+    print(f"measured on this CPU (calibrated local, {args.rounds} interleaved rounds of "
+          f"{args.repeat} runs): the chosen plans' medians")
+    print("| model | with rewrites | without | without / with |")
+    print("| --- | --- | --- | --- |")
+    for r in rows:
+        print(f"| {r['model']} | {r['with_s'] * 1e6:.1f} us | {r['without_s'] * 1e6:.1f} us | "
+              f"{r['gain']:.2f}x |")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin/tapestry"))
+    ap.add_argument("--part", choices=["predicted", "measured", "both"], default="both")
+    ap.add_argument("--target", default="h100x8", help="the predicted part's target")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--iterations", type=int, default=0, help="optimize --iterations (0: default)")
+    ap.add_argument("--skip-export", action="store_true",
+                    help="predicted: only the testdata models (no PyTorch export)")
+    ap.add_argument("--models", default="resnet18,gpt2_block", help="measured: which models")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--calibrate-seconds", type=float, default=30)
+    ap.add_argument("--json", help="also write the results here as JSON")
+    args = ap.parse_args()
+    doc = {"command": " ".join(["/usr/bin/python3"] + sys.argv)}
+    with tempfile.TemporaryDirectory(prefix="tapestry-rewrites-bench-") as work:
+        if args.part in ("predicted", "both"):
+            doc["predicted"] = predicted(args, work)
+        if args.part in ("measured", "both"):
+            doc["measured"] = measured(args, work)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
