@@ -27,6 +27,9 @@ render::View parseView(const std::string& name) {
   if (name == "timeline") {
     return render::View::Timeline;
   }
+  if (name == "original") {
+    return render::View::Original;
+  }
   return render::View::Graph;
 }
 } // namespace
@@ -41,8 +44,9 @@ void registerRender(CLI::App* sub, Action& action) {
                   "Output picture; the format follows the extension: .svg .png .pdf .dot "
                   "(default: DOT text on stdout)");
   sub->add_option("--view", args->view,
-                  "What to draw: graph, plan, front or timeline (default: by file)")
-      ->check(CLI::IsMember({"graph", "plan", "front", "timeline"}));
+                  "What to draw: graph, plan, front, timeline, or original (a rewritten plan's "
+                  "graph before its rewrites; default: by file)")
+      ->check(CLI::IsMember({"graph", "plan", "front", "timeline", "original"}));
   sub->add_option("--rankdir", config->options.rankdir, "Layout direction: TB, LR, BT or RL")
       ->check(CLI::IsMember({"TB", "LR", "BT", "RL"}));
   sub->add_flag("--collapse", config->options.collapse,

@@ -59,7 +59,8 @@ bool canShow(FileKind kind, View view) {
   case FileKind::Graph:
     return view == View::Graph || view == View::Timeline;
   case FileKind::Plan:
-    return view == View::Plan || view == View::Graph || view == View::Timeline;
+    return view == View::Plan || view == View::Graph || view == View::Timeline ||
+           view == View::Original;
   case FileKind::Front:
     return view == View::Front;
   case FileKind::Trace:
@@ -90,7 +91,7 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
     subject = "timeline";
     return timelineView(timelinePicture(loaded, std::move(predicted)), config.options);
   }
-  subject = view == View::Graph ? "graph" : "plan";
+  subject = view == View::Graph ? "graph" : view == View::Original ? "original graph" : "plan";
   if (kind == FileKind::Graph) {
     graph::ExpandedGraph g = graph::expand(graph::decodeGraph(root), library);
     g.file = displayName(config.inputPath);
@@ -99,6 +100,14 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
   const plan::LoadedPlan loaded = plan::decodePlan(root, library);
   if (view == View::Graph) {
     return graphView(loaded.graph, config.options);
+  }
+  if (view == View::Original) {
+    if (!loaded.origin) {
+      throw UsageError("--view original: " + displayName(config.inputPath) +
+                       " records no original graph (no rewrite rule changed its graph; "
+                       "--view graph draws it)");
+    }
+    return graphView(loaded.origin->graph, config.options);
   }
   if (needsOverview(loaded)) {
     subject = "plan overview"; // too deep to draw shard by shard
@@ -131,7 +140,7 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
     throw UsageError("--view " + std::string(viewName(view)) + " cannot draw " +
                      displayName(config.inputPath) + ": it is a " + tag + " file (" +
                      (kind == FileKind::Front   ? "use --view front"
-                      : kind == FileKind::Plan  ? "use --view plan, graph or timeline"
+                      : kind == FileKind::Plan  ? "use --view plan, graph, original or timeline"
                       : kind == FileKind::Trace ? "use --view timeline"
                                                 : "use --view graph or timeline") +
                      ")");

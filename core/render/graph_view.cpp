@@ -27,6 +27,8 @@ const char* viewName(View view) {
     return "front";
   case View::Timeline:
     return "timeline";
+  case View::Original:
+    return "original";
   }
   return "graph";
 }

@@ -27,8 +27,10 @@
 
 namespace tapestry::render {
 
-enum class View { Graph, Plan, Front, Timeline };
-const char* viewName(View view); // "graph", "plan", "front", "timeline"
+// Original: a plan's graph as it was before rewrite rules changed it (the
+// plan's "rewrites.original"), drawn like Graph.
+enum class View { Graph, Plan, Front, Timeline, Original };
+const char* viewName(View view); // "graph", "plan", "front", "timeline", "original"
 
 struct ViewOptions {
   std::string rankdir = "TB"; // TB, LR, BT or RL (graph and plan views)

@@ -111,5 +111,20 @@ convnet on cpu-2 (2 devices): 16 plans on the front after 5 iterations (323 plan
 ["conv_bias","conv_bias","conv_relu","conv_relu",10,8]
 checked
 [created plan.json]
+## render draws the rewritten graph (--view graph) or the one it came from (--view original).
+$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --iterations 5 -q -o plan.json && tapestry render plan.json --view original -o original.dot && tapestry render plan.json --view graph -o rewritten.dot && grep -c conv2d_act original.dot rewritten.dot
+rendered convnet (original view, 27 nodes) -> original.dot (dot)
+rendered convnet (graph view, 23 nodes) -> rewritten.dot (dot)
+original.dot:0
+rewritten.dot:4
+[created original.dot]
+[created rewritten.dot]
+$ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --iterations 5 -q --rewrites none -o plain.json && tapestry render plain.json --view original
+! tapestry: error: --view original: plain.json records no original graph (no rewrite rule changed its graph; --view graph draws it)
+[exit 2]
+[created plain.json]
+$ cd $TESTDATA && tapestry render graphs/convnet.json --view original
+! tapestry: error: --view original cannot draw graphs/convnet.json: it is a graph/v1 file (use --view graph or timeline)
+[exit 2]
 $ tapestry optimize $TESTDATA/graphs/mobilenet_block.json --target cpu-2 --rewrites default --iterations 5 -o plan.json -q && tapestry run plan.json --check --format json | jq -c '[.check.ok, (.check.outputs | length)]'
 [true,2]
