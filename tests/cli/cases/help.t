@@ -113,8 +113,8 @@ Options:
   -h,--help                   Print this help message and exit
   --help-all                  Print help for every subcommand and exit
   -o,--output TEXT=-          Output picture; the format follows the extension: .svg .png .pdf .dot (default: DOT text on stdout)
-  --view TEXT:{graph,plan,front,timeline}
-                              What to draw: graph, plan, front or timeline (default: by file)
+  --view TEXT:{graph,plan,front,timeline,original}
+                              What to draw: graph, plan, front, timeline, or original (a rewritten plan's graph before its rewrites; default: by file)
   --rankdir TEXT:{TB,LR,BT,RL}=TB
                               Layout direction: TB, LR, BT or RL
   --collapse                  Collapse repeated blocks and fold weights into their operation (graph view); one node per operation and device, alike devices once (plan view)

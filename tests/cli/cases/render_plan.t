@@ -279,7 +279,7 @@ $ tapestry render $TESTDATA/plans/mm_relu_2dev.json --view graph -o g.dot -q && 
 digraph mm_relu {
 [created g.dot]
 $ cd $TESTDATA && tapestry render plans/mm_relu_2dev.json --view front -o $OLDPWD/f.svg
-! tapestry: error: --view front cannot draw plans/mm_relu_2dev.json: it is a plan/v1 file (use --view plan, graph or timeline)
+! tapestry: error: --view front cannot draw plans/mm_relu_2dev.json: it is a plan/v1 file (use --view plan, graph, original or timeline)
 [exit 2]
 $ cd $TESTDATA && tapestry render bad/plans/selection.json -o $OLDPWD/bad.svg
 ! bad/plans/selection.json:109:46: error: at /operations/mm/shards/1/selections/inputs/W/0/range: selection zr[2:3, 0:6] does not match the IPF projection zr[2:4, 0:6]

@@ -51,7 +51,7 @@ $ tapestry bench plan.json --repeat 0
 ! tapestry: error: --repeat: Value 0 not in range 1 to 100000
 [exit 2]
 $ tapestry render g.json --view sideways
-! tapestry: error: --view: sideways not in {graph,plan,front,timeline}
+! tapestry: error: --view: sideways not in {graph,plan,front,timeline,original}
 [exit 2]
 $ tapestry kernels
 ! tapestry: error: A subcommand is required
