@@ -155,6 +155,8 @@ def measured(args, work):
             run([args.bin, "optimize", graph, "--target", "local", "--seed", "1", "-q",
                  "--rewrites", mode, "-o", plans[mode]], env)
         times = {"default": [], "none": []}
+        single = {"default": [], "none": []}  # each graph on one device, same runs
+        devices = {}
         for r in range(args.rounds):
             for mode in (("default", "none") if r % 2 == 0 else ("none", "default")):
                 print(f"rewrites: {name} round {r + 1}/{args.rounds}: {mode}", file=sys.stderr)
@@ -162,16 +164,25 @@ def measured(args, work):
                                     "--inputs", tensors, "--repeat", str(args.repeat),
                                     "--max-repeat", str(args.repeat), "--warmup", "3"], env))
                 times[mode].append(d["plan"]["measured_s"])
+                single[mode].append(d["single_device"]["measured_s"])
+                devices[mode] = d["plan"]["devices"]
         med = {k: statistics.median(v) for k, v in times.items()}
+        one = {k: statistics.median(v) for k, v in single.items()}
         rows.append({"model": name, "with_s": med["default"], "without_s": med["none"],
-                     "gain": med["none"] / med["default"], "rounds_s": times})
+                     "gain": med["none"] / med["default"], "devices": devices,
+                     "single_with_s": one["default"], "single_without_s": one["none"],
+                     "single_gain": one["none"] / one["default"], "rounds_s": times,
+                     "single_rounds_s": single})
     print(f"measured on this CPU (calibrated local, {args.rounds} interleaved rounds of "
           f"{args.repeat} runs): the chosen plans' medians")
-    print("| model | with rewrites | without | without / with |")
-    print("| --- | --- | --- | --- |")
+    print("| model | chosen plan with rewrites | without | without / with | "
+          "one device with | without | without / with |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['model']} | {r['with_s'] * 1e6:.1f} us | {r['without_s'] * 1e6:.1f} us | "
-              f"{r['gain']:.2f}x |")
+        print(f"| {r['model']} | {r['with_s'] * 1e6:.1f} us ({r['devices']['default']} dev) | "
+              f"{r['without_s'] * 1e6:.1f} us ({r['devices']['none']} dev) | {r['gain']:.2f}x | "
+              f"{r['single_with_s'] * 1e6:.1f} us | {r['single_without_s'] * 1e6:.1f} us | "
+              f"{r['single_gain']:.2f}x |")
     return rows
 
 

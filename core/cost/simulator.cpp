@@ -36,14 +36,16 @@ std::uint64_t eventKey(double time, bool alloc) {
 } // namespace
 
 struct ChoiceSimulator::Scratch {
-  std::vector<double> rate;                   // per op
-  std::vector<const ProfileTable*> measured;  // per op: its family's table, or none
-  std::vector<std::uint8_t> busyDevice;       // per device: runs a shard
-  double busy = 0;                            // 0: one device busy .. 1: all of them
-  double startDelay = 0;                      // the profile's start overhead, or 0
-  bool copiesOnDevice = false;                // transfers hold their destination device
-  const ProfileTable* combineTable = nullptr; // reduction combines' table
-  std::vector<double> devFree;                // per device
+  std::vector<double> rate;                  // per op
+  std::vector<const ProfileTable*> measured; // per op: its family's table, or none
+  std::vector<std::uint8_t> busyDevice;      // per device: runs a shard
+  double busy = 0;                           // 0: one device busy .. 1: all of them
+  double startDelay = 0;                     // the profile's start overhead, or 0
+  bool copiesOnDevice = false;               // transfers hold their destination device
+  // The elementwise family's table: reduction combines, and the time to
+  // stream a shard's bytes, below which no FLOPs-measured shard runs.
+  const ProfileTable* streamTable = nullptr;
+  std::vector<double> devFree; // per device
   std::vector<double> linkFree;
   std::vector<double> alloc, ready, lastUse; // per buffer
   std::vector<Interval> shards, transfers, reductions;
@@ -110,7 +112,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   }
   busy = 0;
   startDelay = 0;
-  combineTable = nullptr;
+  streamTable = nullptr;
   copiesOnDevice = false;
   if (!t.profile) {
     return;
@@ -128,8 +130,32 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   if (most > 1 && used > 1) {
     busy = std::min(1.0, std::log(static_cast<double>(used)) / std::log(static_cast<double>(most)));
   }
-  combineTable = t.profile->table("elementwise");
+  streamTable = t.profile->table("elementwise");
 }
+
+namespace {
+
+// One shard's kernel time: its family's measured table at its size, or the
+// roofline. A FLOPs-measured family (products, convolutions) was measured on
+// shapes whose operands fit in cache; a shard that reads more than its FLOPs
+// say (a 3x3 convolution of 512 channels on a 2x2 image, a classifier's
+// weights for one row) runs at memory speed instead: the time to stream its
+// bytes, measured like any elementwise pass (`stream`, when the profile has it).
+double shardSeconds(const ProfileTable* table, const ProfileTable* stream,
+                    const PlanTasks::ShardTask& task, double busy, double rate, double bandwidth) {
+  const auto flops = static_cast<double>(task.flops);
+  const auto bytes = static_cast<double>(task.bytes);
+  if (table == nullptr) {
+    return std::max(flops / rate, bytes / bandwidth);
+  }
+  if (table->measure == WorkMeasure::Bytes) {
+    return table->time(bytes, busy);
+  }
+  const double computed = table->time(flops, busy);
+  return stream != nullptr ? std::max(computed, stream->time(bytes, busy)) : computed;
+}
+
+} // namespace
 
 void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   const int devices = t.deviceCount();
@@ -173,13 +199,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
         start = std::max(start, ready[p.reads[k]]);
       }
-      const double work =
-          table != nullptr
-              ? table->time(static_cast<double>(table->measure == WorkMeasure::Flops ? task.flops
-                                                                                     : task.bytes),
-                            busy)
-              : std::max(static_cast<double>(task.flops) / r,
-                         static_cast<double>(task.bytes) / bandwidth);
+      const double work = shardSeconds(table, streamTable, task, busy, r, bandwidth);
       const double end = start + work + overhead;
       free = end;
       shards[s] = Interval{start, end};
@@ -197,9 +217,9 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
     for (u32 ri = op.reductionBegin; ri < op.reductionEnd; ++ri) {
       const PlanTasks::ReductionTask& red = p.reductions[ri];
       const double combine =
-          (combineTable != nullptr ? combineTable->time(3.0 * static_cast<double>(red.bytes), busy)
-                                   : std::max(static_cast<double>(red.elements) / r,
-                                              3.0 * static_cast<double>(red.bytes) / bandwidth)) +
+          (streamTable != nullptr ? streamTable->time(3.0 * static_cast<double>(red.bytes), busy)
+                                  : std::max(static_cast<double>(red.elements) / r,
+                                             3.0 * static_cast<double>(red.bytes) / bandwidth)) +
           overhead;
       double first = kNever;
       for (u32 si = red.stepBegin; si < red.stepEnd; ++si) {

@@ -224,6 +224,15 @@ TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") 
   CHECK(two.shards[1][1].end == 2.75);
   CHECK(two.objectives.timeS == 6.75);
 
+  // With an elementwise table, no FLOPs-measured shard runs faster than
+  // streaming its bytes: mm reads x and w and writes h, (32 + 24 + 48) * 4 =
+  // 416 B, at 1 s per 104 B (alone) = 4 s, above its 2 s by FLOPs.
+  t.profile->kernels["elementwise"] = ProfileTable{WorkMeasure::Bytes, {{104, 1}, {208, 2}}, {}};
+  const Simulation streamed = simulate(g, t, plan::buildPlan(g, 2, single, free));
+  CHECK(streamed.shards[0][0].end == Approx(4.25));
+  // relu is elementwise itself now: 384 B of table time (3.69 s) + 0.25.
+  CHECK(streamed.shards[1][0].end - streamed.shards[1][0].start == Approx(384.0 / 104 + 0.25));
+
   // Without the profile: the roofline and launch overhead as before.
   t.profile.reset();
   const Simulation roof = simulate(g, t, plan::buildPlan(g, 2, single, free));
