@@ -57,6 +57,26 @@ const char* kBlock = R"({"tapestry": "graph/v1", "name": "block",
     {"name": "relu2", "kernel": "relu", "inputs": {"input": "s"}, "outputs": {"result": "y"}}],
   "outputs": ["y"]})";
 
+// `rewrites check NAME` of the rules in `text` (written to a temporary file):
+// the exit code, and what went to standard error.
+int checkRule(const std::string& text, const std::string& name, std::string& err) {
+  const std::string path =
+      std::filesystem::temp_directory_path() / ("tapestry_rule_" + name + ".yaml");
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  std::ostringstream out, errors;
+  driver::RewritesConfig config;
+  config.action = driver::RewritesConfig::Action::Check;
+  config.rulePaths = {path};
+  config.names = {name};
+  const int code = driver::runRewritesCommand(config, out, errors);
+  std::filesystem::remove(path);
+  err = errors.str();
+  return code;
+}
+
 } // namespace
 
 TEST_CASE("standard rules load and check on their examples", "[rewrite]") {
@@ -209,20 +229,10 @@ softmax_axis:
   examples:
     - inputs: {x: {shape: [3, 4], dtype: float32}}
 )";
-  const std::string path = std::filesystem::temp_directory_path() / "tapestry_wrong_rule.yaml";
-  {
-    std::ofstream f(path);
-    f << rule;
-  }
-  std::ostringstream out, err;
-  driver::RewritesConfig config;
-  config.action = driver::RewritesConfig::Action::Check;
-  config.rulePaths = {path};
-  config.names = {"softmax_axis"};
-  CHECK(driver::runRewritesCommand(config, out, err) == 3);
-  CHECK(err.str().find("rule softmax_axis, example 1: on inputs of seed 1, output y differs in "
-                       "float64") != std::string::npos);
-  std::filesystem::remove(path);
+  std::string err;
+  CHECK(checkRule(rule, "softmax_axis", err) == 3);
+  CHECK(err.find("rule softmax_axis, example 1: on inputs of seed 1, output y differs in "
+                 "float64") != std::string::npos);
 }
 
 TEST_CASE("rewrites check runs random shapes and exact integer checks", "[rewrite]") {
@@ -238,19 +248,9 @@ sum_as_mean:
   examples:
     - inputs: {x: {shape: [3, 4], dtype: float64}}
 )";
-  const std::string path = std::filesystem::temp_directory_path() / "tapestry_shape_rule.yaml";
-  {
-    std::ofstream f(path);
-    f << rule;
-  }
-  std::ostringstream out, err;
-  driver::RewritesConfig config;
-  config.action = driver::RewritesConfig::Action::Check;
-  config.rulePaths = {path};
-  config.names = {"sum_as_mean"};
-  CHECK(driver::runRewritesCommand(config, out, err) == 3);
-  CHECK(err.str().find("example 1: on the random shapes {x: [") != std::string::npos);
-  std::filesystem::remove(path);
+  std::string err;
+  CHECK(checkRule(rule, "sum_as_mean", err) == 3);
+  CHECK(err.find("example 1: on the random shapes {x: [") != std::string::npos);
 
   // The standard rules: every example also ran on random shapes, and the
   // rules of products, sums and moves exactly on integers.
