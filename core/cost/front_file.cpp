@@ -71,6 +71,9 @@ Json frontToJson(const FrontDocument& front) {
   for (const FrontPlan& p : front.plans) {
     Json item = Json::object();
     item["objectives"] = objectivesToJson(p.objectives);
+    if (!front.rewrites.empty()) {
+      item["rewrites"] = p.rewrites;
+    }
     Json operations = Json::object();
     for (const FrontOperation& op : p.operations) {
       Json entry = Json::object();
@@ -82,6 +85,9 @@ Json frontToJson(const FrontDocument& front) {
     plans.push_back(std::move(item));
   }
   out["front"] = std::move(plans);
+  if (!front.rewrites.empty()) {
+    out["rewrites"] = front.rewrites;
+  }
   Json baselines = Json::object();
   for (const FrontBaseline& b : front.baselines) {
     baselines[b.name] = b.objectives ? objectivesToJson(*b.objectives) : Json(nullptr);

@@ -5,7 +5,9 @@
 //   {"tapestry": "front/v1", "graph": NAME, "target": NAME, "devices": D,
 //    "front": [{"objectives": {"time_s", "peak_memory_bytes", "transfer_bytes",
 //                              "feasible"},
+//               ["rewrites": [SITE INDEX, ...],]
 //               "operations": {OP: {"split": [...], "devices": [...]}}}, ...],
+//    ["rewrites": [{"rule", "replaced", "added"}, ...],]  (rewrite rules applied)
 //    "baselines": {"single": {objectives}, "data_parallel": {...},
 //                  "tensor_parallel": {...}},           (null: not a valid plan)
 //    "selected": INDEX, "select": POLICY,
@@ -37,6 +39,7 @@ struct FrontOperation {
 struct FrontPlan {
   Objectives objectives;
   std::vector<FrontOperation> operations; // graph file order
+  std::vector<std::size_t> rewrites;      // the sites it rewrote (FrontDocument::rewrites)
 };
 
 struct FrontBaseline {
@@ -49,6 +52,9 @@ struct FrontDocument {
   std::string target;
   std::optional<std::int64_t> devices;
   std::vector<FrontPlan> plans;
+  // The rewrite sites found (empty: no rule changed the graph), each
+  // {"rule", "replaced", "added"}; plans name the ones they rewrote.
+  Json rewrites = Json::array();
   std::vector<FrontBaseline> baselines;
   std::optional<std::size_t> selected;
   std::string select;

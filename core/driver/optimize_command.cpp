@@ -426,6 +426,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     info.selected = *oneDevice.index;
   }
   info.policy = flags.policy;
+  info.rewrites = origin ? origin->sites : Json::array();
   info.exhaustive = config.exhaustive;
   info.seed = config.seed;
   info.threads = config.threads;

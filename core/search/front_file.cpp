@@ -44,8 +44,13 @@ Json frontToJson(const graph::ExpandedGraph& g, const cost::Target& target,
   front.graph = g.name;
   front.target = target.name;
   front.devices = target.deviceCount();
+  front.rewrites = info.rewrites;
+  std::vector<std::size_t> all(info.rewrites.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    all[i] = i;
+  }
   for (const Evaluated& e : result.front) {
-    front.plans.push_back(cost::FrontPlan{e.objectives, frontOperations(g, e.choice)});
+    front.plans.push_back(cost::FrontPlan{e.objectives, frontOperations(g, e.choice), all});
   }
   for (const BaselineResult& b : result.baselines) {
     front.baselines.push_back(cost::FrontBaseline{b.baseline.name, b.objectives});

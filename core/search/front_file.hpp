@@ -24,6 +24,9 @@ struct FrontInfo {
   int threads = 1;
   int ranks = 1;                  // islands under mpirun; 1: the plain search
   std::int64_t exchangeEvery = 0; // with ranks > 1
+  // The sites the rewrite pre-pass rewrote ([{"rule", "replaced", "added"}]):
+  // every plan of the front has them.
+  Json rewrites = Json::array();
 };
 
 // A choice as the front file's operations, in graph file order.

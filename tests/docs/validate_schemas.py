@@ -214,6 +214,14 @@ def main():
                     "--iterations", "3", "-q", "-o", plan, "--front", front):
                 validate(plan, load(plan), "plan", "optimize transformer_block plan")
                 validate(front, load(front), "front", "optimize transformer_block front")
+            # Rewrites: the plan records the original graph, the front the sites.
+            if tool("optimize", "testdata/graphs/convnet.json", "--target", "cpu-2",
+                    "--iterations", "3", "-q", "-o", plan, "--front", front):
+                doc = load(front)
+                validate(plan, load(plan), "plan", "optimize convnet plan (rewritten)")
+                validate(front, doc, "front", "optimize convnet front (rewritten)")
+                if not doc.get("rewrites") or "rewrites" not in doc["front"][0]:
+                    failures.append("optimize convnet front: no rewrites recorded")
             if tool("optimize", "testdata/graphs/tiny.json", "--target", "cpu-2", "--exhaustive",
                     "--select", "knee", "-q", "-o", plan, "--front", front):
                 validate(plan, load(plan), "plan", "optimize --exhaustive tiny plan")
