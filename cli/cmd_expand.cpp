@@ -21,7 +21,7 @@ void registerExpand(CLI::App* sub, Action& action) {
                 "Let -k files redefine standard-library kernels");
   sub->add_option("--rewrites", config->rewrites,
                   "Rewrite the graph after expanding it: none (the default), default (every rule "
-                  "marked always), or a rule file whose rules all apply")
+                  "marked always or search), or a rule file whose rules all apply")
       ->capture_default_str();
   addRulePaths(sub, config->rulePaths);
   runDriverOnSelect(*sub, action, config, driver::expandCommand);

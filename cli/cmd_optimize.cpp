@@ -31,9 +31,9 @@ void registerOptimize(CLI::App* sub, Action& action) {
   addKernelPaths(sub, config->kernelPaths);
   sub->add_option("--target", config->target, "Built-in target name or target YAML file");
   sub->add_option("--rewrites", config->rewrites,
-                  "Rewrite the graph before the search: default (every rule marked always: the "
-                  "fusions of conv2d with its bias, residual add and activation, ...), none, or a "
-                  "rule file whose rules all apply besides")
+                  "Rewrite the graph: default (rules marked always before the search; rules "
+                  "marked search, the fusions of conv2d with its residual add and activation, as "
+                  "choices of the search), none, or a rule file whose rules apply besides")
       ->capture_default_str();
   addRulePaths(sub, config->rulePaths);
   sub->add_option("--seed", config->seed, "Random seed (the search is deterministic per seed)");

@@ -258,7 +258,10 @@ struct Outcome {
   std::string calibration; // the saved calibration `local` came from, "" for none
   OneDeviceRule oneDevice; // whether one device was selected for a small gain
   std::string written;     // the baseline written instead of the selected plan, or ""
-  std::vector<rewrite::AppliedSite> rewrites; // the pre-pass's sites
+  std::vector<rewrite::AppliedSite> rewrites; // the sites of every graph searched
+  std::vector<std::string> searchRules;       // the rules that were choices of the search
+  std::size_t variants = 1;                   // graphs searched
+  std::size_t writtenSites = 0;               // of `rewrites`, the written plan's
 };
 
 // "one device selected: the fastest plan on 2 devices is predicted 1.08x faster
@@ -286,6 +289,11 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   summary["front_size"] = o.result.front.size();
   if (config.rewrites != "none") {
     summary["rewrites"] = rewritesJson(o.rewrites);
+    Json searched = Json::object();
+    searched["rules"] = o.searchRules;
+    searched["graphs"] = o.variants;
+    searched["written_sites"] = o.writtenSites;
+    summary["rewrite_search"] = std::move(searched);
   }
   Json sel = Json::object();
   sel["index"] = o.info.selected;
@@ -328,6 +336,15 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   to << "\n";
   if (!o.rewrites.empty()) {
     to << "  " << rewritesText(o.rewrites) << "\n";
+  }
+  if (!o.searchRules.empty()) {
+    std::string rules;
+    for (const std::string& r : o.searchRules) {
+      rules += (rules.empty() ? "" : ", ") + r;
+    }
+    to << "  searched with and without " << rules << " (" << o.variants
+       << " graphs); the written plan rewrote " << o.writtenSites << " of the " << o.rewrites.size()
+       << " sites\n";
   }
   if (o.local) {
     if (o.calibration.empty()) {
@@ -379,18 +396,11 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
 int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err) {
   const CheckedFlags flags = checkFlags(config);
   metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
-  graph::ExpandedGraph graph = graph::loadAndExpand(config.graphPath, library);
-  std::optional<plan::PlanOrigin> origin;
-  if (config.rewrites != "none") {
-    origin = plan::PlanOrigin{graph, Json::array()};
-  }
-  const std::vector<rewrite::AppliedSite> rewrites =
-      preRewrite(graph, config.rewrites, config.rulePaths, library);
-  if (rewrites.empty()) {
-    origin.reset(); // the graph is as it was given
-  } else {
-    origin->sites = rewritesJson(rewrites);
-  }
+  const graph::ExpandedGraph given = graph::loadAndExpand(config.graphPath, library);
+  // The graphs searched: the pre-pass's, and one per subset of the rules that
+  // are choices of the search (one graph, as given, with --rewrites none).
+  const RewriteVariants variants =
+      rewriteVariants(given, config.rewrites, config.rulePaths, library);
   std::string calibration; // --target local: the saved calibration used, if any
   cost::Target target;
   if (config.target == "local") {
@@ -401,13 +411,13 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     target = cost::loadTarget(config.target);
   }
 
-  ChoiceScorer evaluator(graph, target, flags.planOptions);
+  ChoiceScorer evaluator(variants.links(), target, flags.planOptions);
   const SearchResult result = searchPlans(evaluator, config, flags, err);
   if (flags.distributed && config.islands->rank() != 0) {
     return 0; // every island holds the merged front; rank 0 writes and reports it
   }
   if (result.front.empty()) {
-    throwNothingFits(graph, target, result);
+    throwNothingFits(variants.graphs[variants.full()], target, result);
   }
   FrontInfo info;
   info.selected = selectPlan(result.front, flags.policy, flags.memoryCap);
@@ -426,7 +436,11 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     info.selected = *oneDevice.index;
   }
   info.policy = flags.policy;
-  info.rewrites = origin ? origin->sites : Json::array();
+  info.rewrites = rewritesJson(variants.allSites);
+  for (const graph::ExpandedGraph& g : variants.graphs) {
+    info.graphs.push_back(&g);
+  }
+  info.variantSites = variants.siteIndices;
   info.exhaustive = config.exhaustive;
   info.seed = config.seed;
   info.threads = config.threads;
@@ -435,14 +449,22 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     info.exchangeEvery = config.exchangeEvery;
   }
 
-  // The selected plan, rebuilt in full with its schedule, then the front.
+  // The selected plan, rebuilt in full with its schedule on its variant's
+  // graph, then the front.
   const Evaluated& chosen = result.front[info.selected];
   const std::string writtenBaseline =
       oneDevice.applies && !oneDevice.index ? std::string("single") : config.baseline;
   const plan::PlanChoice& written =
-      writtenBaseline.empty() ? chosen.choice : baselineChoice(result, writtenBaseline, graph);
-  plan::ShardPlan plan =
-      plan::buildPlan(evaluator.context(), target.deviceCount(), written, flags.planOptions);
+      writtenBaseline.empty()
+          ? chosen.choice
+          : baselineChoice(result, writtenBaseline, variants.graphs[variants.full()]);
+  const graph::ExpandedGraph& graph = variants.graphs[written.variant];
+  std::optional<plan::PlanOrigin> origin;
+  if (!variants.sites[written.variant].empty()) {
+    origin = plan::PlanOrigin{given, rewritesJson(variants.sites[written.variant])};
+  }
+  plan::ShardPlan plan = plan::buildPlan(evaluator.context(written.variant), target.deviceCount(),
+                                         written, flags.planOptions);
   cost::Simulation simulation = cost::simulate(graph, target, plan);
   writeFileAtomically(
       config.outputPath,
@@ -452,9 +474,19 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     writeFileAtomically(config.frontPath, json::format(front, graph::kExpandedWidth) + "\n", out);
   }
 
-  const Outcome outcome{
-      graph,       target,    result,          info,    chosen, config.target == "local",
-      calibration, oneDevice, writtenBaseline, rewrites};
+  const Outcome outcome{graph,
+                        target,
+                        result,
+                        info,
+                        chosen,
+                        config.target == "local",
+                        calibration,
+                        oneDevice,
+                        writtenBaseline,
+                        variants.allSites,
+                        variants.searchRules,
+                        variants.graphs.size(),
+                        variants.siteIndices[written.variant].size()};
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
     printJsonSummary(config, outcome, out);

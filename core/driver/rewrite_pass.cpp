@@ -1,5 +1,6 @@
 #include "core/driver/rewrite_pass.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -8,15 +9,18 @@
 
 namespace tapestry::driver {
 
-std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const std::string& mode,
-                                             const std::vector<std::string>& rulePaths,
-                                             const metakernel::MetakernelLibrary& library) {
-  if (mode == "none") {
-    if (!rulePaths.empty()) {
-      throw UsageError("-r/--rules cannot go with --rewrites none");
-    }
-    return {};
-  }
+namespace {
+
+// The rules a mode selects: those the pre-pass runs, and those the search
+// chooses (in file order).
+struct SelectedRules {
+  rewrite::RuleSet set;
+  std::vector<const rewrite::Rule*> always;
+  std::vector<const rewrite::Rule*> search;
+};
+
+SelectedRules selectRules(const std::string& mode, const std::vector<std::string>& rulePaths,
+                          const metakernel::MetakernelLibrary& library) {
   std::vector<std::string> paths = rulePaths;
   const bool file = mode != "default";
   std::error_code ec;
@@ -27,17 +31,175 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
   if (file) {
     paths.push_back(mode);
   }
-  const rewrite::RuleSet rules = rewrite::RuleSet::load(paths, library);
-  std::vector<const rewrite::Rule*> chosen;
-  for (const auto& r : rules.rules()) {
+  SelectedRules out{rewrite::RuleSet::load(paths, library), {}, {}};
+  for (const auto& r : out.set.rules()) {
     const bool builtIn = metakernel::isStandardLibraryFile(r->location.file);
-    if (r->always || (file && !builtIn)) {
-      chosen.push_back(r.get());
+    const bool asked = file && !builtIn; // a rule of the --rewrites file
+    if (r->search && (!r->approximate || asked)) {
+      out.search.push_back(r.get());
+    } else if (r->always || asked) {
+      out.always.push_back(r.get());
+    }
+  }
+  return out;
+}
+
+void checkNone(const std::vector<std::string>& rulePaths) {
+  if (!rulePaths.empty()) {
+    throw UsageError("-r/--rules cannot go with --rewrites none");
+  }
+}
+
+bool sameSite(const rewrite::AppliedSite& a, const rewrite::AppliedSite& b) {
+  return a.rule == b.rule && a.replaced == b.replaced && a.added == b.added;
+}
+
+} // namespace
+
+std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const std::string& mode,
+                                             const std::vector<std::string>& rulePaths,
+                                             const metakernel::MetakernelLibrary& library) {
+  if (mode == "none") {
+    checkNone(rulePaths);
+    return {};
+  }
+  const SelectedRules rules = selectRules(mode, rulePaths, library);
+  std::vector<const rewrite::Rule*> chosen;
+  for (const auto& r : rules.set.rules()) {
+    const rewrite::Rule* p = r.get();
+    if (std::find(rules.always.begin(), rules.always.end(), p) != rules.always.end() ||
+        std::find(rules.search.begin(), rules.search.end(), p) != rules.search.end()) {
+      chosen.push_back(p);
     }
   }
   rewrite::RewriteResult out = rewrite::rewriteGraph(graph, chosen, library);
   graph = std::move(out.graph);
   return std::move(out.applied);
+}
+
+RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::string& mode,
+                                const std::vector<std::string>& rulePaths,
+                                const metakernel::MetakernelLibrary& library) {
+  RewriteVariants out;
+  if (mode == "none") {
+    checkNone(rulePaths);
+    out.masks = {0};
+    out.graphs.push_back(given);
+    out.sites.emplace_back();
+    out.siteIndices.emplace_back();
+    return out;
+  }
+  const SelectedRules rules = selectRules(mode, rulePaths, library);
+  rewrite::RewriteResult base = rewrite::rewriteGraph(given, rules.always, library);
+  std::vector<const rewrite::Rule*> matching;
+  for (const rewrite::Rule* r : rules.search) {
+    if (!rewrite::findSites(base.graph, *r).empty()) {
+      matching.push_back(r);
+      out.searchRules.push_back(r->name);
+    }
+  }
+  const std::size_t n = matching.size();
+  const std::uint32_t all = n == 0 ? 0 : (std::uint32_t{1} << n) - 1;
+  if (n <= kMaxSearchRules) {
+    for (std::uint32_t m = 0; m <= all; ++m) {
+      out.masks.push_back(m);
+    }
+  } else {
+    out.masks.push_back(0);
+    for (std::size_t r = 0; r < n; ++r) {
+      out.masks.push_back(all & ~(std::uint32_t{1} << r));
+    }
+    out.masks.push_back(all);
+  }
+  for (std::uint32_t mask : out.masks) {
+    if (mask == 0) {
+      out.graphs.push_back(std::move(base.graph));
+      out.sites.push_back(std::move(base.applied));
+      continue;
+    }
+    // The pre-pass rules and the chosen search rules together, in file order.
+    std::vector<const rewrite::Rule*> chosen;
+    for (const auto& r : rules.set.rules()) {
+      const rewrite::Rule* p = r.get();
+      const auto at = std::find(matching.begin(), matching.end(), p);
+      if ((at != matching.end() && ((mask >> (at - matching.begin())) & 1) != 0) ||
+          std::find(rules.always.begin(), rules.always.end(), p) != rules.always.end()) {
+        chosen.push_back(p);
+      }
+    }
+    rewrite::RewriteResult v = rewrite::rewriteGraph(given, chosen, library);
+    out.graphs.push_back(std::move(v.graph));
+    out.sites.push_back(std::move(v.applied));
+  }
+  for (const std::vector<rewrite::AppliedSite>& sites : out.sites) {
+    std::vector<std::size_t> indices;
+    for (const rewrite::AppliedSite& site : sites) {
+      std::size_t i = 0;
+      while (i < out.allSites.size() && !sameSite(out.allSites[i], site)) {
+        ++i;
+      }
+      if (i == out.allSites.size()) {
+        out.allSites.push_back(site);
+      }
+      indices.push_back(i);
+    }
+    out.siteIndices.push_back(std::move(indices));
+  }
+  return out;
+}
+
+search::GraphVariants RewriteVariants::links() const {
+  search::GraphVariants v;
+  v.masks = masks;
+  v.reported = full();
+  const std::size_t n = graphs.size();
+  std::vector<std::map<std::string, std::int64_t>> index(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    v.graphs.push_back(&graphs[k]);
+    for (std::size_t i = 0; i < graphs[k].operations.size(); ++i) {
+      index[k].emplace(graphs[k].operations[i].name, static_cast<std::int64_t>(i));
+    }
+  }
+  // An op name of any variant, resolved in variant `k`: itself, or the first
+  // op added by the site of k that replaced it.
+  auto resolve = [&](std::size_t k, const std::string& name) -> std::int64_t {
+    if (auto it = index[k].find(name); it != index[k].end()) {
+      return it->second;
+    }
+    for (const rewrite::AppliedSite& site : sites[k]) {
+      if (std::find(site.replaced.begin(), site.replaced.end(), name) != site.replaced.end()) {
+        for (const std::string& added : site.added) {
+          if (auto it = index[k].find(added); it != index[k].end()) {
+            return it->second;
+          }
+        }
+      }
+    }
+    return -1;
+  };
+  v.from.assign(n, std::vector<std::vector<std::int64_t>>(n));
+  for (std::size_t w = 0; w < n; ++w) {
+    for (std::size_t k = 0; k < n; ++k) {
+      std::vector<std::int64_t>& from = v.from[w][k];
+      for (const graph::Operation& op : graphs[w].operations) {
+        std::int64_t j = resolve(k, op.name);
+        for (const rewrite::AppliedSite& site : sites[w]) {
+          if (j >= 0) {
+            break;
+          }
+          if (std::find(site.added.begin(), site.added.end(), op.name) != site.added.end()) {
+            for (const std::string& replaced : site.replaced) {
+              if ((j = resolve(k, replaced)) >= 0) {
+                break;
+              }
+            }
+          }
+        }
+        from.push_back(j);
+      }
+    }
+  }
+  return v;
 }
 
 Json rewritesJson(const std::vector<rewrite::AppliedSite>& sites) {

@@ -2,21 +2,52 @@
 // --rewrites` run on a graph before anything else (docs/rewrites.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/graph/graph.hpp"
 #include "core/metakernel/library.hpp"
 #include "core/rewrite/apply.hpp"
+#include "core/search/space.hpp"
 
 namespace tapestry::driver {
 
 // `mode`: "none" (nothing; -r files are then a UsageError), "default" (every
-// rule marked always, standard and from `rulePaths`), or a rule file whose
-// rules all run too. Rewrites `graph` in place; returns the sites rewritten.
+// rule marked always or search, standard and from `rulePaths`), or a rule file
+// whose rules all run too. Rewrites `graph` in place; returns the sites
+// rewritten. (What `expand --rewrites` shows: every choice of the search taken.)
 std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const std::string& mode,
                                              const std::vector<std::string>& rulePaths,
                                              const metakernel::MetakernelLibrary& library);
+
+// The graphs `optimize` searches (docs/rewrites.md): the pre-pass (rules marked
+// always, and a rule file's unmarked rules) applied to the given graph, with
+// each subset of the search rules that match it (rules marked search) applied
+// too. Up to kMaxSearchRules such rules every subset is a variant; beyond,
+// none, each all-but-one, and all. Variant 0 applies none of them; the last,
+// all. With mode "none", one variant: the graph as given.
+inline constexpr std::size_t kMaxSearchRules = 3;
+
+struct RewriteVariants {
+  std::vector<std::string> searchRules; // bit r of a mask: searchRules[r] applied
+  std::vector<std::uint32_t> masks;     // per variant
+  std::vector<graph::ExpandedGraph> graphs;
+  std::vector<std::vector<rewrite::AppliedSite>> sites; // per variant, all it rewrote
+  std::vector<rewrite::AppliedSite> allSites; // distinct sites of all variants, first seen first
+  std::vector<std::vector<std::size_t>> siteIndices; // per variant, into allSites
+
+  std::uint32_t full() const { return static_cast<std::uint32_t>(graphs.size() - 1); }
+  // For the search: pointers into `graphs` (so keep this object alive and in
+  // place), and per pair of variants which op's choice each op takes on a move
+  // between them: the op of the same name; else, for an op a site added, the
+  // op holding the first op it replaced; else none.
+  search::GraphVariants links() const;
+};
+
+RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::string& mode,
+                                const std::vector<std::string>& rulePaths,
+                                const metakernel::MetakernelLibrary& library);
 
 // The sites as JSON: [{rule, replaced, added}].
 Json rewritesJson(const std::vector<rewrite::AppliedSite>& sites);

@@ -125,6 +125,7 @@ Json ruleJson(const Rule& r) {
   j["file"] = r.location.file;
   j["line"] = r.location.line;
   j["always"] = r.always;
+  j["search"] = r.search;
   j["approximate"] = r.approximate;
   j["match"] = json::arrayOf(r.match, [](const rewrite::PatternOp& p) { return p.kernel; });
   j["replace"] = json::arrayOf(r.replace, [](const rewrite::ReplaceOp& p) { return p.kernel; });
@@ -155,7 +156,7 @@ int list(const rewrite::RuleSet& rules, const RewritesConfig& config, std::ostre
   }
   for (const auto& r : rules.rules()) {
     out << r->name << ": " << summary(*r) << (r->always ? "  [always]" : "")
-        << (r->approximate ? "  [approximate]" : "") << "\n";
+        << (r->search ? "  [search]" : "") << (r->approximate ? "  [approximate]" : "") << "\n";
     std::istringstream doc(r->doc);
     for (std::string line; std::getline(doc, line);) {
       out << "    " << line << "\n";

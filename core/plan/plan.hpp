@@ -69,6 +69,10 @@ struct OpChoice {
 // the search mutates and what the front file lists per plan.
 struct PlanChoice {
   std::vector<OpChoice> ops;
+  // Which of the search's graphs `ops` is for (search::ChoiceScorer): with
+  // rewrite rules as choices of the search, each subset of them applied makes
+  // a graph of its own. 0 for a search of one graph.
+  std::uint32_t variant = 0;
   bool operator==(const PlanChoice&) const = default;
   // Shards over all operations (each op's devices.size()): the shard tasks a
   // plan built from it runs, which is what its simulation costs.

@@ -361,10 +361,13 @@ Rule parseRule(const Reader& r, const Entry& e, const MetakernelLibrary& lib) {
     r.fail(e.keyNode, "rule name \"" + e.key + "\": letters, digits and _ only");
   }
   std::vector<Entry> fields = r.entries(e.value, "rule " + e.key, false);
-  r.expectKeys(fields, {"doc", "approximate", "always", "match", "where", "replace", "examples"},
+  r.expectKeys(fields,
+               {"doc", "approximate", "always", "search", "match", "where", "replace", "examples"},
                "rule " + e.key);
   rule.doc = r.scalar(r.require(fields, e.keyNode, "doc", "rule " + e.key)->value, "doc");
-  for (auto [key, flag] : {std::pair{"approximate", &rule.approximate}, {"always", &rule.always}}) {
+  for (auto [key, flag] : {std::pair{"approximate", &rule.approximate},
+                           {"always", &rule.always},
+                           {"search", &rule.search}}) {
     if (const Entry* f = metakernel::yaml::findEntry(fields, key)) {
       const Json v = r.toJson(f->value);
       if (!v.is_boolean()) {
@@ -372,6 +375,11 @@ Rule parseRule(const Reader& r, const Entry& e, const MetakernelLibrary& lib) {
       }
       *flag = v.get<bool>();
     }
+  }
+  if (rule.always && rule.search) {
+    r.fail(metakernel::yaml::findEntry(fields, "search")->keyNode,
+           "search: a rule marked always runs in the pre-pass, so it cannot also be a choice of "
+           "the search");
   }
   const Entry* match = r.require(fields, e.keyNode, "match", "rule " + e.key);
   for (const Entry& op : r.entries(match->value, "match", false)) {

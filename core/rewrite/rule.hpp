@@ -92,6 +92,7 @@ struct Rule {
   std::string doc;
   bool approximate = false; // equal only approximately: off unless asked for
   bool always = false;      // applied by the canonicalising pre-pass
+  bool search = false;      // a choice of the search: its sites rewritten or not
   std::vector<PatternOp> match;
   std::vector<Condition> where;
   std::vector<ReplaceOp> replace;

@@ -48,14 +48,25 @@ std::optional<std::uint64_t> spaceSize(const SearchSpace& space, std::uint64_t l
   return total;
 }
 
-SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint64_t limit) {
-  const Clock::time_point start = Clock::now();
-  const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
-  const auto devices = static_cast<std::uint64_t>(space.deviceCount());
+namespace {
 
+// One variant's space, enumerated: its ops' options and its plan count.
+struct Enumeration {
+  std::uint32_t variant = 0;
+  std::vector<OpOptions> ops;
+  std::uint64_t total = 0;
+};
+
+// Throws the --exhaustive refusal when the variant's space (plus `before`
+// plans of earlier variants) exceeds `limit`.
+Enumeration enumerate(const ChoiceScorer& evaluator, const SearchSpace& space,
+                      std::uint32_t variant, std::uint64_t before, std::uint64_t limit) {
+  const auto devices = static_cast<std::uint64_t>(space.deviceCount());
+  Enumeration out;
+  out.variant = variant;
   // Per op, its splits; the size of the whole space (as a double, to describe
   // spaces far over the limit).
-  std::vector<OpOptions> ops(space.opCount());
+  out.ops.resize(space.opCount());
   double estimate = 1;
   bool tooMany = false;
   std::uint64_t fewest = 0;
@@ -64,9 +75,9 @@ SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint
     auto splits = space.splits(i, static_cast<std::size_t>(limit));
     double k = 0;
     if (splits) {
-      ops[i].splits = std::move(*splits);
-      ops[i].count = ops[i].splits.size() * devices;
-      k = static_cast<double>(ops[i].count);
+      out.ops[i].splits = std::move(*splits);
+      out.ops[i].count = out.ops[i].splits.size() * devices;
+      k = static_cast<double>(out.ops[i].count);
     } else {
       tooMany = true;
       k = static_cast<double>(limit) * static_cast<double>(devices);
@@ -76,64 +87,88 @@ SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint
     most = std::max(most, ki);
     estimate *= k;
   }
+  estimate += static_cast<double>(before);
   if (tooMany || estimate > static_cast<double>(limit)) {
-    throw Error("--exhaustive: " + evaluator.graph().name + " has " +
-                (tooMany ? "more than " : "") + countText(estimate) + " plans for " +
-                std::to_string(devices) + " devices (" + std::to_string(space.opCount()) +
-                " operations, " + std::to_string(fewest) + " to " + std::to_string(most) +
-                " choices each), more than the " + std::to_string(limit) +
-                " it enumerates; drop --exhaustive to search it stochastically");
+    const std::string variants =
+        evaluator.variantCount() > 1
+            ? " over " + std::to_string(evaluator.variantCount()) + " rewrite variants"
+            : "";
+    throw Error(
+        "--exhaustive: " + evaluator.graph().name + " has " + (tooMany ? "more than " : "") +
+        countText(estimate) + " plans for " + std::to_string(devices) + " devices" + variants +
+        " (" + std::to_string(space.opCount()) + " operations, " + std::to_string(fewest) + " to " +
+        std::to_string(most) + " choices each), more than the " + std::to_string(limit) +
+        " it enumerates; drop --exhaustive to search it stochastically");
   }
-  const auto total = static_cast<std::uint64_t>(estimate + 0.5);
+  out.total = static_cast<std::uint64_t>(estimate + 0.5) - before;
+  return out;
+}
+
+} // namespace
+
+SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint64_t limit) {
+  const Clock::time_point start = Clock::now();
+  const std::vector<SearchSpace> spaces = searchSpaces(evaluator);
+  std::vector<Enumeration> enumerations;
+  std::uint64_t before = 0;
+  for (std::uint32_t v = 0; v < spaces.size(); ++v) {
+    enumerations.push_back(enumerate(evaluator, spaces[v], v, before, limit));
+    before += enumerations.back().total;
+  }
 
   SearchResult result;
-  result.baselines = evaluateBaselines(evaluator, space, nullptr);
+  const std::uint32_t reported = evaluator.variants().reported;
+  result.baselines = evaluateBaselines(evaluator, spaces[reported], nullptr, reported);
   for (const BaselineResult& b : result.baselines) {
     ++result.evaluations;
     result.invalid += b.objectives ? 0 : 1;
   }
 
-  // Plan n: op i takes option (n / prod_{j<i} K_j) mod K_i = split * D + offset.
-  auto decode = [&](std::uint64_t n) {
-    plan::PlanChoice choice;
-    choice.ops.reserve(ops.size());
-    for (const OpOptions& op : ops) {
-      const std::uint64_t k = n % op.count;
-      n /= op.count;
-      choice.ops.push_back(space.opChoice(op.splits[k / devices], static_cast<int>(k % devices)));
-    }
-    return choice;
-  };
-
-  const std::uint64_t chunks = (total + kChunk - 1) / kChunk;
-  std::vector<std::vector<Evaluated>> fronts(chunks);
-  std::atomic<std::int64_t> invalid{0};
-  parallelFor(chunks, threads, [&](std::uint64_t c) {
-    ParetoArchive local;
-    const std::uint64_t end = std::min(total, (c + 1) * kChunk);
-    for (std::uint64_t n = c * kChunk; n < end; ++n) {
-      plan::PlanChoice choice = decode(n);
-      auto objectives = evaluator.evaluate(choice);
-      if (!objectives) {
-        invalid.fetch_add(1, std::memory_order_relaxed);
-        continue;
-      }
-      local.insert(Evaluated{std::move(choice), *objectives});
-    }
-    fronts[c] = local.members();
-  });
-
-  // Merging the chunk fronts in chunk order keeps, among plans with equal
-  // objectives, the first in enumeration order: the same for any thread count.
+  // Merging the chunk fronts in variant and chunk order keeps, among plans with
+  // equal objectives, the first in enumeration order: the same for any thread
+  // count.
   ParetoArchive archive;
-  for (std::vector<Evaluated>& front : fronts) {
-    for (Evaluated& e : front) {
-      archive.insert(std::move(e));
+  std::atomic<std::int64_t> invalid{0};
+  for (const Enumeration& en : enumerations) {
+    const SearchSpace& space = spaces[en.variant];
+    const auto devices = static_cast<std::uint64_t>(space.deviceCount());
+    // Plan n: op i takes option (n / prod_{j<i} K_j) mod K_i = split * D + offset.
+    auto decode = [&](std::uint64_t n) {
+      plan::PlanChoice choice;
+      choice.variant = en.variant;
+      choice.ops.reserve(en.ops.size());
+      for (const OpOptions& op : en.ops) {
+        const std::uint64_t k = n % op.count;
+        n /= op.count;
+        choice.ops.push_back(space.opChoice(op.splits[k / devices], static_cast<int>(k % devices)));
+      }
+      return choice;
+    };
+    const std::uint64_t chunks = (en.total + kChunk - 1) / kChunk;
+    std::vector<std::vector<Evaluated>> fronts(chunks);
+    parallelFor(chunks, threads, [&](std::uint64_t c) {
+      ParetoArchive local;
+      const std::uint64_t end = std::min(en.total, (c + 1) * kChunk);
+      for (std::uint64_t n = c * kChunk; n < end; ++n) {
+        plan::PlanChoice choice = decode(n);
+        auto objectives = evaluator.evaluate(choice);
+        if (!objectives) {
+          invalid.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        local.insert(Evaluated{std::move(choice), *objectives});
+      }
+      fronts[c] = local.members();
+    });
+    for (std::vector<Evaluated>& front : fronts) {
+      for (Evaluated& e : front) {
+        archive.insert(std::move(e));
+      }
     }
+    result.evaluations += static_cast<std::int64_t>(en.total);
   }
   result.front = archive.sorted();
   result.iterations = 1;
-  result.evaluations += static_cast<std::int64_t>(total);
   result.invalid += invalid.load();
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

@@ -50,7 +50,11 @@ Json frontToJson(const graph::ExpandedGraph& g, const cost::Target& target,
     all[i] = i;
   }
   for (const Evaluated& e : result.front) {
-    front.plans.push_back(cost::FrontPlan{e.objectives, frontOperations(g, e.choice), all});
+    const graph::ExpandedGraph& of =
+        e.choice.variant < info.graphs.size() ? *info.graphs[e.choice.variant] : g;
+    const std::vector<std::size_t>& sites =
+        e.choice.variant < info.variantSites.size() ? info.variantSites[e.choice.variant] : all;
+    front.plans.push_back(cost::FrontPlan{e.objectives, frontOperations(of, e.choice), sites});
   }
   for (const BaselineResult& b : result.baselines) {
     front.baselines.push_back(cost::FrontBaseline{b.baseline.name, b.objectives});

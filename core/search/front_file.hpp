@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/cost/front_file.hpp"
 #include "core/cost/target.hpp"
@@ -24,9 +25,13 @@ struct FrontInfo {
   int threads = 1;
   int ranks = 1;                  // islands under mpirun; 1: the plain search
   std::int64_t exchangeEvery = 0; // with ranks > 1
-  // The sites the rewrite pre-pass rewrote ([{"rule", "replaced", "added"}]):
-  // every plan of the front has them.
+  // The sites rewritten in any graph searched ([{"rule", "replaced",
+  // "added"}]), and per graph variant the indices of its sites (empty: every
+  // plan has all of them).
   Json rewrites = Json::array();
+  std::vector<std::vector<std::size_t>> variantSites;
+  // Per graph variant, its graph (empty: every plan is of frontToJson's graph).
+  std::vector<const graph::ExpandedGraph*> graphs;
 };
 
 // A choice as the front file's operations, in graph file order.

@@ -240,12 +240,22 @@ namespace {
 constexpr std::size_t kHeaderWords = 10;
 constexpr std::size_t kObjectiveWords = 4;
 
+// The words of one plan of `space`: objectives, variant, then split and offset
+// per operation.
 std::size_t planWords(const SearchSpace& space) {
-  std::size_t words = kObjectiveWords;
+  std::size_t words = kObjectiveWords + 1;
   for (std::size_t i = 0; i < space.opCount(); ++i) {
     words += space.op(i).extents.size() + 1;
   }
   return words;
+}
+
+std::int64_t opsOverVariants(std::span<const SearchSpace> spaces) {
+  std::int64_t n = 0;
+  for (const SearchSpace& s : spaces) {
+    n += static_cast<std::int64_t>(s.opCount());
+  }
+  return n;
 }
 
 [[noreturn]] void badEncoding(const std::string& why) {
@@ -254,10 +264,11 @@ std::size_t planWords(const SearchSpace& space) {
 
 } // namespace
 
-std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMessage& message) {
-  const std::size_t perPlan = planWords(space);
+std::vector<std::int64_t> encodeMessage(std::span<const SearchSpace> spaces,
+                                        const IslandMessage& message) {
   std::vector<std::int64_t> words;
-  words.reserve(kHeaderWords + message.plans.size() * perPlan + message.evaluated.size());
+  words.reserve(kHeaderWords + message.plans.size() * planWords(spaces.front()) +
+                message.evaluated.size());
   words.push_back((message.wantsStop ? 1 : 0) | (message.stopFlag ? 2 : 0) |
                   (message.exhausted ? 4 : 0));
   words.push_back(message.evaluations);
@@ -265,8 +276,8 @@ std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMe
   words.push_back(message.leastPeakMemory);
   words.push_back(std::bit_cast<std::int64_t>(message.seconds));
   words.push_back(static_cast<std::int64_t>(message.plans.size()));
-  words.push_back(static_cast<std::int64_t>(perPlan));
-  words.push_back(static_cast<std::int64_t>(space.opCount()));
+  words.push_back(static_cast<std::int64_t>(spaces.size()));
+  words.push_back(opsOverVariants(spaces));
   words.push_back(static_cast<std::int64_t>(message.evaluated.size()));
   words.push_back(message.recentShards);
   for (const Evaluated& e : message.plans) {
@@ -274,6 +285,12 @@ std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMe
     words.push_back(e.objectives.peakMemoryBytes);
     words.push_back(e.objectives.transferBytes);
     words.push_back(e.objectives.feasible ? 1 : 0);
+    if (e.choice.variant >= spaces.size()) {
+      badEncoding("a plan of graph variant " + std::to_string(e.choice.variant) + " of " +
+                  std::to_string(spaces.size()));
+    }
+    words.push_back(e.choice.variant);
+    const SearchSpace& space = spaces[e.choice.variant];
     if (e.choice.ops.size() != space.opCount()) {
       badEncoding("a plan of " + std::to_string(e.choice.ops.size()) +
                   " operations for a graph of " + std::to_string(space.opCount()));
@@ -297,11 +314,11 @@ std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMe
   return words;
 }
 
-IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64_t> words) {
+IslandMessage decodeMessage(std::span<const SearchSpace> spaces,
+                            std::span<const std::int64_t> words) {
   if (words.size() < kHeaderWords) {
     badEncoding("too short (" + std::to_string(words.size()) + " words)");
   }
-  const std::size_t perPlan = planWords(space);
   IslandMessage m;
   m.wantsStop = (words[0] & 1) != 0;
   m.stopFlag = (words[0] & 2) != 0;
@@ -311,26 +328,37 @@ IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64
   m.leastPeakMemory = words[3];
   m.seconds = std::bit_cast<double>(words[4]);
   const std::int64_t count = words[5];
-  if (words[6] != static_cast<std::int64_t>(perPlan) ||
-      words[7] != static_cast<std::int64_t>(space.opCount())) {
+  if (words[6] != static_cast<std::int64_t>(spaces.size()) || words[7] != opsOverVariants(spaces)) {
     badEncoding("encoded for another graph or device count");
   }
   const std::int64_t hashes = words[8];
   m.recentShards = words[9];
   if (count < 0 || hashes < 0 || m.recentShards < 0 ||
-      words.size() != kHeaderWords + static_cast<std::size_t>(count) * perPlan +
-                          static_cast<std::size_t>(hashes)) {
+      words.size() < kHeaderWords + static_cast<std::size_t>(hashes)) {
     badEncoding("length does not match its plan count");
   }
+  const std::size_t plansEnd = words.size() - static_cast<std::size_t>(hashes);
   std::size_t at = kHeaderWords;
-  m.plans.reserve(static_cast<std::size_t>(count));
+  m.plans.reserve(static_cast<std::size_t>(std::min<std::int64_t>(count, 1 << 16)));
   for (std::int64_t p = 0; p < count; ++p) {
+    if (at + kObjectiveWords + 1 > plansEnd) {
+      badEncoding("length does not match its plan count");
+    }
     Evaluated e;
     e.objectives.timeS = std::bit_cast<double>(words[at]);
     e.objectives.peakMemoryBytes = words[at + 1];
     e.objectives.transferBytes = words[at + 2];
     e.objectives.feasible = words[at + 3] != 0;
-    at += kObjectiveWords;
+    const std::int64_t variant = words[at + kObjectiveWords];
+    if (variant < 0 || variant >= static_cast<std::int64_t>(spaces.size())) {
+      badEncoding("graph variant " + std::to_string(variant) + " out of range");
+    }
+    const SearchSpace& space = spaces[static_cast<std::size_t>(variant)];
+    if (at + planWords(space) > plansEnd) {
+      badEncoding("length does not match its plan count");
+    }
+    at += kObjectiveWords + 1;
+    e.choice.variant = static_cast<std::uint32_t>(variant);
     e.choice.ops.reserve(space.opCount());
     for (std::size_t i = 0; i < space.opCount(); ++i) {
       const std::size_t rank = space.op(i).extents.size();
@@ -362,6 +390,9 @@ IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64
       e.choice.ops.push_back(std::move(op));
     }
     m.plans.push_back(std::move(e));
+  }
+  if (at != plansEnd) {
+    badEncoding("length does not match its plan count");
   }
   m.evaluated.reserve(static_cast<std::size_t>(hashes));
   for (; at < words.size(); ++at) {
@@ -488,8 +519,8 @@ public:
     mine.evaluated.clear(); // nobody searches on
     std::vector<IslandMessage> all;
     for (const std::vector<std::int64_t>& words :
-         transport_.exchange(encodeMessage(state.space, mine))) {
-      all.push_back(decodeMessage(state.space, words));
+         transport_.exchange(encodeMessage(state.spaces, mine))) {
+      all.push_back(decodeMessage(state.spaces, words));
     }
     transport_.close();
     SearchResult& result = state.result;
@@ -544,8 +575,8 @@ private:
   std::vector<IslandMessage> swap(SearchState& state, const IslandMessage& mine) {
     std::vector<IslandMessage> all;
     for (const std::vector<std::int64_t>& words :
-         transport_.exchange(encodeMessage(state.space, mine))) {
-      all.push_back(decodeMessage(state.space, words));
+         transport_.exchange(encodeMessage(state.spaces, mine))) {
+      all.push_back(decodeMessage(state.spaces, words));
     }
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) {

@@ -163,15 +163,26 @@ struct IslandMessage {
 };
 
 // The compact encoding, int64 words: a header of 10 (flags, evaluations,
-// invalid, leastPeakMemory, seconds as IEEE bits, plan count, words per plan,
-// op count, hash count, recent shards); then per plan its objectives (time as IEEE bits, peak
-// memory, bytes moved, feasible) and per operation in graph order its split and
-// its placement offset (a plan of the SearchSpace places shard j on
-// (offset + j) mod D); then the evaluated hashes. A transformer block plan (24
-// operations) is 112 words.
-std::vector<std::int64_t> encodeMessage(const SearchSpace& space, const IslandMessage& message);
-// The inverse; InternalError when the words are not an encoding for `space`.
-IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64_t> words);
+// invalid, leastPeakMemory, seconds as IEEE bits, plan count, graph variant
+// count, op count over all variants, hash count, recent shards); then per plan
+// its objectives (time as IEEE bits, peak memory, bytes moved, feasible), its
+// graph variant, and per operation of that variant in graph order its split and
+// its placement offset (a plan of the SearchSpace places shard j on (offset +
+// j) mod D); then the evaluated hashes. A transformer block plan (24
+// operations) is 113 words. `spaces` holds one space per graph variant.
+std::vector<std::int64_t> encodeMessage(std::span<const SearchSpace> spaces,
+                                        const IslandMessage& message);
+// The inverse; InternalError when the words are not an encoding for `spaces`.
+IslandMessage decodeMessage(std::span<const SearchSpace> spaces,
+                            std::span<const std::int64_t> words);
+// The same for a search of one graph.
+inline std::vector<std::int64_t> encodeMessage(const SearchSpace& space,
+                                               const IslandMessage& message) {
+  return encodeMessage(std::span<const SearchSpace>(&space, 1), message);
+}
+inline IslandMessage decodeMessage(const SearchSpace& space, std::span<const std::int64_t> words) {
+  return decodeMessage(std::span<const SearchSpace>(&space, 1), words);
+}
 
 // Inserts `plans` into `archive` in order; returns how many it kept.
 std::size_t mergeFront(ParetoArchive& archive, const std::vector<Evaluated>& plans);

@@ -1,6 +1,7 @@
 #include "core/search/mutate.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 
 namespace tapestry::search {
@@ -268,6 +269,53 @@ bool mutate(const SearchSpace& space, plan::PlanChoice& choice, Rng& rng) {
   return changed;
 }
 
+bool toggleVariant(const std::vector<SearchSpace>& spaces, const GraphVariants& variants,
+                   plan::PlanChoice& choice, Rng& rng) {
+  const std::size_t count = spaces.size();
+  const std::uint32_t from = choice.variant;
+  if (count < 2 || from >= count) {
+    return false;
+  }
+  std::vector<std::uint32_t> near;
+  std::vector<std::uint32_t> others;
+  for (std::uint32_t w = 0; w < count; ++w) {
+    if (w == from) {
+      continue;
+    }
+    others.push_back(w);
+    if (std::popcount(variants.masks[w] ^ variants.masks[from]) == 1) {
+      near.push_back(w);
+    }
+  }
+  const std::uint32_t to = pick(near.empty() ? others : near, rng);
+  const SearchSpace& space = spaces[to];
+  const std::vector<std::int64_t>& source = variants.from[to][from];
+  plan::PlanChoice out;
+  out.variant = to;
+  out.ops.reserve(space.opCount());
+  for (std::size_t i = 0; i < space.opCount(); ++i) {
+    const OpSpace& op = space.op(i);
+    std::vector<std::int64_t> split(op.extents.size(), 1);
+    int offset = 0;
+    const std::int64_t j = i < source.size() ? source[i] : -1;
+    if (j >= 0 && static_cast<std::size_t>(j) < choice.ops.size()) {
+      const plan::OpChoice& c = choice.ops[static_cast<std::size_t>(j)];
+      for (std::size_t d = 0; d < split.size() && d < c.split.size(); ++d) {
+        split[d] =
+            op.splittable[d] ? std::min(c.split[d], std::max<std::int64_t>(op.extents[d], 1)) : 1;
+      }
+      offset = offsetOf(c);
+    }
+    plan::OpChoice mapped = space.opChoice(split, offset);
+    if (!space.contains(i, mapped)) {
+      mapped = space.opChoice(std::vector<std::int64_t>(op.extents.size(), 1), 0);
+    }
+    out.ops.push_back(std::move(mapped));
+  }
+  choice = std::move(out);
+  return true;
+}
+
 plan::PlanChoice crossover(const SearchSpace& space, const plan::PlanChoice& a,
                            const plan::PlanChoice& b, Rng& rng) {
   plan::PlanChoice child = a;
@@ -298,6 +346,9 @@ std::uint64_t hashChoice(const plan::PlanChoice& choice) {
       mix(static_cast<std::uint64_t>(s));
     }
     mix(static_cast<std::uint64_t>(offsetOf(c)) + 0x51ed27ULL);
+  }
+  if (choice.variant != 0) {
+    mix(0xa5a5a5a5ULL + choice.variant);
   }
   // Finalize so that nearby choices spread over the whole range.
   std::uint64_t state = h;

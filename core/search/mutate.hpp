@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/plan/plan.hpp"
 #include "core/search/space.hpp"
@@ -43,6 +44,15 @@ bool applyMove(const SearchSpace& space, plan::PlanChoice& choice, MoveKind kind
 
 // One to a few random moves (of random kinds); returns whether anything changed.
 bool mutate(const SearchSpace& space, plan::PlanChoice& choice, Rng& rng);
+
+// Moves `choice` to another graph variant (`spaces` holds one space per
+// variant): one whose mask differs in one rule when there is one, else any
+// other. Each op takes its GraphVariants::from op's split along their common
+// leading dims, clamped to its own space, placed at that op's offset; an op
+// with no such op, or whose clamped choice is not in its space, starts whole
+// on device 0. Returns false with a single variant.
+bool toggleVariant(const std::vector<SearchSpace>& spaces, const GraphVariants& variants,
+                   plan::PlanChoice& choice, Rng& rng);
 
 // Per operation, from `a` or from `b`: a contiguous run of operations (in
 // topological order) comes from `b`, the rest from `a`.

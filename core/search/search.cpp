@@ -10,23 +10,49 @@
 
 namespace tapestry::search {
 
+namespace {
+
+GraphVariants oneGraph(const graph::ExpandedGraph& g) {
+  GraphVariants v;
+  v.graphs = {&g};
+  v.masks = {0};
+  v.from = {{{}}};
+  return v;
+}
+
+} // namespace
+
 ChoiceScorer::ChoiceScorer(const graph::ExpandedGraph& g, const cost::Target& target,
                            plan::PlanOptions options)
-    : graph_(&g), target_(&target), options_(options), context_(g) {}
+    : ChoiceScorer(oneGraph(g), target, options) {}
+
+ChoiceScorer::ChoiceScorer(GraphVariants variants, const cost::Target& target,
+                           plan::PlanOptions options)
+    : variants_(std::move(variants)), target_(&target), options_(options) {
+  const std::size_t n = variants_.graphs.size();
+  checkInvariant(n >= 1 && variants_.masks.size() == n && variants_.from.size() == n &&
+                     variants_.reported < n,
+                 "ChoiceScorer: graph variants of inconsistent sizes");
+  for (const graph::ExpandedGraph* g : variants_.graphs) {
+    slots_.push_back(std::make_unique<Slot>(*g));
+  }
+}
 
 ChoiceScorer::~ChoiceScorer() = default;
 
 std::optional<cost::Objectives> ChoiceScorer::evaluate(const plan::PlanChoice& choice) const {
+  checkInvariant(choice.variant < slots_.size(), "a plan choice of an unknown graph variant");
+  Slot& slot = *slots_[choice.variant];
   std::unique_ptr<cost::ChoiceSimulator> worker;
   {
     std::lock_guard<std::mutex> lock(poolMutex_);
-    if (!pool_.empty()) {
-      worker = std::move(pool_.back());
-      pool_.pop_back();
+    if (!slot.pool.empty()) {
+      worker = std::move(slot.pool.back());
+      slot.pool.pop_back();
     }
   }
   if (!worker) {
-    worker = std::make_unique<cost::ChoiceSimulator>(context_, *target_, options_);
+    worker = std::make_unique<cost::ChoiceSimulator>(slot.context, *target_, options_);
   }
   std::optional<cost::Objectives> result;
   try {
@@ -37,8 +63,17 @@ std::optional<cost::Objectives> ChoiceScorer::evaluate(const plan::PlanChoice& c
     result = std::nullopt; // not a valid plan
   }
   std::lock_guard<std::mutex> lock(poolMutex_);
-  pool_.push_back(std::move(worker));
+  slot.pool.push_back(std::move(worker));
   return result;
+}
+
+std::vector<SearchSpace> searchSpaces(const ChoiceScorer& evaluator) {
+  std::vector<SearchSpace> spaces;
+  spaces.reserve(evaluator.variantCount());
+  for (std::uint32_t v = 0; v < evaluator.variantCount(); ++v) {
+    spaces.emplace_back(evaluator.graph(v), evaluator.deviceCount());
+  }
+  return spaces;
 }
 
 std::vector<std::optional<cost::Objectives>>
@@ -51,9 +86,11 @@ evaluateAll(const ChoiceScorer& evaluator, const std::vector<plan::PlanChoice>& 
 }
 
 std::vector<BaselineResult> evaluateBaselines(const ChoiceScorer& evaluator,
-                                              const SearchSpace& space, ParetoArchive* archive) {
+                                              const SearchSpace& space, ParetoArchive* archive,
+                                              std::uint32_t variant) {
   std::vector<BaselineResult> out;
-  for (Baseline& b : makeBaselines(space, evaluator.context())) {
+  for (Baseline& b : makeBaselines(space, evaluator.context(variant))) {
+    b.choice.variant = variant;
     BaselineResult r{std::move(b), std::nullopt};
     r.objectives = evaluator.evaluate(r.baseline.choice);
     if (archive && r.objectives) {
@@ -79,6 +116,8 @@ namespace {
 // evaluation; the point of the reset, and so the result, is deterministic).
 constexpr int kDrawAttempts = 16;
 constexpr std::size_t kMaxSeen = std::size_t{1} << 22;
+// How often a child of a search over graph variants moves to another variant.
+constexpr double kToggleChance = 0.1;
 
 void keepLowMemory(SearchState& state, const plan::PlanChoice& choice, const cost::Objectives& o) {
   std::vector<Evaluated>& lowMemory = state.lowMemory;
@@ -92,15 +131,25 @@ void keepLowMemory(SearchState& state, const plan::PlanChoice& choice, const cos
 }
 
 // The baselines, evaluated and seeding the archive (and the low-memory
-// parents when none fits).
+// parents when none fits). With graph variants, the reported baselines are
+// those of the variant with every rule applied; variant 0's (none applied)
+// seed the archive too.
 void startFromBaselines(const ChoiceScorer& evaluator, SearchState& state) {
-  state.result.baselines = evaluateBaselines(evaluator, state.space, &state.archive);
-  for (const BaselineResult& b : state.result.baselines) {
+  const std::uint32_t reported = evaluator.variants().reported;
+  std::vector<BaselineResult> all =
+      evaluateBaselines(evaluator, state.spaces[reported], &state.archive, reported);
+  state.result.baselines = all;
+  if (reported != 0) {
+    for (BaselineResult& b : evaluateBaselines(evaluator, state.spaces[0], &state.archive, 0)) {
+      all.push_back(std::move(b));
+    }
+  }
+  for (const BaselineResult& b : all) {
     state.seen.insert(hashChoice(b.baseline.choice));
     ++state.result.evaluations;
     state.result.invalid += b.objectives ? 0 : 1;
   }
-  for (const BaselineResult& b : state.result.baselines) {
+  for (const BaselineResult& b : all) {
     if (b.objectives && !b.objectives->feasible) {
       keepLowMemory(state, b.baseline.choice, *b.objectives);
     }
@@ -112,8 +161,9 @@ void startFromBaselines(const ChoiceScorer& evaluator, SearchState& state) {
 
 // Up to `state.batch` unseen children of archive members (or of the
 // low-memory plans while the archive is empty), slot by slot from the seed.
-std::vector<plan::PlanChoice> drawCandidates(SearchState& state, SearchHooks& hooks,
-                                             std::uint64_t seed) {
+std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, SearchState& state,
+                                             SearchHooks& hooks, std::uint64_t seed) {
+  const bool variants = state.spaces.size() > 1;
   const std::vector<Evaluated>& members = state.archive.members();
   std::vector<plan::PlanChoice> candidates;
   candidates.reserve(state.batch);
@@ -128,10 +178,18 @@ std::vector<plan::PlanChoice> drawCandidates(SearchState& state, SearchHooks& ho
         return pool[rng.below(pool.size())].choice;
       };
       plan::PlanChoice child = parent();
-      if (rng.chance(0.2)) {
-        child = crossover(state.space, child, parent(), rng);
+      // With graph variants, a child sometimes moves to another variant, and
+      // crosses only with a parent of its own variant. (One graph draws
+      // nothing for this, so its searches stay as they were.)
+      if (variants && rng.chance(kToggleChance)) {
+        toggleVariant(state.spaces, evaluator.variants(), child, rng);
+      } else if (rng.chance(0.2)) {
+        const plan::PlanChoice& other = parent();
+        if (other.variant == child.variant) {
+          child = crossover(state.spaces[child.variant], child, other, rng);
+        }
       }
-      mutate(state.space, child, rng);
+      mutate(state.spaces[child.variant], child, rng);
       if (state.seen.size() >= kMaxSeen) {
         state.seen.clear();
       }
@@ -191,8 +249,8 @@ SearchResult SearchHooks::finish(SearchState& state) {
 
 SearchResult runGenerations(const ChoiceScorer& evaluator, const SearchOptions& options,
                             SearchHooks& hooks) {
-  const SearchSpace space(evaluator.graph(), evaluator.deviceCount());
-  SearchState state(space, options.archiveCap);
+  const std::vector<SearchSpace> spaces = searchSpaces(evaluator);
+  SearchState state(spaces, options.archiveCap);
   const std::uint64_t seed = hooks.seed(options.seed);
   state.batch = hooks.batch(std::max<std::size_t>(options.batch, 1));
   state.timed = options.budgetSeconds > 0;
@@ -217,7 +275,7 @@ SearchResult runGenerations(const ChoiceScorer& evaluator, const SearchOptions& 
     hooks.beginGeneration(state);
     std::vector<plan::PlanChoice> candidates;
     if (!state.result.exhausted) {
-      candidates = drawCandidates(state, hooks, seed);
+      candidates = drawCandidates(evaluator, state, hooks, seed);
     }
     if (candidates.empty()) {
       state.result.exhausted = true;

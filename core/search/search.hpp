@@ -32,34 +32,50 @@
 
 namespace tapestry::search {
 
-// Scores choices for one graph, target and options: the objectives of
-// simulate(buildPlan(choice)), through the cost model's allocation-free fast
-// path (cost::ChoiceSimulator). Thread-safe: each call borrows one of a pool of
-// cost::Evaluators (one per concurrent caller, kept warm between calls).
+// Scores choices for one graph (or for the variants of one, GraphVariants),
+// target and options: the objectives of simulate(buildPlan(choice)), through
+// the cost model's allocation-free fast path (cost::ChoiceSimulator), on the
+// graph of the choice's variant. Thread-safe: each call borrows one of a pool
+// of cost::Evaluators (one per concurrent caller, kept warm between calls).
 class ChoiceScorer {
 public:
   ChoiceScorer(const graph::ExpandedGraph& g, const cost::Target& target,
                plan::PlanOptions options = {});
+  ChoiceScorer(GraphVariants variants, const cost::Target& target, plan::PlanOptions options = {});
   ~ChoiceScorer();
 
   // nullopt when the choice is no valid plan (checkChoice or buildPlan reject
   // it); infeasible objectives when it does not fit in memory.
   std::optional<cost::Objectives> evaluate(const plan::PlanChoice& choice) const;
 
-  const graph::ExpandedGraph& graph() const { return *graph_; }
+  // Variant 0's graph and context unless told which.
+  const graph::ExpandedGraph& graph(std::uint32_t variant = 0) const {
+    return *variants_.graphs.at(variant);
+  }
+  const plan::PlanContext& context(std::uint32_t variant = 0) const {
+    return slots_.at(variant)->context;
+  }
+  std::uint32_t variantCount() const { return static_cast<std::uint32_t>(slots_.size()); }
+  const GraphVariants& variants() const { return variants_; }
   const cost::Target& target() const { return *target_; }
-  const plan::PlanContext& context() const { return context_; }
   const plan::PlanOptions& options() const { return options_; }
   int deviceCount() const { return target_->deviceCount(); }
 
 private:
-  const graph::ExpandedGraph* graph_;
+  struct Slot {
+    explicit Slot(const graph::ExpandedGraph& g) : context(g) {}
+    plan::PlanContext context;
+    std::vector<std::unique_ptr<cost::ChoiceSimulator>> pool; // idle evaluators
+  };
+  GraphVariants variants_;
   const cost::Target* target_;
   plan::PlanOptions options_;
-  plan::PlanContext context_;
+  std::vector<std::unique_ptr<Slot>> slots_; // per variant
   mutable std::mutex poolMutex_;
-  mutable std::vector<std::unique_ptr<cost::ChoiceSimulator>> pool_; // idle evaluators
 };
+
+// One search space per variant of the scorer's graph.
+std::vector<SearchSpace> searchSpaces(const ChoiceScorer& evaluator);
 
 // Evaluates `choices` on `threads` workers; results in input order.
 std::vector<std::optional<cost::Objectives>>
@@ -111,9 +127,11 @@ struct SearchResult {
   std::int64_t leastPeakMemory = 0;
 };
 
-// Evaluates the baselines (also seeding an archive with them when given).
+// Evaluates the baselines of one variant (`space` is its space), also seeding
+// an archive with them when given.
 std::vector<BaselineResult> evaluateBaselines(const ChoiceScorer& evaluator,
-                                              const SearchSpace& space, ParetoArchive* archive);
+                                              const SearchSpace& space, ParetoArchive* archive,
+                                              std::uint32_t variant = 0);
 
 SearchResult runSearch(const ChoiceScorer& evaluator, const SearchOptions& options);
 
@@ -123,11 +141,11 @@ SearchResult runSearch(const ChoiceScorer& evaluator, const SearchOptions& optio
 struct SearchState {
   using Clock = std::chrono::steady_clock;
 
-  explicit SearchState(const SearchSpace& s, std::size_t archiveCap)
-      : space(s), archive(archiveCap) {}
+  explicit SearchState(const std::vector<SearchSpace>& s, std::size_t archiveCap)
+      : spaces(s), archive(archiveCap) {}
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-  const SearchSpace& space;
+  const std::vector<SearchSpace>& spaces; // per graph variant
   SearchResult result;
   ParetoArchive archive;
   std::unordered_set<std::uint64_t> seen; // plans evaluated (hashChoice)

@@ -85,6 +85,19 @@ private:
   std::vector<std::size_t> connectedOps_;
 };
 
+// The graphs one search chooses among, when rewrite rules are choices of the
+// search (docs/rewrites.md): variant v is the graph with the rules of
+// masks[v] applied (bit r: rule r). A plan (plan::PlanChoice::variant) is for
+// one of them, and a move may carry it to another: op i of variant w then
+// takes the choice of op from[w][v][i] of variant v (-1: none, it starts
+// whole), clamped to its own space.
+struct GraphVariants {
+  std::vector<const graph::ExpandedGraph*> graphs;
+  std::vector<std::uint32_t> masks;
+  std::vector<std::vector<std::vector<std::int64_t>>> from;
+  std::uint32_t reported = 0; // whose baselines a result reports (all rules applied)
+};
+
 // "[1, 4, 2]"
 std::string formatSplit(const std::vector<std::int64_t>& split);
 

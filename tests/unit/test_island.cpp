@@ -209,7 +209,7 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
     }
   }
   const std::vector<std::int64_t> words = encodeMessage(space, m);
-  std::size_t perPlan = 4;
+  std::size_t perPlan = 5; // objectives and variant
   for (std::size_t i = 0; i < space.opCount(); ++i) {
     perPlan += space.op(i).extents.size() + 1;
   }
@@ -231,7 +231,10 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
     std::vector<std::int64_t> cut(words.begin(), words.end() - 1);
     CHECK_THROWS_AS(decodeMessage(space, cut), InternalError);
     std::vector<std::int64_t> bad = words;
-    bad[10 + 4] = 1000; // the first op's first split part: beyond any extent
+    bad[10 + 5] = 1000; // the first op's first split part: beyond any extent
+    CHECK_THROWS_AS(decodeMessage(space, bad), InternalError);
+    bad = words;
+    bad[10 + 4] = 1; // a graph variant the search does not have
     CHECK_THROWS_AS(decodeMessage(space, bad), InternalError);
     std::vector<std::int64_t> negative = words;
     negative[9] = -1; // shard tasks since the last exchange
@@ -595,4 +598,30 @@ TEST_CASE("optimize on islands: --exhaustive is one process only", "[island][com
     }
   });
   CHECK(codes == std::vector<int>{2, 2});
+}
+
+TEST_CASE("plans of several graph variants survive the compact encoding", "[island][encoding]") {
+  const cost::Target t = cost::loadTarget("h100x8");
+  const std::vector<SearchSpace> spaces{SearchSpace(graphNamed("tiny"), t.deviceCount()),
+                                        SearchSpace(graphNamed("mlp"), t.deviceCount())};
+  IslandMessage m;
+  Rng rng(9);
+  for (std::uint32_t v : {1u, 0u, 1u}) {
+    plan::PlanChoice c = plan::singleDeviceChoice(spaces[v].graph());
+    c.variant = v;
+    mutate(spaces[v], c, rng);
+    m.plans.push_back(Evaluated{c, cost::Objectives{0.5 + v, 100, 7, true}});
+  }
+  const std::vector<std::int64_t> words = encodeMessage(spaces, m);
+  const IslandMessage back = decodeMessage(spaces, words);
+  CHECK(sameFront(back.plans, m.plans));
+  REQUIRE(back.plans.size() == 3);
+  CHECK(back.plans[0].choice.variant == 1);
+  CHECK(back.plans[1].choice.variant == 0);
+  // One variant fewer is another search: refused.
+  CHECK_THROWS_AS(decodeMessage(spaces[0], words), InternalError);
+  // A plan claiming a variant it is not of no longer adds up.
+  std::vector<std::int64_t> bad = words;
+  bad[10 + 4] = 0;
+  CHECK_THROWS_AS(decodeMessage(spaces, bad), InternalError);
 }

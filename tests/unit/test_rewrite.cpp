@@ -1,14 +1,20 @@
 // Rewrite rules (core/rewrite): loading, finding sites, rewriting, and the
 // standard rules checked on their examples (`rewrites check`).
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <catch2/catch.hpp>
 
+#include "core/cost/target.hpp"
+#include "core/driver/rewrite_pass.hpp"
 #include "core/driver/rewrites_command.hpp"
 #include "core/rewrite/apply.hpp"
 #include "core/rewrite/rule.hpp"
+#include "core/search/exhaustive.hpp"
+#include "core/search/mutate.hpp"
+#include "core/search/search.hpp"
 #include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
@@ -30,10 +36,12 @@ const rewrite::RuleSet& standard() {
   return rules;
 }
 
+// The rules `expand --rewrites default` applies: the pre-pass's and the
+// search's.
 std::vector<const rewrite::Rule*> always() {
   std::vector<const rewrite::Rule*> out;
   for (const auto& r : standard().rules()) {
-    if (r->always) {
+    if (r->always || r->search) {
       out.push_back(r.get());
     }
   }
@@ -262,4 +270,151 @@ sum_as_mean:
   const Json doc = Json::parse(jout.str());
   CHECK(doc.at("random_shapes").get<int>() >= doc.at("examples").get<int>());
   CHECK(doc.at("integer_checks").get<int>() > 0);
+}
+
+// ---------------------------------------------------------------- rules as choices of the search
+
+TEST_CASE("rules marked search make one graph per subset of them", "[rewrite][variants]") {
+  const driver::RewriteVariants v =
+      driver::rewriteVariants(expandText(kBlock), "default", {}, lib());
+  // In file order; each has a site in the block.
+  CHECK(v.searchRules == std::vector<std::string>{"conv_add_relu", "conv_add", "conv_relu"});
+  REQUIRE(v.graphs.size() == 8);
+  CHECK(v.masks == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(v.graphs[0].operations.size() == 5); // none: as given
+  CHECK(v.sites[0].empty());
+  CHECK(v.graphs[2].operations.size() == 4); // conv_add: conv2+add, relu2
+  CHECK(v.graphs[7].operations.size() == 2); // all
+  CHECK(v.full() == 7);
+  // Distinct sites over all graphs: conv_add_relu's, conv_add's, conv_relu's.
+  REQUIRE(v.allSites.size() == 3);
+  std::vector<std::string> rules;
+  for (std::size_t i : v.siteIndices[7]) {
+    rules.push_back(v.allSites[i].rule);
+  }
+  CHECK(rules == std::vector<std::string>{"conv_relu", "conv_add_relu"});
+
+  // A move between graphs carries each op's choice through the names: a fused
+  // op takes the first op it replaced, an op fused away the op that took it.
+  const search::GraphVariants links = v.links();
+  CHECK(links.reported == 7);
+  CHECK(links.from[7][0] == std::vector<std::int64_t>{0, 2});
+  CHECK(links.from[0][7] == std::vector<std::int64_t>{0, 0, 1, 1, 1});
+  CHECK(links.from[2][0] == std::vector<std::int64_t>{0, 1, 2, 4});
+
+  SECTION("--rewrites none is the graph as given, alone") {
+    const driver::RewriteVariants none =
+        driver::rewriteVariants(expandText(kBlock), "none", {}, lib());
+    CHECK(none.graphs.size() == 1);
+    CHECK(none.searchRules.empty());
+    CHECK(none.allSites.empty());
+  }
+}
+
+TEST_CASE("a move to another graph keeps what it can of each split", "[rewrite][variants]") {
+  const driver::RewriteVariants v =
+      driver::rewriteVariants(expandText(kBlock), "default", {}, lib());
+  const search::GraphVariants links = v.links();
+  std::vector<search::SearchSpace> spaces;
+  for (const graph::ExpandedGraph& g : v.graphs) {
+    spaces.emplace_back(g, 4);
+  }
+  // Variant 0: conv1 split along O on devices 1, 2; conv2 along C (a reduction
+  // dim only the unfused conv2d may split) on devices 2, 3.
+  plan::PlanChoice start = plan::singleDeviceChoice(v.graphs[0]);
+  start.ops[0] = spaces[0].opChoice({1, 2, 1, 1, 1, 1, 1}, 1);
+  start.ops[2] = spaces[0].opChoice({1, 1, 1, 1, 2, 1, 1}, 2);
+  REQUIRE(spaces[0].contains(start));
+  std::vector<bool> reached(8, false);
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    search::Rng rng(seed);
+    plan::PlanChoice c = start;
+    REQUIRE(search::toggleVariant(spaces, links, c, rng));
+    const std::uint32_t w = c.variant;
+    reached[w] = true;
+    CHECK(std::popcount(v.masks[w]) == 1); // one rule away from none
+    CHECK(spaces[w].contains(c));
+    // Whatever holds conv1 keeps its O split and offset.
+    const std::size_t held = static_cast<std::size_t>(links.from[w][0][0]);
+    CHECK(held == 0);
+    CHECK(c.ops[0].split[1] == 2);
+    CHECK(c.ops[0].devices == std::vector<int>{1, 2});
+    // conv2's C split survives only where conv2 stays a conv2d.
+    std::size_t conv2 = 0;
+    while (links.from[w][0][conv2] != 2) {
+      ++conv2;
+    }
+    const bool fused = v.graphs[w].operations[conv2].kernel == "conv2d_act";
+    CHECK(c.ops[conv2].split[4] == (fused ? 1 : 2));
+  }
+  CHECK((reached[1] && reached[2] && reached[4]));
+  // With one graph there is nowhere to go.
+  search::Rng rng(1);
+  plan::PlanChoice alone = start;
+  CHECK_FALSE(search::toggleVariant({spaces[0]}, search::GraphVariants{}, alone, rng));
+}
+
+TEST_CASE("a search over graph variants is deterministic and reports the rewritten baselines",
+          "[rewrite][variants]") {
+  const driver::RewriteVariants v =
+      driver::rewriteVariants(expandText(kBlock), "default", {}, lib());
+  const cost::Target t = cost::loadTarget("cpu-2");
+  search::ChoiceScorer scorer(v.links(), t);
+  search::SearchOptions options;
+  options.seed = 3;
+  options.generations = 15;
+  options.threads = 1;
+  const search::SearchResult one = search::runSearch(scorer, options);
+  options.threads = 2;
+  const search::SearchResult two = search::runSearch(scorer, options);
+  REQUIRE(one.front.size() == two.front.size());
+  for (std::size_t i = 0; i < one.front.size(); ++i) {
+    CHECK(one.front[i].choice == two.front[i].choice);
+    CHECK(one.front[i].objectives == two.front[i].objectives);
+  }
+  for (const search::BaselineResult& b : one.baselines) {
+    CHECK(b.baseline.choice.variant == v.full());
+  }
+  // Every plan of the front is a member of its own graph's space.
+  for (const search::Evaluated& e : one.front) {
+    const search::SearchSpace space(v.graphs.at(e.choice.variant), t.deviceCount());
+    CHECK(space.contains(e.choice));
+  }
+}
+
+TEST_CASE("the exhaustive search over graph variants is the front of every variant's plans",
+          "[rewrite][variants]") {
+  const char* text = R"({"tapestry": "graph/v1", "name": "small",
+    "tensors": {"x": {"dtype": "float32", "shape": [1, 2, 2, 1]},
+                "w": {"dtype": "float32", "shape": [2, 2, 1, 1], "constant": true}},
+    "operations": [
+      {"name": "conv", "kernel": "conv2d", "inputs": {"input": "x", "weight": "w"},
+       "outputs": {"result": "c"}},
+      {"name": "relu", "kernel": "relu", "inputs": {"input": "c"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})";
+  const driver::RewriteVariants v = driver::rewriteVariants(expandText(text), "default", {}, lib());
+  REQUIRE(v.graphs.size() == 2); // conv_relu or not
+  const cost::Target t = cost::loadTarget("cpu-2");
+  const search::ChoiceScorer both(v.links(), t);
+  const search::SearchResult all = search::runExhaustive(both, 2);
+  // Each graph alone, then their plans merged into one front.
+  search::ParetoArchive merged;
+  std::int64_t evaluations = 0;
+  for (std::uint32_t k = 0; k < 2; ++k) {
+    const search::ChoiceScorer one(v.graphs[k], t);
+    search::SearchResult r = search::runExhaustive(one, 1);
+    evaluations += r.evaluations - static_cast<std::int64_t>(r.baselines.size());
+    for (search::Evaluated& e : r.front) {
+      e.choice.variant = k;
+      merged.insert(std::move(e));
+    }
+  }
+  const std::vector<search::Evaluated> expected = merged.sorted();
+  REQUIRE(all.front.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK(all.front[i].choice == expected[i].choice);
+    CHECK(all.front[i].objectives == expected[i].objectives);
+  }
+  CHECK(all.evaluations == evaluations + static_cast<std::int64_t>(all.baselines.size()));
+  CHECK(all.baselines.front().baseline.choice.variant == 1);
 }

@@ -39,7 +39,7 @@ Options:
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   -o,--output TEXT=-          Output file (expanded/v1 JSON), - for stdout
   --override-kernels          Let -k files redefine standard-library kernels
-  --rewrites TEXT=none        Rewrite the graph after expanding it: none (the default), default (every rule marked always), or a rule file whose rules all apply
+  --rewrites TEXT=none        Rewrite the graph after expanding it: none (the default), default (every rule marked always or search), or a rule file whose rules all apply
   -r,--rules TEXT=[] ...      Extra rewrite rule YAML file or directory (repeatable)
 
 $ tapestry kernels --help
@@ -80,7 +80,7 @@ Options:
   --help-all                  Print help for every subcommand and exit
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
   --target TEXT=local         Built-in target name or target YAML file
-  --rewrites TEXT=default     Rewrite the graph before the search: default (every rule marked always: the fusions of conv2d with its bias, residual add and activation, ...), none, or a rule file whose rules all apply besides
+  --rewrites TEXT=default     Rewrite the graph: default (rules marked always before the search; rules marked search, the fusions of conv2d with its residual add and activation, as choices of the search), none, or a rule file whose rules apply besides
   -r,--rules TEXT=[] ...      Extra rewrite rule YAML file or directory (repeatable)
   --seed UINT=0               Random seed (the search is deterministic per seed)
   --budget-seconds FLOAT:POSITIVE=0 Excludes: --iterations

@@ -16,6 +16,11 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
   "calibrated": false,
   "front_size": 17,
   "rewrites": [],
+  "rewrite_search": {
+    "rules": [],
+    "graphs": 1,
+    "written_sites": 0
+  },
   "selected": {
     "index": 0,
     "policy": "fastest",

@@ -3,13 +3,13 @@
 $ tapestry rewrites list
 conv_bias: conv2d, add -> reshape, conv2d  [always]
     A convolution without bias, then the add of a per-channel tensor ([O, 1, 1] or [1, O, 1, 1], as graphs written by hand or exported without folding carry a bias) is a convolution with that tensor, flattened, as its bias. Runs first, so that the fusions below see the activation after it.
-conv_add_relu: conv2d, add, relu -> conv2d_act  [always]
+conv_add_relu: conv2d, add, relu -> conv2d_act  [search]
     A convolution, a residual add of a tensor of its result's shape, then a ReLU (a ResNet block's end) become one conv2d_act with the residual as its input and min 0. The fused kernel cannot split C, KH or KW (no combine).
-conv_add: conv2d, add -> conv2d_act  [always]
+conv_add: conv2d, add -> conv2d_act  [search]
     A convolution and a residual add of a tensor of its result's shape become one conv2d_act with the residual as its input.
-conv_relu: conv2d, relu -> conv2d_act  [always]
+conv_relu: conv2d, relu -> conv2d_act  [search]
     A convolution whose result only a ReLU reads becomes one conv2d_act with min 0 (ONNX Runtime's Conv + Relu fusion).
-conv_clip: conv2d, clip -> conv2d_act  [always]
+conv_clip: conv2d, clip -> conv2d_act  [search]
     A convolution whose result only a clip reads (MobileNet's ReLU6) becomes one conv2d_act with the clip's bounds.
 gelu_erf: div_scalar, erf, add_scalar, mul, mul_scalar -> gelu  [always]
     The exact GELU as PyTorch exports nn.GELU, x * (1 + erf(x / sqrt(2))) * 0.5, five elementwise passes, is one gelu: the same index space, so no split is lost.
@@ -25,18 +25,18 @@ transpose_transpose: transpose, transpose -> transpose  [always]
     A transpose of a transpose's result (read by nothing else) is one transpose by the composed permutation.
 transpose_matmul_weight: matmul, transpose -> matmul  [always]
     A product whose W is its own last two dims swapped by a transpose read by nothing else reads the tensor in place with transpose_w instead (a K^T in attention, ONNX MatMul after Transpose), and the transpose goes.
-matmul_add_linear: matmul, add -> linear
-    A product by a 2-D weight plus a bias along its last dim is one linear layer. Not always better: linear cannot split k (its bias would be added once per part), so the rule is a choice, not part of the pre-pass.
+matmul_add_linear: matmul, add -> linear  [search]
+    A product by a 2-D weight plus a bias along its last dim is one linear layer. Not always better: linear cannot split k (its bias would be added once per part), so the rule is a choice of the search, not part of the pre-pass.
 linear_matmul_add: linear -> matmul, add
     The reverse substitution: a linear layer (no transposed operand) as a product and an add, which lets a plan split k (the product's partial sums combine; the bias is added once, after).
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-14 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace']
+14 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
     A convolution whose result only a ReLU reads becomes one conv2d_act with
     min 0 (ONNX Runtime's Conv + Relu fusion).
-  always: true
+  search: true
   match:
     conv: {kernel: conv2d, inputs: {input: x, weight: w, bias: "b?"}, outputs: {result: y}}
     act: {kernel: relu, inputs: {input: y}, outputs: {result: z}}
@@ -87,8 +87,8 @@ $ for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry imp
 resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
-bert_layer: 0 sites 
-gpt2_block: 1 sites gelu_erf 1
+bert_layer: 3 sites matmul_add_linear 3
+gpt2_block: 5 sites gelu_erf 1, matmul_add_linear 4
 [created bert_layer.json]
 [created bert_layer.x.json]
 [created gpt2_block.json]
@@ -101,8 +101,9 @@ gpt2_block: 1 sites gelu_erf 1
 [created resnet50.x.json]
 ## A rewritten plan records the graph it came from, and run --check compares with that graph.
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites default --iterations 5 -o plan.json && jq -c '[.rewrites.sites[].rule, (.rewrites.original.operations | length), (.graph.operations | length)]' plan.json && tapestry run plan.json --check -q && echo checked
-convnet on cpu-2 (2 devices): 16 plans on the front after 5 iterations (323 plans)
+convnet on cpu-2 (2 devices): 13 plans on the front after 5 iterations (326 plans)
   rewrites: 4 sites (conv_bias 2, conv_relu 2)
+  searched with and without conv_relu (2 graphs); the written plan rewrote 4 of the 4 sites
   selected (fastest)  318.7us, peak 403.4KiB, moved 138.3KiB
   single              597us, peak 787.4KiB, moved 117.2KiB
   data_parallel       318.7us, peak 403.4KiB, moved 138.3KiB

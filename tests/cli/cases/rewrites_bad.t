@@ -2,7 +2,7 @@
 ## rule is a located error (exit 1); a wrong one fails `rewrites check` with its
 ## first counter-example (exit 3).
 $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/unknown_key.yaml
-! bad/rewrites/unknown_key.yaml:8:3: error: unknown key "exmaples" in rule relu_relu_typo (expected one of: doc, approximate, always, match, where, replace, examples)
+! bad/rewrites/unknown_key.yaml:8:3: error: unknown key "exmaples" in rule relu_relu_typo (expected one of: doc, approximate, always, search, match, where, replace, examples)
 !   exmaples:
 !   ^
 [exit 1]
@@ -118,7 +118,7 @@ $ cd $TESTDATA && tapestry --format json rewrites check -r bad/rewrites/wrong_ax
 [exit 3]
 ## A rule whose name the standard rules already use.
 $ cd $TESTDATA && printf 'relu_relu:\n  doc: again\n  match:\n    a: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  replace:\n    b: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  examples:\n    - inputs: {x: {shape: [2], dtype: float32}}\n' > /tmp/tapestry_dup_rule.yaml && tapestry rewrites list -r /tmp/tapestry_dup_rule.yaml 2>&1 | sed 's#/tmp/##'
-tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:173:1
+tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:175:1
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites none -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json
 ! tapestry: error: -r/--rules cannot go with --rewrites none
@@ -136,4 +136,9 @@ $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites defu
 [exit 2]
 $ tapestry rewrites check -r missing.yaml
 ! missing.yaml: error: cannot open file: No such file or directory
+[exit 1]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/always_and_search.yaml
+! bad/rewrites/always_and_search.yaml:5:3: error: search: a rule marked always runs in the pre-pass, so it cannot also be a choice of the search
+!   search: true
+!   ^
 [exit 1]
