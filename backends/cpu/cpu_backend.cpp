@@ -28,6 +28,7 @@ const cpu::CpuRegistry& registry() {
     cpu::registerConvKernels(r);
     cpu::registerReduceKernels(r);
     cpu::registerNormalizationKernels(r);
+    cpu::registerAttentionKernels(r);
     cpu::registerBatchnormKernels(r);
     cpu::registerShapeKernels(r);
     cpu::registerEmbeddingKernels(r);

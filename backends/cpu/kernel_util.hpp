@@ -42,6 +42,7 @@ void registerMatmulKernels(CpuRegistry& registry);
 void registerConvKernels(CpuRegistry& registry);
 void registerReduceKernels(CpuRegistry& registry);
 void registerNormalizationKernels(CpuRegistry& registry);
+void registerAttentionKernels(CpuRegistry& registry);
 void registerBatchnormKernels(CpuRegistry& registry);
 void registerShapeKernels(CpuRegistry& registry);
 void registerEmbeddingKernels(CpuRegistry& registry);

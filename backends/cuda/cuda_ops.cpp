@@ -715,6 +715,10 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
                           "prelu"}) {
       r.add(k, &runBodyOnDevice);
     }
+    // The fused attention kernels (metakernels/attention.yaml): from their
+    // bodies too, products on cuBLAS, until a native kernel is written.
+    r.add("attention", &runBodyOnDevice);
+    r.add("attention_masked", &runBodyOnDevice);
     return r;
   }();
   return kernels;

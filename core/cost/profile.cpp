@@ -12,7 +12,8 @@ const char* workMeasureName(WorkMeasure measure) {
 
 const std::vector<KernelFamily>& kernelFamilies() {
   static const std::vector<KernelFamily> families = {
-      {"matmul", WorkMeasure::Flops, "matrix products (matmul, linear)"},
+      {"matmul", WorkMeasure::Flops,
+       "matrix products (matmul, linear; attention's are most of its work)"},
       {"conv", WorkMeasure::Flops, "convolutions (conv2d, conv2d_act)"},
       {"elementwise", WorkMeasure::Bytes,
        "elementwise arithmetic, relu and casts; reduction combines"},
@@ -123,6 +124,9 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"maxpool2d", "reduction"},
     {"avgpool2d", "reduction"},
     {"global_avgpool", "reduction"},
+    // attention: its two products per query row are most of its work
+    {"attention", "matmul"},
+    {"attention_masked", "matmul"},
     {"softmax", "normalization"},
     {"layernorm", "normalization"},
     {"batchnorm", "normalization"},

@@ -313,6 +313,15 @@ std::vector<Json> replacement(const ExpandedGraph& g, const Site& site,
         }
       }
     }
+    for (const ReplaceOp::Copied& c : r.copied) {
+      const auto at = std::find_if(rule.match.begin(), rule.match.end(),
+                                   [&](const PatternOp& p) { return p.key == c.op; });
+      const Json& given = g.operations[site.ops[static_cast<std::size_t>(at - rule.match.begin())]]
+                              .application.params;
+      if (auto it = given.find(c.param); it != given.end()) {
+        params[c.key] = *it;
+      }
+    }
     for (const auto& [key, value] : r.params.items()) {
       params[key] = value;
     }

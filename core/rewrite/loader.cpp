@@ -188,6 +188,17 @@ ReplaceOp replaceOp(const Reader& r, const Entry& e, const MetakernelLibrary& li
         r.fail(param.keyNode, what + ": kernel " + k.name + " has no param \"" + param.key + "\"");
       }
       const Json value = r.toJson(param.value);
+      if (value.is_string() && value.get<std::string>().starts_with("from ")) {
+        const std::string ref = value.get<std::string>().substr(5);
+        const std::size_t dot = ref.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == ref.size() ||
+            ref.find_first_of(". ", dot + 1) != std::string::npos) {
+          r.fail(param.value, what + ".params." + param.key +
+                                  ": expected \"from OP.PARAM\" (a pattern operation's param)");
+        }
+        op.copied.push_back({param.key, ref.substr(0, dot), ref.substr(dot + 1)});
+        continue;
+      }
       if (value.is_string() && !value.get<std::string>().empty() &&
           value.get<std::string>()[0] == '=') {
         op.computed.emplace_back(param.key,
@@ -260,13 +271,28 @@ void deriveVariables(const Reader& r, const YAML::Node& matchNode, Rule& rule) {
   }
 }
 
-// Replacement: params_from names pattern operations, inputs are bound before
-// use, every exit produced once, nothing else of the pattern produced.
-void checkReplacement(const Reader& r, const YAML::Node& replaceNode, const Rule& rule) {
+// Replacement: params_from and "from OP.PARAM" name pattern operations (and
+// params their kernels have), inputs are bound before use, every exit
+// produced once, nothing else of the pattern produced.
+void checkReplacement(const Reader& r, const YAML::Node& replaceNode, const Rule& rule,
+                      const MetakernelLibrary& lib) {
   std::set<std::string> bound(rule.inputs.begin(), rule.inputs.end());
   std::set<std::string> produced;
   for (const ReplaceOp& op : rule.replace) {
     const std::string what = "replace." + op.key;
+    for (const ReplaceOp::Copied& c : op.copied) {
+      const auto at = std::find_if(rule.match.begin(), rule.match.end(),
+                                   [&](const PatternOp& p) { return p.key == c.op; });
+      const YAML::Node node = replaceNode[op.key]["params"][c.key];
+      if (at == rule.match.end()) {
+        r.fail(node, what + ".params." + c.key + ": \"" + c.op + "\" is not a pattern operation");
+      }
+      const Metakernel* k = lib.find(at->kernel);
+      if (k == nullptr || k->findParam(c.param) == nullptr) {
+        r.fail(node, what + ".params." + c.key + ": kernel " + at->kernel + " (of " + c.op +
+                         ") has no param \"" + c.param + "\"");
+      }
+    }
     for (const std::string& from : op.paramsFrom) {
       if (std::none_of(rule.match.begin(), rule.match.end(),
                        [&](const PatternOp& p) { return p.key == from; })) {
@@ -393,7 +419,7 @@ Rule parseRule(const Reader& r, const Entry& e, const MetakernelLibrary& lib) {
   for (const Entry& op : r.entries(replace->value, "replace", false)) {
     rule.replace.push_back(replaceOp(r, op, lib));
   }
-  checkReplacement(r, replace->value, rule);
+  checkReplacement(r, replace->value, rule, lib);
   if (const Entry* where = metakernel::yaml::findEntry(fields, "where")) {
     for (const YAML::Node& n : r.sequence(where->value, "where", false)) {
       rule.where.push_back(expression(r, n, "where", 0));

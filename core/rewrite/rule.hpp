@@ -73,6 +73,14 @@ struct ReplaceOp {
   // Params given as "= EXPR": evaluated per site with the `where` bindings
   // (an int, a bool, a dtype or a list of ints).
   std::vector<std::pair<std::string, Condition>> computed;
+  // Params given as "from OP.PARAM": the value of param PARAM of the matched
+  // pattern operation OP, whatever its type (a float too).
+  struct Copied {
+    std::string key;   // this kernel's param
+    std::string op;    // pattern operation key
+    std::string param; // its param
+  };
+  std::vector<Copied> copied;
   std::vector<PortVar> inputs;
   std::vector<PortVar> outputs;
   SourceLocation location;

@@ -634,8 +634,8 @@ const std::vector<KernelCase>& kernelCases() {
     for (const char* p : {R"({"min": 0, "max": 6})", "{}", R"({"min": 2, "max": 1})"}) {
       out.push_back({"clip", {{"x", "$T", s}}, R"({"input": "x"})", p, false});
     }
-    for (const char* k : {"add_scalar", "mul_scalar", "rsub_scalar", "rdiv_scalar", "div_scalar",
-                          "pow_scalar"}) {
+    for (const char* k :
+         {"add_scalar", "mul_scalar", "rsub_scalar", "rdiv_scalar", "div_scalar", "pow_scalar"}) {
       out.push_back({k, {{"x", "$T", s}}, R"({"input": "x"})", R"({"value": 0.5})", false});
     }
     for (const char* k : {"add", "sub", "mul", "div", "pow"}) {

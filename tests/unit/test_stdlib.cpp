@@ -148,7 +148,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 79);
+  CHECK(bodies == 81);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -1262,6 +1262,26 @@ Case randomCase(const std::string& k, Rng& rng) {
       params["keepdims"] = uni(rng, 0, 1) == 1;
     }
     return {k, {{"input", {T(s)}}}, params};
+  }
+  if (k == "attention" || k == "attention_masked") {
+    // Q [b..., s, d], K [b..., d, t], V [b..., t, e]; a mask of the scores'
+    // trailing dims (t broadcast half the time), a one-element fill.
+    const Ints b = randShape(rng, 0, 2);
+    const std::int64_t sq = uni(rng, 1, 4), d = uni(rng, 1, 4), t = uni(rng, 1, 4),
+                       e = uni(rng, 1, 4);
+    auto with = [&b](Ints tail) {
+      Ints out = b;
+      out.insert(out.end(), tail.begin(), tail.end());
+      return out;
+    };
+    Case c{k,
+           {{"Q", {T(with({sq, d}))}}, {"K", {T(with({d, t}))}}, {"V", {T(with({t, e}))}}},
+           {{"divisor", 2.0}}};
+    if (k == "attention_masked") {
+      c.inputs.push_back({"mask", {T({sq, uni(rng, 0, 1) == 0 ? t : 1}, "bool")}});
+      c.inputs.push_back({"fill", {T({})}});
+    }
+    return c;
   }
   if (k == "layernorm") {
     Ints s = randShape(rng, 1, 3);

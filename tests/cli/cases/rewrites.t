@@ -29,8 +29,14 @@ matmul_add_linear: matmul, add -> linear  [search]
     A product by a 2-D weight plus a bias along its last dim is one linear layer. Not always better: linear cannot split k (its bias would be added once per part), so the rule is a choice of the search, not part of the pre-pass.
 linear_matmul_add: linear -> matmul, add
     The reverse substitution: a linear layer (no transposed operand) as a product and an add, which lets a plan split k (the product's partial sums combine; the bias is added once, after).
+attention_masked: matmul, div_scalar, where, softmax, matmul -> attention_masked  [search]
+    A causal transformer's attention as PyTorch exports it: the scores q @ k, divided by a constant, masked (where(mask, fill, scores)), a softmax along the last axis and the product with v become one attention_masked, which never stores the [..., s, t] scores. A choice of the search: the fused kernel splits only batch dims and query rows.
+attention_scaled: matmul, div_scalar, softmax, matmul -> attention  [search]
+    Attention with the scores divided after the product and no mask: q @ k, a division by a constant, a softmax along the last axis and the product with v become one attention. A choice of the search, as attention_masked.
+attention: matmul, softmax, matmul -> attention  [search]
+    Attention with the queries scaled before the product (PyTorch's nn.MultiheadAttention export) and no mask: q @ k, a softmax along the last axis and the product with v become one attention. A choice of the search, as attention_masked.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-14 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+17 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -58,10 +64,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, attention_masked, attention_scaled, attention)
 [exit 1]
 $ tapestry rewrites check
-checked 14 rules, 22 examples (and 41 random shapes; 54 exactly on integers): all passed
+checked 17 rules, 27 examples (and 51 random shapes; 54 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -87,8 +93,8 @@ $ for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry imp
 resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
-bert_layer: 3 sites matmul_add_linear 3
-gpt2_block: 5 sites gelu_erf 1, matmul_add_linear 4
+bert_layer: 4 sites attention 1, matmul_add_linear 3
+gpt2_block: 6 sites attention_masked 1, gelu_erf 1, matmul_add_linear 4
 [created bert_layer.json]
 [created bert_layer.x.json]
 [created gpt2_block.json]
@@ -129,3 +135,23 @@ $ cd $TESTDATA && tapestry render graphs/convnet.json --view original
 [exit 2]
 $ tapestry optimize $TESTDATA/graphs/mobilenet_block.json --target cpu-2 --rewrites default --iterations 5 -o plan.json -q && tapestry run plan.json --check --format json | jq -c '[.check.ok, (.check.outputs | length)]'
 [true,2]
+## The search chooses among the graphs the search rules make: plans of one front rewrote different sites, and each passes run --check against the model as imported.
+$ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tapestry optimize $m.json --target h100x8 --seed 2 --iterations 60 --select $s -q -o $m.$s.json --front $m.front.json && tapestry run $m.$s.json --check -q && echo "$m $s: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' $m.$s.json)"; done; jq -r --arg m $m '"\($m): front plans by sites rewritten \([.front[].rewrites | length] | group_by(.) | map("\(.[0]): \(length)") | join(", "))"' $m.front.json; done
+gpt2_block fastest: checked, attention_masked 1, gelu_erf 1, matmul_add_linear 4
+gpt2_block smallest: checked, attention_masked 1, gelu_erf 1
+gpt2_block: front plans by sites rewritten 1: 10, 2: 23, 6: 31
+bert_layer fastest: checked, attention 1, matmul_add_linear 3
+bert_layer smallest: checked, attention 1
+bert_layer: front plans by sites rewritten 1: 23, 4: 41
+resnet18 fastest: checked, conv_add_relu 8, conv_relu 9
+resnet18 smallest: checked, 
+resnet18: front plans by sites rewritten 0: 7, 8: 33, 17: 24
+[created bert_layer.fastest.json]
+[created bert_layer.front.json]
+[created bert_layer.smallest.json]
+[created gpt2_block.fastest.json]
+[created gpt2_block.front.json]
+[created gpt2_block.smallest.json]
+[created resnet18.fastest.json]
+[created resnet18.front.json]
+[created resnet18.smallest.json]

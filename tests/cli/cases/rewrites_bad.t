@@ -142,3 +142,8 @@ $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/always_and_search.yaml
 !   search: true
 !   ^
 [exit 1]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/copied_param.yaml
+! bad/rewrites/copied_param.yaml:9:47: error: replace.mul.params.value: kernel div_scalar (of div) has no param "divisor"
+!     mul: {kernel: mul_scalar, params: {value: "from div.divisor"}, inputs: {input: x}, outputs: {result: s}}
+!                                               ^
+[exit 1]

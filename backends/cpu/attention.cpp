@@ -1,0 +1,170 @@
+// attention and attention_masked (metakernels/attention.yaml): one query row
+// per index point. A shard walks its points through the IPFs to the row of Q,
+// the row of the result, its batch's K and V, and (masked) its row of the
+// mask; per row it forms the scores q . K[:, t] for every t (a sum of rows of
+// K weighted by q, so the inner loop runs along K's rows), divides them,
+// masks them, takes a stable softmax and sums the rows of V weighted by it.
+// The [..., s, t] scores of the unfused chain are never stored: one row of t
+// floats of scratch per kernel. float32 rows compute in float (the softmax
+// through vector_math.hpp), the other dtypes in Num<T>::C.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/vector_math.hpp"
+
+namespace tapestry::backend::cpu {
+
+namespace {
+
+// Operands of the walk: Q, K, V, the result, and the mask when there is one.
+enum Operand : std::size_t { kQ, kK, kV, kOut, kMask };
+
+template <class T, bool Masked> class Attention final : public PreparedKernel {
+public:
+  using C = typename Num<T>::C;
+  static constexpr std::size_t N = Masked ? 5 : 4;
+
+  explicit Attention(const KernelCall& call)
+      : d_(intBinding(call.op, "d")), t_(intBinding(call.op, "t")), e_(intBinding(call.op, "e")),
+        divisor_(static_cast<C>(floatParam(call.op, "divisor"))),
+        scores_(static_cast<std::size_t>(t_)), acc_(static_cast<std::size_t>(e_)),
+        softmax_(vectorKernels().softmax) {
+    const TensorView& q = call.inputs[0][0];
+    const TensorView& k = call.inputs[1][0];
+    const TensorView& v = call.inputs[2][0];
+    const TensorView& out = call.outputs[0][0];
+    std::array<const TensorView*, N> views{};
+    std::array<const IndexProjection*, N> ipfs{};
+    views[kQ] = &q;
+    views[kK] = &k;
+    views[kV] = &v;
+    views[kOut] = &out;
+    for (std::size_t p = 0; p < 3; ++p) {
+      ipfs[p] = &inputIpf(call, p);
+    }
+    ipfs[kOut] = &outputIpf(call, 0);
+    const std::size_t r = q.strides.size();
+    qd_ = q.strides[r - 1];
+    kd_ = k.strides[r - 2];
+    kt_ = k.strides[r - 1];
+    vt_ = v.strides[r - 2];
+    ve_ = v.strides[r - 1];
+    oe_ = out.strides[r - 1];
+    if constexpr (Masked) {
+      const TensorView& mask = call.inputs[3][0];
+      views[kMask] = &mask;
+      ipfs[kMask] = &inputIpf(call, 3);
+      mt_ = intBinding(call.op, "mt") == 1 ? 0 : mask.strides.back();
+    }
+    loop_ = ipfLoop<N>(call, views, ipfs);
+  }
+
+  void run(const KernelCall& call) override {
+    std::array<std::byte*, N> data{};
+    for (std::size_t p = 0; p < 3; ++p) {
+      data[p] = call.inputs[p][0].data;
+    }
+    data[kOut] = call.outputs[0][0].data;
+    C fill = 0;
+    if constexpr (Masked) {
+      data[kMask] = call.inputs[3][0].data;
+      fill = Num<T>::load(*reinterpret_cast<const T*>(call.inputs[4][0].data));
+    }
+    const std::int64_t len = loop_.length();
+    std::array<std::int64_t, N> step{};
+    for (std::size_t i = 0; i < N; ++i) {
+      step[i] = loop_.stride(i);
+    }
+    loop_.forEach(data, [&](const auto& at) {
+      for (std::int64_t r = 0; r < len; ++r) {
+        const T* q = reinterpret_cast<const T*>(at[kQ]) + r * step[kQ];
+        const T* k = reinterpret_cast<const T*>(at[kK]) + r * step[kK];
+        const T* v = reinterpret_cast<const T*>(at[kV]) + r * step[kV];
+        T* y = reinterpret_cast<T*>(at[kOut]) + r * step[kOut];
+        const Bool* m = nullptr;
+        if constexpr (Masked) {
+          m = reinterpret_cast<const Bool*>(at[kMask]) + r * step[kMask];
+        }
+        row(q, k, v, m, fill, y);
+      }
+    });
+  }
+
+private:
+  void row(const T* q, const T* k, const T* v, const Bool* m, C fill, T* y) {
+    C* s = scores_.data();
+    const std::int64_t t = t_;
+    std::fill(s, s + t, C(0));
+    for (std::int64_t j = 0; j < d_; ++j) {
+      const C qj = Num<T>::load(q[j * qd_]);
+      const T* kj = k + j * kd_;
+      for (std::int64_t i = 0; i < t; ++i) {
+        s[i] += qj * Num<T>::load(kj[i * kt_]);
+      }
+    }
+    for (std::int64_t i = 0; i < t; ++i) {
+      s[i] /= divisor_;
+      if constexpr (Masked) {
+        if (m[i * mt_].bits != 0) {
+          s[i] = fill;
+        }
+      }
+    }
+    if constexpr (std::is_same_v<C, float>) {
+      softmax_(s, s, t);
+    } else {
+      C most = -std::numeric_limits<C>::infinity();
+      for (std::int64_t i = 0; i < t; ++i) {
+        most = (s[i] > most || std::isnan(s[i])) ? s[i] : most;
+      }
+      C total = 0;
+      for (std::int64_t i = 0; i < t; ++i) {
+        s[i] = std::exp(s[i] - most);
+        total += s[i];
+      }
+      for (std::int64_t i = 0; i < t; ++i) {
+        s[i] /= total;
+      }
+    }
+    C* acc = acc_.data();
+    std::fill(acc, acc + e_, C(0));
+    for (std::int64_t i = 0; i < t; ++i) {
+      const C p = s[i];
+      const T* vi = v + i * vt_;
+      for (std::int64_t c = 0; c < e_; ++c) {
+        acc[c] += p * Num<T>::load(vi[c * ve_]);
+      }
+    }
+    for (std::int64_t c = 0; c < e_; ++c) {
+      y[c * oe_] = Num<T>::store(acc[c]);
+    }
+  }
+
+  std::int64_t d_, t_, e_;
+  C divisor_;
+  std::int64_t qd_ = 0, kd_ = 0, kt_ = 0, vt_ = 0, ve_ = 0, oe_ = 0, mt_ = 0; // strides
+  RunLoop<N> loop_;
+  std::vector<C> scores_, acc_; // scratch of run()
+  void (*softmax_)(const float*, float*, std::int64_t);
+};
+
+template <bool Masked> std::unique_ptr<PreparedKernel> prepareAttention(const KernelCall& call) {
+  std::unique_ptr<PreparedKernel> prepared;
+  dispatchFloat(call, [&](auto tag) {
+    prepared = std::make_unique<Attention<typename decltype(tag)::type, Masked>>(call);
+  });
+  return prepared;
+}
+
+} // namespace
+
+void registerAttentionKernels(CpuRegistry& registry) {
+  registry.add("attention", &runPrepared<&prepareAttention<false>>, &prepareAttention<false>);
+  registry.add("attention_masked", &runPrepared<&prepareAttention<true>>, &prepareAttention<true>);
+}
+
+} // namespace tapestry::backend::cpu
