@@ -12,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include <cblas.h>
+
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/run_loop.hpp"
 #include "backends/cpu/vector_math.hpp"
@@ -61,6 +63,7 @@ public:
       mt_ = intBinding(call.op, "mt") == 1 ? 0 : mask.strides.back();
     }
     loop_ = ipfLoop<N>(call, views, ipfs);
+    block_.resize(static_cast<std::size_t>(std::max<std::int64_t>(loop_.length(), 1) * t_));
   }
 
   void run(const KernelCall& call) override {
@@ -79,7 +82,18 @@ public:
     for (std::size_t i = 0; i < N; ++i) {
       step[i] = loop_.stride(i);
     }
+    // A run of query rows of one batch (K and V fixed along it) with rows
+    // laid out for BLAS: the scores of the run in one product, the rows
+    // normalized, the result in another product.
+    const bool blocked = std::is_same_v<T, float> && len > 1 && step[kK] == 0 && step[kV] == 0 &&
+                         qd_ == 1 && kt_ == 1 && ve_ == 1 && oe_ == 1;
     loop_.forEach(data, [&](const auto& at) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (blocked) {
+          block(at, len, step, fill);
+          return;
+        }
+      }
       for (std::int64_t r = 0; r < len; ++r) {
         const T* q = reinterpret_cast<const T*>(at[kQ]) + r * step[kQ];
         const T* k = reinterpret_cast<const T*>(at[kK]) + r * step[kK];
@@ -95,7 +109,89 @@ public:
   }
 
 private:
+  template <class At>
+  void block(const At& at, std::int64_t len, const std::array<std::int64_t, N>& step, C fill) {
+    float* scores = block_.data();
+    const std::int64_t t = t_;
+    const auto* q = reinterpret_cast<const float*>(at[kQ]);
+    const auto* k = reinterpret_cast<const float*>(at[kK]);
+    const auto* v = reinterpret_cast<const float*>(at[kV]);
+    auto* y = reinterpret_cast<float*>(at[kOut]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, toBlasInt(len), toBlasInt(t),
+                toBlasInt(d_), 1.0f, q, toBlasInt(step[kQ]), k, toBlasInt(kd_), 0.0f, scores,
+                toBlasInt(t));
+    for (std::int64_t r = 0; r < len; ++r) {
+      float* s = scores + r * t;
+      for (std::int64_t i = 0; i < t; ++i) {
+        s[i] /= divisor_;
+      }
+      if constexpr (Masked) {
+        const Bool* m = reinterpret_cast<const Bool*>(at[kMask]) + r * step[kMask];
+        for (std::int64_t i = 0; i < t; ++i) {
+          if (m[i * mt_].bits != 0) {
+            s[i] = fill;
+          }
+        }
+      }
+      softmax_(s, s, t);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, toBlasInt(len), toBlasInt(e_),
+                toBlasInt(t), 1.0f, scores, toBlasInt(t), v, toBlasInt(vt_), 0.0f, y,
+                toBlasInt(step[kOut]));
+  }
+
+  // float32 with K's and V's rows contiguous (as exported): the inner loops
+  // run along contiguous rows with no aliasing, which the compiler
+  // vectorizes.
+  void rowContiguous(const float* q, const float* k, const float* v, const Bool* m, float fill,
+                     float* y) {
+    float* __restrict s = scores_.data();
+    const std::int64_t t = t_;
+    const std::int64_t e = e_;
+    for (std::int64_t i = 0; i < t; ++i) {
+      s[i] = 0;
+    }
+    for (std::int64_t j = 0; j < d_; ++j) {
+      const float qj = q[j * qd_];
+      const float* __restrict kj = k + j * kd_;
+      for (std::int64_t i = 0; i < t; ++i) {
+        s[i] += qj * kj[i];
+      }
+    }
+    for (std::int64_t i = 0; i < t; ++i) {
+      s[i] /= divisor_;
+    }
+    if constexpr (Masked) {
+      for (std::int64_t i = 0; i < t; ++i) {
+        if (m[i * mt_].bits != 0) {
+          s[i] = fill;
+        }
+      }
+    }
+    softmax_(s, s, t);
+    float* __restrict acc = acc_.data();
+    for (std::int64_t c = 0; c < e; ++c) {
+      acc[c] = 0;
+    }
+    for (std::int64_t i = 0; i < t; ++i) {
+      const float p = s[i];
+      const float* __restrict vi = v + i * vt_;
+      for (std::int64_t c = 0; c < e; ++c) {
+        acc[c] += p * vi[c];
+      }
+    }
+    for (std::int64_t c = 0; c < e; ++c) {
+      y[c * oe_] = acc[c];
+    }
+  }
+
   void row(const T* q, const T* k, const T* v, const Bool* m, C fill, T* y) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (kt_ == 1 && ve_ == 1) {
+        rowContiguous(q, k, v, m, fill, y);
+        return;
+      }
+    }
     C* s = scores_.data();
     const std::int64_t t = t_;
     std::fill(s, s + t, C(0));
@@ -149,6 +245,7 @@ private:
   std::int64_t qd_ = 0, kd_ = 0, kt_ = 0, vt_ = 0, ve_ = 0, oe_ = 0, mt_ = 0; // strides
   RunLoop<N> loop_;
   std::vector<C> scores_, acc_; // scratch of run()
+  std::vector<float> block_;    // a run's scores, [run length, t] (the BLAS path)
   void (*softmax_)(const float*, float*, std::int64_t);
 };
 

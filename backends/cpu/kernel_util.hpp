@@ -37,6 +37,16 @@ public:
   }
 };
 
+// A matrix dimension as BLAS's int (Error when it does not fit).
+inline int toBlasInt(std::int64_t v) {
+  if (v > static_cast<std::int64_t>(std::numeric_limits<int>::max())) {
+    throw Error("backend cpu: a matrix dimension of " + std::to_string(v) +
+                " is too large for BLAS (at most " +
+                std::to_string(std::numeric_limits<int>::max()) + ")");
+  }
+  return static_cast<int>(v);
+}
+
 void registerElementwiseKernels(CpuRegistry& registry);
 void registerMatmulKernels(CpuRegistry& registry);
 void registerConvKernels(CpuRegistry& registry);

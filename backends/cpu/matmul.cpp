@@ -39,14 +39,6 @@ namespace {
 
 // ---------------------------------------------------------------- BLAS engine
 
-blasint toBlasInt(std::int64_t v) {
-  if (v > static_cast<std::int64_t>(INT_MAX)) {
-    throw Error("backend cpu: a matrix dimension of " + std::to_string(v) +
-                " is too large for BLAS (at most " + std::to_string(INT_MAX) + ")");
-  }
-  return static_cast<blasint>(v);
-}
-
 void gemmCall(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t M, std::int64_t N,
               std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
               float beta, float* C, std::int64_t ldc) {
