@@ -166,7 +166,8 @@ def measured(args, work):
         for r in range(args.rounds):
             for mode in (("default", "none") if r % 2 == 0 else ("none", "default")):
                 print(f"rewrites: {name} round {r + 1}/{args.rounds}: {mode}", file=sys.stderr)
-                d = json.loads(run([args.bin, "--format", "json", "bench", plans[mode],
+                pin = ["taskset", "-c", args.taskset] if args.taskset else []
+                d = json.loads(run(pin + [args.bin, "--format", "json", "bench", plans[mode],
                                     "--inputs", tensors, "--repeat", str(args.repeat),
                                     "--max-repeat", str(args.repeat), "--warmup", "3"], env))
                 times[mode].append(d["plan"]["measured_s"])
@@ -179,8 +180,9 @@ def measured(args, work):
                      "single_with_s": one["default"], "single_without_s": one["none"],
                      "single_gain": one["none"] / one["default"], "rounds_s": times,
                      "single_rounds_s": single})
+    pinned = f", on CPUs {args.taskset}" if args.taskset else ""
     print(f"measured on this CPU (calibrated local, {args.rounds} interleaved rounds of "
-          f"{args.repeat} runs): the chosen plans' medians")
+          f"{args.repeat} runs{pinned}): the chosen plans' medians")
     print("| model | chosen plan with rewrites | without | without / with | "
           "one device with | without | without / with |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -205,6 +207,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--calibrate-seconds", type=float, default=30)
+    ap.add_argument("--taskset", help="measured: run every bench on these CPUs (taskset -c), "
+                    "for a one-device plan whose time depends on the core it lands on")
     ap.add_argument("--json", help="also write the results here as JSON")
     args = ap.parse_args()
     doc = {"command": " ".join(["/usr/bin/python3"] + sys.argv)}

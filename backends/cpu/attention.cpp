@@ -1,4 +1,5 @@
-// attention and attention_masked (metakernels/attention.yaml): one query row
+// attention, attention_masked and their heads forms attention_heads*,
+// which read [b, s, heads*d] tensors in place (metakernels/attention.yaml): one query row
 // per index point. A shard walks its points through the IPFs to the row of Q,
 // the row of the result, its batch's K and V, and (masked) its row of the
 // mask; per row it forms the scores q . K[:, t] for every t (a sum of rows of
@@ -51,11 +52,19 @@ public:
     ipfs[kOut] = &outputIpf(call, 0);
     const std::size_t r = q.strides.size();
     qd_ = q.strides[r - 1];
-    kd_ = k.strides[r - 2];
-    kt_ = k.strides[r - 1];
-    vt_ = v.strides[r - 2];
     ve_ = v.strides[r - 1];
     oe_ = out.strides[r - 1];
+    if (call.op.kernel.rfind("attention_heads", 0) == 0) {
+      // [b, s|t, heads*d] (attention_heads_qkv: [b, s, 3*heads*d]): K's keys
+      // are rows, a head's d along the last dim.
+      kd_ = k.strides[2];
+      kt_ = k.strides[1];
+      vt_ = v.strides[1];
+    } else {
+      kd_ = k.strides[r - 2];
+      kt_ = k.strides[r - 1];
+      vt_ = v.strides[r - 2];
+    }
     if constexpr (Masked) {
       const TensorView& mask = call.inputs[3][0];
       views[kMask] = &mask;
@@ -86,7 +95,7 @@ public:
     // laid out for BLAS: the scores of the run in one product, the rows
     // normalized, the result in another product.
     const bool blocked = std::is_same_v<T, float> && len > 1 && step[kK] == 0 && step[kV] == 0 &&
-                         qd_ == 1 && kt_ == 1 && ve_ == 1 && oe_ == 1;
+                         qd_ == 1 && (kt_ == 1 || kd_ == 1) && ve_ == 1 && oe_ == 1;
     loop_.forEach(data, [&](const auto& at) {
       if constexpr (std::is_same_v<T, float>) {
         if (blocked) {
@@ -117,9 +126,12 @@ private:
     const auto* k = reinterpret_cast<const float*>(at[kK]);
     const auto* v = reinterpret_cast<const float*>(at[kV]);
     auto* y = reinterpret_cast<float*>(at[kOut]);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, toBlasInt(len), toBlasInt(t),
-                toBlasInt(d_), 1.0f, q, toBlasInt(step[kQ]), k, toBlasInt(kd_), 0.0f, scores,
-                toBlasInt(t));
+    // K is [d, t] with t contiguous (the exported layout), or [t, d] with d
+    // contiguous (attention_heads: keys as rows).
+    const bool keysAsRows = kt_ != 1;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, keysAsRows ? CblasTrans : CblasNoTrans, toBlasInt(len),
+                toBlasInt(t), toBlasInt(d_), 1.0f, q, toBlasInt(step[kQ]), k,
+                toBlasInt(keysAsRows ? kt_ : kd_), 0.0f, scores, toBlasInt(t));
     for (std::int64_t r = 0; r < len; ++r) {
       float* s = scores + r * t;
       for (std::int64_t i = 0; i < t; ++i) {
@@ -249,19 +261,20 @@ private:
   void (*softmax_)(const float*, float*, std::int64_t);
 };
 
-template <bool Masked> std::unique_ptr<PreparedKernel> prepareAttention(const KernelCall& call) {
-  std::unique_ptr<PreparedKernel> prepared;
-  dispatchFloat(call, [&](auto tag) {
-    prepared = std::make_unique<Attention<typename decltype(tag)::type, Masked>>(call);
-  });
-  return prepared;
-}
+template <class T> using PlainAttention = Attention<T, false>;
+template <class T> using MaskedAttention = Attention<T, true>;
 
 } // namespace
 
 void registerAttentionKernels(CpuRegistry& registry) {
-  registry.add("attention", &runPrepared<&prepareAttention<false>>, &prepareAttention<false>);
-  registry.add("attention_masked", &runPrepared<&prepareAttention<true>>, &prepareAttention<true>);
+  for (const char* name : {"attention", "attention_heads", "attention_heads_qkv"}) {
+    registry.add(name, &runPrepared<&prepareFloat<PlainAttention>>, &prepareFloat<PlainAttention>);
+  }
+  for (const char* name :
+       {"attention_masked", "attention_heads_masked", "attention_heads_qkv_masked"}) {
+    registry.add(name, &runPrepared<&prepareFloat<MaskedAttention>>,
+                 &prepareFloat<MaskedAttention>);
+  }
 }
 
 } // namespace tapestry::backend::cpu

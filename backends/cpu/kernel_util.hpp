@@ -307,6 +307,17 @@ template <class F> void dispatchFloat(const KernelCall& call, F&& f) {
   });
 }
 
+// Prepares Kernel<T> for the call's floating-point dtype (unsupportedDType
+// for an integer one).
+template <template <class> class Kernel>
+std::unique_ptr<PreparedKernel> prepareFloat(const KernelCall& call) {
+  std::unique_ptr<PreparedKernel> prepared;
+  dispatchFloat(call, [&](auto tag) {
+    prepared = std::make_unique<Kernel<typename decltype(tag)::type>>(call);
+  });
+  return prepared;
+}
+
 // The kernel of a floating-point-only kernel Typed, written once as
 // `template <class T> static void run(const KernelCall&)`: runs it with T the
 // storage type of the call's output dtype (dispatchFloat).

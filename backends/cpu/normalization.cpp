@@ -192,17 +192,6 @@ private:
   void (*layernorm_)(const float*, float*, std::int64_t, const float*, const float*, float);
 };
 
-// Prepares Kernel<T> for the call's floating-point dtype (unsupportedDType
-// for an integer one).
-template <template <class> class Kernel>
-std::unique_ptr<PreparedKernel> prepareFloat(const KernelCall& call) {
-  std::unique_ptr<PreparedKernel> prepared;
-  dispatchFloat(call, [&](auto tag) {
-    prepared = std::make_unique<Kernel<typename decltype(tag)::type>>(call);
-  });
-  return prepared;
-}
-
 } // namespace
 
 void registerNormalizationKernels(CpuRegistry& registry) {

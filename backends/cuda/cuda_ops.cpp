@@ -719,6 +719,10 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     // bodies too, products on cuBLAS, until a native kernel is written.
     r.add("attention", &runBodyOnDevice);
     r.add("attention_masked", &runBodyOnDevice);
+    r.add("attention_heads", &runBodyOnDevice);
+    r.add("attention_heads_masked", &runBodyOnDevice);
+    r.add("attention_heads_qkv", &runBodyOnDevice);
+    r.add("attention_heads_qkv_masked", &runBodyOnDevice);
     return r;
   }();
   return kernels;

@@ -127,6 +127,10 @@ constexpr FamilyEntry kFamilyTable[] = {
     // attention: its two products per query row are most of its work
     {"attention", "matmul"},
     {"attention_masked", "matmul"},
+    {"attention_heads", "matmul"},
+    {"attention_heads_masked", "matmul"},
+    {"attention_heads_qkv", "matmul"},
+    {"attention_heads_qkv_masked", "matmul"},
     {"softmax", "normalization"},
     {"layernorm", "normalization"},
     {"batchnorm", "normalization"},

@@ -44,6 +44,22 @@ SelectedRules selectRules(const std::string& mode, const std::vector<std::string
   return out;
 }
 
+// The rules of `set` for which `chosen` holds, in file order.
+template <class Pred>
+std::vector<const rewrite::Rule*> inFileOrder(const rewrite::RuleSet& set, Pred chosen) {
+  std::vector<const rewrite::Rule*> out;
+  for (const auto& r : set.rules()) {
+    if (chosen(r.get())) {
+      out.push_back(r.get());
+    }
+  }
+  return out;
+}
+
+bool contains(const std::vector<const rewrite::Rule*>& rules, const rewrite::Rule* r) {
+  return std::find(rules.begin(), rules.end(), r) != rules.end();
+}
+
 void checkNone(const std::vector<std::string>& rulePaths) {
   if (!rulePaths.empty()) {
     throw UsageError("-r/--rules cannot go with --rewrites none");
@@ -64,14 +80,10 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
     return {};
   }
   const SelectedRules rules = selectRules(mode, rulePaths, library);
-  std::vector<const rewrite::Rule*> chosen;
-  for (const auto& r : rules.set.rules()) {
-    const rewrite::Rule* p = r.get();
-    if (std::find(rules.always.begin(), rules.always.end(), p) != rules.always.end() ||
-        std::find(rules.search.begin(), rules.search.end(), p) != rules.search.end()) {
-      chosen.push_back(p);
-    }
-  }
+  const std::vector<const rewrite::Rule*> chosen =
+      inFileOrder(rules.set, [&](const rewrite::Rule* r) {
+        return contains(rules.always, r) || contains(rules.search, r);
+      });
   rewrite::RewriteResult out = rewrite::rewriteGraph(graph, chosen, library);
   graph = std::move(out.graph);
   return std::move(out.applied);
@@ -99,6 +111,12 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
     }
   }
   const std::size_t n = matching.size();
+  if (n > kMaxMaskRules) {
+    throw Error(std::to_string(n) + " rules marked search match graph " + given.name +
+                    "; at most " + std::to_string(kMaxMaskRules) +
+                    " can be searched (mark some always, or leave their files out)",
+                ExitCode::InvalidInput);
+  }
   const std::uint32_t all = n == 0 ? 0 : (std::uint32_t{1} << n) - 1;
   if (n <= kMaxSearchRules) {
     for (std::uint32_t m = 0; m <= all; ++m) {
@@ -118,15 +136,12 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
       continue;
     }
     // The pre-pass rules and the chosen search rules together, in file order.
-    std::vector<const rewrite::Rule*> chosen;
-    for (const auto& r : rules.set.rules()) {
-      const rewrite::Rule* p = r.get();
-      const auto at = std::find(matching.begin(), matching.end(), p);
-      if ((at != matching.end() && ((mask >> (at - matching.begin())) & 1) != 0) ||
-          std::find(rules.always.begin(), rules.always.end(), p) != rules.always.end()) {
-        chosen.push_back(p);
-      }
-    }
+    const std::vector<const rewrite::Rule*> chosen =
+        inFileOrder(rules.set, [&](const rewrite::Rule* r) {
+          const auto at = std::find(matching.begin(), matching.end(), r);
+          return (at != matching.end() && ((mask >> (at - matching.begin())) & 1) != 0) ||
+                 contains(rules.always, r);
+        });
     rewrite::RewriteResult v = rewrite::rewriteGraph(given, chosen, library);
     out.graphs.push_back(std::move(v.graph));
     out.sites.push_back(std::move(v.applied));

@@ -28,6 +28,9 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
 // none, each all-but-one, and all. Variant 0 applies none of them; the last,
 // all. With mode "none", one variant: the graph as given.
 inline constexpr std::size_t kMaxSearchRules = 3;
+// A variant is a bit mask over the matching search rules: more than this many
+// is an error (exit 3) naming the count.
+inline constexpr std::size_t kMaxMaskRules = 31;
 
 struct RewriteVariants {
   std::vector<std::string> searchRules; // bit r of a mask: searchRules[r] applied

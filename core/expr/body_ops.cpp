@@ -134,6 +134,16 @@ BodyValue Evaluator::reshape(const BodyNode& n, const std::vector<const BodyNode
   std::optional<std::size_t> free;
   std::int64_t known = 1;
   for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) { // as in ONNX's Reshape: the input's dim at this position
+      if (d >= x.type.shape.size()) {
+        throw ExprError(args[1]->column, "reshape(): shape " + shapeText(shape) + " has a 0 at " +
+                                             std::to_string(d) + " (keep that dim) but the block " +
+                                             toString(x.type) + " has no dim " + std::to_string(d));
+      }
+      shape[d] = x.type.shape[d];
+    }
+  }
+  for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1 && !free) {
       free = d;
     } else if (shape[d] < 0) {

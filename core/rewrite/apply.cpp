@@ -183,12 +183,15 @@ private:
         }
         continue;
       }
-      if (tensors->size() != 1) {
+      // One tensor, or element `element` of a list of `listSize`.
+      const std::size_t want = v.element < 0 ? 1 : static_cast<std::size_t>(v.listSize);
+      if (tensors->size() != want) {
         return false;
       }
+      const std::size_t t = (*tensors)[v.element < 0 ? 0 : static_cast<std::size_t>(v.element)];
       if (bound == site.tensors.end()) {
-        site.tensors[v.var] = tensors->front();
-      } else if (bound->second != tensors->front()) {
+        site.tensors[v.var] = t;
+      } else if (bound->second != t) {
         return false;
       }
     }
@@ -517,18 +520,26 @@ Json exampleGraph(const Rule& rule, const Example& example) {
     if (auto params = example.params.find(p.key); params != example.params.end()) {
       op["params"].update(params->second);
     }
+    // A list port's elements in order (they are listed so).
+    auto bind = [](Json& ports, const PortVar& v) {
+      if (v.element < 0) {
+        ports[v.port] = v.var;
+      } else {
+        ports[v.port].push_back(v.var);
+      }
+    };
     Json inputs = Json::object();
     for (const PortVar& v : p.inputs) {
       const bool input =
           std::find(rule.inputs.begin(), rule.inputs.end(), v.var) != rule.inputs.end();
       if (!input || example.inputs.count(v.var) > 0) {
-        inputs[v.port] = v.var;
+        bind(inputs, v);
       }
     }
     op["inputs"] = std::move(inputs);
     Json outputs = Json::object();
     for (const PortVar& v : p.outputs) {
-      outputs[v.port] = v.var;
+      bind(outputs, v);
     }
     op["outputs"] = std::move(outputs);
     operations.push_back(std::move(op));

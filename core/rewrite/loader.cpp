@@ -50,13 +50,32 @@ PortVar portVar(const Reader& r, const Entry& e, const std::string& what) {
   return pv;
 }
 
-std::vector<PortVar> ports(const Reader& r, const YAML::Node& node, const std::string& what) {
+// A pattern (`lists`) may bind a list port to a list of variables, one per
+// element; a replacement may not.
+std::vector<PortVar> ports(const Reader& r, const YAML::Node& node, const std::string& what,
+                           bool lists) {
   std::vector<PortVar> out;
   for (const Entry& e : r.entries(node, what, true)) {
-    if (e.value.IsSequence()) {
-      r.fail(e.value, what + " port " + e.key + ": list ports are not supported in rules");
+    if (!e.value.IsSequence()) {
+      out.push_back(portVar(r, e, what));
+      continue;
     }
-    out.push_back(portVar(r, e, what));
+    if (!lists) {
+      r.fail(e.value, what + " port " + e.key +
+                          ": list ports are not supported in replacements (only in patterns)");
+    }
+    if (e.value.size() == 0) {
+      r.fail(e.value, what + " port " + e.key + ": an empty list binds nothing");
+    }
+    for (std::size_t k = 0; k < e.value.size(); ++k) {
+      PortVar pv = portVar(r, Entry{e.key, e.keyNode, e.value[k]}, what);
+      if (pv.optional) {
+        r.fail(e.value[k], what + " port " + e.key + ": an element of a list cannot be optional");
+      }
+      pv.element = static_cast<int>(k);
+      pv.listSize = static_cast<int>(e.value.size());
+      out.push_back(std::move(pv));
+    }
   }
   return out;
 }
@@ -72,19 +91,35 @@ const Metakernel& kernelOf(const Reader& r, const YAML::Node& node, const Metake
   return *k;
 }
 
+// A list port of the kernel is bound to a list of variables (patterns only),
+// any other port to one variable.
+void checkList(const Reader& r, const YAML::Node& node, const PortVar& p, bool list, bool pattern,
+               const Metakernel& k, const std::string& what) {
+  if (list && !pattern) {
+    r.fail(node, what + ": list ports are not supported in replacements (" + k.name + "'s " +
+                     p.port + ")");
+  }
+  if (list && p.element < 0) {
+    r.fail(node, what + ": " + k.name + "'s " + p.port +
+                     " is a list port: bind it to a list of variables ([a, b, ...])");
+  }
+  if (!list && p.element >= 0) {
+    r.fail(node,
+           what + ": " + k.name + "'s " + p.port + " is not a list port: bind it to one variable");
+  }
+}
+
 // Port names against the kernel: every port known, every required input given.
 void checkPorts(const Reader& r, const YAML::Node& opNode, const Metakernel& k,
                 const std::vector<PortVar>& inputs, const std::vector<PortVar>& outputs,
-                const std::string& what) {
+                const std::string& what, bool pattern) {
   for (const PortVar& p : inputs) {
     const metakernel::InputSpec* in = k.findInput(p.port);
     if (in == nullptr) {
       r.fail(opNode["inputs"][p.port],
              what + ": kernel " + k.name + " has no input \"" + p.port + "\"");
     }
-    if (in->list) {
-      r.fail(opNode["inputs"][p.port], what + ": list ports are not supported in rules");
-    }
+    checkList(r, opNode["inputs"][p.port], p, in->list, pattern, k, what);
   }
   for (const metakernel::InputSpec& in : k.inputs) {
     const bool given = std::any_of(inputs.begin(), inputs.end(),
@@ -93,16 +128,20 @@ void checkPorts(const Reader& r, const YAML::Node& opNode, const Metakernel& k,
       r.fail(opNode, what + ": kernel " + k.name + "'s input \"" + in.name + "\" is not bound");
     }
   }
+  std::set<std::string> bound;
   for (const PortVar& p : outputs) {
-    if (k.findOutput(p.port) == nullptr) {
+    const metakernel::OutputSpec* out = k.findOutput(p.port);
+    if (out == nullptr) {
       r.fail(opNode["outputs"][p.port],
              what + ": kernel " + k.name + " has no output \"" + p.port + "\"");
     }
     if (p.optional) {
       r.fail(opNode["outputs"][p.port], what + ": an output cannot be optional");
     }
+    checkList(r, opNode["outputs"][p.port], p, out->list, pattern, k, what);
+    bound.insert(p.port);
   }
-  if (outputs.size() != k.outputs.size()) {
+  if (bound.size() != k.outputs.size()) {
     r.fail(opNode, what + ": every output of kernel " + k.name + " must be bound to a variable");
   }
 }
@@ -151,9 +190,10 @@ PatternOp patternOp(const Reader& r, const Entry& e, const MetakernelLibrary& li
     }
   }
   if (const Entry* in = metakernel::yaml::findEntry(fields, "inputs")) {
-    op.inputs = ports(r, in->value, what + ".inputs");
+    op.inputs = ports(r, in->value, what + ".inputs", true);
   }
-  op.outputs = ports(r, r.require(fields, e.keyNode, "outputs", what)->value, what + ".outputs");
+  op.outputs =
+      ports(r, r.require(fields, e.keyNode, "outputs", what)->value, what + ".outputs", true);
   if (const Entry* c = metakernel::yaml::findEntry(fields, "commutative")) {
     const Json v = r.toJson(c->value);
     if (!v.is_boolean()) {
@@ -164,7 +204,7 @@ PatternOp patternOp(const Reader& r, const Entry& e, const MetakernelLibrary& li
       r.fail(c->value, what + ": commutative needs exactly two inputs");
     }
   }
-  checkPorts(r, e.value, k, op.inputs, op.outputs, what);
+  checkPorts(r, e.value, k, op.inputs, op.outputs, what, true);
   return op;
 }
 
@@ -209,10 +249,11 @@ ReplaceOp replaceOp(const Reader& r, const Entry& e, const MetakernelLibrary& li
     }
   }
   if (const Entry* in = metakernel::yaml::findEntry(fields, "inputs")) {
-    op.inputs = ports(r, in->value, what + ".inputs");
+    op.inputs = ports(r, in->value, what + ".inputs", false);
   }
-  op.outputs = ports(r, r.require(fields, e.keyNode, "outputs", what)->value, what + ".outputs");
-  checkPorts(r, e.value, k, op.inputs, op.outputs, what);
+  op.outputs =
+      ports(r, r.require(fields, e.keyNode, "outputs", what)->value, what + ".outputs", false);
+  checkPorts(r, e.value, k, op.inputs, op.outputs, what, false);
   return op;
 }
 

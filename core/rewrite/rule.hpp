@@ -26,10 +26,14 @@ namespace tapestry::rewrite {
 // One port of a pattern or replacement operation bound to a tensor variable.
 // `optional` ("b?"): the port may be left out; in a pattern the variable is
 // then unbound, in a replacement the port is left out when its variable is.
+// In a pattern, a list port (split's `results`) is bound to a list of
+// variables, one PortVar per element: `element` k of `listSize` (else -1, 0).
 struct PortVar {
   std::string port;
   std::string var;
   bool optional = false;
+  int element = -1;
+  int listSize = 0;
 };
 
 struct PatternOp {

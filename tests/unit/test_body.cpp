@@ -149,6 +149,7 @@ TEST_CASE("bodies: matrix products, transpose, reshape, cast, concat, slice", "[
   e.env.inputs.emplace("a", block({2, 2, 3}, {1, 2, 3, 4, 5, 6, 1, 0, 0, 0, 1, 0}));
   e.env.inputs.emplace("w", block({3, 1}, {1, 10, 100}));
   auto out = e.run("p = a @ w; t = transpose(a, perm=[0, 2, 1]); r = reshape(a, shape=[-1, 3]); "
+                   "k = reshape(a, shape=[0, 0, -1, 1]); "
                    "c = concat([w, w], axis=1); s = slice(a, axis=2, start=1, stop=-1); "
                    "q = cast(a * 2.6, int32)");
   CHECK(out.at("p").type.shape == Shape{2, 2, 1}); // w broadcasts over the batch
@@ -156,6 +157,8 @@ TEST_CASE("bodies: matrix products, transpose, reshape, cast, concat, slice", "[
   CHECK(out.at("t").type.shape == Shape{2, 3, 2});
   CHECK(hostValues(out.at("t")) == std::vector<double>{1, 4, 2, 5, 3, 6, 1, 0, 0, 1, 0, 0});
   CHECK(out.at("r").type.shape == Shape{4, 3});
+  CHECK(out.at("k").type.shape == Shape{2, 2, 3, 1}); // a 0 keeps the input's dim, as in ONNX
+  CHECK(hostValues(out.at("k")) == hostValues(e.env.inputs.at("a")));
   CHECK(hostValues(out.at("c")) == std::vector<double>{1, 1, 10, 10, 100, 100});
   CHECK(hostValues(out.at("s")) == std::vector<double>{2, 5, 0, 1});
   CHECK(out.at("q").type.dtype == "int32");
@@ -204,6 +207,9 @@ TEST_CASE("body evaluation errors say what and where", "[body]") {
   CHECK_THAT(mixed.message, Catch::Matchers::StartsWith("'+' of a float64 block and a float32"));
   Failure reshape = e.fail("y = reshape(x, shape=[4, 2])");
   CHECK(reshape.message == "reshape(): a block [2, 3] float64 has 6 elements, shape [4, 2] has 8");
+  Failure keep = e.fail("y = reshape(x, shape=[3, 2, 0])");
+  CHECK(keep.message == "reshape(): shape [3, 2, 0] has a 0 at 2 (keep that dim) but the block "
+                        "[2, 3] float64 has no dim 2");
   Failure perm = e.fail("y = transpose(x, perm=[0, 0])");
   CHECK(perm.message == "transpose(): perm [0, 0] is not a permutation");
   Failure input = e.fail("x = v");

@@ -99,6 +99,10 @@ TEST_CASE("body numbers: every standard body gives the evaluator's float64 numbe
       {"cast", 0x52cd94840515e355ull},
       {"attention", 0x3209a6d05ac0f768ull},
       {"attention_masked", 0x308bd26ebd9db59full},
+      {"attention_heads", 0x5a60fa833e69ae33ull},
+      {"attention_heads_masked", 0x3fd104393fe9598ull},
+      {"attention_heads_qkv", 0x1de86dbe03e6ab9ull},
+      {"attention_heads_qkv_masked", 0xc8ba628b4ac3c570ull},
       {"clip", 0xca087c6754e42002ull},
       {"concat", 0x7cf522b6c43f08a4ull},
       {"div", 0xdaa2aa217548c384ull},
@@ -184,5 +188,5 @@ TEST_CASE("body numbers: every standard body gives the evaluator's float64 numbe
     }
     CHECK(sum == expected.at(kernel));
   }
-  CHECK(sums.size() == 81);
+  CHECK(sums.size() == 85);
 }

@@ -137,7 +137,9 @@ TEST_CASE("bad profiles: located errors, exit 1") {
       family.message.rfind(
           "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
           "elementwise, activation, reduction, normalization, copy, transpose, linear, attention, "
-          "attention_masked, conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, sqrt, "
+          "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
+          "attention_heads_qkv_masked, conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
+          "sqrt, "
           "reciprocal, abs, clip, "
           "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",
           0) == 0);

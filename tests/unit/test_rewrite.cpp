@@ -311,6 +311,83 @@ TEST_CASE("rules marked search make one graph per subset of them", "[rewrite][va
   }
 }
 
+TEST_CASE("more search rules than a variant mask holds is an error", "[rewrite][variants]") {
+  // 32 search rules that each match relu1 and relu2 (a relu for a relu).
+  std::string text;
+  for (int i = 0; i < 32; ++i) {
+    text += "same_relu_" + std::to_string(i) +
+            ":\n  doc: a relu kept.\n  search: true\n"
+            "  match:\n    a: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n"
+            "  replace:\n    b: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n"
+            "  examples:\n    - inputs: {x: {shape: [2], dtype: float32}}\n";
+  }
+  const std::string path = std::filesystem::temp_directory_path() / "tapestry_rules_32.yaml";
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  const graph::ExpandedGraph g = expandText(kBlock);
+  try {
+    driver::rewriteVariants(g, "default", {path}, lib());
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == ExitCode::InvalidInput);
+    CHECK(std::string(e.what()).find("35 rules marked search match graph block; at most 31 can "
+                                     "be searched") != std::string::npos);
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a pattern binds a list port element by element", "[rewrite]") {
+  // split's results [a, b] match a split of exactly two; the rule reads both.
+  const std::string rule = R"(split_add:
+  doc: the halves of a split added back (a test rule).
+  match:
+    sp: {kernel: split, inputs: {input: x}, outputs: {results: [a, b]}}
+    sum: {kernel: add, inputs: {A: a, B: b}, outputs: {result: y}}
+  where:
+    - "$sp_sections[0] == $sp_sections[1]"
+  replace:
+    lo: {kernel: slice, params: {starts: "= [0, 0]", ends: "= $a"}, inputs: {input: x}, outputs: {result: l}}
+    hi: {kernel: slice, params: {starts: "= [$a[0], 0]", ends: "= $x"}, inputs: {input: x}, outputs: {result: h}}
+    sum: {kernel: add, inputs: {A: l, B: h}, outputs: {result: y}}
+  examples:
+    - params: {sp: {axis: 0, sections: [2, 2]}}
+      inputs: {x: {shape: [4, 3], dtype: float64}}
+)";
+  std::string err;
+  CHECK(checkRule(rule, "split_add", err) == 0);
+  const std::string path = std::filesystem::temp_directory_path() / "tapestry_split_add.yaml";
+  {
+    std::ofstream f(path);
+    f << rule;
+  }
+  const rewrite::RuleSet set = rewrite::RuleSet::load({path}, lib());
+  std::filesystem::remove(path);
+  const rewrite::Rule* r = set.find("split_add");
+  REQUIRE(r != nullptr);
+  auto graphOf = [](const std::string& sections, const std::string& results) {
+    return expandText(R"({"tapestry": "graph/v1", "name": "g",
+      "tensors": {"x": {"dtype": "float32", "shape": [4, 3]}},
+      "operations": [
+        {"name": "sp", "kernel": "split", "params": {"axis": 0, "sections": )" +
+                      sections + R"(}, "inputs": {"input": "x"}, "outputs": {"results": )" +
+                      results + R"(}},
+        {"name": "sum", "kernel": "add", "inputs": {"A": "a", "B": "b"}, "outputs": {"result": "y"}}],
+      "outputs": ["y"]})");
+  };
+  const graph::ExpandedGraph two = graphOf("[2, 2]", R"(["a", "b"])");
+  const std::vector<rewrite::Site> sites = rewrite::findSites(two, *r);
+  REQUIRE(sites.size() == 1);
+  CHECK(two.tensors[sites[0].tensors.at("a")].name == "a");
+  CHECK(two.tensors[sites[0].tensors.at("b")].name == "b");
+  // The results named the other way round: the add reads element 1 then
+  // element 0, which the pattern does not say (its add is not commutative).
+  CHECK(rewrite::findSites(graphOf("[2, 2]", R"(["b", "a"])"), *r).empty());
+  // Three results: the list has the wrong length, so nothing matches.
+  CHECK(rewrite::findSites(graphOf("[1, 1, 2]", R"(["a", "b", "c"])"), *r).empty());
+}
+
 TEST_CASE("a move to another graph keeps what it can of each split", "[rewrite][variants]") {
   const driver::RewriteVariants v =
       driver::rewriteVariants(expandText(kBlock), "default", {}, lib());

@@ -148,7 +148,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 81);
+  CHECK(bodies == 85);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -1283,6 +1283,39 @@ Case randomCase(const std::string& k, Rng& rng) {
     }
     return c;
   }
+  if (k == "attention_heads" || k == "attention_heads_masked") {
+    // Q [b, s, heads*d], K [b, t, heads*d], V [b, t, heads*e]; a mask of
+    // [s, t] (t broadcast half the time) or [b, 1, 1, t].
+    const std::int64_t b = uni(rng, 1, 3), heads = uni(rng, 1, 3), sq = uni(rng, 1, 4),
+                       d = uni(rng, 1, 3), t = uni(rng, 1, 4), e = uni(rng, 1, 3);
+    Case c{k,
+           {{"Q", {T({b, sq, heads * d})}},
+            {"K", {T({b, t, heads * d})}},
+            {"V", {T({b, t, heads * e})}}},
+           {{"heads", heads}, {"divisor", 2.0}}};
+    if (k == "attention_heads_masked") {
+      const Ints mask =
+          uni(rng, 0, 2) == 0 ? Ints{b, 1, 1, t} : Ints{sq, uni(rng, 0, 1) == 0 ? t : 1};
+      c.inputs.push_back({"mask", {T(mask, "bool")}});
+      c.inputs.push_back({"fill", {T({})}});
+    }
+    return c;
+  }
+  if (k == "attention_heads_qkv" || k == "attention_heads_qkv_masked") {
+    // One packed [b, s, 3*heads*d] tensor bound to Q, K and V (as the rule
+    // does) or three of that shape; a mask of [s, s], [s, 1] or [b, 1, 1, s].
+    const std::int64_t b = uni(rng, 1, 3), heads = uni(rng, 1, 3), sq = uni(rng, 1, 4),
+                       d = uni(rng, 1, 3);
+    const TensorType qkv = T({b, sq, 3 * heads * d});
+    Case c{k, {{"Q", {qkv}}, {"K", {qkv}}, {"V", {qkv}}}, {{"heads", heads}, {"divisor", 2.0}}};
+    if (k == "attention_heads_qkv_masked") {
+      const Ints mask =
+          uni(rng, 0, 2) == 0 ? Ints{b, 1, 1, sq} : Ints{sq, uni(rng, 0, 1) == 0 ? sq : 1};
+      c.inputs.push_back({"mask", {T(mask, "bool")}});
+      c.inputs.push_back({"fill", {T({})}});
+    }
+    return c;
+  }
   if (k == "layernorm") {
     Ints s = randShape(rng, 1, 3);
     Ints d = {s.back()};
@@ -1542,9 +1575,19 @@ void checkProperties(const Case& c) {
       if (!paddedConv) {
         CHECK(bounds.contains(read));
       }
+      const bool packed = c.kernel.rfind("attention_heads_qkv", 0) == 0 && in.name.size() == 1;
       if (c.kernel == "slice") {
         CHECK(read.start() == ZPoint(c.params["starts"].get<Ints>()));
         CHECK(read.end() == ZPoint(c.params["ends"].get<Ints>()));
+      } else if (packed) {
+        // Q, K and V each read their third of the packed last dim, whole.
+        const std::int64_t third = in.tensors[t].shape.back() / 3;
+        const std::int64_t k = in.name == "Q" ? 0 : in.name == "K" ? 1 : 2;
+        Ints start(in.tensors[t].shape.size(), 0), end = in.tensors[t].shape;
+        start.back() = k * third;
+        end.back() = (k + 1) * third;
+        CHECK(read.start() == ZPoint(start));
+        CHECK(read.end() == ZPoint(end));
       } else if (!windowed) {
         CHECK(read == bounds);
       }

@@ -35,8 +35,16 @@ attention_scaled: matmul, div_scalar, softmax, matmul -> attention  [search]
     Attention with the scores divided after the product and no mask: q @ k, a division by a constant, a softmax along the last axis and the product with v become one attention. A choice of the search, as attention_masked.
 attention: matmul, softmax, matmul -> attention  [search]
     Attention with the queries scaled before the product (PyTorch's nn.MultiheadAttention export) and no mask: q @ k, a softmax along the last axis and the product with v become one attention. A choice of the search, as attention_masked.
+attention_heads_masked: attention_masked, transpose, reshape, transpose, reshape, transpose, reshape, transpose, reshape -> attention_heads_masked  [always]
+    A masked attention between a transformer's projections, as PyTorch exports it: each of q, k and v reshaped from [b, s, heads*d] to [b, s, heads, d] and transposed into heads ([0, 2, 1, 3]; k to [0, 2, 3, 1]), the attention, and its result transposed and reshaped back to [b, s, heads*e], become one attention_heads_masked that reads the heads in place. It matches only where attention_masked has fused the attention, and always pays there: the eight moves are gone and the fused kernel splits what attention_masked splits (batch, heads, query rows).
+attention_heads: attention, transpose, reshape, transpose, reshape, transpose, reshape, transpose, reshape -> attention_heads  [always]
+    attention_heads_masked without the mask: the head reshapes and transposes around an attention (the fused form of attention_scaled or attention) become one attention_heads.
+attention_heads_qkv_masked: attention_heads_masked, split -> attention_heads_qkv_masked  [always]
+    A split of a packed [b, s, 3*heads*d] projection into equal q, k and v read only by an attention_heads_masked becomes one attention_heads_qkv_masked that reads the three in place: the split's copy is gone. It matches only where attention_heads_masked has been made, and always pays there.
+attention_heads_qkv: attention_heads, split -> attention_heads_qkv  [always]
+    attention_heads_qkv_masked without the mask: a split of a packed projection into q, k and v read only by an attention_heads becomes one attention_heads_qkv.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-17 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+21 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -64,10 +72,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, attention_masked, attention_scaled, attention)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, attention_masked, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv)
 [exit 1]
 $ tapestry rewrites check
-checked 17 rules, 27 examples (and 51 random shapes; 54 exactly on integers): all passed
+checked 21 rules, 33 examples (and 57 random shapes; 54 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -94,7 +102,7 @@ resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
 bert_layer: 4 sites attention 1, matmul_add_linear 3
-gpt2_block: 6 sites attention_masked 1, gelu_erf 1, matmul_add_linear 4
+gpt2_block: 8 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, matmul_add_linear 4
 [created bert_layer.json]
 [created bert_layer.x.json]
 [created gpt2_block.json]
@@ -137,9 +145,9 @@ $ tapestry optimize $TESTDATA/graphs/mobilenet_block.json --target cpu-2 --rewri
 [true,2]
 ## The search chooses among the graphs the search rules make: plans of one front rewrote different sites, and each passes run --check against the model as imported.
 $ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tapestry optimize $m.json --target h100x8 --seed 2 --iterations 60 --select $s -q -o $m.$s.json --front $m.front.json && tapestry run $m.$s.json --check -q && echo "$m $s: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' $m.$s.json)"; done; jq -r --arg m $m '"\($m): front plans by sites rewritten \([.front[].rewrites | length] | group_by(.) | map("\(.[0]): \(length)") | join(", "))"' $m.front.json; done
-gpt2_block fastest: checked, attention_masked 1, gelu_erf 1, matmul_add_linear 4
-gpt2_block smallest: checked, attention_masked 1, gelu_erf 1
-gpt2_block: front plans by sites rewritten 1: 10, 2: 23, 6: 31
+gpt2_block fastest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, matmul_add_linear 4
+gpt2_block smallest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1
+gpt2_block: front plans by sites rewritten 1: 7, 4: 27, 8: 30
 bert_layer fastest: checked, attention 1, matmul_add_linear 3
 bert_layer smallest: checked, attention 1
 bert_layer: front plans by sites rewritten 1: 23, 4: 41

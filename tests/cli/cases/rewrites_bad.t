@@ -147,3 +147,18 @@ $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/copied_param.yaml
 !     mul: {kernel: mul_scalar, params: {value: "from div.divisor"}, inputs: {input: x}, outputs: {result: s}}
 !                                               ^
 [exit 1]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/from_syntax.yaml
+! bad/rewrites/from_syntax.yaml:8:47: error: replace.mul.params.value: expected "from OP.PARAM" (a pattern operation's param)
+!     mul: {kernel: mul_scalar, params: {value: "from div"}, inputs: {input: x}, outputs: {result: s}}
+!                                               ^
+[exit 1]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/list_port.yaml
+! bad/rewrites/list_port.yaml:6:64: error: match.sp: split's results is a list port: bind it to a list of variables ([a, b, ...])
+!     sp: {kernel: split, inputs: {input: x}, outputs: {results: parts}}
+!                                                                ^
+[exit 1]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/list_in_replace.yaml
+! bad/rewrites/list_in_replace.yaml:10:64: error: replace.sp.outputs port results: list ports are not supported in replacements (only in patterns)
+!     sp: {kernel: split, inputs: {input: r}, outputs: {results: [y, b]}}
+!                                                                ^
+[exit 1]
