@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -56,6 +57,29 @@ std::optional<std::int64_t> embeddingBound(const graph::ExpandedGraph& g, std::s
   return bound;
 }
 
+// The largest number of terms a consumer sums per output element from this
+// tensor: the product of the extents of its reduction dims (conv2d's C*KH*KW,
+// matmul's k), 1 when none reads it in a sum. A reduction by max, min or prod
+// is no sum (a product of scaled values would vanish).
+double fanIn(const graph::ExpandedGraph& g, std::size_t tensor) {
+  double most = 1;
+  for (std::size_t opIndex : g.tensors[tensor].consumers) {
+    const metakernel::Application& a = g.operations[opIndex].application;
+    const bool sum = std::all_of(a.outputs.begin(), a.outputs.end(), [](const auto& out) {
+      return !out.combine || *out.combine == metakernel::Combine::Sum;
+    });
+    if (!sum) {
+      continue;
+    }
+    double terms = 1;
+    for (std::size_t d : a.reductionDims) {
+      terms *= static_cast<double>(a.index.extent(d));
+    }
+    most = std::max(most, terms);
+  }
+  return most;
+}
+
 } // namespace
 
 TensorBuffers loadInputs(const graph::ExpandedGraph& g, const std::string& dir) {
@@ -87,12 +111,16 @@ TensorBuffers loadInputs(const graph::ExpandedGraph& g, const std::string& dir) 
   return out;
 }
 
-Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_t seed) {
+Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_t seed,
+                 Scale scale) {
   const graph::Tensor& t = g.tensors[tensor];
   const DType dtype = parseDType(t.type.dtype);
   Buffer buffer = Buffer::host(dtype, t.type.shape);
   std::uint64_t state = (seed * 0x9E3779B97F4A7C15ull) ^ fnv1a(t.name);
   const std::optional<std::int64_t> bound = embeddingBound(g, tensor);
+  // Floats over the square root of the tensor's fan-in: sums of products keep
+  // their size through a deep network instead of overflowing.
+  const double factor = scale == Scale::FanIn ? 1.0 / std::sqrt(fanIn(g, tensor)) : 1.0;
   dispatchWithBool(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (T& x : buffer.elements<T>()) {
@@ -107,7 +135,7 @@ Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_
           x = static_cast<T>(static_cast<std::int64_t>(r % 9) - 4);
         }
       } else {
-        const double u = static_cast<double>(r >> 11) * 0x1.0p-53 * 2.0 - 1.0; // [-1, 1)
+        const double u = (static_cast<double>(r >> 11) * 0x1.0p-53 * 2.0 - 1.0) * factor;
         if constexpr (std::is_same_v<T, Half>) {
           x = floatToHalf(static_cast<float>(u));
         } else if constexpr (std::is_same_v<T, BFloat16>) {
@@ -121,11 +149,11 @@ Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_
   return buffer;
 }
 
-TensorBuffers drawInputs(const graph::ExpandedGraph& g, std::uint64_t seed) {
+TensorBuffers drawInputs(const graph::ExpandedGraph& g, std::uint64_t seed, Scale scale) {
   TensorBuffers out;
   for (std::size_t i = 0; i < g.tensors.size(); ++i) {
     if (g.tensors[i].isGraphInput()) {
-      out.emplace(g.tensors[i].name, drawInput(g, i, seed));
+      out.emplace(g.tensors[i].name, drawInput(g, i, seed, scale));
     }
   }
   return out;

@@ -21,11 +21,18 @@ TensorBuffers loadInputs(const graph::ExpandedGraph& g, const std::string& dir);
 
 // One graph input drawn from `seed`: the stream depends only on the seed and
 // the tensor's name (splitmix64), so adding tensors never changes others.
-// Floats are uniform in [-1, 1); integers uniform in [-4, 4], except tensors
-// read as embedding indices, which are uniform in [0, V) for the smallest V of
-// the tables they index; bools are a fair coin per element.
-Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_t seed);
-TensorBuffers drawInputs(const graph::ExpandedGraph& g, std::uint64_t seed);
+// Floats are uniform in [-1, 1) over sqrt(fan-in), where the fan-in is the
+// most terms any consumer sums per output element from the tensor (the
+// product of its reduction dims: conv2d's C*KH*KW, matmul's k; 1 for none),
+// so that a deep network's sums neither overflow nor vanish (Scale::Unit:
+// [-1, 1) whatever the consumers). Integers are uniform in [-4, 4], except
+// tensors read as embedding indices, which are uniform in [0, V) for the
+// smallest V of the tables they index; bools are a fair coin per element.
+enum class Scale { FanIn, Unit };
+Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_t seed,
+                 Scale scale = Scale::FanIn);
+TensorBuffers drawInputs(const graph::ExpandedGraph& g, std::uint64_t seed,
+                         Scale scale = Scale::FanIn);
 
 // Writes DIR/NAME.npy for every tensor of `tensors` named in `names`
 // (creating DIR), each atomically; host buffers only.

@@ -253,7 +253,7 @@ std::optional<std::string> checkInstance(const Rule& rule, const graph::Expanded
   backend::CpuBackend cpu(1);
   if (integerRule(rule)) {
     // Products and sums of small integers: both sides agree exactly.
-    backend::TensorBuffers inputs = backend::drawInputs(left, 1);
+    backend::TensorBuffers inputs = backend::drawInputs(left, 1, backend::Scale::Unit);
     if (toIntegers(inputs)) {
       ++tally.integer;
       const backend::CheckReference l = backend::unshardedReference(cpu, left, inputs);

@@ -409,3 +409,31 @@ TEST_CASE("seeded bool inputs are a fair coin per element, deterministic per see
   TensorBuffers loaded = loadInputs(g, dir.path.string());
   CHECK(std::memcmp(loaded.at("mask").data(), a.data(), 2000) == 0);
 }
+
+TEST_CASE("seeded float inputs shrink with the fan-in of their consumers", "[npy][inputs]") {
+  // w is summed 16 terms per output element by the matmul (k = 16) and 1 by
+  // the relu: its draws are uniform in [-1/4, 1/4); r, read by a relu only,
+  // in [-1, 1). Scale::Unit draws both in [-1, 1).
+  graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
+    "tensors": {"x": {"dtype": "float64", "shape": [8, 16]}, "w": {"dtype": "float64", "shape": [16, 64]},
+                "r": {"dtype": "float64", "shape": [1024]}},
+    "operations": [{"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}},
+                   {"name": "a", "kernel": "relu", "inputs": {"input": "w"}, "outputs": {"result": "z"}},
+                   {"name": "b", "kernel": "relu", "inputs": {"input": "r"}, "outputs": {"result": "s"}}]})");
+  auto largest = [](const Buffer& b) {
+    double most = 0;
+    for (double v : b.elements<double>()) {
+      most = std::max(most, std::abs(v));
+    }
+    return most;
+  };
+  const TensorBuffers scaled = drawInputs(g, 5);
+  const TensorBuffers unit = drawInputs(g, 5, Scale::Unit);
+  CHECK(largest(scaled.at("w")) < 0.25);
+  CHECK(largest(scaled.at("w")) > 0.24); // 1024 draws reach near the bound
+  CHECK(largest(scaled.at("x")) < 0.25);
+  CHECK(largest(scaled.at("r")) > 0.99);
+  CHECK(largest(unit.at("w")) > 0.99);
+  // The same stream, scaled: each value is the unit draw over 4.
+  CHECK(scaled.at("w").elements<double>()[7] == unit.at("w").elements<double>()[7] / 4);
+}

@@ -143,6 +143,33 @@ $ cd $TESTDATA && tapestry render graphs/convnet.json --view original
 [exit 2]
 $ tapestry optimize $TESTDATA/graphs/mobilenet_block.json --target cpu-2 --rewrites default --iterations 5 -o plan.json -q && tapestry run plan.json --check --format json | jq -c '[.check.ok, (.check.outputs | length)]'
 [true,2]
+## Every ONNX model, optimized with rewrites for cpu-2 and h100x8, passes run --check against the model as imported (ResNet-50's weights are graph inputs, drawn over the square root of their fan-in).
+$ tapestry import $TESTDATA/onnx/mlp3.onnx -q -o mlp3.json && for m in resnet50 mobilenet_v2 mlp3 resnet18 bert_layer gpt2_block; do for t in cpu-2 h100x8; do tapestry optimize $m.json --target $t --seed 1 --iterations 30 -q -o $m.$t.json && tapestry run $m.$t.json --check -q && echo "$m $t: checked, $(jq '[.rewrites.sites[]?] | length' $m.$t.json) sites"; done; done
+resnet50 cpu-2: checked, 49 sites
+resnet50 h100x8: checked, 16 sites
+mobilenet_v2 cpu-2: checked, 45 sites
+mobilenet_v2 h100x8: checked, 45 sites
+mlp3 cpu-2: checked, 0 sites
+mlp3 h100x8: checked, 0 sites
+resnet18 cpu-2: checked, 17 sites
+resnet18 h100x8: checked, 8 sites
+bert_layer cpu-2: checked, 4 sites
+bert_layer h100x8: checked, 4 sites
+gpt2_block cpu-2: checked, 8 sites
+gpt2_block h100x8: checked, 8 sites
+[created bert_layer.cpu-2.json]
+[created bert_layer.h100x8.json]
+[created gpt2_block.cpu-2.json]
+[created gpt2_block.h100x8.json]
+[created mlp3.cpu-2.json]
+[created mlp3.h100x8.json]
+[created mlp3.json]
+[created mobilenet_v2.cpu-2.json]
+[created mobilenet_v2.h100x8.json]
+[created resnet18.cpu-2.json]
+[created resnet18.h100x8.json]
+[created resnet50.cpu-2.json]
+[created resnet50.h100x8.json]
 ## The search chooses among the graphs the search rules make: plans of one front rewrote different sites, and each passes run --check against the model as imported.
 $ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tapestry optimize $m.json --target h100x8 --seed 2 --iterations 60 --select $s -q -o $m.$s.json --front $m.front.json && tapestry run $m.$s.json --check -q && echo "$m $s: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' $m.$s.json)"; done; jq -r --arg m $m '"\($m): front plans by sites rewritten \([.front[].rewrites | length] | group_by(.) | map("\(.[0]): \(length)") | join(", "))"' $m.front.json; done
 gpt2_block fastest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, matmul_add_linear 4
