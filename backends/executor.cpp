@@ -194,12 +194,14 @@ void Executor::prepareShard(u32 id) {
         // Several regions that no cut separates (or none, for a tensor whose
         // producer had an empty index space and wrote nothing: zeros): copied
         // into one buffer for this kernel call.
-        const Slot scratch{
-            tensor, parseDType(g_.tensors[tensor].type.dtype), range, shard.device, false, 0};
+        Slot scratch{tensor, parseDType(g_.tensors[tensor].type.dtype), range, shard.device, false,
+                     0};
+        scratch.channelsLast = !lastTensors_.empty() && lastTensors_[tensor] != 0;
         TensorView view;
         view.dtype = scratch.dtype;
         view.region = range;
-        view.strides = rowMajorStrides(range.shape().coords());
+        view.strides = scratch.channelsLast ? channelsLastStrides(range.shape().coords())
+                                            : rowMajorStrides(range.shape().coords());
         view.device = shard.device;
         view.constant = std::all_of(parts.begin(), parts.end(),
                                     [&](u32 part) { return slotViews_[part].constant; });
@@ -225,7 +227,10 @@ void Executor::setup(const ExecuteOptions& options, const cost::Simulation* sche
         options.blasThreads > 0 ? options.blasThreads : std::max(1, lists_.cores / lists_.workers);
     CpuBackend::setBlasThreads(blasThreads_);
   }
-  pool_ = std::make_unique<WorkerPool>(std::max<std::size_t>(lists_.lists.size(), 1));
+  // Workers pinned to CPUs on the CPU backend, one process on the machine;
+  // under mpirun the ranks share the CPUs, and the OS places them.
+  pool_ = std::make_unique<WorkerPool>(std::max<std::size_t>(lists_.lists.size(), 1),
+                                       hostBuffers_ && options.link == nullptr);
   if (options.channelsLast) {
     chooseLayouts();
   }
@@ -298,6 +303,9 @@ void Executor::runShard(u32 id) {
     std::vector<Buffer> scratch; // assembled selections, freed after the kernel
     for (PreparedPiece::Assembly& a : piece.scratch) {
       Buffer buffer = allocate(a.slot, true);
+      if (a.slot.channelsLast) { // the layout prepareShard gave the call's view
+        buffer = buffer.withStrides(channelsLastStrides(a.slot.region.shape().coords()));
+      }
       for (u32 s : a.parts) {
         backend_.copyOverlap(slotView(s), buffer.view());
       }

@@ -187,8 +187,9 @@ private:
   // last (Backend::channelsLast): 4-d float32 or bfloat16 tensors between
   // operations, every port that reads or writes them taking the layout, in a
   // group of such tensors (linked through the operations) that a preferring
-  // port reads or writes. Graph inputs and outputs stay row-major, and so do
-  // transfer, reduction and scratch regions (copies between layouts).
+  // port reads or writes; their transfers' arrivals and the scratch buffers
+  // that assemble their selections are channels last too. Graph inputs and
+  // outputs stay row-major.
   void chooseLayouts();
   void prepareShard(u32 id);
 
@@ -226,6 +227,8 @@ private:
   // graph input, and the bytes charged for it this run.
   std::vector<TensorView> slotViews_;
   std::vector<char> alias_;
+  // Per tensor: kept channels last (chooseLayouts; empty: none is).
+  std::vector<char> lastTensors_;
   // Small regions the CPU backend keeps across runs (setup): their buffer is
   // taken at the first run and reused by every later one, so a small task
   // neither allocates nor frees (its bytes are still charged and discharged

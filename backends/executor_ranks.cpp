@@ -233,7 +233,8 @@ void Executor::sendTransfer(const Task& task) {
 
 // The transfer's slot is a dense buffer over exactly its region: received into
 // in place where the transport can (host memory, a CUDA-aware MPI, NCCL on the
-// slot's GPU), else through a staging buffer copied into it.
+// slot's GPU) and the slot is row-major as the sender packed it, else through
+// a staging buffer copied into it (a channels-last slot: chooseLayouts).
 void Executor::receiveTransfer(const Task& task) {
   const plan::Transfer& t = p_.transfers[task.a];
   const u32 s = task.creates[0];
@@ -243,7 +244,7 @@ void Executor::receiveTransfer(const Task& task) {
   makeBuffer(s);
   const int from = rankOf(slots_[task.reads[0]].device);
   if (transport_ == Transport::Nccl) {
-    const bool inPlace = deviceLink_->reaches(slots_[s].device);
+    const bool inPlace = deviceLink_->reaches(slots_[s].device) && !slots_[s].channelsLast;
     Buffer staging =
         inPlace ? buffers_[s] : backend_.allocate(slots_[s].dtype, t.region, deviceLink_->device());
     if (deviceLink_->receive(from, staging, *cancel_) && !inPlace) {
@@ -251,7 +252,8 @@ void Executor::receiveTransfer(const Task& task) {
     }
     return;
   }
-  const bool inPlace = hostBuffers_ || transport_ == Transport::CudaAwareMpi;
+  const bool inPlace =
+      (hostBuffers_ || transport_ == Transport::CudaAwareMpi) && !slots_[s].channelsLast;
   Buffer staging = inPlace ? buffers_[s] : Buffer::host(slots_[s].dtype, t.region);
   const std::span<std::byte> into(staging.data(), static_cast<std::size_t>(staging.byteSize()));
   if (!link_->receive(from, static_cast<int>(task.a), into, *cancel_)) {

@@ -199,10 +199,18 @@ void Executor::chooseLayouts() {
       groupPrefers[find(t)] = 1;
     }
   }
-  for (u32 s = 0; s < transferBase_; ++s) {
-    const std::size_t t = slots_[s].tensor;
-    slots_[s].channelsLast = fits[t] != 0 && groupPrefers[find(t)] != 0 && !slots_[s].keep &&
-                             !slots_[s].region.isEmpty();
+  lastTensors_.assign(nTensors, 0);
+  for (std::size_t t = 0; t < nTensors; ++t) {
+    lastTensors_[t] = static_cast<char>(fits[t] != 0 && groupPrefers[find(t)] != 0);
+  }
+  // Shard tiles, and the transfers of those tensors too: a shard that reads a
+  // row-major arrival (a spatial shard's halo rows, a channel split's other
+  // half) made its convolution copy the whole input into the primitive's
+  // layout on every call. MobileNetV2's depthwise shards split by rows took
+  // 3-6x their share of the whole convolution so (tapestry bench, 2026-11-28).
+  for (u32 s = 0; s < residentBase_; ++s) {
+    slots_[s].channelsLast =
+        lastTensors_[slots_[s].tensor] != 0 && !slots_[s].keep && !slots_[s].region.isEmpty();
   }
 }
 

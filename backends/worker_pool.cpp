@@ -2,6 +2,9 @@
 
 #include <chrono>
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace tapestry::backend {
 
 namespace {
@@ -36,9 +39,42 @@ T awaitChange(const std::atomic<T>& value, T old, std::chrono::nanoseconds spin)
 constexpr auto kSpinBetweenRuns = std::chrono::microseconds(100);
 constexpr auto kSpinForWorkers = std::chrono::microseconds(50);
 
+// The CPUs the calling thread may run on, in order (empty where unknown).
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+    return out;
+  }
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Holds the calling thread to `cpus`; false where the system refuses.
+bool runOn(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    CPU_SET(c, &set);
+  }
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
 } // namespace
 
-WorkerPool::WorkerPool(std::size_t workers) {
+WorkerPool::WorkerPool(std::size_t workers, bool pin) {
+  if (pin && workers > 1) {
+    const std::vector<int> allowed = allowedCpus();
+    if (allowed.size() >= workers && runOn({allowed[0]})) {
+      callerCpus_ = allowed;
+      cpus_.assign(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(workers));
+    }
+  }
   for (std::size_t w = 1; w < workers; ++w) {
     threads_.emplace_back([this, w] { loop(w); });
   }
@@ -48,10 +84,16 @@ WorkerPool::~WorkerPool() {
   stop_.store(true, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
+  if (!callerCpus_.empty()) {
+    runOn(callerCpus_); // assumes the pool dies on the thread that made it, as PreparedRun's does
+  }
   // The jthreads join here.
 }
 
 void WorkerPool::loop(std::size_t worker) {
+  if (!cpus_.empty()) {
+    runOn({cpus_[worker]}); // best effort: unpinned, the worker still runs
+  }
   std::uint64_t seen = 0;
   while (true) {
     seen = awaitChange(generation_, seen, kSpinBetweenRuns);

@@ -18,8 +18,13 @@ namespace tapestry::backend {
 class WorkerPool {
 public:
   // A pool of `workers` workers: the calling thread is worker 0, and
-  // `workers` - 1 threads are started now.
-  explicit WorkerPool(std::size_t workers);
+  // `workers` - 1 threads are started now. With `pin`, where the calling
+  // thread may run on at least `workers` CPUs, worker w is held to the w-th
+  // of them (the calling thread until the pool is destroyed, then it gets its
+  // CPUs back). Unpinned, Linux woke a worker on the CPU of the thread that
+  // woke it and kept both there: on 2 cores a 2-device plan's workers shared
+  // one CPU in some processes and ran 2-3x slower (tapestry bench, 2026-11-28).
+  explicit WorkerPool(std::size_t workers, bool pin = false);
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
@@ -36,6 +41,8 @@ private:
   std::atomic<std::size_t> pending_{0};      // pool threads still in this run's job
   std::atomic<bool> stop_{false};
   const std::function<void(std::size_t)>* job_ = nullptr;
+  std::vector<int> cpus_;             // worker w's CPU when pinned; empty: unpinned
+  std::vector<int> callerCpus_;       // the calling thread's CPUs before the pool pinned it
   std::vector<std::jthread> threads_; // last: they start after the rest is set
 };
 

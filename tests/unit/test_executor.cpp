@@ -31,12 +31,15 @@
 #include <tuple>
 #include <vector>
 
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "backends/calibration.hpp"
 #include "backends/check.hpp"
 #include "backends/cpu/body_kernel.hpp"
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/worker_pool.hpp"
 #ifdef TAPESTRY_HAVE_CUDA
 #include "backends/cuda/cuda_probe.hpp"
 #endif
@@ -381,6 +384,39 @@ TEST_CASE("activations around convolutions run channels last, sharded too, with 
   for (const char* name : {"y", "c2"}) {
     const std::vector<float> a = values(plain.outputs.at(name));
     const std::vector<float> b = values(one.run.outputs.at(name));
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO(name << "[" << i << "]");
+      CHECK(b[i] == Approx(a[i]).epsilon(1e-4).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("a row split keeps its halo transfers and assembled selections channels last",
+          "[executor][layout]") {
+  const graph::ExpandedGraph g = expandText(kSmallCnn);
+  // Every 4-d op split in two along its third index dim (output rows for the
+  // convolutions and pools), alternating devices: each convolution's shard
+  // reads a halo row the other device made.
+  plan::PlanChoice c;
+  for (const graph::Operation& op : g.operations) {
+    std::vector<std::int64_t> split(op.application.index.rank(), 1);
+    if (split.size() >= 4 && op.application.index.extent(2) > 1) {
+      split[2] = 2;
+    }
+    const std::int64_t shards = split.size() >= 4 ? split[2] : 1;
+    c.ops.push_back(
+        plan::OpChoice{split, shards == 2 ? std::vector<int>{0, 1} : std::vector<int>{0}});
+  }
+  const Outcome rows = runAndCheck(g, 2, c);
+  CHECK(rows.run.stats.assembledSelections > 0);
+  // The tiles of c1 r1 p c3 q s (6 tensors, 2 shards each), and more: the
+  // transfers of those tensors arrive channels last too.
+  CHECK(rows.run.stats.channelsLastRegions > 12);
+  const Outcome one = runAndCheck(g, 1, plan::singleDeviceChoice(g));
+  for (const char* name : {"y", "c2"}) {
+    const std::vector<float> a = values(one.run.outputs.at(name));
+    const std::vector<float> b = values(rows.run.outputs.at(name));
     REQUIRE(a.size() == b.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
       INFO(name << "[" << i << "]");
@@ -1894,4 +1930,56 @@ TEST_CASE("calibrate's spread: a burst in one pass does not decide it", "[calibr
   CHECK(spread == Approx(std::exp(std::log(1.1) / 2) - 1));
   // Samples without a measurement or a prediction are left out.
   CHECK(speedupSpread({{0.0, {1.0}}, {1.0, {}}, {2.0, {2.5}}}) == Approx(0.25));
+}
+
+namespace {
+
+// The CPUs the calling thread may run on.
+std::vector<int> threadCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out; // empty where the system does not say (fails the checks)
+  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+    return out;
+  }
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a pinned worker pool holds each worker to its own CPU and gives the caller its CPUs "
+          "back",
+          "[executor][workers]") {
+  const std::vector<int> before = threadCpus();
+  std::vector<std::vector<int>> seen(2);
+  {
+    WorkerPool pool(2, true);
+    pool.run([&](std::size_t w) { seen[w] = threadCpus(); });
+  }
+  CHECK(threadCpus() == before);
+  if (before.size() >= 2) {
+    CHECK(seen[0] == std::vector<int>{before[0]});
+    CHECK(seen[1] == std::vector<int>{before[1]});
+  } else { // one CPU: nothing to spread the workers over, nothing pinned
+    CHECK(seen[0] == before);
+    CHECK(seen[1] == before);
+  }
+  // Unpinned, and with more workers than CPUs: every worker keeps the caller's CPUs.
+  const std::size_t many = before.size() + 1;
+  for (const auto& [workers, pin] : {std::pair<std::size_t, bool>{2, false}, {many, true}}) {
+    std::vector<std::vector<int>> cpus(workers);
+    {
+      WorkerPool pool(workers, pin);
+      pool.run([&](std::size_t w) { cpus[w] = threadCpus(); });
+    }
+    for (const std::vector<int>& c : cpus) {
+      CHECK(c == before);
+    }
+  }
+  CHECK(threadCpus() == before);
 }
