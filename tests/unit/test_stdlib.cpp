@@ -1182,6 +1182,14 @@ Ints randReshape(Rng& rng, const Ints& in) {
 
 // Over 120 lines: one branch per standard kernel, the random operands each
 // kernel accepts, read side by side.
+// A masked heads attention's mask and fill: a mask of [b, 1, 1, t] or
+// [s, t] (t broadcast half the time), and a one-element fill.
+void addHeadsMask(Case& c, Rng& rng, std::int64_t b, std::int64_t s, std::int64_t t) {
+  const Ints mask = uni(rng, 0, 2) == 0 ? Ints{b, 1, 1, t} : Ints{s, uni(rng, 0, 1) == 0 ? t : 1};
+  c.inputs.push_back({"mask", {T(mask, "bool")}});
+  c.inputs.push_back({"fill", {T({})}});
+}
+
 Case randomCase(const std::string& k, Rng& rng) {
   auto pick = [&](std::initializer_list<const char*> xs) {
     return std::string(*(xs.begin() + uni(rng, 0, static_cast<std::int64_t>(xs.size()) - 1)));
@@ -1294,10 +1302,7 @@ Case randomCase(const std::string& k, Rng& rng) {
             {"V", {T({b, t, heads * e})}}},
            {{"heads", heads}, {"divisor", 2.0}}};
     if (k == "attention_heads_masked") {
-      const Ints mask =
-          uni(rng, 0, 2) == 0 ? Ints{b, 1, 1, t} : Ints{sq, uni(rng, 0, 1) == 0 ? t : 1};
-      c.inputs.push_back({"mask", {T(mask, "bool")}});
-      c.inputs.push_back({"fill", {T({})}});
+      addHeadsMask(c, rng, b, sq, t);
     }
     return c;
   }
@@ -1309,10 +1314,7 @@ Case randomCase(const std::string& k, Rng& rng) {
     const TensorType qkv = T({b, sq, 3 * heads * d});
     Case c{k, {{"Q", {qkv}}, {"K", {qkv}}, {"V", {qkv}}}, {{"heads", heads}, {"divisor", 2.0}}};
     if (k == "attention_heads_qkv_masked") {
-      const Ints mask =
-          uni(rng, 0, 2) == 0 ? Ints{b, 1, 1, sq} : Ints{sq, uni(rng, 0, 1) == 0 ? sq : 1};
-      c.inputs.push_back({"mask", {T(mask, "bool")}});
-      c.inputs.push_back({"fill", {T({})}});
+      addHeadsMask(c, rng, b, sq, sq);
     }
     return c;
   }
