@@ -223,8 +223,28 @@ const char* npyDescr(DType dtype) {
   return "|b1";
 }
 
-NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
-  if (bytes.size() < kMagicLen + 2 || bytes.substr(0, kMagicLen) != std::string_view(kMagic)) {
+namespace {
+
+// What a .npy file's prefix (magic, version, header) says: the array's
+// descr, dtype and shape, and where its data starts.
+struct NpyLayout {
+  std::string descr;
+  DType dtype = DType::Float32;
+  ZRange region;
+  std::size_t dataOffset = 0;
+  std::int64_t dataBytes = 0;
+};
+
+// The bytes a prefix needs before its header can be read: the magic and
+// version, then the header length's field.
+constexpr std::size_t kLengthAt = kMagicLen + 2;
+
+// Parses the prefix of a file of `fileSize` bytes whose first bytes are
+// `bytes` (at least up to the end of its header, or the whole file where it
+// is shorter), and checks that the data that follows has the size its shape
+// and dtype need.
+NpyLayout parseNpyPrefix(std::string_view bytes, std::size_t fileSize, const std::string& name) {
+  if (fileSize < kLengthAt || bytes.substr(0, kMagicLen) != std::string_view(kMagic)) {
     fail(name, "not a NumPy .npy file (no \\x93NUMPY magic string)");
   }
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -234,15 +254,14 @@ NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
                    std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
   }
   const std::size_t lenWidth = major == 1 ? 2 : 4;
-  const std::size_t prefix = kMagicLen + 2 + lenWidth;
-  if (bytes.size() < prefix) {
-    fail(name,
-         "truncated .npy header: the file ends after " + std::to_string(bytes.size()) + " bytes");
+  const std::size_t prefix = kLengthAt + lenWidth;
+  if (fileSize < prefix) {
+    fail(name, "truncated .npy header: the file ends after " + std::to_string(fileSize) + " bytes");
   }
-  const std::size_t headerLen = readLE(bytes, kMagicLen + 2, lenWidth);
-  if (bytes.size() < prefix + headerLen) {
+  const std::size_t headerLen = readLE(bytes, kLengthAt, lenWidth);
+  if (fileSize < prefix + headerLen || bytes.size() < prefix + headerLen) {
     fail(name, "truncated .npy header: it declares " + std::to_string(headerLen) +
-                   " bytes but the file ends after " + std::to_string(bytes.size() - prefix));
+                   " bytes but the file ends after " + std::to_string(fileSize - prefix));
   }
   const HeaderParser::Header header = HeaderParser(bytes.substr(prefix, headerLen), name).parse();
   if (header.fortranOrder) {
@@ -255,30 +274,47 @@ NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
                    "' (supported: '<f4', '<f8', '<f2', '<i4', '<i8', '|b1', and '<u2' for "
                    "bfloat16)");
   }
-  const ZRange region = ZRange::fromShape(ZPoint(header.shape));
-  const std::int64_t expected =
-      checkedMul(region.size(), static_cast<std::int64_t>(dtypeSize(*dtype)));
-  const auto found = static_cast<std::int64_t>(bytes.size() - prefix - headerLen);
-  if (found != expected) {
-    fail(name, std::string(found < expected ? "truncated data" : "unexpected trailing data") +
+  NpyLayout out;
+  out.descr = header.descr;
+  out.dtype = *dtype;
+  out.region = ZRange::fromShape(ZPoint(header.shape));
+  out.dataOffset = prefix + headerLen;
+  out.dataBytes = checkedMul(out.region.size(), static_cast<std::int64_t>(dtypeSize(*dtype)));
+  const auto found = static_cast<std::int64_t>(fileSize - out.dataOffset);
+  if (found != out.dataBytes) {
+    fail(name, std::string(found < out.dataBytes ? "truncated data" : "unexpected trailing data") +
                    ": shape " + pythonShape(header.shape) + " of '" + header.descr + "' needs " +
-                   std::to_string(expected) + " bytes after the header, the file has " +
+                   std::to_string(out.dataBytes) + " bytes after the header, the file has " +
                    std::to_string(found));
-  }
-  NpyArray out{header.descr, Buffer::host(*dtype, region)};
-  if (expected > 0) {
-    std::memcpy(out.buffer.data(), bytes.data() + prefix + headerLen,
-                static_cast<std::size_t>(expected));
-  }
-  if (*dtype == DType::Bool) {
-    // NumPy writes 0 and 1; any other byte is true, as NumPy reads it.
-    for (Bool& b : out.buffer.elements<Bool>()) {
-      b.bits = b.bits != 0 ? 1 : 0;
-    }
   }
   return out;
 }
 
+// NumPy writes 0 and 1 for bool; any other byte is true, as NumPy reads it.
+void normalizeBools(NpyArray& a) {
+  if (a.buffer.dtype() == DType::Bool) {
+    for (Bool& b : a.buffer.elements<Bool>()) {
+      b.bits = b.bits != 0 ? 1 : 0;
+    }
+  }
+}
+
+} // namespace
+
+NpyArray decodeNpy(std::string_view bytes, const std::string& name) {
+  const NpyLayout layout = parseNpyPrefix(bytes, bytes.size(), name);
+  NpyArray out{layout.descr, Buffer::hostUninitialized(layout.dtype, layout.region)};
+  if (layout.dataBytes > 0) {
+    std::memcpy(out.buffer.data(), bytes.data() + layout.dataOffset,
+                static_cast<std::size_t>(layout.dataBytes));
+  }
+  normalizeBools(out);
+  return out;
+}
+
+// Reads the prefix, then the data straight into the array's buffer: a
+// ResNet-50's weights went through a string stream, its copy and the buffer
+// (four passes over 100 MB, and the page faults of each) before.
 NpyArray readNpy(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -288,12 +324,44 @@ NpyArray readNpy(const std::string& path) {
   if (!in) {
     fail(path, std::string("cannot open file: ") + std::strerror(errno));
   }
-  std::ostringstream content;
-  content << in.rdbuf();
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (end < 0 || !in) {
+    fail(path, "cannot read file");
+  }
+  const auto fileSize = static_cast<std::size_t>(end);
+  // The magic, version and length field, then as much more as the length says.
+  std::string head(std::min(fileSize, kLengthAt + 4), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (fileSize >= kLengthAt + 2 && head.compare(0, kMagicLen, kMagic, kMagicLen) == 0) {
+    const int major = static_cast<unsigned char>(head[6]);
+    const std::size_t lenWidth = major == 1 ? 2 : 4;
+    if (major >= 1 && major <= 3 && head.size() >= kLengthAt + lenWidth) {
+      const std::size_t want =
+          std::min(fileSize, kLengthAt + lenWidth + readLE(head, kLengthAt, lenWidth));
+      if (want > head.size()) {
+        const std::size_t had = head.size();
+        head.resize(want);
+        in.read(head.data() + had, static_cast<std::streamsize>(want - had));
+      }
+    }
+  }
   if (in.bad()) {
     fail(path, "cannot read file");
   }
-  return decodeNpy(content.str(), path);
+  const NpyLayout layout = parseNpyPrefix(head, fileSize, path);
+  NpyArray out{layout.descr, Buffer::hostUninitialized(layout.dtype, layout.region)};
+  if (layout.dataBytes > 0) {
+    in.seekg(static_cast<std::streamoff>(layout.dataOffset), std::ios::beg);
+    in.read(reinterpret_cast<char*>(out.buffer.data()),
+            static_cast<std::streamsize>(layout.dataBytes));
+    if (!in || in.gcount() != static_cast<std::streamsize>(layout.dataBytes)) {
+      fail(path, "cannot read file");
+    }
+  }
+  normalizeBools(out);
+  return out;
 }
 
 std::string npyHeader(DType dtype, const std::vector<std::int64_t>& shape) {

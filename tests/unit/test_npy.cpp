@@ -54,13 +54,6 @@ template <class T> std::string bytesOf(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
 }
 
-// The formatted error of decoding `bytes` as "x.npy", or "" when it decodes.
-std::string errorOf(const std::string& bytes) {
-  const Failure failure = failureOf([&] { decodeNpy(bytes, "x.npy"); });
-  CHECK(failure.code == (failure.what.empty() ? ExitCode::Ok : ExitCode::InvalidInput));
-  return failure.what;
-}
-
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
@@ -80,6 +73,34 @@ struct TempDir {
 void writeBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
+}
+
+// The formatted error of decoding `bytes` as "x.npy", or "" when it decodes.
+// readNpy, which reads a file's header before its data, must say the same of
+// the same bytes in a file (its path for the name) and read the same array.
+std::string errorOf(const std::string& bytes) {
+  const Failure failure = failureOf([&] { decodeNpy(bytes, "x.npy"); });
+  CHECK(failure.code == (failure.what.empty() ? ExitCode::Ok : ExitCode::InvalidInput));
+  const TempDir dir;
+  const std::string path = dir.file("x.npy");
+  writeBytes(path, bytes);
+  const Failure read = failureOf([&] { readNpy(path); });
+  std::string expected = failure.what;
+  for (std::size_t at = expected.find("x.npy"); at != std::string::npos;
+       at = expected.find("x.npy", at + path.size())) {
+    expected.replace(at, 5, path);
+  }
+  CHECK(read.code == failure.code);
+  CHECK(read.what == expected);
+  if (failure.what.empty()) {
+    const NpyArray a = decodeNpy(bytes, "x.npy");
+    const NpyArray b = readNpy(path);
+    CHECK(a.descr == b.descr);
+    CHECK(a.buffer.region() == b.buffer.region());
+    CHECK(std::memcmp(a.buffer.data(), b.buffer.data(),
+                      static_cast<std::size_t>(a.buffer.byteSize())) == 0);
+  }
+  return failure.what;
 }
 
 graph::ExpandedGraph graphOf(const std::string& text) {
@@ -222,6 +243,17 @@ TEST_CASE("npy reads files as other writers lay them out", "[npy]") {
                          "x.npy");
   CHECK(s.buffer.region().rank() == 0);
   CHECK(s.buffer.elements<std::int64_t>()[0] == -7);
+  // readNpy reads each of them from a file as decodeNpy does (errorOf checks).
+  for (int major : {1, 2, 3}) {
+    for (std::size_t total : {128, 192, 4096}) {
+      CHECK(errorOf(npyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", f32, total,
+                            major))
+                .empty());
+    }
+  }
+  CHECK(errorOf(npyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
+                        std::string("\x00\x07", 2)))
+            .empty());
 }
 
 TEST_CASE("npy errors name the file and the problem", "[npy]") {
