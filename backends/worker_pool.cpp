@@ -39,7 +39,18 @@ T awaitChange(const std::atomic<T>& value, T old, std::chrono::nanoseconds spin)
 constexpr auto kSpinBetweenRuns = std::chrono::microseconds(100);
 constexpr auto kSpinForWorkers = std::chrono::microseconds(50);
 
-// The CPUs the calling thread may run on, in order (empty where unknown).
+// Holds the calling thread to `cpus`; false where the system refuses.
+bool runOn(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    CPU_SET(c, &set);
+  }
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+} // namespace
+
 std::vector<int> allowedCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -54,18 +65,6 @@ std::vector<int> allowedCpus() {
   }
   return out;
 }
-
-// Holds the calling thread to `cpus`; false where the system refuses.
-bool runOn(const std::vector<int>& cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) {
-    CPU_SET(c, &set);
-  }
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
-
-} // namespace
 
 WorkerPool::WorkerPool(std::size_t workers, bool pin) {
   if (pin && workers > 1) {

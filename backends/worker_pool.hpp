@@ -15,6 +15,10 @@
 
 namespace tapestry::backend {
 
+// The CPUs the calling thread may run on, in order (empty where the system
+// does not say).
+std::vector<int> allowedCpus();
+
 class WorkerPool {
 public:
   // A pool of `workers` workers: the calling thread is worker 0, and

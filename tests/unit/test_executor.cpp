@@ -31,8 +31,6 @@
 #include <tuple>
 #include <vector>
 
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "backends/calibration.hpp"
@@ -1932,36 +1930,16 @@ TEST_CASE("calibrate's spread: a burst in one pass does not decide it", "[calibr
   CHECK(speedupSpread({{0.0, {1.0}}, {1.0, {}}, {2.0, {2.5}}}) == Approx(0.25));
 }
 
-namespace {
-
-// The CPUs the calling thread may run on.
-std::vector<int> threadCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out; // empty where the system does not say (fails the checks)
-  if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
-    return out;
-  }
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-} // namespace
-
 TEST_CASE("a pinned worker pool holds each worker to its own CPU and gives the caller its CPUs "
           "back",
           "[executor][workers]") {
-  const std::vector<int> before = threadCpus();
+  const std::vector<int> before = allowedCpus();
   std::vector<std::vector<int>> seen(2);
   {
     WorkerPool pool(2, true);
-    pool.run([&](std::size_t w) { seen[w] = threadCpus(); });
+    pool.run([&](std::size_t w) { seen[w] = allowedCpus(); });
   }
-  CHECK(threadCpus() == before);
+  CHECK(allowedCpus() == before);
   if (before.size() >= 2) {
     CHECK(seen[0] == std::vector<int>{before[0]});
     CHECK(seen[1] == std::vector<int>{before[1]});
@@ -1975,11 +1953,11 @@ TEST_CASE("a pinned worker pool holds each worker to its own CPU and gives the c
     std::vector<std::vector<int>> cpus(workers);
     {
       WorkerPool pool(workers, pin);
-      pool.run([&](std::size_t w) { cpus[w] = threadCpus(); });
+      pool.run([&](std::size_t w) { cpus[w] = allowedCpus(); });
     }
     for (const std::vector<int>& c : cpus) {
       CHECK(c == before);
     }
   }
-  CHECK(threadCpus() == before);
+  CHECK(allowedCpus() == before);
 }
