@@ -208,7 +208,8 @@ void Executor::prepareShard(u32 id) {
         piece.inputs[port].push_back(ready(std::move(view)));
         piece.inputSources.push_back(
             {ViewSource::Kind::Scratch, static_cast<u32>(piece.scratch.size())});
-        piece.scratch.push_back({scratch, std::move(parts)});
+        const bool zero = !coversExactly(slots_, parts, range);
+        piece.scratch.push_back({scratch, std::move(parts), zero});
       }
     }
     const KernelCall call{op, piece.index, piece.inputs, piece.outputs, shard.device};
@@ -302,7 +303,7 @@ void Executor::runShard(u32 id) {
   for (PreparedPiece& piece : prepared.pieces) {
     std::vector<Buffer> scratch; // assembled selections, freed after the kernel
     for (PreparedPiece::Assembly& a : piece.scratch) {
-      Buffer buffer = allocate(a.slot, true);
+      Buffer buffer = allocate(a.slot, a.zero);
       if (a.slot.channelsLast) { // the layout prepareShard gave the call's view
         buffer = buffer.withStrides(channelsLastStrides(a.slot.region.shape().coords()));
       }

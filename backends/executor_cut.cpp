@@ -10,34 +10,33 @@
 namespace tapestry::backend::detail {
 
 // Index dims along which a shard can be cut into pieces that run as separate
-// kernel calls writing disjoint parts of its output tiles: not a reduction dim,
-// and every IPF row that mentions the dim mentions nothing else.
+// kernel calls writing disjoint parts of its output tiles: not a reduction
+// dim, and every output IPF row that mentions the dim mentions nothing else,
+// with a tile no longer than its step (so neighbouring pieces write disjoint
+// rows). Input rows may mix the dim with others (a convolution's oh·s + kh).
 std::vector<char> separableDims(const graph::Operation& op) {
   const metakernel::Application& app = op.application;
   std::vector<char> ok(app.index.rank(), 1);
   for (std::size_t d : app.reductionDims) {
     ok[d] = 0;
   }
-  auto scan = [&](const std::vector<metakernel::PortResult>& ports) {
-    for (const metakernel::PortResult& port : ports) {
-      for (const IndexProjection& ipf : port.ipfs) {
-        const ZMatrix& m = ipf.map().projection();
-        for (std::size_t r = 0; r < m.rows(); ++r) {
-          std::size_t terms = 0;
-          for (std::size_t c = 0; c < m.cols(); ++c) {
-            terms += m(r, c) != 0 ? 1 : 0;
-          }
-          for (std::size_t c = 0; c < m.cols() && terms > 1; ++c) {
-            if (m(r, c) != 0) {
-              ok[c] = 0;
-            }
+  for (const metakernel::PortResult& port : app.outputs) {
+    for (const IndexProjection& ipf : port.ipfs) {
+      const ZMatrix& m = ipf.map().projection();
+      for (std::size_t r = 0; r < m.rows(); ++r) {
+        std::size_t terms = 0;
+        for (std::size_t c = 0; c < m.cols(); ++c) {
+          terms += m(r, c) != 0 ? 1 : 0;
+        }
+        for (std::size_t c = 0; c < m.cols(); ++c) {
+          const std::int64_t coef = m(r, c);
+          if (coef != 0 && (terms > 1 || ipf.shape()[r] > (coef < 0 ? -coef : coef))) {
+            ok[c] = 0;
           }
         }
       }
     }
-  };
-  scan(app.inputs);
-  scan(app.outputs);
+  }
   return ok;
 }
 
@@ -65,11 +64,32 @@ u32 findParts(const std::vector<Slot>& slots, const std::vector<u32>& reads, std
   return covering;
 }
 
+// Whether the parts' regions tile `range` exactly: pairwise disjoint within
+// it, together as large as it (so copying them in leaves no point unwritten).
+bool coversExactly(const std::vector<Slot>& slots, const std::vector<u32>& parts,
+                   const ZRange& range) {
+  std::int64_t covered = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const ZRange mine = slots[parts[i]].region.intersection(range);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (mine.intersects(slots[parts[j]].region)) {
+        return false;
+      }
+    }
+    covered += mine.size();
+  }
+  return covered == range.size();
+}
+
 // Cuts a shard's index range so that, where an input selection spans several
-// regions on the device, each piece reads it from one region: every region
-// boundary inside the selection is mapped back through its IPF row when that
-// row is a single unit term c·i_j + o (c > 0) on a separable dim j. Pieces are
-// the grid of the cuts (just the range when nothing needs cutting).
+// regions on the device, most of it reads each region in place. An input row
+// c·i_j + (other terms) + o with c > 0 and one separable dim j maps a region
+// boundary b inside the selection back to two cuts of i_j: below the first,
+// every point's window (the other terms over the shard's range, and the
+// IPF's tile) lies below b; from the second on, at or above it. A piece
+// between them (a convolution's halo rows) still spans both regions and is
+// assembled, but only its few rows. Pieces are the grid of the cuts (just
+// the range when nothing needs cutting).
 std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shard,
                              const std::vector<Slot>& slots, const std::vector<u32>& reads,
                              const std::vector<char>& separable) {
@@ -77,6 +97,12 @@ std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shar
   const std::size_t rank = index.rank();
   std::vector<std::vector<std::int64_t>> cuts(rank);
   bool any = false;
+  auto addCut = [&](std::size_t col, std::int64_t cut) {
+    if (cut > index.start()[col] && cut < index.end()[col]) {
+      cuts[col].push_back(cut);
+      any = true;
+    }
+  };
   for (std::size_t port = 0; port < op.inputs.size(); ++port) {
     for (std::size_t e = 0; e < shard.inputs[port].size(); ++e) {
       const plan::Selection& sel = shard.inputs[port][e];
@@ -86,30 +112,43 @@ std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shar
       }
       const IndexProjection& ipf = op.application.inputs[port].ipfs[e];
       const ZMatrix& m = ipf.map().projection();
-      for (u32 s : parts) {
-        const ZRange& region = slots[s].region;
-        for (std::size_t d = 0; d < sel.range.rank(); ++d) {
-          std::size_t col = 0;
-          std::size_t terms = 0;
-          for (std::size_t c = 0; c < m.cols(); ++c) {
-            if (m(d, c) != 0) {
-              col = c;
-              ++terms;
-            }
-          }
-          if (terms != 1 || m(d, col) <= 0 || ipf.shape()[d] != 1 || separable[col] == 0) {
+      for (std::size_t d = 0; d < sel.range.rank(); ++d) {
+        // The row's one separable term, and the span of the others over the shard.
+        std::size_t col = 0;
+        std::size_t cuttable = 0;
+        std::int64_t low = 0;
+        std::int64_t high = 0;
+        for (std::size_t c = 0; c < m.cols(); ++c) {
+          const std::int64_t a = m(d, c);
+          if (a == 0) {
             continue;
           }
+          if (separable[c] != 0) {
+            col = c;
+            ++cuttable;
+            continue;
+          }
+          const std::int64_t first = a * index.start()[c];
+          const std::int64_t last = a * (index.end()[c] - 1);
+          low += std::min(first, last);
+          high += std::max(first, last);
+        }
+        if (cuttable != 1 || m(d, col) <= 0) {
+          continue;
+        }
+        const std::int64_t step = m(d, col);
+        const std::int64_t o = ipf.map().offset()[d];
+        const std::int64_t tile = ipf.shape()[d];
+        for (u32 s : parts) {
+          const ZRange& region = slots[s].region;
           for (std::int64_t b : {region.start()[d], region.end()[d]}) {
             if (b <= sel.range.start()[d] || b >= sel.range.end()[d]) {
               continue;
             }
-            // Points with c·i + o < b read below the boundary.
-            const std::int64_t cut = ceilDiv(b - ipf.map().offset()[d], m(d, col));
-            if (cut > index.start()[col] && cut < index.end()[col]) {
-              cuts[col].push_back(cut);
-              any = true;
-            }
+            // Points with step·i + o + high + tile - 1 < b read only below b;
+            // points with step·i + o + low >= b only at or above it.
+            addCut(col, ceilDiv(b - o - high - tile + 1, step));
+            addCut(col, ceilDiv(b - o - low, step));
           }
         }
       }

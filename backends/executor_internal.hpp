@@ -51,10 +51,12 @@ struct PreparedPiece {
   std::vector<ViewSource> inputSources;  // one per input view, port by port
   std::vector<ViewSource> outputSources; // one per output view, port by port
   // Selections spanning several regions that no cut separates: copied into a
-  // zero-filled scratch buffer over `slot.region` before the call.
+  // scratch buffer over `slot.region` before the call, zero-filled first
+  // where the parts leave some of it uncovered.
   struct Assembly {
     Slot slot;
     std::vector<u32> parts;
+    bool zero = true;
   };
   std::vector<Assembly> scratch;
   std::unique_ptr<PreparedKernel> kernel; // null: an empty index, nothing to run
@@ -84,6 +86,8 @@ struct DeviceCounters {
 // Index dims along which a shard can be cut into separate kernel calls (see
 // executor_cut.cpp).
 std::vector<char> separableDims(const graph::Operation& op);
+bool coversExactly(const std::vector<Slot>& slots, const std::vector<u32>& parts,
+                   const ZRange& range);
 // The regions (slots) among `reads` holding parts of `range` of `tensor`, and
 // the first that holds all of it (kNone when none does).
 u32 findParts(const std::vector<Slot>& slots, const std::vector<u32>& reads, std::size_t tensor,

@@ -94,17 +94,19 @@ void combineTyped(Combine kind, const TensorView& dst, const TensorView& src,
     }
     return b < a ? b : a;
   };
-  cpu::forEachRun<2>(region, {&d, &s},
-                     [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
-                         const std::array<std::int64_t, 2>& st) {
-                       T* y = d.ptr<T>() + off[0];
-                       const T* x = s.ptr<T>() + off[1];
-                       for (std::int64_t j = 0; j < n; ++j) {
-                         T& slot = y[j * st[0]];
-                         slot = cpu::Num<T>::store(
-                             apply(cpu::Num<T>::load(slot), cpu::Num<T>::load(x[j * st[1]])));
-                       }
-                     });
+  cpu::forEachRun<2>(
+      region, {&d, &s},
+      [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
+          const std::array<std::int64_t, 2>& st) {
+        T* y = d.ptr<T>() + off[0];
+        const T* x = s.ptr<T>() + off[1];
+        for (std::int64_t j = 0; j < n; ++j) {
+          T& slot = y[j * st[0]];
+          slot =
+              cpu::Num<T>::store(apply(cpu::Num<T>::load(slot), cpu::Num<T>::load(x[j * st[1]])));
+        }
+      },
+      true); // each point on its own: memory order
 }
 
 } // namespace
@@ -213,14 +215,16 @@ void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
     using T = typename decltype(tag)::type;
     const T value = cpu::Num<T>::store(identityOf<T>(kind));
     const cpu::Walk d = cpu::walkRegion(dst, dst.region);
-    cpu::forEachRun<1>(dst.region, {&d},
-                       [&](const std::array<std::int64_t, 1>& off, std::int64_t n,
-                           const std::array<std::int64_t, 1>& st) {
-                         T* y = d.ptr<T>() + off[0];
-                         for (std::int64_t j = 0; j < n; ++j) {
-                           y[j * st[0]] = value;
-                         }
-                       });
+    cpu::forEachRun<1>(
+        dst.region, {&d},
+        [&](const std::array<std::int64_t, 1>& off, std::int64_t n,
+            const std::array<std::int64_t, 1>& st) {
+          T* y = d.ptr<T>() + off[0];
+          for (std::int64_t j = 0; j < n; ++j) {
+            y[j * st[0]] = value;
+          }
+        },
+        true);
   });
 }
 

@@ -236,12 +236,14 @@ template <std::size_t N, class F> void forEachOffset(const std::vector<RunDim<N>
 // extents `extent`: the run's n elements of operand i are at
 // offsets[i] + j·strides[i], j < n (offsets and strides in elements, from each
 // walk's base). Dims of extent 1 are skipped and dims every operand walks
-// contiguously are merged, so runs are as long as the layouts allow.
+// contiguously are merged, so runs are as long as the layouts allow; with
+// `anyOrder` (a copy: the order of the points does not matter) in memory
+// order, so channels-last boxes run as long as row-major ones.
 template <std::size_t N, class F>
 void forEachRun(std::span<const std::int64_t> extent, const std::array<const Walk*, N>& walks,
-                F&& f) {
+                F&& f, bool anyOrder = false) {
   std::vector<RunDim<N>> dims;
-  if (!runDims<N>(extent, walks, dims)) {
+  if (!runDims<N>(extent, walks, dims, anyOrder)) {
     return;
   }
   if (dims.empty()) {
@@ -257,9 +259,10 @@ void forEachRun(std::span<const std::int64_t> extent, const std::array<const Wal
 }
 
 template <std::size_t N, class F>
-void forEachRun(const ZRange& index, const std::array<const Walk*, N>& walks, F&& f) {
+void forEachRun(const ZRange& index, const std::array<const Walk*, N>& walks, F&& f,
+                bool anyOrder = false) {
   const std::vector<std::int64_t> extent = index.shape().vector();
-  forEachRun<N>(std::span<const std::int64_t>(extent), walks, std::forward<F>(f));
+  forEachRun<N>(std::span<const std::int64_t>(extent), walks, std::forward<F>(f), anyOrder);
 }
 
 // Copies `region` from one view to another of the same dtype.

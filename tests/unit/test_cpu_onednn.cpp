@@ -699,6 +699,47 @@ TEST_CASE("maxpool2d propagates NaN on oneDNN as in the loops", "[cpu][onednn]")
   }
 }
 
+TEST_CASE("copies between channels-last views run in memory order", "[cpu][layout]") {
+  // Rows 2 and 3 of a channels-last [1, 8, 5, 6] tensor: 96 floats in one
+  // run, where index order would make 8 runs (one per channel) of strided floats.
+  const Shape shape{1, 8, 5, 6};
+  const ZRange all = ZRange::fromShape(ZPoint(shape));
+  const ZRange rows(ZPoint(Shape{0, 0, 2, 0}), ZPoint(Shape{1, 8, 4, 6}));
+  Buffer from =
+      cpuBackend().allocate(DType::Float32, all, 0).withStrides(channelsLastStrides(shape));
+  auto* values = reinterpret_cast<float*>(from.data());
+  for (std::int64_t i = 0; i < all.size(); ++i) {
+    values[i] = static_cast<float>(i);
+  }
+  const Shape part{1, 8, 2, 6};
+  Buffer into =
+      cpuBackend().allocate(DType::Float32, rows, 0).withStrides(channelsLastStrides(part));
+  const cpu::Walk s = cpu::walkRegion(from.view(), rows);
+  const cpu::Walk d = cpu::walkRegion(into.view(), rows);
+  auto runs = [&](bool anyOrder) {
+    int n = 0;
+    cpu::forEachRun<2>(
+        rows, {&s, &d},
+        [&](const std::array<std::int64_t, 2>&, std::int64_t, const std::array<std::int64_t, 2>&) {
+          ++n;
+        },
+        anyOrder);
+    return n;
+  };
+  CHECK(runs(true) == 1);
+  CHECK(runs(false) == 8);
+  cpu::copyViews(from.view(), into.view(), rows);
+  for (std::int64_t c = 0; c < 8; ++c) {
+    for (std::int64_t h = 2; h < 4; ++h) {
+      for (std::int64_t w = 0; w < 6; ++w) {
+        const Shape point{0, c, h, w};
+        INFO(c << " " << h << " " << w);
+        CHECK(*into.view().at<float>(point) == *from.view().at<float>(point));
+      }
+    }
+  }
+}
+
 TEST_CASE("runDims walks channels-last boxes in memory order, in one run", "[cpu][layout]") {
   const Shape shape{2, 8, 5, 6};
   const ZRange all = ZRange::fromShape(ZPoint(shape));

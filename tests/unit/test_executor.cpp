@@ -539,6 +539,32 @@ TEST_CASE("a reshard cuts shards into pieces that read one region each", "[execu
   CHECK(out.run.stats.assembledSelections == 0);
 }
 
+TEST_CASE("a row-split convolution copies only its halo rows", "[executor][layout]") {
+  // relu and conv both in row halves on two devices: each conv shard reads 8
+  // rows of r in place and one from the other device. Its index is cut where
+  // its 3-row windows cross that boundary: 7 output rows read the local tile
+  // in place, and one row's 3 input rows are assembled (the other 6 are not).
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "halo",
+    "tensors": {"x": {"dtype": "float32", "shape": [1, 4, 16, 16]},
+                "w": {"dtype": "float32", "shape": [4, 4, 3, 3], "constant": true}},
+    "operations": [
+      {"name": "r", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "h"}},
+      {"name": "c", "kernel": "conv2d", "params": {"padding": [1, 1]},
+       "inputs": {"input": "h", "weight": "w"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  plan::PlanChoice c;
+  for (const graph::Operation& op : g.operations) {
+    std::vector<std::int64_t> split(op.application.index.rank(), 1);
+    split[2] = 2;
+    c.ops.push_back(plan::OpChoice{split, {0, 1}});
+  }
+  const Outcome out = runAndCheck(g, 2, c);
+  CHECK(out.run.stats.splitShards == 2);
+  CHECK(out.run.stats.kernelCalls == 2 + 4);
+  CHECK(out.run.stats.assembledSelections == 2);
+  CHECK(out.run.stats.assembledBytes == 2 * 3 * 16 * 4 * 4);
+}
+
 // ---------------------------------------------------------------- testdata
 
 TEST_CASE("user kernels without a native kernel run from their bodies, sharded",
