@@ -81,6 +81,29 @@ bool coversExactly(const std::vector<Slot>& slots, const std::vector<u32>& parts
   return covered == range.size();
 }
 
+// Whether the part of `range` cut along dim d stays one contiguous block of
+// `slot`'s memory: every dim laid out outside d has extent 1 in it, every dim
+// inside d spans the whole region. A convolution or a pool reads such a block
+// as it is; any other box of a channels-last region (a column half) it first
+// copies into its own layout, whole, on every call.
+bool blockAlong(const Slot& slot, const ZRange& range, std::size_t d) {
+  const ZRange& region = slot.region;
+  const std::vector<std::int64_t> shape = region.shape().vector();
+  const std::vector<std::int64_t> strides =
+      slot.channelsLast ? channelsLastStrides(shape) : rowMajorStrides(shape);
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (k == d || shape[k] == 1) {
+      continue;
+    }
+    const std::int64_t extent =
+        std::min(range.end()[k], region.end()[k]) - std::max(range.start()[k], region.start()[k]);
+    if (strides[k] > strides[d] ? extent != 1 : extent != shape[k]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Cuts a shard's index range so that, where an input selection spans several
 // regions on the device, most of it reads each region in place. An input row
 // c·i_j + (other terms) + o with c > 0 and one separable dim j maps a region
@@ -88,8 +111,11 @@ bool coversExactly(const std::vector<Slot>& slots, const std::vector<u32>& parts
 // every point's window (the other terms over the shard's range, and the
 // IPF's tile) lies below b; from the second on, at or above it. A piece
 // between them (a convolution's halo rows) still spans both regions and is
-// assembled, but only its few rows. Pieces are the grid of the cuts (just
-// the range when nothing needs cutting).
+// assembled, but only its few rows. Such windowed cuts are made only where
+// each piece reads a contiguous block of its region (blockAlong: a
+// channels-last tensor's rows, not its columns); otherwise the whole
+// selection is assembled, a copy the kernel would make anyway. Pieces are the
+// grid of the cuts (just the range when nothing needs cutting).
 std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shard,
                              const std::vector<Slot>& slots, const std::vector<u32>& reads,
                              const std::vector<char>& separable) {
@@ -139,6 +165,11 @@ std::vector<ZRange> cutShard(const graph::Operation& op, const plan::Shard& shar
         const std::int64_t step = m(d, col);
         const std::int64_t o = ipf.map().offset()[d];
         const std::int64_t tile = ipf.shape()[d];
+        const bool windowed = high != low || tile != 1;
+        if (windowed && !std::all_of(parts.begin(), parts.end(),
+                                     [&](u32 s) { return blockAlong(slots[s], sel.range, d); })) {
+          continue;
+        }
         for (u32 s : parts) {
           const ZRange& region = slots[s].region;
           for (std::int64_t b : {region.start()[d], region.end()[d]}) {

@@ -539,16 +539,19 @@ TEST_CASE("a reshard cuts shards into pieces that read one region each", "[execu
   CHECK(out.run.stats.assembledSelections == 0);
 }
 
-TEST_CASE("a row-split convolution copies only its halo rows", "[executor][layout]") {
-  // relu and conv both in row halves on two devices: each conv shard reads 8
-  // rows of r in place and one from the other device. Its index is cut where
-  // its 3-row windows cross that boundary: 7 output rows read the local tile
-  // in place, and one row's 3 input rows are assembled (the other 6 are not).
+TEST_CASE("a row-split convolution copies only its halo rows and a column split its selection",
+          "[executor][layout]") {
+  // A 1x1 and a 3x3 convolution, both in row halves on two devices: h
+  // between them is channels last, and each 3x3 shard reads 8 rows of it in
+  // place and one from the other device. Its index is cut where its 3-row
+  // windows cross that boundary: 7 output rows read the local tile in place,
+  // and one row's 3 input rows are assembled (not all 9).
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "halo",
     "tensors": {"x": {"dtype": "float32", "shape": [1, 4, 16, 16]},
+                "v": {"dtype": "float32", "shape": [4, 4, 1, 1], "constant": true},
                 "w": {"dtype": "float32", "shape": [4, 4, 3, 3], "constant": true}},
     "operations": [
-      {"name": "r", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "h"}},
+      {"name": "p", "kernel": "conv2d", "inputs": {"input": "x", "weight": "v"}, "outputs": {"result": "h"}},
       {"name": "c", "kernel": "conv2d", "params": {"padding": [1, 1]},
        "inputs": {"input": "h", "weight": "w"}, "outputs": {"result": "y"}}],
     "outputs": ["y"]})");
@@ -563,6 +566,22 @@ TEST_CASE("a row-split convolution copies only its halo rows", "[executor][layou
   CHECK(out.run.stats.kernelCalls == 2 + 4);
   CHECK(out.run.stats.assembledSelections == 2);
   CHECK(out.run.stats.assembledBytes == 2 * 3 * 16 * 4 * 4);
+
+  // In column halves the pieces would read boxes of the channels-last tiles
+  // that are not one block each (oneDNN copies such a box whole on every
+  // call): each shard assembles its 9 columns instead, in one call.
+  plan::PlanChoice columns;
+  for (const graph::Operation& op : g.operations) {
+    std::vector<std::int64_t> split(op.application.index.rank(), 1);
+    split[3] = 2;
+    columns.ops.push_back(plan::OpChoice{split, {0, 1}});
+  }
+  const Outcome cols = runAndCheck(g, 2, columns);
+  CHECK(cols.run.stats.splitShards == 0);
+  CHECK(cols.run.stats.kernelCalls == 2 + 2);
+  CHECK(cols.run.stats.assembledSelections == 2);
+  CHECK(cols.run.stats.assembledBytes == 2 * 16 * 9 * 4 * 4);
+  CHECK(cols.run.stats.channelsLastRegions > 0);
 }
 
 // ---------------------------------------------------------------- testdata
