@@ -205,11 +205,13 @@ void Executor::prepareShard(u32 id) {
         view.device = shard.device;
         view.constant = std::all_of(parts.begin(), parts.end(),
                                     [&](u32 part) { return slotViews_[part].constant; });
+        std::vector<std::int64_t> strides =
+            scratch.channelsLast ? view.strides : std::vector<std::int64_t>{};
         piece.inputs[port].push_back(ready(std::move(view)));
         piece.inputSources.push_back(
             {ViewSource::Kind::Scratch, static_cast<u32>(piece.scratch.size())});
         const bool zero = !coversExactly(slots_, parts, range);
-        piece.scratch.push_back({scratch, std::move(parts), zero});
+        piece.scratch.push_back({scratch, std::move(parts), zero, std::move(strides)});
       }
     }
     const KernelCall call{op, piece.index, piece.inputs, piece.outputs, shard.device};
@@ -305,7 +307,7 @@ void Executor::runShard(u32 id) {
     for (PreparedPiece::Assembly& a : piece.scratch) {
       Buffer buffer = allocate(a.slot, a.zero);
       if (a.slot.channelsLast) { // the layout prepareShard gave the call's view
-        buffer = buffer.withStrides(channelsLastStrides(a.slot.region.shape().coords()));
+        buffer = buffer.withStrides(a.strides);
       }
       for (u32 s : a.parts) {
         backend_.copyOverlap(slotView(s), buffer.view());

@@ -57,6 +57,7 @@ struct PreparedPiece {
     Slot slot;
     std::vector<u32> parts;
     bool zero = true;
+    std::vector<std::int64_t> strides; // channels last: the call's view's (else empty)
   };
   std::vector<Assembly> scratch;
   std::unique_ptr<PreparedKernel> kernel; // null: an empty index, nothing to run
