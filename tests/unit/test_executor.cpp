@@ -555,13 +555,17 @@ TEST_CASE("a row-split convolution copies only its halo rows and a column split 
       {"name": "c", "kernel": "conv2d", "params": {"padding": [1, 1]},
        "inputs": {"input": "h", "weight": "w"}, "outputs": {"result": "y"}}],
     "outputs": ["y"]})");
-  plan::PlanChoice c;
-  for (const graph::Operation& op : g.operations) {
-    std::vector<std::int64_t> split(op.application.index.rank(), 1);
-    split[2] = 2;
-    c.ops.push_back(plan::OpChoice{split, {0, 1}});
-  }
-  const Outcome out = runAndCheck(g, 2, c);
+  // Both convolutions in halves along index dim `dim` (2: rows, 3: columns).
+  auto halves = [&](std::size_t dim) {
+    plan::PlanChoice c;
+    for (const graph::Operation& op : g.operations) {
+      std::vector<std::int64_t> split(op.application.index.rank(), 1);
+      split[dim] = 2;
+      c.ops.push_back(plan::OpChoice{split, {0, 1}});
+    }
+    return c;
+  };
+  const Outcome out = runAndCheck(g, 2, halves(2));
   CHECK(out.run.stats.splitShards == 2);
   CHECK(out.run.stats.kernelCalls == 2 + 4);
   CHECK(out.run.stats.assembledSelections == 2);
@@ -570,13 +574,7 @@ TEST_CASE("a row-split convolution copies only its halo rows and a column split 
   // In column halves the pieces would read boxes of the channels-last tiles
   // that are not one block each (oneDNN copies such a box whole on every
   // call): each shard assembles its 9 columns instead, in one call.
-  plan::PlanChoice columns;
-  for (const graph::Operation& op : g.operations) {
-    std::vector<std::int64_t> split(op.application.index.rank(), 1);
-    split[3] = 2;
-    columns.ops.push_back(plan::OpChoice{split, {0, 1}});
-  }
-  const Outcome cols = runAndCheck(g, 2, columns);
+  const Outcome cols = runAndCheck(g, 2, halves(3));
   CHECK(cols.run.stats.splitShards == 0);
   CHECK(cols.run.stats.kernelCalls == 2 + 2);
   CHECK(cols.run.stats.assembledSelections == 2);
