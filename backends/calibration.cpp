@@ -45,6 +45,16 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// A calibration graph from its graph/v1 text, expanded through the library.
+graph::ExpandedGraph expandText(const metakernel::MetakernelLibrary& library,
+                                const std::string& kernel, const std::string& text) {
+  auto document = std::make_shared<const json::Document>(
+      json::Document::parse(SourceFile("<calibrate " + kernel + ">", text)));
+  graph::Graph g = graph::decodeGraph(json::Value(*document));
+  g.document = document;
+  return graph::expand(g, library);
+}
+
 // A one-operation graph over float32 tensors, expanded through the library.
 // `inputs` and the op's ports are JSON member lists.
 graph::ExpandedGraph oneOpGraph(const metakernel::MetakernelLibrary& library,
@@ -54,17 +64,8 @@ graph::ExpandedGraph oneOpGraph(const metakernel::MetakernelLibrary& library,
       R"({"tapestry": "graph/v1", "name": "calibrate_)" + kernel + R"(", "tensors": {)" + tensors +
       R"(}, "operations": [{"name": "op", "kernel": ")" + kernel + R"(", "params": {)" + params +
       "}, " + ports + R"(, "outputs": {"result": "y"}}], "outputs": ["y"]})";
-  auto document = std::make_shared<const json::Document>(
-      json::Document::parse(SourceFile("<calibrate " + kernel + ">", text)));
-  graph::Graph g = graph::decodeGraph(json::Value(*document));
-  g.document = document;
-  return graph::expand(g, library);
+  return expandText(library, kernel, text);
 }
-
-// relu -> conv2d (padding 1, constant weights) -> relu, the conv named "op".
-graph::ExpandedGraph convGraph(const metakernel::MetakernelLibrary& library,
-                               const std::vector<std::int64_t>& input,
-                               const std::vector<std::int64_t>& weight);
 
 std::string shapeText(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
@@ -78,6 +79,7 @@ std::string tensorText(const std::string& name, const std::vector<std::int64_t>&
   return "\"" + name + "\": {\"dtype\": \"float32\", \"shape\": " + shapeText(shape) + "}";
 }
 
+// relu -> conv2d (padding 1, constant weights) -> relu, the conv named "op".
 graph::ExpandedGraph convGraph(const metakernel::MetakernelLibrary& library,
                                const std::vector<std::int64_t>& input,
                                const std::vector<std::int64_t>& weight) {
@@ -90,11 +92,7 @@ graph::ExpandedGraph convGraph(const metakernel::MetakernelLibrary& library,
          "inputs": {"input": "h", "weight": "w"}, "outputs": {"result": "c"}},
         {"name": "out", "kernel": "relu", "inputs": {"input": "c"}, "outputs": {"result": "y"}}],
       "outputs": ["y"]})";
-  auto document = std::make_shared<const json::Document>(
-      json::Document::parse(SourceFile("<calibrate conv2d>", text)));
-  graph::Graph g = graph::decodeGraph(json::Value(*document));
-  g.document = document;
-  return graph::expand(g, library);
+  return expandText(library, "conv2d", text);
 }
 
 // The operation a case measures: the one named "op" (the first when none is).
@@ -266,8 +264,8 @@ public:
   }
 
   // One run's figures: the wall time of its tasks, the mean time of the
-  // measured op's shards on their workers (measuredOp), and when the last worker began its first
-  // task (how long it took to get every worker going).
+  // measured op's shards on their workers (measuredOp), and when the last
+  // worker began its first task (how long it took to get every worker going).
   struct RunTimes {
     double wall = 0;
     double shard = 0;
@@ -283,13 +281,13 @@ public:
     PreparedRun prepared(g, p, backend_, inputs, options);
     prepared.run(); // warm-up
     std::vector<double> walls, shards, starts;
+    const std::size_t measured = measuredOp(g);
     const Clock::time_point start = Clock::now();
     while (walls.size() < 3 || (walls.size() < 25 && secondsSince(start) < seconds)) {
       const ExecutionStats stats = prepared.run().stats;
       double sum = 0;
       std::size_t count = 0;
       std::vector<double> firstStart(static_cast<std::size_t>(std::max(stats.workers, 1)), -1);
-      const std::size_t measured = measuredOp(g);
       for (std::size_t op = 0; op < stats.shardTimes.size(); ++op) {
         for (const TaskTime& t : stats.shardTimes[op]) {
           if (op == measured) {
