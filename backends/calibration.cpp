@@ -15,13 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "backends/calibration_cases.hpp"
 #include "backends/executor.hpp"
 #include "backends/tensor_io.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/diag/error.hpp"
 #include "core/graph/expansion.hpp"
-#include "core/graph/loader.hpp"
-#include "core/json/json.hpp"
 #include "core/plan/plan.hpp"
 
 namespace tapestry::backend {
@@ -45,214 +44,20 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// A calibration graph from its graph/v1 text, expanded through the library.
-graph::ExpandedGraph expandText(const metakernel::MetakernelLibrary& library,
-                                const std::string& kernel, const std::string& text) {
-  auto document = std::make_shared<const json::Document>(
-      json::Document::parse(SourceFile("<calibrate " + kernel + ">", text)));
-  graph::Graph g = graph::decodeGraph(json::Value(*document));
-  g.document = document;
-  return graph::expand(g, library);
-}
-
-// A one-operation graph over float32 tensors, expanded through the library.
-// `inputs` and the op's ports are JSON member lists.
-graph::ExpandedGraph oneOpGraph(const metakernel::MetakernelLibrary& library,
-                                const std::string& kernel, const std::string& tensors,
-                                const std::string& params, const std::string& ports) {
-  const std::string text =
-      R"({"tapestry": "graph/v1", "name": "calibrate_)" + kernel + R"(", "tensors": {)" + tensors +
-      R"(}, "operations": [{"name": "op", "kernel": ")" + kernel + R"(", "params": {)" + params +
-      "}, " + ports + R"(, "outputs": {"result": "y"}}], "outputs": ["y"]})";
-  return expandText(library, kernel, text);
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    out += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
-  }
-  return out + "]";
-}
-
-std::string tensorText(const std::string& name, const std::vector<std::int64_t>& shape) {
-  return "\"" + name + "\": {\"dtype\": \"float32\", \"shape\": " + shapeText(shape) + "}";
-}
-
-// relu -> conv2d (padding 1, constant weights) -> relu, the conv named "op".
-graph::ExpandedGraph convGraph(const metakernel::MetakernelLibrary& library,
-                               const std::vector<std::int64_t>& input,
-                               const std::vector<std::int64_t>& weight) {
-  const std::string text = R"({"tapestry": "graph/v1", "name": "calibrate_conv2d", "tensors": {)" +
-                           tensorText("x", input) + R"(, "w": {"dtype": "float32", "shape": )" +
-                           shapeText(weight) +
-                           R"(, "constant": true}}, "operations": [
-        {"name": "in", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "h"}},
-        {"name": "op", "kernel": "conv2d", "params": {"padding": [1, 1]},
-         "inputs": {"input": "h", "weight": "w"}, "outputs": {"result": "c"}},
-        {"name": "out", "kernel": "relu", "inputs": {"input": "c"}, "outputs": {"result": "y"}}],
-      "outputs": ["y"]})";
-  return expandText(library, "conv2d", text);
-}
-
-// The operation a case measures: the one named "op" (the first when none is).
-std::size_t measuredOp(const graph::ExpandedGraph& g) {
-  for (std::size_t i = 0; i < g.operations.size(); ++i) {
-    if (g.operations[i].name == "op") {
-      return i;
-    }
-  }
-  return 0;
-}
-
-// One measurement case of a family: its graph for `copies` equal shards along
-// the leading dim (copies = 1: the alone case; N: one shard per device).
-struct FamilyCase {
-  std::string family;
-  std::string kernel;
-  // The graph for `copies` shards of size step `step` (0, 1, 2, ...).
-  std::function<graph::ExpandedGraph(const metakernel::MetakernelLibrary&, int step, int copies)>
-      graphFor;
-  int steps = 0;
-  // Measured apart from its family (the table is the kernel's own): a member
-  // whose speed differs from the family's representative.
-  bool apart = false;
-  // Inputs in [-spread, spread]. libm's erf and tanh take other paths by
-  // magnitude: on [-5, 5] erff ran 3.4x slower than on [-1, 1] (mispredicted
-  // branches), and a plan's pre-activations spread that wide.
-  float spread = 1;
-};
-
-// `threadsFrom`: Backend::productThreadsFromFlops().
-std::vector<FamilyCase> familyCases(double threadsFrom) {
-  using Lib = metakernel::MetakernelLibrary;
-  std::vector<FamilyCase> cases;
-  // Matrix products: m = n = k = 8 .. 1024 (2 KFLOP to 2 GFLOP per shard),
-  // [rows, s] x [s, s]. Where the backend gives a product every core from a
-  // fixed size, two more with s = 256 on either side of that step: the CPU
-  // backend's 2^26 FLOPs lies between the squares 256 (1 thread) and 512
-  // (2), and interpolating across it priced mlp_256's [512, 256] x [256, 256]
-  // products (2 threads) at 1.4x what they took. The squares 64, 128 and 256
-  // stay steps 3 to 5 (calibrate's spread measures those).
-  std::vector<std::pair<std::int64_t, std::int64_t>> shapes; // rows, s
-  for (std::int64_t s = 8; s <= 256; s *= 2) {
-    shapes.emplace_back(s, s);
-  }
-  constexpr std::int64_t kStepSide = 256;
-  const auto stepRows =
-      static_cast<std::int64_t>(std::ceil(threadsFrom / (2.0 * kStepSide * kStepSide)));
-  if (stepRows > kStepSide + 1 && stepRows < 4 * kStepSide) {
-    shapes.emplace_back(stepRows - 1, kStepSide);
-    shapes.emplace_back(stepRows, kStepSide);
-  }
-  shapes.emplace_back(512, 512);
-  shapes.emplace_back(1024, 1024);
-  const int matmulSteps = static_cast<int>(shapes.size());
-  cases.push_back({"matmul", "matmul",
-                   [shapes](const Lib& lib, int step, int copies) {
-                     const auto [r, s] = shapes.at(static_cast<std::size_t>(step));
-                     return oneOpGraph(lib, "matmul",
-                                       tensorText("x", {copies * r, s}) + ", " +
-                                           tensorText("w", {s, s}),
-                                       "", R"("inputs": {"X": "x", "W": "w"})");
-                   },
-                   matmulSteps});
-  // 3 x 3 convolutions, channels and image growing together, as they run in
-  // an imported model: constant weights (packed once), between two relus so
-  // that the activations it reads and writes are laid out as a model's are
-  // (channels last on the CPU backend; a graph's inputs and outputs never
-  // are). Only the convolution's shards are timed.
-  cases.push_back({"conv", "conv2d",
-                   [](const Lib& lib, int step, int copies) {
-                     static const std::int64_t channels[] = {4, 8, 16, 32, 32, 64, 64};
-                     static const std::int64_t sides[] = {8, 8, 16, 16, 32, 32, 64};
-                     const std::int64_t c = channels[step];
-                     const std::int64_t h = sides[step];
-                     return convGraph(lib, {copies, c, h, h}, {c, c, 3, 3});
-                   },
-                   7});
-  // Rows of 1024 float32s (4 KiB) for the memory-bound families: 1 .. 16384 rows.
-  auto rows = [](int step) { return std::int64_t{1} << (2 * step); };
-  cases.push_back({"elementwise", "add",
-                   [rows](const Lib& lib, int step, int copies) {
-                     const std::vector<std::int64_t> shape = {copies * rows(step), 1024};
-                     return oneOpGraph(lib, "add",
-                                       tensorText("a", shape) + ", " + tensorText("b", shape), "",
-                                       R"("inputs": {"A": "a", "B": "b"})");
-                   },
-                   8});
-  cases.push_back({"activation", "tanh",
-                   [rows](const Lib& lib, int step, int copies) {
-                     return oneOpGraph(lib, "tanh", tensorText("x", {copies * rows(step), 1024}),
-                                       "", R"("inputs": {"input": "x"})");
-                   },
-                   8, false, 4});
-  cases.push_back({"reduction", "sum",
-                   [rows](const Lib& lib, int step, int copies) {
-                     return oneOpGraph(lib, "sum", tensorText("x", {copies * rows(step), 1024}),
-                                       R"("axis": -1)", R"("inputs": {"input": "x"})");
-                   },
-                   8});
-  cases.push_back({"normalization", "softmax",
-                   [rows](const Lib& lib, int step, int copies) {
-                     return oneOpGraph(lib, "softmax", tensorText("x", {copies * rows(step), 1024}),
-                                       R"("axis": -1)", R"("inputs": {"input": "x"})");
-                   },
-                   8});
-  cases.push_back({"copy", "reshape",
-                   [rows](const Lib& lib, int step, int copies) {
-                     const std::int64_t r = copies * rows(step);
-                     return oneOpGraph(lib, "reshape", tensorText("x", {r, 1024}),
-                                       R"("shape": [)" + std::to_string(2 * r) + ", 512]",
-                                       R"("inputs": {"input": "x"})");
-                   },
-                   8});
-  // Members that run at their own speed: sigmoid and exp (one exp per
-  // element) and gelu (erf) against tanh; layernorm (two passes in double,
-  // no exp) against softmax.
-  for (const char* kernel : {"sigmoid", "exp", "gelu"}) {
-    cases.push_back({"activation", kernel,
-                     [rows, kernel](const Lib& lib, int step, int copies) {
-                       return oneOpGraph(lib, kernel, tensorText("x", {copies * rows(step), 1024}),
-                                         "", R"("inputs": {"input": "x"})");
-                     },
-                     8, true, 4});
-  }
-  cases.push_back({"normalization", "layernorm",
-                   [rows](const Lib& lib, int step, int copies) {
-                     return oneOpGraph(lib, "layernorm",
-                                       tensorText("x", {copies * rows(step), 1024}) + ", " +
-                                           tensorText("g", {1024}) + ", " + tensorText("b", {1024}),
-                                       "",
-                                       R"("inputs": {"input": "x", "gamma": "g", "beta": "b"})");
-                   },
-                   8, true});
-  cases.push_back({"transpose", "transpose",
-                   [rows](const Lib& lib, int step, int copies) {
-                     // The attention heads' permutation (runs of 64 contiguous
-                     // elements), the transpose plans make most; a whole
-                     // matrix transposed runs slower.
-                     return oneOpGraph(lib, "transpose",
-                                       tensorText("x", {copies * rows(step), 4, 4, 64}),
-                                       R"("perm": [0, 2, 1, 3])", R"("inputs": {"input": "x"})");
-                   },
-                   8});
-  return cases;
-}
-
 // Runs one-operation plans and times them against a budget.
 class Bench {
 public:
   Bench(Backend& backend, int devices) : backend_(backend), devices_(devices) {}
 
-  // Every op of `g` cut into `copies` equal shards along its first index
-  // dim, shard i on device i (or every shard on device 0 with `oneDevice`).
-  plan::ShardPlan planFor(const graph::ExpandedGraph& g, int copies, bool oneDevice) const {
+  // Every op of `g` cut into `copies` equal shards along its index dim
+  // `dim`, shard i on device i (or every shard on device 0 with `oneDevice`).
+  plan::ShardPlan planFor(const graph::ExpandedGraph& g, int copies, bool oneDevice,
+                          int dim = 0) const {
     plan::PlanChoice choices;
     for (const graph::Operation& op : g.operations) {
       plan::OpChoice choice;
       choice.split.assign(op.application.index.rank(), 1);
-      choice.split[0] = copies;
+      choice.split.at(static_cast<std::size_t>(dim)) = copies;
       for (int i = 0; i < copies; ++i) {
         choice.devices.push_back(oneDevice ? 0 : i);
       }
@@ -437,7 +242,8 @@ cost::ProfileTable measureFamily(Bench& bench, const metakernel::MetakernelLibra
     if (devices > 1) {
       const graph::ExpandedGraph all = c.graphFor(library, step, devices);
       table.all.push_back(
-          {size, bench.time(all, bench.planFor(all, devices, false), perPoint, c.spread).shard});
+          {size, bench.time(all, bench.planFor(all, devices, false, c.splitDim), perPoint, c.spread)
+                     .shard});
     }
   }
   return table;
@@ -501,7 +307,7 @@ measureThreadScaling(Bench& bench, const metakernel::MetakernelLibrary& library,
     return scaling;
   }
   for (const FamilyCase& c : cases) {
-    if (c.kernel != "matmul" && c.kernel != "conv2d") {
+    if (c.family != "matmul" && c.family != "conv") {
       continue;
     }
     const graph::ExpandedGraph g = c.graphFor(library, c.steps - 2, 1);

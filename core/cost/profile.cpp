@@ -15,6 +15,9 @@ const std::vector<KernelFamily>& kernelFamilies() {
       {"matmul", WorkMeasure::Flops,
        "matrix products (matmul, linear; attention's are most of its work)"},
       {"conv", WorkMeasure::Flops, "convolutions (conv2d, conv2d_act)"},
+      {"conv_weights", WorkMeasure::Bytes,
+       "convolutions that read many weights for few outputs (3x3, 64 to 1024 channels, on a "
+       "2x2 image): the conv family's floor by bytes"},
       {"elementwise", WorkMeasure::Bytes,
        "elementwise arithmetic, relu and casts; reduction combines"},
       {"activation", WorkMeasure::Bytes, "transcendental activations (tanh, gelu, exp, sigmoid)"},
@@ -187,6 +190,14 @@ double ProfileTable::time(double size, double busy) const {
   return interpolateTime(alone, all, size, busy);
 }
 
+double ProfileTable::streamTime(double size, double busy) const {
+  if (alone.empty() || size <= 0 || size >= alone.front().size) {
+    return time(size, busy);
+  }
+  const double smallest = alone.front().size;
+  return time(smallest, busy) * (size / smallest);
+}
+
 double interpolateTime(const std::vector<ProfilePoint>& alone, const std::vector<ProfilePoint>& all,
                        double size, double busy) {
   const double one = interpolateTime(alone, size);
@@ -211,6 +222,20 @@ const ProfileTable* Profile::tableFor(std::string_view kernel) const {
   }
   const KernelFamily* f = familyOfKernel(kernel);
   return f != nullptr ? table(f->name) : nullptr;
+}
+
+const ProfileTable* Profile::floorFor(std::string_view kernel) const {
+  const ProfileTable* own = tableFor(kernel);
+  if (own != nullptr && own->measure == WorkMeasure::Bytes) {
+    return nullptr;
+  }
+  const KernelFamily* f = familyOfKernel(kernel);
+  if (f != nullptr && f->name == "conv") {
+    if (const ProfileTable* weights = table("conv_weights")) {
+      return weights;
+    }
+  }
+  return table("elementwise");
 }
 
 std::vector<ProfileEntry> profileEntries(const Profile& p) {

@@ -31,7 +31,9 @@ struct KernelFamily {
 };
 
 // The families a profile may hold, in the order files list them: matmul,
-// conv, elementwise, activation, reduction, normalization, copy, transpose.
+// conv, conv_weights, elementwise, activation, reduction, normalization, copy,
+// transpose. conv_weights has no kernels of its own: it is the conv family's
+// floor (a convolution that streams its weights for few outputs).
 const std::vector<KernelFamily>& kernelFamilies();
 const KernelFamily* findKernelFamily(std::string_view name);
 // The family of a standard-library kernel ("linear" -> matmul, "concat" ->
@@ -61,6 +63,10 @@ struct ProfileTable {
   // one device (0) towards every device of the target (1) running at once:
   // interpolated between the two tables in log(time).
   double time(double size, double busy) const;
+  // As time, but below the smallest measured size in proportion to the size
+  // (the smallest size's rate): a floor that streams bytes has no latency of
+  // its own (the kernel's is in its own table).
+  double streamTime(double size, double busy) const;
 };
 
 // Interpolation in one table (exposed for tests): see ProfileTable.
@@ -114,6 +120,10 @@ struct Profile {
   const ProfileTable* table(std::string_view family) const;
   // The table that costs `kernel`: its own, else its family's (nullptr: none).
   const ProfileTable* tableFor(std::string_view kernel) const;
+  // The table below which a FLOPs-measured `kernel` does not run, by its
+  // shard's bytes: conv_weights for a convolution when the profile has it,
+  // else elementwise (nullptr: none). A bytes-measured kernel has none.
+  const ProfileTable* floorFor(std::string_view kernel) const;
 };
 
 // A profile's tables in the order files list them: each family, then the

@@ -38,12 +38,12 @@ std::uint64_t eventKey(double time, bool alloc) {
 struct ChoiceSimulator::Scratch {
   std::vector<double> rate;                  // per op
   std::vector<const ProfileTable*> measured; // per op: its family's table, or none
+  std::vector<const ProfileTable*> floors;   // per op: Profile::floorFor, or none
   std::vector<std::uint8_t> busyDevice;      // per device: runs a shard
   double busy = 0;                           // 0: one device busy .. 1: all of them
   double startDelay = 0;                     // the profile's start overhead, or 0
   bool copiesOnDevice = false;               // transfers hold their destination device
-  // The elementwise family's table: reduction combines, and the time to
-  // stream a shard's bytes, below which no FLOPs-measured shard runs.
+  // The elementwise family's table: reduction combines.
   const ProfileTable* streamTable = nullptr;
   std::vector<double> devFree; // per device
   std::vector<double> linkFree;
@@ -104,10 +104,12 @@ void ChoiceSimulator::Scratch::transfer(const PlanTasks& p, const Target& t, std
 void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   rate.resize(p.ops.size());
   measured.assign(p.ops.size(), nullptr);
+  floors.assign(p.ops.size(), nullptr);
   for (std::size_t op = 0; op < p.ops.size(); ++op) {
     rate[op] = t.flopsFor(p.ops[op].dtype);
     if (t.profile) {
       measured[op] = t.profile->tableFor(p.ops[op].kernel);
+      floors[op] = t.profile->floorFor(p.ops[op].kernel);
     }
   }
   busy = 0;
@@ -140,7 +142,8 @@ namespace {
 // shapes whose operands fit in cache; a shard that reads more than its FLOPs
 // say (a 3x3 convolution of 512 channels on a 2x2 image, a classifier's
 // weights for one row) runs at memory speed instead: the time to stream its
-// bytes, measured like any elementwise pass (`stream`, when the profile has it).
+// bytes (`stream`, Profile::floorFor: for a convolution, measured on
+// convolutions of many weights on a 2x2 image; else an elementwise pass).
 double shardSeconds(const ProfileTable* table, const ProfileTable* stream,
                     const PlanTasks::ShardTask& task, double busy, double rate, double bandwidth) {
   const auto flops = static_cast<double>(task.flops);
@@ -152,7 +155,7 @@ double shardSeconds(const ProfileTable* table, const ProfileTable* stream,
     return table->time(bytes, busy);
   }
   const double computed = table->time(flops, busy);
-  return stream != nullptr ? std::max(computed, stream->time(bytes, busy)) : computed;
+  return stream != nullptr ? std::max(computed, stream->streamTime(bytes, busy)) : computed;
 }
 
 } // namespace
@@ -199,7 +202,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
         start = std::max(start, ready[p.reads[k]]);
       }
-      const double work = shardSeconds(table, streamTable, task, busy, r, bandwidth);
+      const double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth);
       const double end = start + work + overhead;
       free = end;
       shards[s] = Interval{start, end};

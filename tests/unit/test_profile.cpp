@@ -133,16 +133,16 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(family.code == ExitCode::InvalidInput);
   CHECK(family.location == "t.yaml:9:13");
   // The families, then every standard kernel in the family table's order.
-  CHECK(
-      family.message.rfind(
-          "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
-          "elementwise, activation, reduction, normalization, copy, transpose, linear, attention, "
-          "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
-          "attention_heads_qkv_masked, conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
-          "sqrt, "
-          "reciprocal, abs, clip, "
-          "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",
-          0) == 0);
+  CHECK(family.message.rfind(
+            "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
+            "conv_weights, elementwise, activation, reduction, normalization, copy, transpose, "
+            "linear, attention, "
+            "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
+            "attention_heads_qkv_masked, conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
+            "sqrt, "
+            "reciprocal, abs, clip, "
+            "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",
+            0) == 0);
   for (const char* k : {" maximum,", " logical_not,", " prelu,", " gelu,", " pow_scalar,",
                         " atanh,", " celu,", " maxpool2d,", " reshape,"}) {
     CHECK(family.message.find(k) != std::string::npos);
@@ -187,6 +187,60 @@ TEST_CASE("bad profiles: located errors, exit 1") {
             .message == "profile.copies.on_device: expected true or false, got \"sometimes\"");
   CHECK(targetText("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels: {}\n")
             .profile->copiesOnDevice); // Tapestry's executors copy on the destination's worker
+}
+
+TEST_CASE("a stream floor is in proportion to size below its smallest point") {
+  const ProfileTable t{WorkMeasure::Bytes, {{100, 2}, {400, 4}}, {{100, 3}, {400, 6}}};
+  CHECK(t.time(50, 0) == 2);         // a kernel's table: its latency
+  CHECK(t.streamTime(50, 0) == 1);   // a floor: the smallest point's rate
+  CHECK(t.streamTime(50, 1) == 1.5); // with every device busy, the `all` rate
+  CHECK(t.streamTime(200, 0) == Approx(t.time(200, 0)));
+  CHECK(t.streamTime(800, 1) == Approx(12)); // above: in proportion, as time()
+}
+
+TEST_CASE("the floor of a FLOPs-measured kernel: conv_weights for convolutions") {
+  Profile p;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{1, 1}}, {}};
+  p.kernels["conv"] = ProfileTable{WorkMeasure::Flops, {{1, 1}}, {}};
+  p.kernels["elementwise"] = ProfileTable{WorkMeasure::Bytes, {{1, 1}}, {}};
+  CHECK(p.floorFor("conv2d") == p.table("elementwise")); // no conv_weights table
+  p.kernels["conv_weights"] = ProfileTable{WorkMeasure::Bytes, {{1, 2}}, {}};
+  CHECK(p.floorFor("conv2d") == p.table("conv_weights"));
+  CHECK(p.floorFor("conv2d_act") == p.table("conv_weights"));
+  CHECK(p.floorFor("matmul") == p.table("elementwise"));
+  CHECK(p.floorFor("linear") == p.table("elementwise"));
+  CHECK(p.floorFor("add") == nullptr);             // measured by bytes itself
+  CHECK(familyOfKernel("conv2d")->name == "conv"); // conv_weights has no kernels of its own
+  CHECK(kernelsOfFamily("conv_weights").empty());
+  CHECK(findKernelFamily("conv_weights")->measure == WorkMeasure::Bytes);
+}
+
+TEST_CASE("simulator: a convolution that reads many weights runs at the conv_weights rate") {
+  // x [1, 2, 2, 2] * w [8, 2, 3, 3] (padding 1) -> y [1, 8, 2, 2]: 2304 FLOP;
+  // 32 + 576 + 128 = 736 bytes.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "conv",
+  "tensors": {"x": {"dtype": "float32", "shape": [1, 2, 2, 2]},
+              "w": {"dtype": "float32", "shape": [8, 2, 3, 3]}},
+  "operations": [{"name": "conv", "kernel": "conv2d", "params": {"padding": [1, 1]},
+                  "inputs": {"input": "x", "weight": "w"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})");
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.kernels["conv"] = ProfileTable{WorkMeasure::Flops, {{2304, 1}}, {}};
+  p.kernels["elementwise"] = ProfileTable{WorkMeasure::Bytes, {{736, 0.5}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::ShardPlan one = plan::buildPlan(g, 2, plan::singleDeviceChoice(g), free);
+  CHECK(plan::summarize(g, one).shards.at(0).bytes == 736);
+  // By FLOPs 1 s; streaming its bytes as an elementwise pass, 0.5 s.
+  CHECK(simulate(g, t, one).objectives.timeS == 1);
+  // Measured on convolutions of many weights: 736 bytes take 4 s (at 1472
+  // bytes, 8 s: in proportion below the smallest point).
+  t.profile->kernels["conv_weights"] = ProfileTable{WorkMeasure::Bytes, {{1472, 8}}, {}};
+  CHECK(simulate(g, t, one).objectives.timeS == 4);
 }
 
 TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") {
