@@ -2558,6 +2558,29 @@ TEST_CASE("the block cache keeps small blocks per lane", "[cpu][memory]") {
   CHECK(cache.reused() == 4);
 }
 
+TEST_CASE("a small block whose power of two is the large size goes back to its own stack",
+          "[cpu][memory]") {
+  // 600 KB is below `smallest` (1 MiB) and rounds up to 1 MiB: it must come
+  // back to the small stack it was taken from, not to the large blocks (where
+  // no request of 600 KB finds it: a fresh block every time, all kept).
+  BlockCache cache(1 << 20, 1 << 30, 1 << 24);
+  std::byte* first = nullptr;
+  {
+    std::shared_ptr<std::byte> a = cache.take(600 * 1024, false, 0);
+    first = a.get();
+  }
+  CHECK(cache.cachedBytes() == 0); // not filed with the large blocks
+  for (int run = 0; run < 3; ++run) {
+    std::shared_ptr<std::byte> again = cache.take(600 * 1024, false, 0);
+    CHECK(again.get() == first);
+  }
+  CHECK(cache.reused() == 3);
+  CHECK(cache.cachedBytes() == 0);
+  // A request of exactly 1 MiB is a large block, kept with the large ones.
+  { std::shared_ptr<std::byte> large = cache.take(1 << 20, false, 0); }
+  CHECK(cache.cachedBytes() == 1 << 20);
+}
+
 TEST_CASE("CPU buffers from 1 MiB come from the block cache and stay valid after the backend",
           "[cpu][memory]") {
   Buffer kept;
