@@ -327,6 +327,41 @@ TEST_CASE("vector unary loops agree with float64 on every level", "[cpu][vector]
   }
 }
 
+TEST_CASE("erf and gelu of large arguments: exactly +-1 and x or -0 on every level",
+          "[cpu][vector]") {
+  // erf's argument is held to [-5, 5] (no subnormal steps inside SLEEF's
+  // erff from |x| of about 9): the results are those of the whole range.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // gelu's erf reads x / sqrt(2): from x = 4 sqrt(2), about 5.66, it is +-1.
+  const std::vector<float> x = {6.0f,   9.5f,   20.0f, 1e30f, inf,  -6.0f, -9.5f,
+                                -20.0f, -1e30f, -inf,  nan,   0.5f, 0.0f,  -0.0f};
+  for (CpuIsa isa : levels()) {
+    INFO(isaName(isa));
+    const VectorKernels& vk = cpu::vectorKernels(isa);
+    const auto n = static_cast<std::int64_t>(x.size());
+    std::vector<float> e(x.size());
+    std::vector<float> g(x.size());
+    vk.unary[static_cast<int>(VUnary::Erf)](x.data(), e.data(), n, 0, 0);
+    vk.unary[static_cast<int>(VUnary::Gelu)](x.data(), g.data(), n, 0, 0);
+    for (std::size_t i = 0; i < 5; ++i) {
+      INFO("x = " << x[i]);
+      CHECK(sameBits(e[i], 1.0f));
+      CHECK(sameBits(e[i + 5], -1.0f));
+      CHECK(sameBits(g[i], x[i])); // x * (1 + 1) / 2
+      if (i < 4) {
+        CHECK(sameBits(g[i + 5], -0.0f)); // x/2 * (1 - 1)
+      }
+    }
+    CHECK(std::isnan(g[9])); // -inf * 0, as the float64 reference
+    CHECK(std::isnan(e[10]));
+    CHECK(std::isnan(g[10]));
+    CHECK(e[11] == Approx(std::erf(0.5)).epsilon(1e-6));
+    CHECK(sameBits(e[12], 0.0f));
+    CHECK(sameBits(e[13], -0.0f));
+  }
+}
+
 TEST_CASE("vector binary loops: every scalar mode, NaN-propagating max", "[cpu][vector]") {
   const std::vector<float> a = testValues(300);
   std::vector<float> b = testValues(300, false);
