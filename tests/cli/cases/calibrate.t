@@ -5,10 +5,10 @@
 ## Bad flags are usage errors; the CUDA backend without a GPU exits 4.
 $ tapestry --format json calibrate --budget-seconds 0.3 -o t.yaml | python3 -c 'import json, os, sys; d = json.load(sys.stdin); print(list(d)); print(d["status"], d["backend"], d["families"], d["output"], d["saved"] == os.environ["XDG_CACHE_HOME"] + "/tapestry/calibration/" + os.path.basename(d["saved"]), d["task_overhead_s"] >= 0)'
 ['status', 'backend', 'machine', 'devices', 'seconds', 'task_overhead_s', 'families', 'saved', 'output']
-ok cpu ['activation', 'conv', 'conv_weights', 'copy', 'elementwise', 'exp', 'gelu', 'layernorm', 'matmul', 'normalization', 'reduction', 'sigmoid', 'transpose'] t.yaml True True
+ok cpu ['activation', 'conv', 'conv_weights', 'copy', 'elementwise', 'exp', 'gelu', 'layernorm', 'matmul', 'maxpool2d', 'normalization', 'reduction', 'sigmoid', 'transpose'] t.yaml True True
 [created t.yaml]
 $ tapestry calibrate --budget-seconds 0.2 --no-save -o t.yaml -q && tapestry optimize $TESTDATA/graphs/tiny.json --target t.yaml --iterations 5 -o p.json -q && python3 -c 'import json; t = json.load(open("p.json"))["target"]; print(t["name"], sorted(t["profile"]["kernels"]), t["profile"]["backend"])'
-local ['activation', 'conv', 'conv_weights', 'copy', 'elementwise', 'exp', 'gelu', 'layernorm', 'matmul', 'normalization', 'reduction', 'sigmoid', 'transpose'] cpu
+local ['activation', 'conv', 'conv_weights', 'copy', 'elementwise', 'exp', 'gelu', 'layernorm', 'matmul', 'maxpool2d', 'normalization', 'reduction', 'sigmoid', 'transpose'] cpu
 [created p.json]
 $ tapestry optimize $TESTDATA/graphs/tiny.json --iterations 5 -o p.json | grep 'target local'
   target local: roofline figures, not measured (run `tapestry calibrate` to measure this machine)
