@@ -12,7 +12,11 @@ Prints a table of the times and of Tapestry's best over ORT with 2 threads
 (below 1: Tapestry is faster), and their geometric mean.
 
     /usr/bin/python3 bench/ort_cpu.py --bin build/release/bin/tapestry [--models ...]
-        [--rounds 3] [--json FILE] [--figure FILE.png] [--quick]
+        [--rounds 3] [--image-size 224] [--json FILE] [--figure FILE.png] [--quick]
+
+--image-size exports the CNNs anew at that image side (testdata's are 64 x
+64, where per-run costs weigh more and tensors stay small: a cache bug that
+only regions of 512 KiB to 1 MiB hit went unseen there).
 
 ONNX Runtime is installed on first use with the machine's npm into a cache
 folder (--ort-dir); where node or npm is missing or the npm registry cannot be
@@ -51,6 +55,9 @@ MODELS = {
     "gpt2_block": ["x"],
 }
 VARIANTS = ["tapestry", "ort1", "ort2"]
+# The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
+CNNS = ["resnet18", "resnet50", "mobilenet_v2"]
+TESTDATA_IMAGE_SIDE = 64
 
 
 class Unavailable(Exception):
@@ -141,7 +148,21 @@ def ort_run(node_path, model, feeds, threads, warmup, repeat, outputs=None):
 
 # ---------------------------------------------------------------- models
 
-def prepare_model(name, work, rng):
+def export_cnn(name, side, work):
+    """testdata's CNN `name` (torchvision's, structure only) with a 1 x 3 x
+    side x side image; returns the .onnx path."""
+    import torch
+    import torchvision
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_onnx_models
+    torch.manual_seed(0)
+    path = os.path.join(work, f"{name}_{side}.onnx")
+    make_onnx_models.export(getattr(torchvision.models, name)(), torch.randn(1, 3, side, side),
+                            path, ["image"], ["logits"], params=False)
+    return path
+
+
+def prepare_model(name, work, rng, source=None):
     """The testdata model with every weight an initializer, and its inputs.
 
     Weights that are graph inputs as well as initializers stop being graph
@@ -150,7 +171,7 @@ def prepare_model(name, work, rng):
     without their weights) get seeded He-normal weights: the times do not
     depend on the values, as long as they stay finite. Returns the model's
     path and {input: .npy path} of its own inputs, standard normal."""
-    model = onnx.load(os.path.join(ROOT, "testdata", "onnx", name + ".onnx"))
+    model = onnx.load(source or os.path.join(ROOT, "testdata", "onnx", name + ".onnx"))
     graph = model.graph
     initialized = {t.name for t in graph.initializer}
     own = MODELS[name]
@@ -269,7 +290,9 @@ def measure(name, binary, node_path, env, args, work):
     os.makedirs(model_work)
     # One stream per model: its data is the same whichever models run with it.
     rng = np.random.default_rng([args.seed, list(MODELS).index(name)])
-    model, feeds = prepare_model(name, model_work, rng)
+    source = (export_cnn(name, args.image_size, model_work)
+              if name in CNNS and args.image_size != TESTDATA_IMAGE_SIDE else None)
+    model, feeds = prepare_model(name, model_work, rng, source)
     plan, tensors, plan_is_single = tapestry_plan(binary, name, model, feeds, env, args,
                                                   model_work)
     difference = compare_outputs(name, binary, plan, tensors, node_path, model, feeds, env,
@@ -346,7 +369,8 @@ def print_table(doc):
           f"({doc['commit']}), ONNX Runtime {doc['ort_version']} (onnxruntime-node, CPU)")
     print(f"command: {doc['command']}")
     print(f"medians of {doc['rounds']} interleaved rounds, each the median of {doc['repeat']} "
-          f"runs after {doc['warmup']} warm-up; Tapestry's inputs: {doc['tapestry_inputs']}\n")
+          f"runs after {doc['warmup']} warm-up; Tapestry's inputs: {doc['tapestry_inputs']}; "
+          f"the CNNs' images {doc['image_size']} x {doc['image_size']}\n")
     print("| model | Tapestry one device | Tapestry plan (devices) | ORT 1 thread | "
           "ORT 2 threads | Tapestry best / ORT 2 threads | Tapestry best / ORT best |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -409,6 +433,9 @@ def main():
     ap.add_argument("--json", help="also write the results here as JSON (- for stdout, "
                                    "which then replaces the table)")
     ap.add_argument("--figure", help="also draw the bar chart into this PNG (needs matplotlib)")
+    ap.add_argument("--image-size", type=int, default=TESTDATA_IMAGE_SIDE,
+                    help="the CNNs' image side: testdata's models are 64 x 64; another size "
+                         "exports them anew from torchvision (224: ImageNet's)")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: mlp3 (unless --models), 1 round, short calibration")
     args = ap.parse_args()
@@ -422,9 +449,9 @@ def main():
         args.iterations = args.iterations or 20
     models = args.models.split(",")
     unknown = [m for m in models if m not in MODELS]
-    if unknown or args.rounds < 1 or args.repeat < 1 or args.warmup < 0:
+    if unknown or args.rounds < 1 or args.repeat < 1 or args.warmup < 0 or args.image_size < 32:
         ap.error(f"unknown models {unknown}" if unknown else
-                 "needs --rounds >= 1, --repeat >= 1, --warmup >= 0")
+                 "needs --rounds >= 1, --repeat >= 1, --warmup >= 0, --image-size >= 32")
 
     try:
         node_path = ensure_ort(args.ort_dir)
@@ -443,6 +470,7 @@ def main():
         "repeat": args.repeat,
         "warmup": args.warmup,
         "calibrate_seconds": args.calibrate_seconds,
+        "image_size": args.image_size,
         "tapestry_inputs": ("the same files as ORT (bench --inputs)" if args.bench_inputs else
                             "drawn by bench (seed 0; this build's bench has no --inputs)"),
     }
