@@ -15,7 +15,7 @@
 namespace tapestry::backend {
 
 // One measurement case of a family: its graph for `copies` equal shards along
-// the leading dim (copies = 1: the alone case; N: one shard per device).
+// its index dim `splitDim` (copies = 1: the alone case; N: one shard per device).
 struct FamilyCase {
   std::string family;
   std::string kernel;
@@ -26,9 +26,10 @@ struct FamilyCase {
   // Measured apart from its family (the table is the kernel's own): a member
   // whose speed differs from the family's representative.
   bool apart = false;
-  // Inputs in [-spread, spread]. libm's erf and tanh take other paths by
-  // magnitude: on [-5, 5] erff ran 3.4x slower than on [-1, 1] (mispredicted
-  // branches), and a plan's pre-activations spread that wide.
+  // Inputs in [-spread, spread]: a plan's pre-activations spread that wide,
+  // and some functions' speed depends on the magnitude (libm's erff ran 3.4x
+  // slower on [-5, 5] than on [-1, 1]; SLEEF's tanhf about 1.15x slower on
+  // inputs of deviation 20 than 1).
   float spread = 1;
   // The index dim that `copies` grows and the shards split (0: the leading one).
   int splitDim = 0;
