@@ -122,7 +122,8 @@ struct Profile {
   const ProfileTable* tableFor(std::string_view kernel) const;
   // The table below which a FLOPs-measured `kernel` does not run, by its
   // shard's bytes: conv_weights for a convolution when the profile has it,
-  // else elementwise (nullptr: none). A bytes-measured kernel has none.
+  // else elementwise (nullptr: none). A bytes-measured kernel has none, nor
+  // does a kernel of no family (the simulator costs it by the roofline).
   const ProfileTable* floorFor(std::string_view kernel) const;
 };
 
