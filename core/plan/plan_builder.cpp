@@ -112,7 +112,20 @@ struct PlanBuilder::Workspace {
   std::vector<u32> sel;
 
   std::vector<std::int64_t> cutBase, cutLonger, tileCoord; // per index dim, scratch
-  std::vector<u32> group;                                  // per local shard, scratch
+
+  // Per op, the tiles of the last few splits it was built with. An op's tiles
+  // (index boxes, selections, flops and bytes) depend on its split alone, not
+  // on its devices, and a search's candidates mostly keep their parents'
+  // splits: a hit copies the boxes instead of projecting them again.
+  struct TileMemo {
+    std::vector<std::int64_t> split;
+    std::vector<std::int64_t> boxes; // the op's arena block: per shard, index box then selections
+    std::vector<std::int64_t> flops, bytes; // per shard
+  };
+  static constexpr std::size_t kTileMemos = 8;  // per op, replaced in turn
+  std::vector<std::vector<TileMemo>> tileMemos; // per op
+  std::vector<u32> tileMemoNext;                // per op: the entry replaced next
+  std::vector<u32> group;                       // per local shard, scratch
   std::vector<u32> groupFirst;
   std::size_t groupCount = 1;
 
@@ -332,6 +345,66 @@ struct PlanBuilder::Workspace {
     }
   }
 
+  // Op `op`'s shards from its memo of this split, if it has one (boxes, flops
+  // and bytes copied; devices from the choice); false if not.
+  bool recallShards(u32 op, bool isPartial) {
+    const OpChoice& c = choice->ops[op];
+    const std::vector<TileMemo>& memos = tileMemos[op];
+    const auto hit = std::find_if(memos.begin(), memos.end(),
+                                  [&](const TileMemo& m) { return m.split == c.split; });
+    if (hit == memos.end()) {
+      return false;
+    }
+    const u32 count = shardBase[op + 1] - shardBase[op];
+    const u32 elements = elementCount(op);
+    const std::size_t stride = hit->boxes.size() / count;
+    const std::size_t start = coUsed;
+    coUsed += hit->boxes.size();
+    if (coUsed > co.size()) {
+      co.resize(std::max(coUsed, 2 * co.size()));
+    }
+    std::copy(hit->boxes.begin(), hit->boxes.end(),
+              co.begin() + static_cast<std::ptrdiff_t>(start));
+    for (u32 k = 0; k < count; ++k) {
+      const u32 s = shardBase[op] + k;
+      auto o = static_cast<u32>(start + k * stride);
+      indexBox[s] = o;
+      o += static_cast<u32>(2 * ctx.ops[op].rank);
+      for (u32 e = 0; e < elements; ++e) {
+        sel[selBase[op] + k * elements + e] = o;
+        o += static_cast<u32>(2 * element(op, e).rank);
+      }
+      device[s] = c.devices[k];
+      partial[s] = isPartial;
+      flops[s] = hit->flops[k];
+      bytes[s] = hit->bytes[k];
+    }
+    return true;
+  }
+
+  // Keeps op `op`'s shards, just made from arena offset `start`, as a memo.
+  void rememberShards(u32 op, std::size_t start) {
+    if (tileMemos.size() != g.operations.size()) {
+      tileMemos.assign(g.operations.size(), {});
+      tileMemoNext.assign(g.operations.size(), 0);
+    }
+    std::vector<TileMemo>& memos = tileMemos[op];
+    if (memos.size() < kTileMemos) {
+      memos.emplace_back();
+    }
+    TileMemo& m = memos.size() < kTileMemos ? memos.back() : memos[tileMemoNext[op]];
+    if (memos.size() == kTileMemos) {
+      tileMemoNext[op] = static_cast<u32>((tileMemoNext[op] + 1) % kTileMemos);
+    }
+    const u32 first = shardBase[op];
+    const u32 end = shardBase[op + 1];
+    m.split = choice->ops[op].split;
+    m.boxes.assign(co.begin() + static_cast<std::ptrdiff_t>(start),
+                   co.begin() + static_cast<std::ptrdiff_t>(coUsed));
+    m.flops.assign(flops.begin() + first, flops.begin() + end);
+    m.bytes.assign(bytes.begin() + first, bytes.begin() + end);
+  }
+
   void makeShards(u32 op) {
     const OpTables& t = ctx.ops[op];
     const metakernel::Application& app = g.operations[op].application;
@@ -343,6 +416,10 @@ struct PlanBuilder::Workspace {
     for (std::size_t d = 0; d < n; ++d) {
       isPartial = isPartial || (c.split[d] > 1 && t.reductionDim[d]);
     }
+    if (count == 0 || (!tileMemos.empty() && recallShards(op, isPartial))) {
+      return;
+    }
+    const std::size_t start = coUsed;
     // numpy array_split cuts per dim: piece i starts at i * base + min(i, longer).
     cutBase.resize(n);
     cutLonger.resize(n);
@@ -381,6 +458,7 @@ struct PlanBuilder::Workspace {
       flops[s] = app.flopsPerPoint * points;
       bytes[s] = app.bytesPerPoint ? *app.bytesPerPoint * points : touched;
     }
+    rememberShards(op, start);
   }
 
   // The reduction group of each shard: its row-major position over the split

@@ -8,9 +8,11 @@ namespace tapestry::search {
 
 namespace {
 
-bool isValid(const plan::PlanContext& context, int devices, const plan::PlanChoice& choice) {
+// Whether `choice` is a valid plan: built as the search builds it (tasks
+// only, no ranges; `builder` reused, so an op's tiles are projected once).
+bool isValid(plan::PlanBuilder& builder, const plan::PlanChoice& choice) {
   try {
-    (void)plan::buildPlan(context, devices, choice);
+    (void)builder.tasks(choice);
     return true;
   } catch (const InternalError&) {
     throw;
@@ -24,6 +26,7 @@ bool isValid(const plan::PlanContext& context, int devices, const plan::PlanChoi
 template <typename Decide>
 plan::PlanChoice assemble(const SearchSpace& space, const plan::PlanContext& context,
                           Decide decide) {
+  plan::PlanBuilder builder(context, space.deviceCount());
   plan::PlanChoice choice = plan::singleDeviceChoice(space.graph(), 0);
   for (std::size_t i : space.graph().order) {
     plan::OpChoice proposal = decide(i, choice);
@@ -32,7 +35,7 @@ plan::PlanChoice assemble(const SearchSpace& space, const plan::PlanContext& con
     }
     plan::OpChoice keep = choice.ops[i];
     choice.ops[i] = std::move(proposal);
-    if (!isValid(context, space.deviceCount(), choice)) {
+    if (!isValid(builder, choice)) {
       choice.ops[i] = std::move(keep);
     }
   }

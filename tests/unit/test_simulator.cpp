@@ -338,6 +338,47 @@ TEST_CASE("the evaluator agrees with buildPlan + simulate", "[simulator]") {
   CHECK(checked > 100);
 }
 
+// A builder remembers each op's tiles for its last few splits (devices aside):
+// choices that reuse, revisit and evict those splits, with new devices, must
+// still build exactly the plan a fresh builder does.
+TEST_CASE("a reused builder's remembered tiles give the plan a fresh one does", "[simulator]") {
+  const Target t = loadTarget("h100x8");
+  std::mt19937 rng(5);
+  int checked = 0;
+  for (const char* name : {"transformer_block", "convnet", "mlp"}) {
+    INFO(name);
+    const graph::ExpandedGraph g = graph::loadAndExpand(
+        std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name + ".json", lib());
+    // More choices than the builder remembers per op (8), so entries are replaced.
+    std::vector<PlanChoice> pool;
+    for (int i = 0; i < 12; ++i) {
+      pool.push_back(randomChoice(g, rng, t.deviceCount()));
+    }
+    ChoiceSimulator evaluator(g, t);
+    for (int round = 0; round < 60; ++round) {
+      PlanChoice c;
+      for (std::size_t op = 0; op < g.operations.size(); ++op) {
+        OpChoice oc = pool[rng() % pool.size()].ops[op];
+        for (int& d : oc.devices) {
+          d = static_cast<int>(rng() % static_cast<unsigned>(t.deviceCount()));
+        }
+        c.ops.push_back(std::move(oc));
+      }
+      plan::ShardPlan p;
+      try {
+        p = plan::buildPlan(g, t.deviceCount(), c);
+      } catch (const plan::InvalidChoice&) {
+        CHECK_THROWS_AS(evaluator.evaluate(c), plan::InvalidChoice);
+        continue;
+      }
+      CHECK(evaluator.builder().tasks(c) == plan::summarize(g, p));
+      CHECK(evaluator.evaluate(c) == simulate(g, t, p).objectives);
+      ++checked;
+    }
+  }
+  CHECK(checked > 60);
+}
+
 // buildPlan + simulate throughput on the transformer block, 8 devices (what the
 // search does per evaluation). Run by hand on a release build:
 //   unit_simulator "[.bench]"
