@@ -39,10 +39,15 @@ struct ChoiceSimulator::Scratch {
   std::vector<double> rate;                  // per op
   std::vector<const ProfileTable*> measured; // per op: its family's table, or none
   std::vector<const ProfileTable*> floors;   // per op: Profile::floorFor, or none
-  std::vector<std::uint8_t> busyDevice;      // per device: runs a shard
-  double busy = 0;                           // 0: one device busy .. 1: all of them
-  double startDelay = 0;                     // the profile's start overhead, or 0
-  bool copiesOnDevice = false;               // transfers hold their destination device
+  // What rate, measured and floors were looked up for: the target, and per op
+  // its kernel name's storage (the graph's) and dtype. A simulator evaluates
+  // one graph's plans, so the lookups are made once, not per evaluation.
+  const Target* lookedUpFor = nullptr;
+  std::vector<std::pair<const char*, const char*>> lookedUpOps;
+  std::vector<std::uint8_t> busyDevice; // per device: runs a shard
+  double busy = 0;                      // 0: one device busy .. 1: all of them
+  double startDelay = 0;                // the profile's start overhead, or 0
+  bool copiesOnDevice = false;          // transfers hold their destination device
   // The elementwise family's table: reduction combines.
   const ProfileTable* streamTable = nullptr;
   std::vector<double> devFree; // per device
@@ -102,15 +107,25 @@ void ChoiceSimulator::Scratch::transfer(const PlanTasks& p, const Target& t, std
 // plan: how far it is from one busy device towards all of them (the profile's
 // `all` tables), by the devices that run shards, in log scale.
 void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
-  rate.resize(p.ops.size());
-  measured.assign(p.ops.size(), nullptr);
-  floors.assign(p.ops.size(), nullptr);
-  for (std::size_t op = 0; op < p.ops.size(); ++op) {
-    rate[op] = t.flopsFor(p.ops[op].dtype);
-    if (t.profile) {
-      measured[op] = t.profile->tableFor(p.ops[op].kernel);
-      floors[op] = t.profile->floorFor(p.ops[op].kernel);
+  const bool same = lookedUpFor == &t && lookedUpOps.size() == p.ops.size() &&
+                    std::equal(p.ops.begin(), p.ops.end(), lookedUpOps.begin(),
+                               [](const auto& op, const auto& k) {
+                                 return op.kernel.data() == k.first && op.dtype.data() == k.second;
+                               });
+  if (!same) {
+    rate.resize(p.ops.size());
+    measured.assign(p.ops.size(), nullptr);
+    floors.assign(p.ops.size(), nullptr);
+    lookedUpOps.resize(p.ops.size());
+    for (std::size_t op = 0; op < p.ops.size(); ++op) {
+      rate[op] = t.flopsFor(p.ops[op].dtype);
+      if (t.profile) {
+        measured[op] = t.profile->tableFor(p.ops[op].kernel);
+        floors[op] = t.profile->floorFor(p.ops[op].kernel);
+      }
+      lookedUpOps[op] = {p.ops[op].kernel.data(), p.ops[op].dtype.data()};
     }
+    lookedUpFor = &t;
   }
   busy = 0;
   startDelay = 0;

@@ -80,7 +80,8 @@ Objectives evaluate(const graph::ExpandedGraph& g, const Target& t, const plan::
 // The search's inner loop: choice -> objectives for one graph and target,
 // reusing all scratch memory between calls (a plan::PlanBuilder and the
 // simulator's queues), so that a warm evaluate() allocates nothing. Not
-// thread-safe: one per thread. The graph and target must outlive it.
+// thread-safe: one per thread. The graph and target must outlive it, and stay
+// as they are: the ops' rates and profile tables are looked up once.
 class ChoiceSimulator {
 public:
   ChoiceSimulator(const graph::ExpandedGraph& g, const Target& t, plan::PlanOptions options = {});

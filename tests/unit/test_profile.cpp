@@ -292,6 +292,14 @@ TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") 
   // relu is elementwise itself now: 384 B of table time (3.69 s) + 0.25.
   CHECK(streamed.shards[1][0].end - streamed.shards[1][0].start == Approx(384.0 / 104 + 0.25));
 
+  // The search's evaluator, reused across plans, looks the tables up once and
+  // agrees with simulate on each.
+  ChoiceSimulator evaluator(g, t, free);
+  for (const plan::PlanChoice* c :
+       std::initializer_list<const plan::PlanChoice*>{&single, &split, &single, &split}) {
+    CHECK(evaluator.evaluate(*c) == simulate(g, t, plan::buildPlan(g, 2, *c, free)).objectives);
+  }
+
   // Without the profile: the roofline and launch overhead as before.
   t.profile.reset();
   const Simulation roof = simulate(g, t, plan::buildPlan(g, 2, single, free));
