@@ -233,6 +233,11 @@ double Rng::unit() {
   return static_cast<double>(next() >> 11) * 0x1.0p-53;
 }
 
+bool copyNeighbour(const SearchSpace& space, plan::PlanChoice& choice, std::size_t i,
+                   const Neighbour& n) {
+  return copyFrom(space, choice, i, n, false);
+}
+
 bool applyMove(const SearchSpace& space, plan::PlanChoice& choice, MoveKind kind, Rng& rng) {
   switch (kind) {
   case MoveKind::SplitDim:

@@ -54,6 +54,11 @@ bool mutate(const SearchSpace& space, plan::PlanChoice& choice, Rng& rng);
 bool toggleVariant(const std::vector<SearchSpace>& spaces, const GraphVariants& variants,
                    plan::PlanChoice& choice, Rng& rng);
 
+// Op `i` takes neighbour `n`'s split (along the dims that line up) and
+// placement; false when that changes nothing.
+bool copyNeighbour(const SearchSpace& space, plan::PlanChoice& choice, std::size_t i,
+                   const Neighbour& n);
+
 // Per operation, from `a` or from `b`: a contiguous run of operations (in
 // topological order) comes from `b`, the rest from `a`.
 plan::PlanChoice crossover(const SearchSpace& space, const plan::PlanChoice& a,

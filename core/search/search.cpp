@@ -159,6 +159,15 @@ void startFromBaselines(const ChoiceScorer& evaluator, SearchState& state) {
   }
 }
 
+// Every kPolishEvery-th generation starts with a polish of the fastest plan
+// on the front: children that differ from it in one op, which copies one
+// neighbour's split and placement, taken in turn over every (op, neighbour)
+// pair from where the last polish stopped; random draws fill the rest of the
+// batch. Random moves rarely hit the one op whose misaligned split costs a
+// transfer; the polish tries each in turn (on ResNet-50 b32 for h100x8, the
+// fastest plan of a default search 6-18% faster; docs/search.md).
+constexpr std::int64_t kPolishEvery = 4;
+
 // Up to `state.batch` unseen children of archive members (or of the
 // low-memory plans while the archive is empty), slot by slot from the seed.
 std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, SearchState& state,
@@ -167,7 +176,10 @@ std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, Sear
   const std::vector<Evaluated>& members = state.archive.members();
   std::vector<plan::PlanChoice> candidates;
   candidates.reserve(state.batch);
-  for (std::size_t slot = 0; slot < state.batch; ++slot) {
+  if (state.generation % kPolishEvery == kPolishEvery - 1) {
+    polishCandidates(state, hooks, candidates);
+  }
+  for (std::size_t slot = candidates.size(); slot < state.batch; ++slot) {
     Rng rng = Rng::forSlot(seed, static_cast<std::uint64_t>(state.generation), slot);
     for (int attempt = 0; attempt < kDrawAttempts; ++attempt) {
       auto parent = [&]() -> const plan::PlanChoice& {
@@ -236,6 +248,44 @@ void reportProgress(const SearchOptions& options, const SearchState& state,
 }
 
 } // namespace
+
+void polishCandidates(SearchState& state, SearchHooks& hooks,
+                      std::vector<plan::PlanChoice>& candidates) {
+  const std::vector<Evaluated>& members = state.archive.members();
+  const Evaluated* best = nullptr;
+  for (const Evaluated& m : members) {
+    if (best == nullptr || m.objectives.timeS < best->objectives.timeS) {
+      best = &m;
+    }
+  }
+  if (best == nullptr) {
+    return;
+  }
+  const SearchSpace& space = state.spaces[best->choice.variant];
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  for (std::size_t i = 0; i < space.opCount(); ++i) {
+    for (std::size_t k = 0; k < space.neighbours(i).size(); ++k) {
+      pairs.emplace_back(i, k);
+    }
+  }
+  if (pairs.empty()) {
+    return;
+  }
+  std::size_t step = 0;
+  for (; step < pairs.size() && candidates.size() < state.batch; ++step) {
+    const auto [i, k] = pairs[(state.polishCursor + step) % pairs.size()];
+    plan::PlanChoice child = best->choice;
+    if (!copyNeighbour(space, child, i, space.neighbours(i)[k])) {
+      continue;
+    }
+    const std::uint64_t hash = hashChoice(child);
+    if (state.seen.insert(hash).second) {
+      hooks.drew(hash);
+      candidates.push_back(std::move(child));
+    }
+  }
+  state.polishCursor = (state.polishCursor + step) % pairs.size();
+}
 
 SearchResult SearchHooks::finish(SearchState& state) {
   SearchResult& result = state.result;

@@ -156,6 +156,7 @@ struct SearchState {
   std::int64_t generations = 0; // to run; 0: until the time budget
   std::size_t batch = 0;        // candidates per generation
   bool timed = false;           // a time budget, not a generation count
+  std::size_t polishCursor = 0; // the next (op, neighbour) pair a polish tries
   Clock::time_point start = Clock::now();
 };
 
@@ -198,6 +199,14 @@ public:
 // The generation loop: baselines, then generations of candidates drawn from
 // the archive (mutations and crossovers of unseen plans), evaluated and kept
 // when not dominated, until the budget, the stop flag or exhaustion.
+// The polish that starts every fourth generation: appends to `candidates`,
+// up to `state.batch`, unseen children of the archive's fastest plan that
+// differ from it in one op, which copies one neighbour's split and placement;
+// the (op, neighbour) pairs in turn from `state.polishCursor`, which it
+// advances. Marks them seen (and tells `hooks`). Nothing with an empty archive.
+void polishCandidates(SearchState& state, SearchHooks& hooks,
+                      std::vector<plan::PlanChoice>& candidates);
+
 SearchResult runGenerations(const ChoiceScorer& evaluator, const SearchOptions& options,
                             SearchHooks& hooks);
 

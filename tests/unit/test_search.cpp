@@ -256,6 +256,85 @@ TEST_CASE("moves keep choices inside the space", "[search][mutate]") {
   }
 }
 
+TEST_CASE("the polish tries the fastest plan with one op copying a neighbour", "[search][mutate]") {
+  const graph::ExpandedGraph& g = graphNamed("transformer_block");
+  const std::vector<SearchSpace> spaces{SearchSpace(g, 8)};
+  const SearchSpace& space = spaces[0];
+  SearchState state(spaces, 64);
+  state.batch = 2; // less than the children there are: the cursor carries over calls
+  SearchHooks hooks;
+  std::vector<plan::PlanChoice> none;
+  polishCandidates(state, hooks, none);
+  CHECK(none.empty()); // nothing to polish yet
+
+  // The fastest of two members: a data-parallel-like plan (every op whose
+  // first dim is 8 or more split 8 ways along it); the other is slower.
+  plan::PlanChoice fast = plan::singleDeviceChoice(g, 0);
+  for (std::size_t i = 0; i < g.operations.size(); ++i) {
+    if (!space.op(i).extents.empty() && space.op(i).extents[0] >= 8 && space.op(i).splittable[0]) {
+      std::vector<std::int64_t> split(space.op(i).extents.size(), 1);
+      split[0] = 8;
+      fast.ops[i] = space.opChoice(split, 0);
+    }
+  }
+  // Misalign one op, so that copying a neighbour changes it.
+  fast.ops[0] = space.opChoice(std::vector<std::int64_t>(space.op(0).extents.size(), 1), 3);
+  state.archive.insert(Evaluated{plan::singleDeviceChoice(g, 0), {2.0, 10, 0, true}});
+  state.archive.insert(Evaluated{fast, {1.0, 20, 0, true}});
+
+  std::size_t pairs = 0;
+  for (std::size_t i = 0; i < space.opCount(); ++i) {
+    pairs += space.neighbours(i).size();
+  }
+  std::vector<std::uint64_t> drawn;
+  for (int round = 0; round < 100 && drawn.size() < pairs; ++round) {
+    std::vector<plan::PlanChoice> candidates;
+    polishCandidates(state, hooks, candidates);
+    CHECK(candidates.size() <= state.batch);
+    if (candidates.empty()) {
+      break;
+    }
+    for (const plan::PlanChoice& c : candidates) {
+      REQUIRE(space.contains(c));
+      // Exactly one op differs from the fastest plan, and it now equals what
+      // copying one of its neighbours gives.
+      std::vector<std::size_t> changed;
+      for (std::size_t i = 0; i < g.operations.size(); ++i) {
+        if (!(c.ops[i] == fast.ops[i])) {
+          changed.push_back(i);
+        }
+      }
+      REQUIRE(changed.size() == 1);
+      const std::size_t i = changed[0];
+      bool fromNeighbour = false;
+      for (const Neighbour& n : space.neighbours(i)) {
+        plan::PlanChoice copy = fast;
+        fromNeighbour = fromNeighbour || (copyNeighbour(space, copy, i, n) && copy == c);
+      }
+      CHECK(fromNeighbour);
+      drawn.push_back(hashChoice(c));
+    }
+  }
+  // Every child once: never one twice, and the op misaligned above among them.
+  std::vector<std::uint64_t> unique = drawn;
+  std::sort(unique.begin(), unique.end());
+  CHECK(std::unique(unique.begin(), unique.end()) == unique.end());
+  CHECK(drawn.size() > state.batch);
+  bool fixedFirst = false;
+  for (const Neighbour& n : space.neighbours(0)) {
+    plan::PlanChoice copy = fast;
+    fixedFirst =
+        fixedFirst || (copyNeighbour(space, copy, 0, n) &&
+                       std::find(drawn.begin(), drawn.end(), hashChoice(copy)) != drawn.end());
+  }
+  CHECK(fixedFirst);
+  // Once every pair is tried, a further polish draws nothing new.
+  std::vector<plan::PlanChoice> again;
+  polishCandidates(state, hooks, again);
+  polishCandidates(state, hooks, again);
+  CHECK(again.empty());
+}
+
 TEST_CASE("baselines", "[search][baselines]") {
   const graph::ExpandedGraph& g = graphNamed("mlp");
   SearchSpace space(g, 8);

@@ -153,7 +153,7 @@ resnet50 h100x8: checked, 0 sites
 [created resnet50.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize mobilenet_v2.json --target $t --seed 1 --iterations 10 -q -o mobilenet_v2.$t.json && tapestry run mobilenet_v2.$t.json --check -q && echo "mobilenet_v2 $t: checked, $(jq '[.rewrites.sites[]?] | length' mobilenet_v2.$t.json) sites"; done
 mobilenet_v2 cpu-2: checked, 45 sites
-mobilenet_v2 h100x8: checked, 35 sites
+mobilenet_v2 h100x8: checked, 45 sites
 [created mobilenet_v2.cpu-2.json]
 [created mobilenet_v2.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize mlp3.json --target $t --seed 1 --iterations 10 -q -o mlp3.$t.json && tapestry run mlp3.$t.json --check -q && echo "mlp3 $t: checked, $(jq '[.rewrites.sites[]?] | length' mlp3.$t.json) sites"; done
@@ -163,7 +163,7 @@ mlp3 h100x8: checked, 0 sites
 [created mlp3.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize resnet18.json --target $t --seed 1 --iterations 10 -q -o resnet18.$t.json && tapestry run resnet18.$t.json --check -q && echo "resnet18 $t: checked, $(jq '[.rewrites.sites[]?] | length' resnet18.$t.json) sites"; done
 resnet18 cpu-2: checked, 17 sites
-resnet18 h100x8: checked, 17 sites
+resnet18 h100x8: checked, 8 sites
 [created resnet18.cpu-2.json]
 [created resnet18.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize bert_layer.json --target $t --seed 1 --iterations 10 -q -o bert_layer.$t.json && tapestry run bert_layer.$t.json --check -q && echo "bert_layer $t: checked, $(jq '[.rewrites.sites[]?] | length' bert_layer.$t.json) sites"; done
@@ -180,13 +180,13 @@ gpt2_block h100x8: checked, 8 sites
 $ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tapestry optimize $m.json --target h100x8 --seed 2 --iterations 60 --select $s -q -o $m.$s.json --front $m.front.json && tapestry run $m.$s.json --check -q && echo "$m $s: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' $m.$s.json)"; done; jq -r --arg m $m '"\($m): front plans by sites rewritten \([.front[].rewrites | length] | group_by(.) | map("\(.[0]): \(length)") | join(", "))"' $m.front.json; done
 gpt2_block fastest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, matmul_add_linear 4
 gpt2_block smallest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1
-gpt2_block: front plans by sites rewritten 1: 7, 4: 27, 8: 30
+gpt2_block: front plans by sites rewritten 1: 3, 4: 33, 8: 28
 bert_layer fastest: checked, attention 1, matmul_add_linear 3
 bert_layer smallest: checked, attention 1
-bert_layer: front plans by sites rewritten 1: 23, 4: 41
-resnet18 fastest: checked, conv_add_relu 8, conv_relu 9
+bert_layer: front plans by sites rewritten 0: 5, 1: 18, 4: 41
+resnet18 fastest: checked, 
 resnet18 smallest: checked, 
-resnet18: front plans by sites rewritten 0: 7, 8: 33, 17: 24
+resnet18: front plans by sites rewritten 0: 20, 8: 13, 9: 3, 17: 28
 [created bert_layer.fastest.json]
 [created bert_layer.front.json]
 [created bert_layer.smallest.json]
