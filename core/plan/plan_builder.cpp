@@ -85,7 +85,8 @@ struct OpSlices {
 
 struct PlanBuilder::Workspace {
   Workspace(PlanContext c, int d, PlanOptions o)
-      : context(std::move(c)), ctx(context.impl()), g(*ctx.graph), devices(d), options(o) {}
+      : context(std::move(c)), ctx(context.impl()), g(*ctx.graph), devices(d), options(o),
+        tileMemos(g.operations.size()), tileMemoNext(g.operations.size(), 0) {}
 
   PlanContext context;
   const PlanContext::Impl& ctx;
@@ -384,18 +385,15 @@ struct PlanBuilder::Workspace {
 
   // Keeps op `op`'s shards, just made from arena offset `start`, as a memo.
   void rememberShards(u32 op, std::size_t start) {
-    if (tileMemos.size() != g.operations.size()) {
-      tileMemos.assign(g.operations.size(), {});
-      tileMemoNext.assign(g.operations.size(), 0);
-    }
     std::vector<TileMemo>& memos = tileMemos[op];
+    TileMemo* entry = nullptr;
     if (memos.size() < kTileMemos) {
-      memos.emplace_back();
-    }
-    TileMemo& m = memos.size() < kTileMemos ? memos.back() : memos[tileMemoNext[op]];
-    if (memos.size() == kTileMemos) {
+      entry = &memos.emplace_back();
+    } else {
+      entry = &memos[tileMemoNext[op]];
       tileMemoNext[op] = static_cast<u32>((tileMemoNext[op] + 1) % kTileMemos);
     }
+    TileMemo& m = *entry;
     const u32 first = shardBase[op];
     const u32 end = shardBase[op + 1];
     m.split = choice->ops[op].split;
@@ -416,7 +414,7 @@ struct PlanBuilder::Workspace {
     for (std::size_t d = 0; d < n; ++d) {
       isPartial = isPartial || (c.split[d] > 1 && t.reductionDim[d]);
     }
-    if (count == 0 || (!tileMemos.empty() && recallShards(op, isPartial))) {
+    if (count == 0 || recallShards(op, isPartial)) {
       return;
     }
     const std::size_t start = coUsed;
