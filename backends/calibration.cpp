@@ -337,6 +337,12 @@ measureThreadScaling(Bench& bench, const metakernel::MetakernelLibrary& library,
 // the calibration, halfway through the kernel families and at the end, and
 // keeps the median of its passes' speedups.
 constexpr int kSpreadPasses = 3; // start, halfway through the families, end
+// Cases per point of the spread by size (Profile::spreadByTime).
+constexpr std::size_t kSpreadGroup = 3;
+// The budget from which calibrate measures the spread on large graphs too
+// (each is run at least three times a pass, whatever the budget): below it,
+// one spread from the small graphs.
+constexpr double kSpreadLargeBudget = 10;
 
 struct SpreadCase {
   graph::ExpandedGraph graph;
@@ -348,7 +354,7 @@ struct SpreadCase {
 
 std::vector<SpreadCase> spreadCases(const Bench& bench,
                                     const metakernel::MetakernelLibrary& library,
-                                    const std::vector<FamilyCase>& cases) {
+                                    const std::vector<FamilyCase>& cases, bool large) {
   const int devices = bench.devices();
   std::vector<SpreadCase> out;
   for (const FamilyCase& c : cases) {
@@ -356,7 +362,15 @@ std::vector<SpreadCase> spreadCases(const Bench& bench,
     if (!matmul && c.kernel != "add" && c.kernel != "tanh" && c.kernel != "softmax") {
       continue;
     }
-    for (int step = matmul ? 3 : 1; step < (matmul ? 6 : 4); ++step) {
+    // Small graphs (steps 3-5 of matmul, 1-3 of the others), and with
+    // `large` two larger ones of each (about 0.1 to 10 ms on one device):
+    // the spread by size.
+    std::vector<int> steps = matmul ? std::vector<int>{3, 4, 5} : std::vector<int>{1, 2, 3};
+    if (large) {
+      steps.insert(steps.end(), matmul ? std::initializer_list<int>{c.steps - 2, c.steps - 1}
+                                       : std::initializer_list<int>{4, 6});
+    }
+    for (int step : steps) {
       SpreadCase sc{c.graphFor(library, step, devices), {}, {}, c.spread, {}};
       sc.single = bench.planFor(sc.graph, 1, true);
       sc.split = bench.planFor(sc.graph, devices, false);
@@ -383,14 +397,15 @@ void measureSpreadPass(Bench& bench, std::vector<SpreadCase>& cases, double seco
   }
 }
 
-double spreadOf(const std::vector<SpreadCase>& cases, const cost::Target& model) {
+std::vector<SpeedupSample> spreadSamples(const std::vector<SpreadCase>& cases,
+                                         const cost::Target& model) {
   std::vector<SpeedupSample> samples;
   for (const SpreadCase& sc : cases) {
-    samples.push_back({cost::simulate(sc.graph, model, sc.single).objectives.timeS /
-                           cost::simulate(sc.graph, model, sc.split).objectives.timeS,
-                       sc.measured});
+    const double single = cost::simulate(sc.graph, model, sc.single).objectives.timeS;
+    samples.push_back(
+        {single / cost::simulate(sc.graph, model, sc.split).objectives.timeS, sc.measured, single});
   }
-  return speedupSpread(samples);
+  return samples;
 }
 
 } // namespace
@@ -404,6 +419,33 @@ double speedupSpread(const std::vector<SpeedupSample>& samples) {
     }
   }
   return errors.empty() ? 0.0 : std::exp(median(errors)) - 1;
+}
+
+std::vector<cost::SpreadPoint> spreadByTime(std::vector<SpeedupSample> samples) {
+  std::erase_if(samples, [](const SpeedupSample& s) {
+    const double measured = s.measured.empty() ? 0.0 : median(s.measured);
+    return !(s.single > 0 && std::isfinite(s.single) && s.predicted > 0 &&
+             std::isfinite(s.predicted) && measured > 0 && std::isfinite(measured));
+  });
+  std::sort(samples.begin(), samples.end(),
+            [](const SpeedupSample& a, const SpeedupSample& b) { return a.single < b.single; });
+  const std::size_t groups = samples.size() / kSpreadGroup;
+  std::vector<cost::SpreadPoint> points;
+  for (std::size_t g = 0; groups > 1 && g < groups; ++g) {
+    const auto first = samples.begin() + static_cast<std::ptrdiff_t>(g * samples.size() / groups);
+    const auto last =
+        samples.begin() + static_cast<std::ptrdiff_t>((g + 1) * samples.size() / groups);
+    double logTime = 0;
+    for (auto it = first; it != last; ++it) {
+      logTime += std::log(it->single);
+    }
+    const double time = std::exp(logTime / static_cast<double>(last - first));
+    if (!points.empty() && !(time > points.back().time)) {
+      continue;
+    }
+    points.push_back({time, speedupSpread(std::vector<SpeedupSample>(first, last))});
+  }
+  return points.size() > 1 ? points : std::vector<cost::SpreadPoint>{};
 }
 
 cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& library,
@@ -435,7 +477,7 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   const double spreadSeconds = 0.005 * budget / kSpreadPasses; // per plan, per pass
   if (devices > 1) {
     report("spread");
-    spread = spreadCases(bench, library, cases);
+    spread = spreadCases(bench, library, cases, budget >= kSpreadLargeBudget);
     measureSpreadPass(bench, spread, spreadSeconds);
   }
 
@@ -486,7 +528,9 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   if (!spread.empty()) {
     report("spread");
     measureSpreadPass(bench, spread, spreadSeconds);
-    base.profile->spread = spreadOf(spread, base);
+    const std::vector<SpeedupSample> samples = spreadSamples(spread, base);
+    base.profile->spread = speedupSpread(samples);
+    base.profile->spreadByTime = spreadByTime(samples);
   }
   report("done");
   return base;

@@ -61,8 +61,14 @@ std::vector<std::pair<double, double>> measureRankLink(RankLink& link, double se
 struct SpeedupSample {
   double predicted = 0;
   std::vector<double> measured;
+  double single = 0; // the graph's predicted time on one device
 };
 double speedupSpread(const std::vector<SpeedupSample>& samples);
+// The spread by size (cost::Profile::spreadByTime): the usable samples in
+// order of their one-device time, in groups of three (the last ones taking
+// the remainder), each a point at its geometric mean time with its group's
+// speedupSpread. Empty with fewer than two groups.
+std::vector<cost::SpreadPoint> spreadByTime(std::vector<SpeedupSample> samples);
 
 // latency + bytes / bandwidth fitted to (bytes, seconds) points as calibrate
 // fits the copies between devices: the smallest size's time, and the slope

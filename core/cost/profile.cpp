@@ -211,6 +211,23 @@ double interpolateTime(const std::vector<ProfilePoint>& alone, const std::vector
   return one * std::pow(every / one, busy);
 }
 
+double Profile::spreadAt(double singleTime) const {
+  if (spreadByTime.empty() || !(singleTime > 0)) {
+    return spread;
+  }
+  if (singleTime <= spreadByTime.front().time) {
+    return spreadByTime.front().spread;
+  }
+  if (singleTime >= spreadByTime.back().time) {
+    return spreadByTime.back().spread;
+  }
+  auto hi = std::upper_bound(spreadByTime.begin(), spreadByTime.end(), singleTime,
+                             [](double t, const SpreadPoint& p) { return t < p.time; });
+  auto lo = hi - 1;
+  const double f = std::log(singleTime / lo->time) / std::log(hi->time / lo->time);
+  return lo->spread + f * (hi->spread - lo->spread);
+}
+
 const ProfileTable* Profile::table(std::string_view family) const {
   auto it = kernels.find(family);
   return it == kernels.end() ? nullptr : &it->second;

@@ -76,6 +76,14 @@ double interpolateTime(const std::vector<ProfilePoint>& points, double size);
 double interpolateTime(const std::vector<ProfilePoint>& alone, const std::vector<ProfilePoint>& all,
                        double size, double busy);
 
+// How far predicted speedups over one device were off (Profile::spread) on
+// graphs of about `time` seconds on one device.
+struct SpreadPoint {
+  double time = 0;
+  double spread = 0;
+  bool operator==(const SpreadPoint&) const = default;
+};
+
 struct Profile {
   std::string machine; // what it was measured on, e.g. "AMD EPYC 7B13, 2 cores"
   std::string backend; // "cpu" or "cuda"
@@ -93,6 +101,12 @@ struct Profile {
   // every device against one device. `optimize` selects one device when the
   // selected plan's predicted gain is within it. 0: not measured.
   double spread = 0;
+  // The spread by the size of the graph: (one-device time, spread) points,
+  // times increasing (calibrate: its cases grouped by their predicted
+  // one-device time). A split plan of 10 us and one of 10 ms are not
+  // mispredicted alike: a fixed cost the model misses weighs on the first,
+  // not on the second. Empty: `spread` at every size.
+  std::vector<SpreadPoint> spreadByTime;
   // How much faster one device runs a family's kernel with every core of the
   // machine as its threads than with one (calibrate: a large matmul and
   // conv2d). Informative: the `alone` tables already include it.
@@ -116,6 +130,11 @@ struct Profile {
   // engines).
   bool copiesOnDevice = true;
   bool operator==(const Profile&) const = default;
+
+  // The spread that a plan whose graph takes `singleTime` seconds on one
+  // device is weighed against: spreadByTime interpolated in log(time), the
+  // nearest end's spread outside it; `spread` without it.
+  double spreadAt(double singleTime) const;
 
   const ProfileTable* table(std::string_view family) const;
   // The table that costs `kernel`: its own, else its family's (nullptr: none).

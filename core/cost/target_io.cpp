@@ -307,31 +307,55 @@ template <class Map> LinkSpec decodeLink(const Map& m) {
   return link;
 }
 
-// One table: a list of [size, seconds] pairs, sizes strictly increasing.
-template <class Field> std::vector<ProfilePoint> decodePoints(const Field& list) {
-  std::vector<ProfilePoint> points;
+// A list of [x, y] pairs of numbers, x positive and strictly increasing, y
+// positive (or not negative with `yMayBeZero`): `names` is how messages call
+// them ("size, seconds"), `xs` the x's in "sizes must increase".
+template <class Field>
+std::vector<std::pair<double, double>> decodePairs(const Field& list, const std::string& names,
+                                                   const std::string& xs, bool yMayBeZero) {
+  std::vector<std::pair<double, double>> points;
   for (const Field& entry : list.elements()) {
     std::vector<Field> pair = entry.elements();
     if (pair.size() != 2) {
-      entry.fail(entry.path() + ": expected [size, seconds], a list of 2 numbers, got " +
+      entry.fail(entry.path() + ": expected [" + names + "], a list of 2 numbers, got " +
                  std::to_string(pair.size()));
     }
-    ProfilePoint p{positive(pair[0], pair[0].number()), positive(pair[1], pair[1].number())};
-    if (!points.empty() && !(p.size > points.back().size)) {
-      pair[0].fail(pair[0].path() + ": sizes must increase, but " + pair[0].text() + " follows " +
-                   formatNumber(points.back().size));
+    const double x = positive(pair[0], pair[0].number());
+    const double y =
+        yMayBeZero ? notNegative(pair[1], pair[1].number()) : positive(pair[1], pair[1].number());
+    if (!points.empty() && !(x > points.back().first)) {
+      pair[0].fail(pair[0].path() + ": " + xs + " must increase, but " + pair[0].text() +
+                   " follows " + formatNumber(points.back().first));
     }
-    points.push_back(p);
+    points.emplace_back(x, y);
   }
   if (points.empty()) {
-    list.fail(list.path() + ": expected at least one [size, seconds] pair");
+    list.fail(list.path() + ": expected at least one [" + names + "] pair");
+  }
+  return points;
+}
+
+// One table: a list of [size, seconds] pairs, sizes strictly increasing.
+template <class Field> std::vector<ProfilePoint> decodePoints(const Field& list) {
+  std::vector<ProfilePoint> points;
+  for (const auto& [size, seconds] : decodePairs(list, "size, seconds", "sizes", false)) {
+    points.push_back({size, seconds});
+  }
+  return points;
+}
+
+// spread_by_time: [one-device seconds, spread] pairs, times strictly increasing.
+template <class Field> std::vector<SpreadPoint> decodeSpreadPoints(const Field& list) {
+  std::vector<SpreadPoint> points;
+  for (const auto& [time, spread] : decodePairs(list, "seconds, spread", "times", true)) {
+    points.push_back({time, spread});
   }
   return points;
 }
 
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
-                "spread", "thread_scaling", "copies", "kernels"});
+                "spread", "spread_by_time", "thread_scaling", "copies", "kernels"});
   Profile p;
   if (auto machine = m.find("machine")) {
     p.machine = machine->string();
@@ -352,6 +376,9 @@ template <class Map> Profile decodeProfile(const Map& m) {
   }
   if (auto spread = m.find("spread")) {
     p.spread = notNegative(*spread, spread->number());
+  }
+  if (auto byTime = m.find("spread_by_time")) {
+    p.spreadByTime = decodeSpreadPoints(*byTime);
   }
   if (auto scalingField = m.find("thread_scaling")) {
     auto scaling = nestedMap(m, *scalingField, "thread_scaling");
@@ -516,6 +543,13 @@ Json profileJson(const Profile& p) {
   j["start_overhead"] = p.startOverhead;
   if (p.spread > 0) {
     j["spread"] = p.spread;
+  }
+  if (!p.spreadByTime.empty()) {
+    Json points = Json::array();
+    for (const SpreadPoint& sp : p.spreadByTime) {
+      points.push_back(Json::array({sp.time, sp.spread}));
+    }
+    j["spread_by_time"] = std::move(points);
   }
   if (!p.threadScaling.empty()) {
     Json scaling = Json::object();

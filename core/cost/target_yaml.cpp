@@ -95,6 +95,14 @@ std::string toYaml(const Target& target) {
       y += "  spread: " + exact(p->spread) +
            "  # a predicted speedup over one device is this far off at most (relative)\n";
     }
+    if (!p->spreadByTime.empty()) {
+      y += "  spread_by_time: [";
+      for (std::size_t i = 0; i < p->spreadByTime.size(); ++i) {
+        y += (i == 0 ? "[" : ", [") + exact(p->spreadByTime[i].time) + ", " +
+             exact(p->spreadByTime[i].spread) + "]";
+      }
+      y += "]  # [one-device seconds, spread]: the spread by the graph's size\n";
+    }
     {
       y += "  copies:\n";
       y += std::string("    on_device: ") + (p->copiesOnDevice ? "true" : "false") +

@@ -116,9 +116,16 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
     }
     to << std::defaultfloat << "\n";
   }
-  if (p.spread > 0) {
+  if (!p.spreadByTime.empty()) {
+    to << "  predicted speedups over one device within";
+    for (std::size_t i = 0; i < p.spreadByTime.size(); ++i) {
+      to << (i == 0 ? " " : ", ") << std::lround(p.spreadByTime[i].spread * 100) << "% at "
+         << cost::formatSeconds(p.spreadByTime[i].time);
+    }
+    to << " on one device (optimize selects one device below that)\n";
+  } else if (p.spread > 0) {
     to << "  predicted speedups over one device within " << std::lround(p.spread * 100)
-       << "% on small plans (optimize selects one device below that)\n";
+       << "% (optimize selects one device below that)\n";
   }
   for (const auto& [name, table] : p.kernels) {
     const cost::ProfilePoint& big = table.alone.back();

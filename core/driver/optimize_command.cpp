@@ -271,7 +271,7 @@ std::string oneDeviceNote(const Outcome& o) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(2) << "one device selected: the fastest plan is predicted "
     << r.gain << "x faster than one device, within the calibrated spread of predicted speedups ("
-    << std::setprecision(0) << o.target.profile->spread * 100 << "%)";
+    << std::setprecision(0) << r.spread * 100 << "%)";
   return s.str();
 }
 
@@ -303,10 +303,13 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   summary["baselines"] = baselinesToJson(o.result.baselines);
   summary["sharding_pays"] = shardingPays(o.result);
   summary["written"] = o.written.empty() ? std::string("selected") : o.written;
-  if (o.target.profile && o.target.profile->spread > 0) {
+  // The spread the gain was weighed against (by the graph's size), else the profile's.
+  const double spread = o.oneDevice.spread > 0 ? o.oneDevice.spread
+                                               : (o.target.profile ? o.target.profile->spread : 0);
+  if (spread > 0) {
     Json rule = Json::object();
     rule["applied"] = o.oneDevice.applies;
-    rule["spread"] = o.target.profile->spread;
+    rule["spread"] = spread;
     if (o.oneDevice.gain > 0) {
       rule["gain"] = o.oneDevice.gain;
     }
@@ -427,8 +430,8 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   if (flags.policy == SelectPolicy::Fastest && config.baseline.empty() && target.profile) {
     for (const BaselineResult& b : result.baselines) {
       if (b.baseline.name == "single" && b.objectives && b.objectives->feasible) {
-        oneDevice =
-            oneDeviceRule(result.front, info.selected, b.objectives->timeS, target.profile->spread);
+        oneDevice = oneDeviceRule(result.front, info.selected, b.objectives->timeS,
+                                  target.profile->spreadAt(b.objectives->timeS));
       }
     }
   }

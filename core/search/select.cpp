@@ -125,6 +125,7 @@ std::size_t devicesOf(const plan::PlanChoice& choice) {
 OneDeviceRule oneDeviceRule(const std::vector<Evaluated>& front, std::size_t selected,
                             double singleTime, double spread) {
   OneDeviceRule rule;
+  rule.spread = spread;
   const Evaluated& chosen = front.at(selected);
   if (spread <= 0 || devicesOf(chosen.choice) <= 1 || chosen.objectives.timeS <= 0) {
     return rule;

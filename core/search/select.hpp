@@ -40,7 +40,8 @@ std::size_t devicesOf(const plan::PlanChoice& choice);
 // is at most 1 + spread gives way to one device.
 struct OneDeviceRule {
   bool applies = false;
-  double gain = 0; // the selected plan's predicted speedup over one device
+  double gain = 0;   // the selected plan's predicted speedup over one device
+  double spread = 0; // what the gain was weighed against
   // The fastest front plan on one device, when the front has one; else the
   // caller writes the single baseline.
   std::optional<std::size_t> index;

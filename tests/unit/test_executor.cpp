@@ -523,6 +523,42 @@ TEST_CASE("empty index spaces write nothing: outputs are zeros", "[executor]") {
   }
 }
 
+TEST_CASE("outputs are gathered into reused host memory, every element written",
+          "[executor][memory]") {
+  // A 4 MiB output in two row halves: the host block a run returns goes back
+  // to the backend when the caller drops it, and the next run gathers into
+  // it (fresh pages fault every 4 KiB on first touch: 148 ms against 8 ms a
+  // run for a 64 MiB `add`). Not zero-filled first, so each run must write
+  // every element: -x of a new x each run.
+  const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "big",
+    "tensors": {"x": {"dtype": "float32", "shape": [1024, 1024]}},
+    "operations": [{"name": "n", "kernel": "neg", "inputs": {"input": "x"},
+                    "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  CpuBackend backend(2);
+  const plan::ShardPlan p = plan::buildPlan(g, 2, PlanChoice{{{{2, 1}, {0, 1}}}});
+  Buffer x = Buffer::host(DType::Float32, std::vector<std::int64_t>{1024, 1024});
+  const TensorBuffers inputs{{"x", x}};
+  PreparedRun prepared(g, p, backend, inputs);
+  const std::byte* first = nullptr;
+  for (int run = 0; run < 3; ++run) {
+    auto* in = reinterpret_cast<float*>(x.data());
+    for (std::int64_t i = 0; i < 1024 * 1024; ++i) {
+      in[i] = static_cast<float>((i + run) % 7);
+    }
+    const Execution out = prepared.run();
+    const Buffer& y = out.outputs.at("y");
+    first = run == 0 ? y.data() : first;
+    CHECK(y.data() == first);
+    const auto* got = reinterpret_cast<const float*>(y.data());
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < 1024 * 1024; ++i) {
+      wrong += got[i] != -static_cast<float>((i + run) % 7) ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("a reshard cuts shards into pieces that read one region each", "[executor]") {
   // h is made in row halves; the add reads it in column halves, so each of its
   // shards spans two regions: it runs as two kernel calls, copying nothing.
@@ -1971,6 +2007,49 @@ TEST_CASE("calibrate's spread: a burst in one pass does not decide it", "[calibr
   CHECK(spread == Approx(std::exp(std::log(1.1) / 2) - 1));
   // Samples without a measurement or a prediction are left out.
   CHECK(speedupSpread({{0.0, {1.0}}, {1.0, {}}, {2.0, {2.5}}}) == Approx(0.25));
+}
+
+TEST_CASE("calibrate's spread by size: cases grouped by their one-device time",
+          "[calibrate][spread]") {
+  using tapestry::backend::SpeedupSample;
+  using tapestry::backend::spreadByTime;
+  // Fewer than two groups of three: no spread by size.
+  CHECK(spreadByTime({}).empty());
+  CHECK(spreadByTime({{2.0, {2.0}, 1e-5},
+                      {2.0, {2.0}, 1e-4},
+                      {2.0, {2.0}, 1e-3},
+                      {2.0, {2.0}, 1e-2},
+                      {2.0, {2.0}, 1e-1}})
+            .empty());
+  // Small graphs measured 25% off their predicted 2x, large ones 2%: given
+  // in no order, grouped by time; unusable samples (no time, no
+  // measurement) are left out before grouping.
+  const std::vector<tapestry::cost::SpreadPoint> points = spreadByTime({
+      {2.0, {2.02}, 8e-3},
+      {2.0, {1.6}, 1e-5},
+      {2.0, {2.04}, 1e-2},
+      {2.0, {1.6}, 2e-5},
+      {2.0, {3.0}, 0.0},
+      {2.0, {1.6, 2.5, 1.6}, 4e-5},
+      {2.0, {}, 1e-4},
+      {2.0, {1.96}, 2e-2},
+  });
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].time == Approx(2e-5));
+  CHECK(points[0].spread == Approx(0.25));
+  CHECK(points[1].time == Approx(std::cbrt(8e-3 * 1e-2 * 2e-2)));
+  CHECK(points[1].spread == Approx(0.02)); // the median of 2.02, 2.04 and 1.96 over 2
+  // Seven samples: groups of 3 and 4, the last taking the remainder.
+  std::vector<SpeedupSample> seven;
+  for (int i = 0; i < 7; ++i) {
+    seven.push_back({1.0, {1.0 + 0.1 * i}, std::pow(10.0, -6 + i)});
+  }
+  const auto sevenPoints = spreadByTime(seven);
+  REQUIRE(sevenPoints.size() == 2);
+  CHECK(sevenPoints[0].time == Approx(1e-5));
+  CHECK(sevenPoints[0].spread == Approx(0.1));
+  CHECK(sevenPoints[1].time == Approx(std::pow(10.0, -1.5)));
+  CHECK(sevenPoints[1].spread == Approx(std::sqrt(1.4 * 1.5) - 1)); // ln 1.4 and ln 1.5's mean
 }
 
 TEST_CASE("a pinned worker pool holds each worker to its own CPU and gives the caller its CPUs "

@@ -78,6 +78,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   task_overhead: 3us
   start_overhead: 40us
   spread: 0.15
+  spread_by_time: [[2e-5, 0.3], [2e-3, 0.04]]
   thread_scaling: {matmul: 1.7, conv: 1.9}
   copies: {on_device: false, links: [[4096, 1e-6]], host_all: [[4096, 4e-6], [8192, 5e-6]]}
   kernels:
@@ -93,6 +94,9 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.taskOverhead == Approx(3e-6));
   CHECK(p.startOverhead == Approx(40e-6));
   CHECK(p.spread == Approx(0.15));
+  REQUIRE(p.spreadByTime.size() == 2);
+  CHECK(p.spreadByTime[1].time == Approx(2e-3));
+  CHECK(p.spreadByTime[1].spread == Approx(0.04));
   CHECK(p.threadScaling.at("conv") == Approx(1.9));
   CHECK_FALSE(p.copiesOnDevice);
   CHECK(p.linkCopies.size() == 1);
@@ -187,6 +191,33 @@ TEST_CASE("bad profiles: located errors, exit 1") {
             .message == "profile.copies.on_device: expected true or false, got \"sometimes\"");
   CHECK(targetText("profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n  kernels: {}\n")
             .profile->copiesOnDevice); // Tapestry's executors copy on the destination's worker
+  const std::string head = "profile:\n  backend: cpu\n  devices: 2\n  task_overhead: 1us\n";
+  const Failure order = badProfile(head + "  spread_by_time: [[1e-3, 0.1], [1e-4, 0.2]]\n");
+  CHECK(order.message == "profile.spread_by_time[1][0]: times must increase, but \"1e-4\" follows "
+                         "0.001");
+  CHECK(order.location == "t.yaml:9:34"); // the second time
+  CHECK(badProfile(head + "  spread_by_time: [[1e-3, -0.1]]\n").message ==
+        "profile.spread_by_time[0][1] must not be negative, got \"-0.1\"");
+  CHECK(badProfile(head + "  spread_by_time: [[0, 0.1]]\n").message ==
+        "profile.spread_by_time[0][0] must be greater than 0, got \"0\"");
+  CHECK(badProfile(head + "  spread_by_time: [[1e-3]]\n").message ==
+        "profile.spread_by_time[0]: expected [seconds, spread], a list of 2 numbers, got 1");
+  CHECK(badProfile(head + "  spread_by_time: []\n").message ==
+        "profile.spread_by_time: expected at least one [seconds, spread] pair");
+}
+
+TEST_CASE("the spread by size: interpolated in log(time), the ends held, else the one spread") {
+  Profile p;
+  p.spread = 0.2;
+  CHECK(p.spreadAt(1e-3) == 0.2); // no spread by size: the one spread
+  p.spreadByTime = {{1e-5, 0.4}, {1e-3, 0.1}, {1e-1, 0.02}};
+  CHECK(p.spreadAt(1e-6) == 0.4); // below the smallest graph: its spread
+  CHECK(p.spreadAt(1e-5) == 0.4);
+  CHECK(p.spreadAt(1e-4) == Approx(0.25)); // halfway in log(time)
+  CHECK(p.spreadAt(1e-3) == Approx(0.1));
+  CHECK(p.spreadAt(1e-2) == Approx(0.06));
+  CHECK(p.spreadAt(5.0) == 0.02); // above the largest: its spread
+  CHECK(p.spreadAt(0) == 0.2);    // no time: the one spread
 }
 
 TEST_CASE("a stream floor is in proportion to size below its smallest point") {
