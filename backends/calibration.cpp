@@ -345,6 +345,7 @@ constexpr std::size_t kSpreadGroup = 3;
 constexpr double kSpreadLargeBudget = 10;
 
 struct SpreadCase {
+  std::string family;
   graph::ExpandedGraph graph;
   plan::ShardPlan single;
   plan::ShardPlan split;
@@ -371,7 +372,7 @@ std::vector<SpreadCase> spreadCases(const Bench& bench,
                                        : std::initializer_list<int>{4, 6});
     }
     for (int step : steps) {
-      SpreadCase sc{c.graphFor(library, step, devices), {}, {}, c.spread, {}};
+      SpreadCase sc{c.family, c.graphFor(library, step, devices), {}, {}, c.spread, {}};
       sc.single = bench.planFor(sc.graph, 1, true);
       sc.split = bench.planFor(sc.graph, devices, false);
       out.push_back(std::move(sc));
@@ -402,10 +403,16 @@ std::vector<SpeedupSample> spreadSamples(const std::vector<SpreadCase>& cases,
   std::vector<SpeedupSample> samples;
   for (const SpreadCase& sc : cases) {
     const double single = cost::simulate(sc.graph, model, sc.single).objectives.timeS;
-    samples.push_back(
-        {single / cost::simulate(sc.graph, model, sc.split).objectives.timeS, sc.measured, single});
+    samples.push_back({single / cost::simulate(sc.graph, model, sc.split).objectives.timeS,
+                       sc.measured, single, sc.family});
   }
   return samples;
+}
+
+// A sample with a prediction and a measurement.
+bool usable(const SpeedupSample& s) {
+  const double measured = s.measured.empty() ? 0.0 : median(s.measured);
+  return s.predicted > 0 && measured > 0 && std::isfinite(s.predicted) && std::isfinite(measured);
 }
 
 } // namespace
@@ -413,19 +420,33 @@ std::vector<SpeedupSample> spreadSamples(const std::vector<SpreadCase>& cases,
 double speedupSpread(const std::vector<SpeedupSample>& samples) {
   std::vector<double> errors;
   for (const SpeedupSample& s : samples) {
-    const double measured = s.measured.empty() ? 0.0 : median(s.measured);
-    if (s.predicted > 0 && measured > 0 && std::isfinite(s.predicted) && std::isfinite(measured)) {
-      errors.push_back(std::fabs(std::log(measured / s.predicted)));
+    if (usable(s)) {
+      errors.push_back(std::fabs(std::log(median(s.measured) / s.predicted)));
     }
   }
   return errors.empty() ? 0.0 : std::exp(median(errors)) - 1;
 }
 
+std::map<std::string, double, std::less<>>
+spreadByFamily(const std::vector<SpeedupSample>& samples) {
+  std::map<std::string, std::vector<SpeedupSample>, std::less<>> byFamily;
+  for (const SpeedupSample& s : samples) {
+    if (!s.family.empty() && usable(s)) {
+      byFamily[s.family].push_back(s);
+    }
+  }
+  std::map<std::string, double, std::less<>> out;
+  for (const auto& [family, group] : byFamily) {
+    if (group.size() >= kSpreadGroup) {
+      out.emplace(family, speedupSpread(group));
+    }
+  }
+  return out;
+}
+
 std::vector<cost::SpreadPoint> spreadByTime(std::vector<SpeedupSample> samples) {
   std::erase_if(samples, [](const SpeedupSample& s) {
-    const double measured = s.measured.empty() ? 0.0 : median(s.measured);
-    return !(s.single > 0 && std::isfinite(s.single) && s.predicted > 0 &&
-             std::isfinite(s.predicted) && measured > 0 && std::isfinite(measured));
+    return !(s.single > 0 && std::isfinite(s.single) && usable(s));
   });
   std::sort(samples.begin(), samples.end(),
             [](const SpeedupSample& a, const SpeedupSample& b) { return a.single < b.single; });
@@ -531,6 +552,7 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
     const std::vector<SpeedupSample> samples = spreadSamples(spread, base);
     base.profile->spread = speedupSpread(samples);
     base.profile->spreadByTime = spreadByTime(samples);
+    base.profile->spreadByFamily = spreadByFamily(samples);
   }
   report("done");
   return base;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,7 +62,8 @@ std::vector<std::pair<double, double>> measureRankLink(RankLink& link, double se
 struct SpeedupSample {
   double predicted = 0;
   std::vector<double> measured;
-  double single = 0; // the graph's predicted time on one device
+  double single = 0;    // the graph's predicted time on one device
+  std::string family{}; // the kernel family of its operation
 };
 double speedupSpread(const std::vector<SpeedupSample>& samples);
 // The spread by size (cost::Profile::spreadByTime): the usable samples in
@@ -69,6 +71,10 @@ double speedupSpread(const std::vector<SpeedupSample>& samples);
 // the remainder), each a point at its geometric mean time with its group's
 // speedupSpread. Empty with fewer than two groups.
 std::vector<cost::SpreadPoint> spreadByTime(std::vector<SpeedupSample> samples);
+// The spread by family (cost::Profile::spreadByFamily): speedupSpread over
+// each family's samples, for the families with at least three.
+std::map<std::string, double, std::less<>>
+spreadByFamily(const std::vector<SpeedupSample>& samples);
 
 // latency + bytes / bandwidth fitted to (bytes, seconds) points as calibrate
 // fits the copies between devices: the smallest size's time, and the slope

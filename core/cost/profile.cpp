@@ -228,6 +228,22 @@ double Profile::spreadAt(double singleTime) const {
   return lo->spread + f * (hi->spread - lo->spread);
 }
 
+double Profile::spreadFor(const std::map<std::string, double, std::less<>>& timeByFamily,
+                          double singleTime) const {
+  const double fallback = spreadAt(singleTime);
+  double total = 0;
+  double weighted = 0;
+  for (const auto& [family, seconds] : timeByFamily) {
+    if (!(seconds > 0)) {
+      continue;
+    }
+    const auto own = spreadByFamily.find(family);
+    total += seconds;
+    weighted += seconds * (own != spreadByFamily.end() ? own->second : fallback);
+  }
+  return total > 0 ? weighted / total : fallback;
+}
+
 const ProfileTable* Profile::table(std::string_view family) const {
   auto it = kernels.find(family);
   return it == kernels.end() ? nullptr : &it->second;

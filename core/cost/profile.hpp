@@ -107,6 +107,10 @@ struct Profile {
   // mispredicted alike: a fixed cost the model misses weighs on the first,
   // not on the second. Empty: `spread` at every size.
   std::vector<SpreadPoint> spreadByTime;
+  // The spread by kernel family (calibrate: matmul, elementwise, activation,
+  // normalization, each over its cases of every size): products' speedups
+  // are predicted within a few percent where a small `add`'s are not.
+  std::map<std::string, double, std::less<>> spreadByFamily;
   // How much faster one device runs a family's kernel with every core of the
   // machine as its threads than with one (calibrate: a large matmul and
   // conv2d). Informative: the `alone` tables already include it.
@@ -135,6 +139,13 @@ struct Profile {
   // device is weighed against: spreadByTime interpolated in log(time), the
   // nearest end's spread outside it; `spread` without it.
   double spreadAt(double singleTime) const;
+  // The spread a graph's plans are weighed against: each family's spread
+  // weighted by its share of the graph's one-device time (`timeByFamily`:
+  // seconds by family name, "" for kernels of none); a family without a
+  // spread of its own counts with spreadAt(singleTime), as does everything
+  // when the profile has no spread by family or the times are all 0.
+  double spreadFor(const std::map<std::string, double, std::less<>>& timeByFamily,
+                   double singleTime) const;
 
   const ProfileTable* table(std::string_view family) const;
   // The table that costs `kernel`: its own, else its family's (nullptr: none).

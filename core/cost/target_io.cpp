@@ -355,7 +355,8 @@ template <class Field> std::vector<SpreadPoint> decodeSpreadPoints(const Field& 
 
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
-                "spread", "spread_by_time", "thread_scaling", "copies", "kernels"});
+                "spread", "spread_by_time", "spread_by_family", "thread_scaling", "copies",
+                "kernels"});
   Profile p;
   if (auto machine = m.find("machine")) {
     p.machine = machine->string();
@@ -380,13 +381,20 @@ template <class Map> Profile decodeProfile(const Map& m) {
   if (auto byTime = m.find("spread_by_time")) {
     p.spreadByTime = decodeSpreadPoints(*byTime);
   }
+  std::vector<std::string_view> families;
+  for (const KernelFamily& f : kernelFamilies()) {
+    families.push_back(f.name);
+  }
+  if (auto byFamily = m.find("spread_by_family")) {
+    auto spreads = nestedMap(m, *byFamily, "spread_by_family");
+    spreads.expectKeys(families);
+    for (const auto& [family, value] : spreads.members()) {
+      p.spreadByFamily.emplace(family, notNegative(value, value.number()));
+    }
+  }
   if (auto scalingField = m.find("thread_scaling")) {
     auto scaling = nestedMap(m, *scalingField, "thread_scaling");
-    std::vector<std::string_view> names;
-    for (const KernelFamily& f : kernelFamilies()) {
-      names.push_back(f.name);
-    }
-    scaling.expectKeys(names);
+    scaling.expectKeys(families);
     for (const auto& [family, value] : scaling.members()) {
       p.threadScaling.emplace(family, positive(value, value.number()));
     }
@@ -550,6 +558,13 @@ Json profileJson(const Profile& p) {
       points.push_back(Json::array({sp.time, sp.spread}));
     }
     j["spread_by_time"] = std::move(points);
+  }
+  if (!p.spreadByFamily.empty()) {
+    Json spreads = Json::object();
+    for (const auto& [family, spread] : p.spreadByFamily) {
+      spreads[family] = spread;
+    }
+    j["spread_by_family"] = std::move(spreads);
   }
   if (!p.threadScaling.empty()) {
     Json scaling = Json::object();

@@ -1,6 +1,7 @@
 // Targets as YAML (toYaml): what `calibrate` writes and `--target FILE`
 // reads back equal (target_io.cpp reads it).
 #include <charconv>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,15 @@ std::string pointsYaml(const std::vector<ProfilePoint>& points) {
   return out + "]";
 }
 
+// A flow map of numbers by family name: {matmul: 1.7, conv: 1.9}.
+std::string familyMap(const std::map<std::string, double, std::less<>>& values) {
+  std::string out = "{";
+  for (const auto& [family, value] : values) {
+    out += (out.size() > 1 ? ", " : "") + family + ": " + exact(value);
+  }
+  return out + "}";
+}
+
 } // namespace
 
 std::string toYaml(const Target& target) {
@@ -83,13 +93,8 @@ std::string toYaml(const Target& target) {
     y += "  task_overhead: " + exact(p->taskOverhead) + "s\n";
     y += "  start_overhead: " + exact(p->startOverhead) + "s\n";
     if (!p->threadScaling.empty()) {
-      y += "  thread_scaling: {";
-      bool first = true;
-      for (const auto& [family, factor] : p->threadScaling) {
-        y += (first ? "" : ", ") + family + ": " + exact(factor);
-        first = false;
-      }
-      y += "}  # one device, every core against one thread\n";
+      y += "  thread_scaling: " + familyMap(p->threadScaling) +
+           "  # one device, every core against one thread\n";
     }
     if (p->spread > 0) {
       y += "  spread: " + exact(p->spread) +
@@ -102,6 +107,10 @@ std::string toYaml(const Target& target) {
              exact(p->spreadByTime[i].spread) + "]";
       }
       y += "]  # [one-device seconds, spread]: the spread by the graph's size\n";
+    }
+    if (!p->spreadByFamily.empty()) {
+      y += "  spread_by_family: " + familyMap(p->spreadByFamily) +
+           "  # by kernel family, weighed by a graph's time in each\n";
     }
     {
       y += "  copies:\n";

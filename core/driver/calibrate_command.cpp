@@ -123,6 +123,13 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
          << cost::formatSeconds(p.spreadByTime[i].time);
     }
     to << " on one device (optimize selects one device below that)\n";
+    if (!p.spreadByFamily.empty()) {
+      to << "  by kernel family:";
+      for (const auto& [family, spread] : p.spreadByFamily) {
+        to << " " << family << " " << std::lround(spread * 100) << "%";
+      }
+      to << " (weighed by a graph's time in each)\n";
+    }
   } else if (p.spread > 0) {
     to << "  predicted speedups over one device within " << std::lround(p.spread * 100)
        << "% (optimize selects one device below that)\n";

@@ -396,6 +396,22 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
 
 } // namespace
 
+// The graph's predicted time on one device by kernel family (Profile::spreadFor).
+std::map<std::string, double, std::less<>> timeByFamily(const graph::ExpandedGraph& g,
+                                                        const cost::Target& target) {
+  const cost::Simulation single = cost::simulate(
+      g, target, plan::buildPlan(g, target.deviceCount(), plan::singleDeviceChoice(g)));
+  std::map<std::string, double, std::less<>> out;
+  for (std::size_t op = 0; op < g.operations.size(); ++op) {
+    const cost::KernelFamily* family = cost::familyOfKernel(g.operations[op].kernel);
+    double& seconds = out[family != nullptr ? std::string(family->name) : std::string()];
+    for (const cost::Interval& shard : single.shards[op]) {
+      seconds += shard.end - shard.start;
+    }
+  }
+  return out;
+}
+
 int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err) {
   const CheckedFlags flags = checkFlags(config);
   metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
@@ -430,8 +446,11 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   if (flags.policy == SelectPolicy::Fastest && config.baseline.empty() && target.profile) {
     for (const BaselineResult& b : result.baselines) {
       if (b.baseline.name == "single" && b.objectives && b.objectives->feasible) {
-        oneDevice = oneDeviceRule(result.front, info.selected, b.objectives->timeS,
-                                  target.profile->spreadAt(b.objectives->timeS));
+        const double single = b.objectives->timeS;
+        oneDevice =
+            oneDeviceRule(result.front, info.selected, single,
+                          target.profile->spreadFor(
+                              timeByFamily(variants.graphs[variants.full()], target), single));
       }
     }
   }

@@ -2052,6 +2052,26 @@ TEST_CASE("calibrate's spread by size: cases grouped by their one-device time",
   CHECK(sevenPoints[1].spread == Approx(std::sqrt(1.4 * 1.5) - 1)); // ln 1.4 and ln 1.5's mean
 }
 
+TEST_CASE("calibrate's spread by family: each family's samples, three at least",
+          "[calibrate][spread]") {
+  using tapestry::backend::spreadByFamily;
+  const auto spreads = spreadByFamily({
+      {2.0, {2.0}, 1e-5, "matmul"},
+      {2.0, {2.1}, 1e-4, "matmul"},
+      {2.0, {1.9}, 1e-3, "matmul"},
+      {2.0, {1.0}, 1e-5, "elementwise"},
+      {2.0, {1.5}, 1e-4, "elementwise"},
+      {2.0, {}, 1e-3, "elementwise"}, // no measurement: two usable, too few
+      {1.0, {1.5}, 1e-5, "activation"},
+      {1.0, {1.5}, 1e-4, "activation"},
+      {1.0, {0.5}, 1e-3, "activation"},
+      {1.0, {3.0}, 1e-3, ""}, // no family
+  });
+  REQUIRE(spreads.size() == 2);
+  CHECK(spreads.at("matmul") == Approx(0.05)); // 2.1 against 2.0
+  CHECK(spreads.at("activation") == Approx(0.5));
+}
+
 TEST_CASE("a pinned worker pool holds each worker to its own CPU and gives the caller its CPUs "
           "back",
           "[executor][workers]") {

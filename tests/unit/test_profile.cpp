@@ -79,6 +79,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   start_overhead: 40us
   spread: 0.15
   spread_by_time: [[2e-5, 0.3], [2e-3, 0.04]]
+  spread_by_family: {matmul: 0.03, elementwise: 0.4}
   thread_scaling: {matmul: 1.7, conv: 1.9}
   copies: {on_device: false, links: [[4096, 1e-6]], host_all: [[4096, 4e-6], [8192, 5e-6]]}
   kernels:
@@ -97,6 +98,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   REQUIRE(p.spreadByTime.size() == 2);
   CHECK(p.spreadByTime[1].time == Approx(2e-3));
   CHECK(p.spreadByTime[1].spread == Approx(0.04));
+  CHECK(p.spreadByFamily.at("elementwise") == Approx(0.4));
   CHECK(p.threadScaling.at("conv") == Approx(1.9));
   CHECK_FALSE(p.copiesOnDevice);
   CHECK(p.linkCopies.size() == 1);
@@ -204,6 +206,12 @@ TEST_CASE("bad profiles: located errors, exit 1") {
         "profile.spread_by_time[0]: expected [seconds, spread], a list of 2 numbers, got 1");
   CHECK(badProfile(head + "  spread_by_time: []\n").message ==
         "profile.spread_by_time: expected at least one [seconds, spread] pair");
+  CHECK(badProfile(head + "  spread_by_family: {matmul: -1}\n").message ==
+        "profile.spread_by_family.matmul must not be negative, got \"-1\"");
+  CHECK(badProfile(head + "  spread_by_family: {gemm: 0.1}\n")
+            .message.rfind("unknown key \"gemm\" in profile.spread_by_family (expected one of: "
+                           "matmul, conv, ",
+                           0) == 0);
 }
 
 TEST_CASE("the spread by size: interpolated in log(time), the ends held, else the one spread") {
@@ -218,6 +226,18 @@ TEST_CASE("the spread by size: interpolated in log(time), the ends held, else th
   CHECK(p.spreadAt(1e-2) == Approx(0.06));
   CHECK(p.spreadAt(5.0) == 0.02); // above the largest: its spread
   CHECK(p.spreadAt(0) == 0.2);    // no time: the one spread
+
+  // By family: each family's spread weighted by its share of the graph's
+  // one-device time; families without one (and kernels of none, "") take
+  // the spread by size at the graph's time.
+  CHECK(p.spreadFor({}, 1e-3) == Approx(0.1)); // no times: spreadAt
+  CHECK(p.spreadFor({{"matmul", 3e-3}, {"elementwise", 1e-3}}, 4e-3) ==
+        Approx(p.spreadAt(4e-3))); // no spread by family yet
+  p.spreadByFamily = {{"matmul", 0.02}, {"elementwise", 0.5}};
+  CHECK(p.spreadFor({{"matmul", 3e-3}, {"elementwise", 1e-3}}, 4e-3) ==
+        Approx((3 * 0.02 + 1 * 0.5) / 4));
+  CHECK(p.spreadFor({{"matmul", 1e-3}, {"", 1e-3}, {"copy", 0.0}}, 1e-3) ==
+        Approx((0.02 + 0.1) / 2));
 }
 
 TEST_CASE("a stream floor is in proportion to size below its smallest point") {
