@@ -452,6 +452,7 @@ std::vector<cost::SpreadPoint> spreadByTime(std::vector<SpeedupSample> samples) 
             [](const SpeedupSample& a, const SpeedupSample& b) { return a.single < b.single; });
   const std::size_t groups = samples.size() / kSpreadGroup;
   std::vector<cost::SpreadPoint> points;
+  auto pointFirst = samples.begin(); // the first sample of points.back()
   for (std::size_t g = 0; groups > 1 && g < groups; ++g) {
     const auto first = samples.begin() + static_cast<std::ptrdiff_t>(g * samples.size() / groups);
     const auto last =
@@ -462,8 +463,12 @@ std::vector<cost::SpreadPoint> spreadByTime(std::vector<SpeedupSample> samples) 
     }
     const double time = std::exp(logTime / static_cast<double>(last - first));
     if (!points.empty() && !(time > points.back().time)) {
+      // A group no slower than the one before (sorted, so the same times):
+      // one point, whose spread is over both groups' samples.
+      points.back().spread = speedupSpread(std::vector<SpeedupSample>(pointFirst, last));
       continue;
     }
+    pointFirst = first;
     points.push_back({time, speedupSpread(std::vector<SpeedupSample>(first, last))});
   }
   return points.size() > 1 ? points : std::vector<cost::SpreadPoint>{};

@@ -2050,6 +2050,23 @@ TEST_CASE("calibrate's spread by size: cases grouped by their one-device time",
   CHECK(sevenPoints[0].spread == Approx(0.1));
   CHECK(sevenPoints[1].time == Approx(std::pow(10.0, -1.5)));
   CHECK(sevenPoints[1].spread == Approx(std::sqrt(1.4 * 1.5) - 1)); // ln 1.4 and ln 1.5's mean
+  // Groups of the same time make one point, its spread over all of them (the
+  // median of 0% to 50% in steps of 10%: between 20% and 30%, where the first
+  // group alone would give 10%).
+  std::vector<SpeedupSample> same = seven;
+  same.pop_back();
+  for (SpeedupSample& s : same) {
+    s.single = 1e-3;
+  }
+  same.push_back({1.0, {1.0}, 1e-1});
+  same.push_back({1.0, {1.0}, 1e-1});
+  same.push_back({1.0, {1.5}, 1e-1});
+  const auto merged = spreadByTime(same);
+  REQUIRE(merged.size() == 2);
+  CHECK(merged[0].time == Approx(1e-3));
+  CHECK(merged[0].spread == Approx(std::sqrt(1.2 * 1.3) - 1));
+  CHECK(merged[1].time == Approx(1e-1));
+  CHECK(merged[1].spread == Approx(0.0));
 }
 
 TEST_CASE("calibrate's spread by family: each family's samples, three at least",
