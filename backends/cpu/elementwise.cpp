@@ -450,8 +450,10 @@ bool betweenConvolutions(const KernelCall& call) {
 // The OpenMP team a float32 loop runs on: the kernel threads for one long
 // contiguous run between convolutions (the team they ran on, awake, whose
 // cores hold the halves they wrote), else the calling thread alone. Not
-// elsewhere: a team left spinning after the loop takes a core from the
-// products' helper threads (a transformer block ran 2.8x slower).
+// elsewhere: a team left spinning after the loop took a core from the
+// products' helper threads (a transformer block ran 2.8x slower; products
+// have run their parts on the team since 2026-11-29, and this was not
+// measured again).
 template <std::size_t N> int teamFor(const RunLoop<N>& loop, bool team) {
   constexpr std::int64_t kTeamFrom = std::int64_t{1} << 14;
   const int threads = CpuBackend::kernelThreads();

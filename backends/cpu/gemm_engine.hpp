@@ -49,8 +49,8 @@ std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, Wei
                                          int threads = 1);
 
 // The product in `parts` parts (along the batch, n or m) run at once on the
-// calling thread and helper threads of its own, each part a one-thread oneDNN
-// engine; null where oneDNN cannot run a part. gemm_split.cpp.
+// calling thread's OpenMP team, each part a one-thread oneDNN engine; null
+// where oneDNN cannot run a part. gemm_split.cpp.
 std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
                                           int parts);
 

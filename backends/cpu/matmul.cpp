@@ -26,10 +26,11 @@ namespace tapestry::backend::cpu {
 // Measured with bench_products_cpu (the backend's engine, 1 against 2
 // threads, on the 2-core VM of docs/cpu-products.md): a second thread pays
 // only from about 64 MFLOP (square 512: 1.35 -> 0.96 ms, 2048: 91 -> 44-55
-// ms). Below that, waking the helper's core costs 50-300 us here (a halted
-// virtual CPU), more than the split saves (square 128: 21 -> 44 us; a
+// ms). Below that, waking the second thread's core costs 50-300 us here (a
+// halted virtual CPU), more than the split saves (square 128: 21 -> 44 us; a
 // classifier's [1, 2048] x [2048, 1000]: 166 -> 124 us only while the
-// helper was awake, and a model runs it once after 45 ms of convolutions).
+// thread was awake, and a model runs it once after 45 ms of convolutions).
+// Measured with the parts on helper threads, before they ran on the team.
 int productThreads(const GemmGeometry& g) {
   const int threads = CpuBackend::kernelThreads();
   return threads <= 1 || g.flops() < kParallelFlops ? 1 : threads;
@@ -260,14 +261,24 @@ private:
 // else one thread.
 constexpr double kStreamedB = 1 << 20;
 
+// A product of at most kFewRows rows against at least kLargeB bytes of B
+// (decoding-sized batches against large weights) is not split into parts
+// along m, which would each stream the whole of B from memory; it runs on
+// the team, whose threads divide B's columns (docs/cpu-products.md: 1.05-1.35x
+// faster on one device with two threads, [32, 2048] x [2048, 2048] 1.62 ->
+// 1.22 ms; with 512 rows or 4 MiB of B the parts are as fast or faster).
+constexpr std::int64_t kFewRows = 256;
+constexpr double kLargeB = 8 << 20;
+
 std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights) {
-  if (const int parts = productThreads(g); parts > 1) {
+  const double bBytes = static_cast<double>((g.bsB != 0 ? g.batch : 1) * g.K * g.N) *
+                        static_cast<double>(dtypeSize(dtype));
+  const bool streamsB = g.batch * g.M <= kFewRows && bBytes >= kLargeB;
+  if (const int parts = productThreads(g); parts > 1 && !streamsB) {
     if (std::unique_ptr<GemmEngine> e = makeSplitGemm(dtype, g, weights, parts)) {
       return e;
     }
   }
-  const double bBytes = static_cast<double>((g.bsB != 0 ? g.batch : 1) * g.K * g.N) *
-                        static_cast<double>(dtypeSize(dtype));
   if (const int team = CpuBackend::kernelThreads(); team > 1 && bBytes >= kStreamedB) {
     if (std::unique_ptr<GemmEngine> e = makeDnnlGemm(dtype, g, weights, team)) {
       return e;

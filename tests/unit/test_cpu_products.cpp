@@ -73,6 +73,11 @@ TEST_CASE("products: a large one splits into parts when a call may use two threa
   CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("2 parts along m of onednn "));
   // Smaller products stay on one thread (waking a helper costs more than it saves).
   CHECK_THAT(engineOf("float32", true, 1, 2048, 1000), StartsWith("onednn packed "));
+  // Few rows against 8 MiB of W or more: one engine on the kernel threads'
+  // team, not parts that would each read all of W; 512 rows split again.
+  CHECK_THAT(engineOf("float32", false, 256, 2048, 1024),
+             StartsWith("onednn ") && !Catch::Matchers::Contains("parts"));
+  CHECK_THAT(engineOf("float32", false, 512, 2048, 1024), StartsWith("2 parts along m of "));
   backend::CpuBackend::setBlasThreads(1);
   CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("onednn packed "));
 }
