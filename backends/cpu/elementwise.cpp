@@ -440,25 +440,20 @@ template <class Op> constexpr bool kHasVec = requires {
 
 // ---------------------------------------------------------------- threads
 
-// Whether a call's output is a channels-last activation (Executor::
-// chooseLayouts): the convolutions around it run on the OpenMP team.
-bool betweenConvolutions(const KernelCall& call) {
-  const TensorView& out = call.outputs[0][0];
-  return out.rank() == 4 && out.strides[1] == 1 && out.region.extent(1) > 1;
-}
-
 // The OpenMP team a float32 loop runs on: the kernel threads for one long
-// contiguous run between convolutions (the team they ran on, awake, whose
-// cores hold the halves they wrote), else the calling thread alone. Not
-// elsewhere: a team left spinning after the loop took a core from the
-// products' helper threads (a transformer block ran 2.8x slower; products
-// have run their parts on the team since 2026-11-29, and this was not
-// measured again).
-template <std::size_t N> int teamFor(const RunLoop<N>& loop, bool team) {
+// contiguous run, else the calling thread alone. At first only loops between
+// convolutions used it (the team they ran on, awake, whose cores hold the
+// halves they wrote): elsewhere a team left spinning after the loop took a
+// core from the products' helper threads (a transformer block ran 2.8x
+// slower). Since products run their parts on the same team (2026-11-29) every
+// long loop does: a ReLU after a product split in two had read half its input
+// from the other core at a fifth of the table's speed (one device, two
+// threads: cost_truth's mlp_256 649-681 -> 550-576 us, the testdata
+// transformer block 8.1-8.7 -> 7.4-7.8 ms; docs/cpu-convolutions.md).
+template <std::size_t N> int teamFor(const RunLoop<N>& loop) {
   constexpr std::int64_t kTeamFrom = std::int64_t{1} << 14;
   const int threads = CpuBackend::kernelThreads();
-  if (!team || threads < 2 || loop.runCount() != 1 || loop.length() < kTeamFrom ||
-      !loop.unitStrideOut()) {
+  if (threads < 2 || loop.runCount() != 1 || loop.length() < kTeamFrom || !loop.unitStrideOut()) {
     return 1;
   }
   return threads;
@@ -488,12 +483,12 @@ class UnaryF32 final : public PreparedKernel {
 public:
   UnaryF32(const KernelCall& call, VUnary op, std::array<float, 2> params)
       : fn_(vectorKernels().unary[static_cast<int>(op)]), p_(params[0]), q_(params[1]),
-        loop_(unaryLoop(call)), team_(betweenConvolutions(call)) {}
+        loop_(unaryLoop(call)) {}
   void run(const KernelCall& call) override {
     const std::int64_t n = loop_.length();
     const std::int64_t sx = loop_.stride(0);
     const std::int64_t sy = loop_.stride(1);
-    const int threads = sx == 1 ? teamFor(loop_, team_) : 1;
+    const int threads = sx == 1 ? teamFor(loop_) : 1;
     if (threads > 1) {
       loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
         const float* x = reinterpret_cast<const float*>(at[0]);
@@ -513,7 +508,6 @@ private:
   void (*fn_)(const float*, float*, std::int64_t, float, float);
   float p_, q_;
   RunLoop<2> loop_;
-  bool team_;
 };
 
 // R: the result's storage type (Bool for the tests).
@@ -620,8 +614,7 @@ void binaryRun(const std::array<BinaryFn, 3>& fn, const float* a, std::int64_t s
 
 class BinaryF32 final : public PreparedKernel {
 public:
-  BinaryF32(const KernelCall& call, VBinary op)
-      : loop_(binaryLoop(call)), team_(betweenConvolutions(call)) {
+  BinaryF32(const KernelCall& call, VBinary op) : loop_(binaryLoop(call)) {
     const VectorKernels& vk = vectorKernels();
     for (int m = 0; m < 3; ++m) {
       fn_[static_cast<std::size_t>(m)] = vk.binary[static_cast<int>(op)][m];
@@ -632,7 +625,7 @@ public:
     const std::int64_t sa = loop_.stride(0);
     const std::int64_t sb = loop_.stride(1);
     const std::int64_t sy = loop_.stride(2);
-    const int threads = (sa == 0 || sa == 1) && (sb == 0 || sb == 1) ? teamFor(loop_, team_) : 1;
+    const int threads = (sa == 0 || sa == 1) && (sb == 0 || sb == 1) ? teamFor(loop_) : 1;
     if (threads > 1) {
       loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
                     [&](const auto& at) {
@@ -656,7 +649,6 @@ public:
 private:
   std::array<BinaryFn, 3> fn_{};
   RunLoop<3> loop_;
-  bool team_;
 };
 
 // R: the result's storage type (Bool for comparisons and logic).

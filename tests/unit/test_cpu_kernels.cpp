@@ -1278,6 +1278,21 @@ TEST_CASE("elementwise unary kernels", "[cpu][kernel]") {
   }
 }
 
+TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same numbers",
+          "[cpu][kernel]") {
+  // 60000 elements in one contiguous run (16 Ki or more: the team's share),
+  // at two kernel threads, whole and on shards, against the reference.
+  CpuBackend::setBlasThreads(2);
+  for (const char* k : {"relu", "tanh", "gelu"}) {
+    INFO(k);
+    checkKernel(oneOp(k, {{"x", "float32", {300, 200}}}, R"({"input": "x"})"));
+  }
+  checkKernel(oneOp("add", {{"a", "float32", {300, 200}}, {"b", "float32", {300, 200}}},
+                    R"({"A": "a", "B": "b"})"),
+              2);
+  CpuBackend::setBlasThreads(1);
+}
+
 TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{4, 6}, {4, 6}}, {{8, 1, 5}, {3, 1}}, {{5}, {2, 3, 5}}, {{2, 1}, {1, 3}}, {{1}, {4}}};
@@ -1822,7 +1837,7 @@ TEST_CASE("a prepared product runs again with new data and re-packs a constant W
   }
 }
 
-TEST_CASE("large products split into parts on helper threads, and follow the thread count",
+TEST_CASE("large products split into parts on the OpenMP team, and follow the thread count",
           "[cpu][kernel][products]") {
   // Large enough for a second thread (productThreads: 2^26 flops each), split
   // along the batch and m, W constant or not (the split along n, for single
