@@ -17,11 +17,11 @@
 // functions of <cmath>.
 #include <cmath>
 #include <memory>
-#include <omp.h>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/team.hpp"
 #include "backends/cpu/vector_math.hpp"
 
 namespace tapestry::backend::cpu {
@@ -438,40 +438,6 @@ template <class Op> constexpr bool kHasVec = requires {
   Op::kVec;
 };
 
-// ---------------------------------------------------------------- threads
-
-// The OpenMP team a float32 loop runs on: the kernel threads for one long
-// contiguous run, else the calling thread alone. At first only loops between
-// convolutions used it (the team they ran on, awake, whose cores hold the
-// halves they wrote): elsewhere a team left spinning after the loop took a
-// core from the products' helper threads (a transformer block ran 2.8x
-// slower). Since products run their parts on the same team (2026-11-29) every
-// long loop does: a ReLU after a product split in two had read half its input
-// from the other core at a fifth of the table's speed (one device, two
-// threads: cost_truth's mlp_256 649-681 -> 550-576 us, the testdata
-// transformer block 8.1-8.7 -> 7.4-7.8 ms; docs/cpu-convolutions.md).
-template <std::size_t N> int teamFor(const RunLoop<N>& loop) {
-  constexpr std::int64_t kTeamFrom = std::int64_t{1} << 14;
-  const int threads = CpuBackend::kernelThreads();
-  if (threads < 2 || loop.runCount() != 1 || loop.length() < kTeamFrom || !loop.unitStrideOut()) {
-    return 1;
-  }
-  return threads;
-}
-
-// Calls part(lo, hi) on each thread of a team of `threads` for its share
-// [lo, hi) of n elements, in whole cache lines.
-template <class F> void overTeam(int threads, std::int64_t n, F&& part) {
-#pragma omp parallel num_threads(threads)
-  {
-    const int team = omp_get_num_threads();
-    const int k = omp_get_thread_num();
-    const std::int64_t per = (n / team + 15) / 16 * 16;
-    const std::int64_t lo = std::min(n, per * k);
-    part(lo, k + 1 == team ? n : std::min(n, lo + per));
-  }
-}
-
 // ---------------------------------------------------------------- unary
 
 RunLoop<2> unaryLoop(const KernelCall& call) {
@@ -488,20 +454,19 @@ public:
     const std::int64_t n = loop_.length();
     const std::int64_t sx = loop_.stride(0);
     const std::int64_t sy = loop_.stride(1);
-    const int threads = sx == 1 ? teamFor(loop_) : 1;
+    auto piece = [&](const auto& at, std::int64_t m) {
+      throughChunks(reinterpret_cast<const float*>(at[0]), sx, reinterpret_cast<float*>(at[1]), sy,
+                    m, [&](const float* x, float* y, std::int64_t k) { fn_(x, y, k, p_, q_); });
+    };
+    const std::array<std::byte*, 2> data{call.inputs[0][0].data, call.outputs[0][0].data};
+    const std::int64_t points = loop_.runCount() * n;
+    const int threads = loop_.rangeable() ? teamThreads(points) : 1;
     if (threads > 1) {
-      loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
-        const float* x = reinterpret_cast<const float*>(at[0]);
-        float* y = reinterpret_cast<float*>(at[1]);
-        overTeam(threads, n,
-                 [&](std::int64_t lo, std::int64_t hi) { fn_(x + lo, y + lo, hi - lo, p_, q_); });
-      });
+      overTeam(threads, points, 16,
+               [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, piece); });
       return;
     }
-    loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
-      throughChunks(reinterpret_cast<const float*>(at[0]), sx, reinterpret_cast<float*>(at[1]), sy,
-                    n, [&](const float* x, float* y, std::int64_t m) { fn_(x, y, m, p_, q_); });
-    });
+    loop_.forEach(data, [&](const auto& at) { piece(at, n); });
   }
 
 private:
@@ -625,25 +590,20 @@ public:
     const std::int64_t sa = loop_.stride(0);
     const std::int64_t sb = loop_.stride(1);
     const std::int64_t sy = loop_.stride(2);
-    const int threads = (sa == 0 || sa == 1) && (sb == 0 || sb == 1) ? teamFor(loop_) : 1;
+    auto piece = [&](const auto& at, std::int64_t m) {
+      binaryRun(fn_, reinterpret_cast<const float*>(at[0]), sa,
+                reinterpret_cast<const float*>(at[1]), sb, reinterpret_cast<float*>(at[2]), sy, m);
+    };
+    const std::array<std::byte*, 3> data{call.inputs[0][0].data, call.inputs[1][0].data,
+                                         call.outputs[0][0].data};
+    const std::int64_t points = loop_.runCount() * n;
+    const int threads = loop_.rangeable() ? teamThreads(points) : 1;
     if (threads > 1) {
-      loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
-                    [&](const auto& at) {
-                      const float* a = reinterpret_cast<const float*>(at[0]);
-                      const float* b = reinterpret_cast<const float*>(at[1]);
-                      float* y = reinterpret_cast<float*>(at[2]);
-                      overTeam(threads, n, [&](std::int64_t lo, std::int64_t hi) {
-                        binaryRun(fn_, a + lo * sa, sa, b + lo * sb, sb, y + lo, 1, hi - lo);
-                      });
-                    });
+      overTeam(threads, points, 16,
+               [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, piece); });
       return;
     }
-    loop_.forEach({call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
-                  [&](const auto& at) {
-                    binaryRun(fn_, reinterpret_cast<const float*>(at[0]), sa,
-                              reinterpret_cast<const float*>(at[1]), sb,
-                              reinterpret_cast<float*>(at[2]), sy, n);
-                  });
+    loop_.forEach(data, [&](const auto& at) { piece(at, n); });
   }
 
 private:

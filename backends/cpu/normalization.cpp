@@ -12,6 +12,7 @@
 
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/team.hpp"
 #include "backends/cpu/vector_math.hpp"
 
 namespace tapestry::backend::cpu {
@@ -46,7 +47,38 @@ struct Rows {
       }
     });
   }
+  std::int64_t count() const { return loop.runCount() * loop.length(); }
+  // f(x, y) per row of rows [lo, hi) (in forEach's order).
+  template <class T, class F>
+  void forRange(const KernelCall& call, std::int64_t lo, std::int64_t hi, F&& f) const {
+    const std::int64_t s0 = loop.stride(0);
+    const std::int64_t s1 = loop.stride(1);
+    loop.forRange({call.inputs[0][0].data, call.outputs[0][0].data}, lo, hi,
+                  [&](const auto& at, std::int64_t m) {
+                    const T* x = reinterpret_cast<const T*>(at[0]);
+                    T* y = reinterpret_cast<T*>(at[1]);
+                    for (std::int64_t r = 0; r < m; ++r) {
+                      f(x + r * s0, y + r * s1);
+                    }
+                  });
+  }
+  // The team for float32 rows of n elements, each thread with its own
+  // scratch row of `scratch` (rows read or written at a stride go through
+  // it): 1 where the rows are too few or the scratch too small.
+  int team(std::int64_t n, const std::vector<float>& scratch) const {
+    if (!loop.rangeable() || count() < 2) {
+      return 1;
+    }
+    const int threads = teamThreads(count() * n);
+    const bool inPlace = sx == 1 && sy == 1;
+    return inPlace || static_cast<std::int64_t>(scratch.size()) >= threads * n ? threads : 1;
+  }
 };
+
+// Scratch rows of n for the calling thread and each other thread of its team.
+template <class C> std::vector<C> scratchRows(std::int64_t n) {
+  return std::vector<C>(static_cast<std::size_t>(n * std::max(1, CpuBackend::kernelThreads())));
+}
 
 // A row of n floats at stride sx into f(row, out), which computes a
 // contiguous row in place or into y; strided rows go through `scratch`.
@@ -73,11 +105,23 @@ public:
   using C = typename Num<T>::C;
   explicit Softmax(const KernelCall& call)
       : rows_(call, static_cast<std::size_t>(intBinding(call.op, "ax"))),
-        n_(intBinding(call.op, "n")), row_(static_cast<std::size_t>(n_)),
-        softmax_(vectorKernels().softmax) {}
+        n_(intBinding(call.op, "n")), row_(scratchRows<C>(n_)), softmax_(vectorKernels().softmax) {}
 
   void run(const KernelCall& call) override {
     const std::int64_t n = n_;
+    if constexpr (std::is_same_v<T, float>) {
+      const int threads = rows_.team(n, row_);
+      if (threads > 1) {
+        overTeam(threads, rows_.count(), 1, [&](std::int64_t lo, std::int64_t hi) {
+          float* row = row_.data() + omp_get_thread_num() * n;
+          rows_.forRange<T>(call, lo, hi, [&](const float* x, float* y) {
+            contiguousRow(x, rows_.sx, y, rows_.sy, n, row,
+                          [&](const float* in, float* out) { softmax_(in, out, n); });
+          });
+        });
+        return;
+      }
+    }
     C* row = row_.data();
     rows_.forEach<T>(call, [&](const T* x, T* y) {
       if constexpr (std::is_same_v<T, float>) {
@@ -105,7 +149,7 @@ public:
 private:
   Rows rows_;
   std::int64_t n_;
-  std::vector<C> row_; // scratch of run()
+  std::vector<C> row_; // scratch of run(): a row per thread of its team
   void (*softmax_)(const float*, float*, std::int64_t);
 };
 
@@ -118,7 +162,7 @@ public:
   explicit Layernorm(const KernelCall& call)
       : rows_(call, call.inputs[0][0].strides.size() - 1), d_(intBinding(call.op, "d")),
         eps_(floatParam(call.op, "eps")), gamma_(static_cast<std::size_t>(d_)),
-        beta_(static_cast<std::size_t>(d_)), row_(static_cast<std::size_t>(d_)),
+        beta_(static_cast<std::size_t>(d_)), row_(scratchRows<Row>(d_)),
         layernorm_(vectorKernels().layernorm) {
     // gamma and beta: element i of each view, [d] from 0.
     for (std::size_t p = 0; p < 2; ++p) {
@@ -149,6 +193,21 @@ public:
     }
     const C* gamma = gb[0];
     const C* beta = gb[1];
+    if constexpr (std::is_same_v<T, float>) {
+      const int threads = rows_.team(d, row_);
+      if (threads > 1) {
+        const float eps = static_cast<float>(eps_);
+        overTeam(threads, rows_.count(), 1, [&](std::int64_t lo, std::int64_t hi) {
+          float* row = row_.data() + omp_get_thread_num() * d;
+          rows_.forRange<T>(call, lo, hi, [&](const float* x, float* y) {
+            contiguousRow(x, rows_.sx, y, rows_.sy, d, row, [&](const float* in, float* out) {
+              layernorm_(in, out, d, gamma, beta, eps);
+            });
+          });
+        });
+        return;
+      }
+    }
     rows_.forEach<T>(call, [&](const T* x, T* y) {
       if constexpr (std::is_same_v<T, float>) {
         const float eps = static_cast<float>(eps_);
@@ -188,7 +247,8 @@ private:
   double eps_;
   std::array<Param, 2> params_{};
   std::vector<C> gamma_, beta_; // scratch of run()
-  std::vector<std::conditional_t<std::is_same_v<T, float>, float, double>> row_;
+  using Row = std::conditional_t<std::is_same_v<T, float>, float, double>;
+  std::vector<Row> row_; // scratch of run(): a row per thread of its team
   void (*layernorm_)(const float*, float*, std::int64_t, const float*, const float*, float);
 };
 

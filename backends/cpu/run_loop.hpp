@@ -143,6 +143,64 @@ public:
     }
   }
 
+  // Whether forRange can walk the loop (at most kMaxOuter outer dims).
+  bool rangeable() const { return outer_.size() <= kMaxOuter; }
+  // The loop's points in order, run by run: point p is element p % length()
+  // of run p / length(). Calls f(at, m) for each piece of a run inside the
+  // points [begin, end), at[i] the address of operand i's first element of
+  // the piece and m its length. Unlike forEach, it keeps its odometer on the
+  // stack, so the threads of a team may each walk their own range at once.
+  // Requires rangeable().
+  template <class F>
+  void forRange(const Pointers& data, std::int64_t begin, std::int64_t end, F&& f) const {
+    if (empty_ || begin >= end) {
+      return;
+    }
+    const std::size_t depth = outer_.size();
+    std::array<std::int64_t, kMaxOuter> counter{};
+    Offsets off = offset_;
+    std::int64_t run = begin / length_;
+    std::int64_t within = begin % length_;
+    for (std::size_t d = depth; d-- > 0;) {
+      const Outer& o = outer_[d];
+      counter[d] = run % o.extent;
+      run /= o.extent;
+      for (std::size_t i = 0; i < N; ++i) {
+        off[i] += counter[d] * o.step[i];
+      }
+    }
+    std::int64_t left = end - begin;
+    Pointers at;
+    while (true) {
+      const std::int64_t m = std::min(length_ - within, left);
+      for (std::size_t i = 0; i < N; ++i) {
+        at[i] = data[i] + off[i] + within * stride_[i] * static_cast<std::int64_t>(sizes_[i]);
+      }
+      f(at, m);
+      left -= m;
+      if (left <= 0) {
+        return;
+      }
+      within = 0;
+      // The next run (end is inside the loop, so there is one).
+      for (std::size_t d = depth; d-- > 0;) {
+        const Outer& o = outer_[d];
+        for (std::size_t i = 0; i < N; ++i) {
+          off[i] += o.step[i];
+        }
+        if (++counter[d] < o.extent) {
+          break;
+        }
+        for (std::size_t i = 0; i < N; ++i) {
+          off[i] -= o.step[i] * o.extent;
+        }
+        counter[d] = 0;
+      }
+    }
+  }
+
+  static constexpr std::size_t kMaxOuter = 16;
+
 private:
   struct Outer {
     std::int64_t extent;

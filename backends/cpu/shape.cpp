@@ -13,6 +13,7 @@
 
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/team.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu {
@@ -78,17 +79,34 @@ public:
     loop_ = RunLoop<2>(extent, {&src, &dst}, {&srcView, &dstView}, sizes);
   }
 
+  // On the kernel threads' team (team.hpp) from kTeamFrom elements, split by
+  // tiles or along the runs.
   void run(const std::byte* from, std::byte* to) const {
+    const std::array<std::byte*, 2> data{const_cast<std::byte*>(from), to};
+    const std::int64_t points = loop_.runCount() * loop_.length();
     if (tiles_ != nullptr) {
-      loop_.forEach({const_cast<std::byte*>(from), to},
-                    [&](const auto& at) { tiles_(out_, in_, at[0], at[1]); });
+      auto tiles = [&](const auto& at, std::int64_t) { tiles_(out_, in_, at[0], at[1]); };
+      const int threads =
+          loop_.rangeable() && points > 1 ? teamThreads(points * out_.extent * in_.extent) : 1;
+      if (threads > 1) {
+        overTeam(threads, points, 1,
+                 [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, tiles); });
+        return;
+      }
+      loop_.forEach(data, [&](const auto& at) { tiles(at, 1); });
+      return;
+    }
+    const std::int64_t ss = loop_.stride(0);
+    const std::int64_t ds = loop_.stride(1);
+    auto piece = [&](const auto& at, std::int64_t m) { run_(at[0], ss, at[1], ds, m); };
+    const int threads = loop_.rangeable() ? teamThreads(points) : 1;
+    if (threads > 1) {
+      overTeam(threads, points, 16,
+               [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, piece); });
       return;
     }
     const std::int64_t n = loop_.length();
-    const std::int64_t ss = loop_.stride(0);
-    const std::int64_t ds = loop_.stride(1);
-    loop_.forEach({const_cast<std::byte*>(from), to},
-                  [&](const auto& at) { run_(at[0], ss, at[1], ds, n); });
+    loop_.forEach(data, [&](const auto& at) { piece(at, n); });
   }
 
 private:

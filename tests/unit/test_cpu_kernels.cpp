@@ -1280,16 +1280,49 @@ TEST_CASE("elementwise unary kernels", "[cpu][kernel]") {
 
 TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same numbers",
           "[cpu][kernel]") {
-  // 60000 elements in one contiguous run (16 Ki or more: the team's share),
-  // at two kernel threads, whole and on shards, against the reference.
+  // 150000 elements in one contiguous run (64 Ki or more: the team's share,
+  // so also on halves), at two kernel threads, whole and on shards, against
+  // the reference.
+  cpu(); // made first: making it sets one thread
   CpuBackend::setBlasThreads(2);
   for (const char* k : {"relu", "tanh", "gelu"}) {
     INFO(k);
-    checkKernel(oneOp(k, {{"x", "float32", {300, 200}}}, R"({"input": "x"})"));
+    checkKernel(oneOp(k, {{"x", "float32", {600, 250}}}, R"({"input": "x"})"));
   }
-  checkKernel(oneOp("add", {{"a", "float32", {300, 200}}, {"b", "float32", {300, 200}}},
+  checkKernel(oneOp("add", {{"a", "float32", {600, 250}}, {"b", "float32", {600, 250}}},
                     R"({"A": "a", "B": "b"})"),
               2);
+  CpuBackend::setBlasThreads(1);
+}
+
+TEST_CASE("memory-bound loops of many runs or rows on the kernel threads' team: the same numbers",
+          "[cpu][kernel]") {
+  // 216000 elements or more (64 Ki: the team's share, so also on thirds) in
+  // many runs (a
+  // broadcast operand, a strided view, a transpose's tiles) or many rows, at
+  // two kernel threads, whole and on shards in every view mode, against the
+  // reference.
+  cpu(); // made first: making it sets one thread
+  CpuBackend::setBlasThreads(2);
+  checkKernel(oneOp("add", {{"a", "float32", {240, 30, 30}}, {"b", "float32", {30, 30}}},
+                    R"({"A": "a", "B": "b"})"),
+              2);
+  checkKernel(oneOp("mul", {{"a", "float32", {240, 30, 30}}, {"b", "float32", {240, 1, 30}}},
+                    R"({"A": "a", "B": "b"})"),
+              3);
+  checkKernel(oneOp("tanh", {{"x", "float32", {240, 30, 30}}}, R"({"input": "x"})"));
+  checkKernel(oneOp("softmax", {{"x", "float32", {1024, 256}}}, R"({"input": "x"})"));
+  checkKernel(
+      oneOp("softmax", {{"x", "float32", {256, 1024}}}, R"({"input": "x"})", R"({"axis": 0})"));
+  checkKernel(
+      oneOp("layernorm",
+            {{"x", "float32", {1024, 256}}, {"g", "float32", {256}}, {"b", "float32", {256}}},
+            R"({"input": "x", "gamma": "g", "beta": "b"})", R"({"eps": 1e-5})"));
+  for (const char* perm : {"[2, 0, 1]", "[0, 2, 1]", "[1, 0, 2]"}) {
+    INFO("transpose " << perm);
+    checkKernel(oneOp("transpose", {{"x", "float32", {240, 30, 30}}}, R"({"input": "x"})",
+                      std::string(R"({"perm": )") + perm + "}"));
+  }
   CpuBackend::setBlasThreads(1);
 }
 

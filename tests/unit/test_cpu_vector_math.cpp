@@ -27,6 +27,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/cpu_isa.hpp"
+#include "backends/cpu/run_loop.hpp"
 #include "backends/cpu/vector_math.hpp"
 #include "backends/reference.hpp"
 #include "fixtures.hpp"
@@ -984,5 +985,32 @@ TEST_CASE("a prepared kernel runs again with other data at other addresses, allo
         CHECK(outputBytes(first) == firstOut);
       }
     }
+  }
+}
+
+TEST_CASE("a run loop's points in ranges: the same pieces in the same order as the whole loop",
+          "[cpu][kernel]") {
+  using cpu::RunDim;
+  using cpu::RunLoop;
+  // Three outer dims (4, 3, 5) around single points, operand strides in
+  // elements of 4 bytes: operand 0 row-major, operand 1 transposed.
+  const std::vector<RunDim<2>> dims = {{4, {15, 1}}, {3, {5, 4}}, {5, {1, 12}}};
+  const RunLoop<2> loop({2, 7}, dims, {4, 4});
+  REQUIRE(loop.rangeable());
+  REQUIRE(loop.runCount() == 60);
+  std::vector<std::byte> buffer(4096);
+  const std::array<std::byte*, 2> data{buffer.data(), buffer.data() + 1024};
+  std::vector<std::array<std::byte*, 2>> whole;
+  loop.forEach(data, [&](const auto& at) { whole.push_back(at); });
+  REQUIRE(whole.size() == 60);
+  for (const auto& [lo, hi] :
+       std::vector<std::pair<int, int>>{{0, 60}, {0, 1}, {7, 23}, {59, 60}, {30, 30}}) {
+    INFO("points " << lo << " to " << hi);
+    std::vector<std::array<std::byte*, 2>> part;
+    loop.forRange(data, lo, hi, [&](const auto& at, std::int64_t m) {
+      CHECK(m == 1);
+      part.push_back(at);
+    });
+    CHECK(part == std::vector<std::array<std::byte*, 2>>(whole.begin() + lo, whole.begin() + hi));
   }
 }

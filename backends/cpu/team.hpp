@@ -1,0 +1,46 @@
+// The kernel threads' OpenMP team, for the loops of memory-bound kernels
+// (elementwise, softmax and layernorm rows, copies and transposes): with one
+// device on several cores, a loop of at least kTeamFrom elements runs on
+// CpuBackend::kernelThreads() threads, each over its share of the loop's
+// points in order. Every kernel splits its points the same way (the first
+// share to the calling thread), so the next kernel's threads mostly read what
+// their own cores wrote: mixing a loop on one thread with loops on the team
+// made every loop after a change of team read half its input from the other
+// core (one device, two threads: a ReLU after a layernorm 68 against 15 us
+// for 1 MiB). Products and convolutions run on the same team (gemm_split.cpp,
+// oneDNN). Not a public header.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <omp.h>
+
+#include "backends/cpu/cpu_backend.hpp"
+
+namespace tapestry::backend::cpu {
+
+// The fewest elements a loop runs on the team from.
+inline constexpr std::int64_t kTeamFrom = std::int64_t{1} << 16;
+
+// The team for a loop over `elements` elements: the kernel threads from
+// kTeamFrom, else the calling thread alone.
+inline int teamThreads(std::int64_t elements) {
+  const int threads = CpuBackend::kernelThreads();
+  return threads >= 2 && elements >= kTeamFrom ? threads : 1;
+}
+
+// Calls part(lo, hi) on each thread of a team of `threads` with its share
+// [lo, hi) of n points, in whole multiples of `grain` points (16 floats: a
+// cache line) but the last; a share may be empty.
+template <class F> void overTeam(int threads, std::int64_t n, std::int64_t grain, F&& part) {
+#pragma omp parallel num_threads(threads)
+  {
+    const int team = omp_get_num_threads();
+    const int k = omp_get_thread_num();
+    const std::int64_t per = (n / team + grain - 1) / grain * grain;
+    const std::int64_t lo = std::min(n, per * k);
+    part(lo, k + 1 == team ? n : std::min(n, lo + per));
+  }
+}
+
+} // namespace tapestry::backend::cpu
