@@ -122,23 +122,8 @@ public:
         at[i] = data[i] + off[i];
       }
       f(at);
-      std::size_t d = depth;
-      while (true) {
-        if (d == 0) {
-          return;
-        }
-        --d;
-        const Outer& o = outer_[d];
-        for (std::size_t i = 0; i < N; ++i) {
-          off[i] += o.step[i];
-        }
-        if (++counter[d] < o.extent) {
-          break;
-        }
-        for (std::size_t i = 0; i < N; ++i) {
-          off[i] -= o.step[i] * o.extent;
-        }
-        counter[d] = 0;
+      if (!next(counter, off)) {
+        return;
       }
     }
   }
@@ -182,20 +167,7 @@ public:
         return;
       }
       within = 0;
-      // The next run (end is inside the loop, so there is one).
-      for (std::size_t d = depth; d-- > 0;) {
-        const Outer& o = outer_[d];
-        for (std::size_t i = 0; i < N; ++i) {
-          off[i] += o.step[i];
-        }
-        if (++counter[d] < o.extent) {
-          break;
-        }
-        for (std::size_t i = 0; i < N; ++i) {
-          off[i] -= o.step[i] * o.extent;
-        }
-        counter[d] = 0;
-      }
+      next(counter.data(), off); // end is inside the loop: there is a next run
     }
   }
 
@@ -206,6 +178,25 @@ private:
     std::int64_t extent;
     Offsets step; // bytes
   };
+
+  // Steps the odometer over the outer dims (last fastest) and the offsets
+  // with it to the next run; false after the last run (all back at zero).
+  bool next(std::int64_t* counter, Offsets& off) const {
+    for (std::size_t d = outer_.size(); d-- > 0;) {
+      const Outer& o = outer_[d];
+      for (std::size_t i = 0; i < N; ++i) {
+        off[i] += o.step[i];
+      }
+      if (++counter[d] < o.extent) {
+        return true;
+      }
+      for (std::size_t i = 0; i < N; ++i) {
+        off[i] -= o.step[i] * o.extent;
+      }
+      counter[d] = 0;
+    }
+    return false;
+  }
 
   void init(const Offsets& offsets, const RunDim<N>& inner, const std::vector<RunDim<N>>& dims) {
     for (std::size_t i = 0; i < N; ++i) {
