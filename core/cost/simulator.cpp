@@ -39,6 +39,10 @@ struct ChoiceSimulator::Scratch {
   std::vector<double> rate;                  // per op
   std::vector<const ProfileTable*> measured; // per op: its family's table, or none
   std::vector<const ProfileTable*> floors;   // per op: Profile::floorFor, or none
+  // Per op: the bytes of one element of B in the square products the matmul
+  // table was measured on (its dtype's size), for a matmul-family op on the
+  // CPU backend; 0 for other ops (no copy of repacked inputs is priced).
+  std::vector<double> squareElement;
   // What rate, measured and floors were looked up for: the target, and per op
   // its kernel name's storage (the graph's) and dtype. A simulator evaluates
   // one graph's plans, so the lookups are made once, not per evaluation.
@@ -50,6 +54,9 @@ struct ChoiceSimulator::Scratch {
   bool copiesOnDevice = false;          // transfers hold their destination device
   // The elementwise family's table: reduction combines.
   const ProfileTable* streamTable = nullptr;
+  // The copy family's table: a product's per-call copy of a W that is not
+  // constant (repackSeconds); none without a CPU profile.
+  const ProfileTable* copyTable = nullptr;
   std::vector<double> devFree; // per device
   std::vector<double> linkFree;
   std::vector<double> alloc, ready, lastUse; // per buffer
@@ -116,12 +123,17 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
     rate.resize(p.ops.size());
     measured.assign(p.ops.size(), nullptr);
     floors.assign(p.ops.size(), nullptr);
+    squareElement.assign(p.ops.size(), 0.0);
     lookedUpOps.resize(p.ops.size());
     for (std::size_t op = 0; op < p.ops.size(); ++op) {
       rate[op] = t.flopsFor(p.ops[op].dtype);
       if (t.profile) {
         measured[op] = t.profile->tableFor(p.ops[op].kernel);
         floors[op] = t.profile->floorFor(p.ops[op].kernel);
+        const KernelFamily* family = familyOfKernel(p.ops[op].kernel);
+        if (t.profile->backend == "cpu" && family != nullptr && family->name == "matmul") {
+          squareElement[op] = static_cast<double>(plan::dtypeSize(p.ops[op].dtype));
+        }
       }
       lookedUpOps[op] = {p.ops[op].kernel.data(), p.ops[op].dtype.data()};
     }
@@ -130,6 +142,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   busy = 0;
   startDelay = 0;
   streamTable = nullptr;
+  copyTable = nullptr;
   copiesOnDevice = false;
   if (!t.profile) {
     return;
@@ -148,6 +161,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
     busy = std::min(1.0, std::log(static_cast<double>(used)) / std::log(static_cast<double>(most)));
   }
   streamTable = t.profile->table("elementwise");
+  copyTable = t.profile->backend == "cpu" ? t.profile->table("copy") : nullptr;
 }
 
 namespace {
@@ -171,6 +185,21 @@ double shardSeconds(const ProfileTable* table, const ProfileTable* stream,
   }
   const double computed = table->time(flops, busy);
   return stream != nullptr ? std::max(computed, stream->streamTime(bytes, busy)) : computed;
+}
+
+// The time a product spends copying a W that is not a constant input into
+// oneDNN's layout, on every call, beyond what its table already holds: the
+// matmul table was measured on squares [s, s] x [s, s] whose W is copied too,
+// so only the bytes past the square of the shard's FLOPs (2 s^3) count, at the
+// copy family's speed (a read and a write of each byte). From one-product
+// graphs on 2 cores: [32, 784] x [784, 512] per device took 154-212 us with
+// W copied, 121-128 constant, and 16 and 64 MiB of W added 50-125 us per
+// MiB; the copy table gives 55-62 (docs/cost-model.md).
+double repackSeconds(const ProfileTable& copy, const PlanTasks::ShardTask& task,
+                     double squareElement, double busy) {
+  const double side = std::cbrt(static_cast<double>(task.flops) / 2.0);
+  const double beyond = static_cast<double>(task.repacked) - side * side * squareElement;
+  return beyond > 0 ? copy.time(2.0 * beyond, busy) : 0.0;
 }
 
 } // namespace
@@ -217,7 +246,10 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
         start = std::max(start, ready[p.reads[k]]);
       }
-      const double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth);
+      double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth);
+      if (task.repacked > 0 && copyTable != nullptr && squareElement[opIndex] > 0) {
+        work += repackSeconds(*copyTable, task, squareElement[opIndex], busy);
+      }
       const double end = start + work + overhead;
       free = end;
       shards[s] = Interval{start, end};

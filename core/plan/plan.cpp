@@ -124,6 +124,10 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     }
     t.emptyIndex = app.index.isEmpty();
     t.inputs = elementsOf(g, op.inputs, app.inputs);
+    for (ElementInfo& e : t.inputs) {
+      const graph::Tensor& tensor = g.tensors[e.tensor];
+      e.repacked = app.inputs[e.port].packed && !(tensor.constant && tensor.isGraphInput());
+    }
     t.outputs = elementsOf(g, op.outputs, app.outputs);
     for (const metakernel::PortResult& port : app.outputs) {
       t.combines.push_back(port.combine ? metakernel::combineName(*port.combine) : "");

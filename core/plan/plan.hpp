@@ -154,6 +154,10 @@ struct Shard {
   std::vector<std::vector<Selection>> outputs;
   std::int64_t flops = 0;
   std::int64_t bytes = 0; // bytes touched (inputs + outputs), or the template's cost.bytes
+  // Bytes of the shard's inputs read through `packed: true` ports that are not
+  // constant graph inputs: a backend copies them into its own layout on every
+  // call (PlanTasks::ShardTask::repacked).
+  std::int64_t repacked = 0;
   // True when this shard's outputs are partial (a split reduction dim): they are
   // combined by a Reduction before anyone reads them.
   bool partial = false;
@@ -295,6 +299,10 @@ struct PlanTasks {
     std::int64_t bytes = 0;
     std::uint32_t readBegin = 0, readEnd = 0; // into reads: buffers it needs on its device
     std::uint32_t outBegin = 0, outEnd = 0;   // the buffers it writes
+    // Bytes of its inputs read through `packed: true` ports that are not
+    // constant graph inputs (Shard::repacked): the CPU backend's products copy
+    // them into oneDNN's layout on every call (docs/cost-model.md).
+    std::int64_t repacked = 0;
     bool operator==(const ShardTask&) const = default;
   };
   struct TransferTask {

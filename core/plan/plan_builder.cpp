@@ -105,6 +105,7 @@ struct PlanBuilder::Workspace {
   std::vector<int> device;
   std::vector<std::int64_t> flops;
   std::vector<std::int64_t> bytes;
+  std::vector<std::int64_t> repacked; // see ShardTask::repacked
   std::vector<char> partial;
   std::vector<u32> readBegin, readEnd; // into reads
   // Selections: op i's shard k, element e (inputs then outputs) at
@@ -121,7 +122,7 @@ struct PlanBuilder::Workspace {
   struct TileMemo {
     std::vector<std::int64_t> split;
     std::vector<std::int64_t> boxes; // the op's arena block: per shard, index box then selections
-    std::vector<std::int64_t> flops, bytes; // per shard
+    std::vector<std::int64_t> flops, bytes, repacked; // per shard
   };
   static constexpr std::size_t kTileMemos = 8;  // per op, replaced in turn
   std::vector<std::vector<TileMemo>> tileMemos; // per op
@@ -285,6 +286,7 @@ struct PlanBuilder::Workspace {
     device.resize(shards);
     flops.resize(shards);
     bytes.resize(shards);
+    repacked.resize(shards);
     partial.resize(shards);
     readBegin.resize(shards);
     readEnd.resize(shards);
@@ -379,6 +381,7 @@ struct PlanBuilder::Workspace {
       partial[s] = isPartial;
       flops[s] = hit->flops[k];
       bytes[s] = hit->bytes[k];
+      repacked[s] = hit->repacked[k];
     }
     return true;
   }
@@ -401,6 +404,7 @@ struct PlanBuilder::Workspace {
                    co.begin() + static_cast<std::ptrdiff_t>(coUsed));
     m.flops.assign(flops.begin() + first, flops.begin() + end);
     m.bytes.assign(bytes.begin() + first, bytes.begin() + end);
+    m.repacked.assign(repacked.begin() + first, repacked.begin() + end);
   }
 
   void makeShards(u32 op) {
@@ -445,13 +449,17 @@ struct PlanBuilder::Workspace {
       device[s] = c.devices[k];
       partial[s] = isPartial;
       std::int64_t touched = 0;
+      std::int64_t copied = 0;
       for (u32 e = 0; e < elements; ++e) {
         const ElementInfo& info = element(op, e);
         const u32 b = newBox(info.rank);
         project(info, ib, n, t.emptyIndex, b);
         sel[selBase[op] + k * elements + e] = b;
-        touched += boxSize(b, info.rank) * info.elemBytes;
+        const std::int64_t size = boxSize(b, info.rank) * info.elemBytes;
+        touched += size;
+        copied += info.repacked ? size : 0;
       }
+      repacked[s] = copied;
       const std::int64_t points = t.emptyIndex ? 0 : boxSize(ib, n);
       flops[s] = app.flopsPerPoint * points;
       bytes[s] = app.bytesPerPoint ? *app.bytesPerPoint * points : touched;
@@ -815,8 +823,8 @@ struct PlanBuilder::Workspace {
       const auto outs = static_cast<u32>(ctx.ops[op].outputs.size());
       for (u32 s = shardBase[op]; s < shardBase[op + 1]; ++s) {
         const u32 ob = tile(op, s - shardBase[op], 0);
-        out.shards[s] = PlanTasks::ShardTask{device[s],  flops[s], bytes[s], readBegin[s],
-                                             readEnd[s], ob,       ob + outs};
+        out.shards[s] = PlanTasks::ShardTask{device[s],  flops[s], bytes[s],  readBegin[s],
+                                             readEnd[s], ob,       ob + outs, repacked[s]};
       }
     }
     out.transfers.resize(trs.size());
@@ -876,6 +884,7 @@ struct PlanBuilder::Workspace {
         shard.device = device[s];
         shard.flops = flops[s];
         shard.bytes = bytes[s];
+        shard.repacked = repacked[s];
         shard.partial = partial[s] != 0;
         auto fill = [&](const std::vector<ElementInfo>& elements, u32 offset,
                         std::vector<std::vector<Selection>>& into) {

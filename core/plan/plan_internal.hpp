@@ -24,6 +24,9 @@ struct ElementInfo {
   std::vector<std::int64_t> ipfShape;
   std::vector<std::int64_t> shape; // the tensor's
   std::int64_t elemBytes = 0;
+  // An input read through a `packed: true` port whose tensor is not a
+  // constant graph input: copied into the backend's layout on every call.
+  bool repacked = false;
   // The nonzero coefficients of p, row by row: row d's terms are
   // terms[rowStart[d], rowStart[d + 1]) (most rows have one).
   struct Term {

@@ -112,6 +112,7 @@ private:
         task.device = s.device;
         task.flops = s.flops;
         task.bytes = s.bytes;
+        task.repacked = s.repacked;
         task.readBegin = static_cast<u32>(out_.reads.size());
         for (const Source& read : s.reads) {
           out_.reads.push_back(bufferOf(read));

@@ -357,6 +357,70 @@ TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") 
   CHECK(roof.shards[0][0].end == 4.5); // 384 / 96 + 0.5
 }
 
+TEST_CASE(
+    "simulator: a product's W that is not constant is copied on every call past its square's") {
+  // x [1, 64] @ w [64, 64]: 8192 FLOP, the square of 16^3 points (a [16, 16]
+  // W of 1 KiB); w is 16 KiB, so 15 KiB past the square's, copied (read and
+  // written) at the copy table's 30 KiB: 2 s.
+  auto graph = [](bool constant) {
+    return expandText(std::string(R"({"tapestry": "graph/v1", "name": "mm",
+    "tensors": {"x": {"dtype": "float32", "shape": [1, 64]},
+                "w": {"dtype": "float32", "shape": [64, 64])") +
+                      (constant ? R"(, "constant": true)" : "") + R"(}},
+    "operations": [
+      {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  };
+  const graph::ExpandedGraph g = graph(false);
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.taskOverhead = 0.25;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{4096, 1}, {8192, 2}}, {}};
+  p.kernels["copy"] = ProfileTable{WorkMeasure::Bytes, {{15360, 1}, {30720, 2}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::PlanChoice single = plan::singleDeviceChoice(g);
+  const plan::ShardPlan one = plan::buildPlan(g, 2, single, free);
+  CHECK(one.ops[0].shards.at(0).repacked == 16384); // w only: X is not a packed port
+  CHECK(plan::summarize(g, one).shards.at(0).repacked == 16384);
+  const Simulation copied = simulate(g, t, one);
+  CHECK(copied.shards[0][0].end - copied.shards[0][0].start == Approx(2 + 2 + 0.25));
+
+  // Columns split in two: each shard 4096 FLOP (the square of 16^3 / 2,
+  // 645 bytes of W) reads 8 KiB of w, 7547 bytes past it: 15094 copied, 1 s
+  // (held flat below the table's smallest point).
+  plan::PlanChoice columns;
+  columns.ops = {plan::OpChoice{{1, 1, 2}, {0, 1}}};
+  const plan::ShardPlan halves = plan::buildPlan(g, 2, columns, free);
+  CHECK(halves.ops[0].shards.at(1).repacked == 8192);
+  const Simulation split = simulate(g, t, halves);
+  CHECK(split.shards[0][1].end - split.shards[0][1].start == Approx(1 + 1 + 0.25));
+  ChoiceSimulator evaluator(g, t, free);
+  CHECK(evaluator.builder().tasks(columns) == plan::summarize(g, halves));
+  CHECK(evaluator.evaluate(single) == copied.objectives);
+  CHECK(evaluator.evaluate(columns) == split.objectives);
+
+  // A constant w is packed once: nothing is copied per call.
+  const graph::ExpandedGraph c = graph(true);
+  const plan::ShardPlan packed = plan::buildPlan(c, 2, plan::singleDeviceChoice(c), free);
+  CHECK(packed.ops[0].shards.at(0).repacked == 0);
+  const Simulation once = simulate(c, t, packed);
+  CHECK(once.shards[0][0].end - once.shards[0][0].start == Approx(2 + 0.25));
+
+  // Only the CPU backend copies (cuBLASLt reads W in place), and only with a
+  // copy table.
+  t.profile->backend = "cuda";
+  const Simulation cuda = simulate(g, t, one);
+  CHECK(cuda.shards[0][0].end - cuda.shards[0][0].start == Approx(2 + 0.25));
+  t.profile->backend = "cpu";
+  t.profile->kernels.erase("copy");
+  const Simulation noTable = simulate(g, t, one);
+  CHECK(noTable.shards[0][0].end - noTable.shards[0][0].start == Approx(2 + 0.25));
+}
+
 TEST_CASE("simulator: with copies.on_device a transfer holds its destination device") {
   // mm(x, w) -> h; add(h, b) -> y, every input on the host. b's copy can run
   // during mm on a link of its own (copy engines), or only after mm on the
