@@ -451,22 +451,13 @@ public:
       : fn_(vectorKernels().unary[static_cast<int>(op)]), p_(params[0]), q_(params[1]),
         loop_(unaryLoop(call)) {}
   void run(const KernelCall& call) override {
-    const std::int64_t n = loop_.length();
     const std::int64_t sx = loop_.stride(0);
     const std::int64_t sy = loop_.stride(1);
     auto piece = [&](const auto& at, std::int64_t m) {
       throughChunks(reinterpret_cast<const float*>(at[0]), sx, reinterpret_cast<float*>(at[1]), sy,
                     m, [&](const float* x, float* y, std::int64_t k) { fn_(x, y, k, p_, q_); });
     };
-    const std::array<std::byte*, 2> data{call.inputs[0][0].data, call.outputs[0][0].data};
-    const std::int64_t points = loop_.runCount() * n;
-    const int threads = loop_.rangeable() ? teamThreads(points) : 1;
-    if (threads > 1) {
-      overTeam(threads, points, 16,
-               [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, piece); });
-      return;
-    }
-    loop_.forEach(data, [&](const auto& at) { piece(at, n); });
+    forEachPiece(loop_, {call.inputs[0][0].data, call.outputs[0][0].data}, 1, 16, piece);
   }
 
 private:
@@ -586,7 +577,6 @@ public:
     }
   }
   void run(const KernelCall& call) override {
-    const std::int64_t n = loop_.length();
     const std::int64_t sa = loop_.stride(0);
     const std::int64_t sb = loop_.stride(1);
     const std::int64_t sy = loop_.stride(2);
@@ -594,16 +584,8 @@ public:
       binaryRun(fn_, reinterpret_cast<const float*>(at[0]), sa,
                 reinterpret_cast<const float*>(at[1]), sb, reinterpret_cast<float*>(at[2]), sy, m);
     };
-    const std::array<std::byte*, 3> data{call.inputs[0][0].data, call.inputs[1][0].data,
-                                         call.outputs[0][0].data};
-    const std::int64_t points = loop_.runCount() * n;
-    const int threads = loop_.rangeable() ? teamThreads(points) : 1;
-    if (threads > 1) {
-      overTeam(threads, points, 16,
-               [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, piece); });
-      return;
-    }
-    loop_.forEach(data, [&](const auto& at) { piece(at, n); });
+    forEachPiece(loop_, {call.inputs[0][0].data, call.inputs[1][0].data, call.outputs[0][0].data},
+                 1, 16, piece);
   }
 
 private:

@@ -19,6 +19,24 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
+// A row of n floats at stride sx into f(row, out), which computes a
+// contiguous row in place or into y; strided rows go through `scratch`.
+template <class F>
+void contiguousRow(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t n,
+                   float* scratch, F&& f) {
+  if (sx == 1 && sy == 1) {
+    f(x, y);
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    scratch[i] = x[i * sx];
+  }
+  f(scratch, scratch);
+  for (std::int64_t i = 0; i < n; ++i) {
+    y[i * sy] = scratch[i];
+  }
+}
+
 // The rows of a shard: its index points (the axis is not an index dim), each
 // walked through the IPFs to its row's first input and output element; the
 // row itself runs along the views' strides of the axis.
@@ -48,54 +66,37 @@ struct Rows {
     });
   }
   std::int64_t count() const { return loop.runCount() * loop.length(); }
-  // f(x, y) per row of rows [lo, hi) (in forEach's order).
-  template <class T, class F>
-  void forRange(const KernelCall& call, std::int64_t lo, std::int64_t hi, F&& f) const {
+  // On the kernel threads' team (team.hpp), where the float32 rows of n make
+  // enough elements and `scratch` holds a row for each thread: f(in, out)
+  // per row as contiguousRow calls it, each thread over its share of the
+  // rows with its own scratch row. False (nothing run) otherwise.
+  template <class F>
+  bool onTeam(const KernelCall& call, std::int64_t n, std::vector<float>& scratch, F&& f) const {
+    const int threads = loop.rangeable() && count() > 1 ? teamThreads(count() * n) : 1;
+    const bool inPlace = sx == 1 && sy == 1;
+    if (threads < 2 || (!inPlace && static_cast<std::int64_t>(scratch.size()) < threads * n)) {
+      return false;
+    }
     const std::int64_t s0 = loop.stride(0);
     const std::int64_t s1 = loop.stride(1);
-    loop.forRange({call.inputs[0][0].data, call.outputs[0][0].data}, lo, hi,
-                  [&](const auto& at, std::int64_t m) {
-                    const T* x = reinterpret_cast<const T*>(at[0]);
-                    T* y = reinterpret_cast<T*>(at[1]);
-                    for (std::int64_t r = 0; r < m; ++r) {
-                      f(x + r * s0, y + r * s1);
-                    }
-                  });
-  }
-  // The team for float32 rows of n elements, each thread with its own
-  // scratch row of `scratch` (rows read or written at a stride go through
-  // it): 1 where the rows are too few or the scratch too small.
-  int team(std::int64_t n, const std::vector<float>& scratch) const {
-    if (!loop.rangeable() || count() < 2) {
-      return 1;
-    }
-    const int threads = teamThreads(count() * n);
-    const bool inPlace = sx == 1 && sy == 1;
-    return inPlace || static_cast<std::int64_t>(scratch.size()) >= threads * n ? threads : 1;
+    overTeam(threads, count(), 1, [&](std::int64_t lo, std::int64_t hi) {
+      float* row = scratch.data() + omp_get_thread_num() * n;
+      loop.forRange({call.inputs[0][0].data, call.outputs[0][0].data}, lo, hi,
+                    [&](const auto& at, std::int64_t m) {
+                      const float* x = reinterpret_cast<const float*>(at[0]);
+                      float* y = reinterpret_cast<float*>(at[1]);
+                      for (std::int64_t r = 0; r < m; ++r) {
+                        contiguousRow(x + r * s0, sx, y + r * s1, sy, n, row, f);
+                      }
+                    });
+    });
+    return true;
   }
 };
 
 // Scratch rows of n for the calling thread and each other thread of its team.
 template <class C> std::vector<C> scratchRows(std::int64_t n) {
   return std::vector<C>(static_cast<std::size_t>(n * std::max(1, CpuBackend::kernelThreads())));
-}
-
-// A row of n floats at stride sx into f(row, out), which computes a
-// contiguous row in place or into y; strided rows go through `scratch`.
-template <class F>
-void contiguousRow(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t n,
-                   float* scratch, F&& f) {
-  if (sx == 1 && sy == 1) {
-    f(x, y);
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    scratch[i] = x[i * sx];
-  }
-  f(scratch, scratch);
-  for (std::int64_t i = 0; i < n; ++i) {
-    y[i * sy] = scratch[i];
-  }
 }
 
 // softmax: numerically stable (the row max is subtracted). float32 rows go
@@ -110,15 +111,7 @@ public:
   void run(const KernelCall& call) override {
     const std::int64_t n = n_;
     if constexpr (std::is_same_v<T, float>) {
-      const int threads = rows_.team(n, row_);
-      if (threads > 1) {
-        overTeam(threads, rows_.count(), 1, [&](std::int64_t lo, std::int64_t hi) {
-          float* row = row_.data() + omp_get_thread_num() * n;
-          rows_.forRange<T>(call, lo, hi, [&](const float* x, float* y) {
-            contiguousRow(x, rows_.sx, y, rows_.sy, n, row,
-                          [&](const float* in, float* out) { softmax_(in, out, n); });
-          });
-        });
+      if (rows_.onTeam(call, n, row_, [&](const float* in, float* out) { softmax_(in, out, n); })) {
         return;
       }
     }
@@ -194,17 +187,10 @@ public:
     const C* gamma = gb[0];
     const C* beta = gb[1];
     if constexpr (std::is_same_v<T, float>) {
-      const int threads = rows_.team(d, row_);
-      if (threads > 1) {
-        const float eps = static_cast<float>(eps_);
-        overTeam(threads, rows_.count(), 1, [&](std::int64_t lo, std::int64_t hi) {
-          float* row = row_.data() + omp_get_thread_num() * d;
-          rows_.forRange<T>(call, lo, hi, [&](const float* x, float* y) {
-            contiguousRow(x, rows_.sx, y, rows_.sy, d, row, [&](const float* in, float* out) {
-              layernorm_(in, out, d, gamma, beta, eps);
-            });
-          });
-        });
+      const float eps = static_cast<float>(eps_);
+      if (rows_.onTeam(call, d, row_, [&](const float* in, float* out) {
+            layernorm_(in, out, d, gamma, beta, eps);
+          })) {
         return;
       }
     }

@@ -83,30 +83,15 @@ public:
   // tiles or along the runs.
   void run(const std::byte* from, std::byte* to) const {
     const std::array<std::byte*, 2> data{const_cast<std::byte*>(from), to};
-    const std::int64_t points = loop_.runCount() * loop_.length();
-    if (tiles_ != nullptr) {
-      auto tiles = [&](const auto& at, std::int64_t) { tiles_(out_, in_, at[0], at[1]); };
-      const int threads =
-          loop_.rangeable() && points > 1 ? teamThreads(points * out_.extent * in_.extent) : 1;
-      if (threads > 1) {
-        overTeam(threads, points, 1,
-                 [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, tiles); });
-        return;
-      }
-      loop_.forEach(data, [&](const auto& at) { tiles(at, 1); });
+    if (tiles_ != nullptr) { // a point is a tile (runs of length 1)
+      forEachPiece(loop_, data, out_.extent * in_.extent, 1,
+                   [&](const auto& at, std::int64_t) { tiles_(out_, in_, at[0], at[1]); });
       return;
     }
     const std::int64_t ss = loop_.stride(0);
     const std::int64_t ds = loop_.stride(1);
-    auto piece = [&](const auto& at, std::int64_t m) { run_(at[0], ss, at[1], ds, m); };
-    const int threads = loop_.rangeable() ? teamThreads(points) : 1;
-    if (threads > 1) {
-      overTeam(threads, points, 16,
-               [&](std::int64_t lo, std::int64_t hi) { loop_.forRange(data, lo, hi, piece); });
-      return;
-    }
-    const std::int64_t n = loop_.length();
-    loop_.forEach(data, [&](const auto& at) { piece(at, n); });
+    forEachPiece(loop_, data, 1, 16,
+                 [&](const auto& at, std::int64_t m) { run_(at[0], ss, at[1], ds, m); });
   }
 
 private:

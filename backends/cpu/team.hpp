@@ -16,6 +16,7 @@
 #include <omp.h>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/run_loop.hpp"
 
 namespace tapestry::backend::cpu {
 
@@ -41,6 +42,24 @@ template <class F> void overTeam(int threads, std::int64_t n, std::int64_t grain
     const std::int64_t lo = std::min(n, per * k);
     part(lo, k + 1 == team ? n : std::min(n, lo + per));
   }
+}
+
+// piece(at, m) over every run of `loop` (RunLoop::forRange's pieces): on the
+// team when the loop has kTeamFrom elements or more (`elementsPerPoint` per
+// point: a transpose's tiles hold many), each thread over its share of the
+// points in multiples of `grain`; else on the calling thread, run by run.
+template <std::size_t N, class F>
+void forEachPiece(const RunLoop<N>& loop, const typename RunLoop<N>::Pointers& data,
+                  std::int64_t elementsPerPoint, std::int64_t grain, F&& piece) {
+  const std::int64_t points = loop.runCount() * loop.length();
+  const int threads = loop.rangeable() && points > 1 ? teamThreads(points * elementsPerPoint) : 1;
+  if (threads > 1) {
+    overTeam(threads, points, grain,
+             [&](std::int64_t lo, std::int64_t hi) { loop.forRange(data, lo, hi, piece); });
+    return;
+  }
+  const std::int64_t n = loop.length();
+  loop.forEach(data, [&](const auto& at) { piece(at, n); });
 }
 
 } // namespace tapestry::backend::cpu

@@ -40,8 +40,8 @@ struct ChoiceSimulator::Scratch {
   std::vector<const ProfileTable*> measured; // per op: its family's table, or none
   std::vector<const ProfileTable*> floors;   // per op: Profile::floorFor, or none
   // Per op: the bytes of one element of B in the square products the matmul
-  // table was measured on (its dtype's size), for a matmul-family op on the
-  // CPU backend; 0 for other ops (no copy of repacked inputs is priced).
+  // table was measured on (its dtype's size), for a matmul-family op; 0 for
+  // other ops (no copy of repacked inputs is priced).
   std::vector<double> squareElement;
   // What rate, measured and floors were looked up for: the target, and per op
   // its kernel name's storage (the graph's) and dtype. A simulator evaluates
@@ -131,7 +131,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
         measured[op] = t.profile->tableFor(p.ops[op].kernel);
         floors[op] = t.profile->floorFor(p.ops[op].kernel);
         const KernelFamily* family = familyOfKernel(p.ops[op].kernel);
-        if (t.profile->backend == "cpu" && family != nullptr && family->name == "matmul") {
+        if (family != nullptr && family->name == "matmul") {
           squareElement[op] = static_cast<double>(plan::dtypeSize(p.ops[op].dtype));
         }
       }

@@ -124,9 +124,8 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     }
     t.emptyIndex = app.index.isEmpty();
     t.inputs = elementsOf(g, op.inputs, app.inputs);
-    for (ElementInfo& e : t.inputs) {
-      const graph::Tensor& tensor = g.tensors[e.tensor];
-      e.repacked = app.inputs[e.port].packed && !(tensor.constant && tensor.isGraphInput());
+    for (ElementInfo& e : t.inputs) { // packed every call unless a packed constant
+      e.repacked = app.inputs[e.port].packed && impl->packed[e.tensor] == 0;
     }
     t.outputs = elementsOf(g, op.outputs, app.outputs);
     for (const metakernel::PortResult& port : app.outputs) {
