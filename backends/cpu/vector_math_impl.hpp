@@ -8,6 +8,7 @@
 // code that runs on a CPU without them. Per level: VF (a float vector), VM (a
 // lane mask), W lanes, and the primitives below; the loops after them are
 // written once against those.
+#include <algorithm>
 #include <cstdint>
 
 #include <immintrin.h>
@@ -613,6 +614,110 @@ void layernorm(const float* x, float* y, std::int64_t n, const float* gamma, con
   }
 }
 
+// ---------------------------------------------------------------- transposes
+
+// One register tile of a transposing copy, bitwise (the shuffles move bits,
+// never compute on them, so NaN payloads and integers pass unchanged):
+// to[a * ts + b] = from[b * fs + a] for a, b < kTile4 (4-byte elements) or
+// kTile8 (8-byte). AVX (both wider levels): 8 x 8 and 4 x 4; SSE2: 4 x 4 and 2 x 2.
+#if TAPESTRY_VM_LEVEL >= 2
+constexpr std::int64_t kTile4 = 8;
+constexpr std::int64_t kTile8 = 4;
+inline void tile4(const float* from, std::int64_t fs, float* to, std::int64_t ts) {
+  __m256 r[8];
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm256_loadu_ps(from + k * fs);
+  }
+  // Pairs of rows interleaved, then pairs of pairs, then the 128-bit halves.
+  __m256 u[8];
+  for (int k = 0; k < 8; k += 2) {
+    u[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    u[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  __m256 v[8];
+  for (int k = 0; k < 8; k += 4) {
+    v[k] = _mm256_shuffle_ps(u[k], u[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    v[k + 1] = _mm256_shuffle_ps(u[k], u[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    v[k + 2] = _mm256_shuffle_ps(u[k + 1], u[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    v[k + 3] = _mm256_shuffle_ps(u[k + 1], u[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(to + k * ts, _mm256_permute2f128_ps(v[k], v[k + 4], 0x20));
+    _mm256_storeu_ps(to + (k + 4) * ts, _mm256_permute2f128_ps(v[k], v[k + 4], 0x31));
+  }
+}
+inline void tile8(const double* from, std::int64_t fs, double* to, std::int64_t ts) {
+  __m256d r[4];
+  for (int k = 0; k < 4; ++k) {
+    r[k] = _mm256_loadu_pd(from + k * fs);
+  }
+  const __m256d u0 = _mm256_unpacklo_pd(r[0], r[1]);
+  const __m256d u1 = _mm256_unpackhi_pd(r[0], r[1]);
+  const __m256d u2 = _mm256_unpacklo_pd(r[2], r[3]);
+  const __m256d u3 = _mm256_unpackhi_pd(r[2], r[3]);
+  _mm256_storeu_pd(to, _mm256_permute2f128_pd(u0, u2, 0x20));
+  _mm256_storeu_pd(to + ts, _mm256_permute2f128_pd(u1, u3, 0x20));
+  _mm256_storeu_pd(to + 2 * ts, _mm256_permute2f128_pd(u0, u2, 0x31));
+  _mm256_storeu_pd(to + 3 * ts, _mm256_permute2f128_pd(u1, u3, 0x31));
+}
+#else
+constexpr std::int64_t kTile4 = 4;
+constexpr std::int64_t kTile8 = 2;
+inline void tile4(const float* from, std::int64_t fs, float* to, std::int64_t ts) {
+  __m128 r0 = _mm_loadu_ps(from);
+  __m128 r1 = _mm_loadu_ps(from + fs);
+  __m128 r2 = _mm_loadu_ps(from + 2 * fs);
+  __m128 r3 = _mm_loadu_ps(from + 3 * fs);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_ps(to, r0);
+  _mm_storeu_ps(to + ts, r1);
+  _mm_storeu_ps(to + 2 * ts, r2);
+  _mm_storeu_ps(to + 3 * ts, r3);
+}
+inline void tile8(const double* from, std::int64_t fs, double* to, std::int64_t ts) {
+  const __m128d r0 = _mm_loadu_pd(from);
+  const __m128d r1 = _mm_loadu_pd(from + fs);
+  _mm_storeu_pd(to, _mm_unpacklo_pd(r0, r1));
+  _mm_storeu_pd(to + ts, _mm_unpackhi_pd(r0, r1));
+}
+#endif
+
+// The whole copy in blocks of 32 x 32 elements (each block's lines stay in
+// L1 while its register tiles use them whole), register tiles inside, and
+// the edges element by element as integers of the same size.
+template <class F, class I, std::int64_t T, void (*Tile)(const F*, std::int64_t, F*, std::int64_t)>
+void transposeCopy(const void* fromBytes, std::int64_t fs, void* toBytes, std::int64_t ts,
+                   std::int64_t na, std::int64_t nb) {
+  constexpr std::int64_t kBlock = 32;
+  const auto* from = static_cast<const F*>(fromBytes);
+  auto* to = static_cast<F*>(toBytes);
+  const auto* fromI = static_cast<const I*>(fromBytes);
+  auto* toI = static_cast<I*>(toBytes);
+  for (std::int64_t a0 = 0; a0 < na; a0 += kBlock) {
+    const std::int64_t a1 = std::min(na, a0 + kBlock);
+    for (std::int64_t b0 = 0; b0 < nb; b0 += kBlock) {
+      const std::int64_t b1 = std::min(nb, b0 + kBlock);
+      std::int64_t a = a0;
+      for (; a + T <= a1; a += T) {
+        std::int64_t b = b0;
+        for (; b + T <= b1; b += T) {
+          Tile(from + b * fs + a, fs, to + a * ts + b, ts);
+        }
+        for (; b < b1; ++b) {
+          for (std::int64_t k = 0; k < T; ++k) {
+            toI[(a + k) * ts + b] = fromI[b * fs + a + k];
+          }
+        }
+      }
+      for (; a < a1; ++a) {
+        for (std::int64_t b = b0; b < b1; ++b) {
+          toI[a * ts + b] = fromI[b * fs + a];
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- the table
 
 template <class Op> constexpr auto binaryModes() {
@@ -662,6 +767,8 @@ VectorKernels makeTable() {
   t.max = &max;
   t.softmax = &softmax;
   t.layernorm = &layernorm;
+  t.transpose4 = &transposeCopy<float, std::uint32_t, kTile4, &tile4>;
+  t.transpose8 = &transposeCopy<double, std::uint64_t, kTile8, &tile8>;
   return t;
 }
 

@@ -424,6 +424,45 @@ TEST_CASE("vector binary loops: every scalar mode, NaN-propagating max", "[cpu][
   }
 }
 
+TEST_CASE("vector transposes: every element moved bitwise, edges and strides, on every level",
+          "[cpu][vector]") {
+  // Extents around the register tiles (4 or 8 wide, 2 or 4 for 8 bytes) and
+  // the 32 x 32 blocks; strides wider than the extents; the bit patterns of
+  // every index, so a NaN payload or an integer would show any rounding.
+  const std::vector<std::int64_t> extents = {1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 33, 70};
+  auto check = [&](auto zero, auto fn, const char* what) {
+    using I = decltype(zero);
+    for (std::int64_t na : extents) {
+      for (std::int64_t nb : extents) {
+        const std::int64_t fs = na + 3; // from: nb rows of na (+3 unread)
+        const std::int64_t ts = nb + 5; // to: na rows of nb (+5 left alone)
+        std::vector<I> from(static_cast<std::size_t>(nb * fs));
+        for (std::size_t k = 0; k < from.size(); ++k) {
+          // A float32 / float64 NaN with payload k (and sign) as bits.
+          from[k] = static_cast<I>(sizeof(I) == 4 ? 0xFFC00000u + k : 0xFFF8000000000000ull + k);
+        }
+        std::vector<I> to(static_cast<std::size_t>(na * ts), I{7});
+        fn(from.data(), fs, to.data(), ts, na, nb);
+        INFO(what << " na=" << na << " nb=" << nb);
+        bool same = true;
+        for (std::int64_t a = 0; a < na; ++a) {
+          for (std::int64_t b = 0; b < ts; ++b) {
+            const I want = b < nb ? from[static_cast<std::size_t>(b * fs + a)] : I{7};
+            same = same && to[static_cast<std::size_t>(a * ts + b)] == want;
+          }
+        }
+        CHECK(same);
+      }
+    }
+  };
+  for (CpuIsa isa : levels()) {
+    INFO(isaName(isa));
+    const VectorKernels& vk = cpu::vectorKernels(isa);
+    check(std::uint32_t{0}, vk.transpose4, "4 bytes");
+    check(std::uint64_t{0}, vk.transpose8, "8 bytes");
+  }
+}
+
 TEST_CASE("vector sum, max, softmax and layernorm rows against float64", "[cpu][vector]") {
   // Rows start 3 elements in (not 64-byte aligned), so the longest needs 3 more.
   const std::vector<float> x = testValues(1003, false);
