@@ -44,6 +44,13 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
                        cost::Target base, const std::string& machine, const std::string& date,
                        const CalibrationOptions& options = {});
 
+// A family's table measured twice (calibrate times every family's points
+// again after every family's first pass, while the budget lasts): each point
+// of `table` keeps the smaller of its two times, `alone` and `all` apart.
+// Other work on the machine only adds time, and comes in stretches of
+// seconds. InternalError when `again` has other points.
+void keepFaster(cost::ProfileTable& table, const cost::ProfileTable& again);
+
 // `mpirun -n K tapestry calibrate` (docs/distributed.md): round trips of
 // 4 KiB to 64 MiB between ranks 0 and 1 over `link`, as the executor's
 // cross-rank transfers make them (a packed host buffer sent, received into

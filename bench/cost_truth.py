@@ -159,6 +159,8 @@ def case_rows(binary, name, graph, env, args, work):
         "baselines_s": measured,
         "rounds_s": times,
         "sharding_pays": summary.get("sharding_pays"),
+        # optimize's one-device rule: its predicted gain, its spread, whether it kept one device
+        "one_device_rule": summary.get("one_device_rule"),
     }
 
 
@@ -166,16 +168,26 @@ def fmt_s(s):
     return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} us"
 
 
+def rule_text(row):
+    """What optimize's one-device rule did: the predicted gain of the fastest
+    plan over one device against the calibrated spread."""
+    rule = row.get("one_device_rule") or {}
+    if "gain" not in rule:
+        return "-"
+    verdict = "one device kept" if rule.get("applied") else "split"
+    return f"{verdict}: gain {rule['gain']:.2f}, spread {rule['spread'] * 100:.0f}%"
+
+
 def table(title, rows):
     print(f"\n{title}\n")
     print("| case | devices | predicted | measured | error | single: pred / meas | "
-          "best baseline | chosen / best |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "best baseline | chosen / best | one-device rule |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['case']} | {r['devices']} | {fmt_s(r['predicted_s'])} | "
               f"{fmt_s(r['measured_s'])} | {r['error'] * 100:+.0f}% | "
               f"{fmt_s(r['single_predicted_s'])} / {fmt_s(r['single_measured_s'])} | "
-              f"{r['best_baseline']} | {r['chosen_over_best']:.2f} |")
+              f"{r['best_baseline']} | {r['chosen_over_best']:.2f} | {rule_text(r)} |")
     errors = sorted(abs(r["error"]) for r in rows)
     # Errors of both plans each case measured: the chosen plan and one device.
     both = sorted(errors + [abs(r["single_predicted_s"] - r["single_measured_s"]) /

@@ -1990,6 +1990,34 @@ TEST_CASE("run refuses a plan that cannot fit in host memory, before allocating"
   CHECK(*real > 0);
 }
 
+TEST_CASE("calibrate's second pass of a table: each point keeps its faster time",
+          "[calibrate]") {
+  using tapestry::backend::keepFaster;
+  cost::ProfileTable first;
+  first.alone = {{1024, 2e-6}, {8192, 5e-6}, {65536, 30e-6}};
+  first.all = {{1024, 2e-6}, {8192, 10e-6}, {65536, 60e-6}}; // a stretch of load: 2x
+  cost::ProfileTable again = first;
+  again.alone = {{1024, 3e-6}, {8192, 4e-6}, {65536, 31e-6}};
+  again.all = {{1024, 2.5e-6}, {8192, 5.5e-6}, {65536, 32e-6}};
+  keepFaster(first, again);
+  CHECK(first.alone[0].seconds == 2e-6);
+  CHECK(first.alone[1].seconds == 4e-6);
+  CHECK(first.alone[2].seconds == 30e-6);
+  CHECK(first.all[0].seconds == 2e-6);
+  CHECK(first.all[1].seconds == 5.5e-6);
+  CHECK(first.all[2].seconds == 32e-6);
+  CHECK(first.alone[1].size == 8192);
+  // Another table's points are a bug, not a measurement.
+  cost::ProfileTable shorter = again;
+  shorter.all.pop_back();
+  CHECK_THROWS_WITH(keepFaster(first, shorter),
+                    Contains("calibrate: a table measured again has 2 points, not 3"));
+  cost::ProfileTable moved = again;
+  moved.alone[1].size = 4096;
+  CHECK_THROWS_WITH(keepFaster(first, moved),
+                    Contains("calibrate: a table measured again at other sizes"));
+}
+
 TEST_CASE("calibrate's spread: a burst in one pass does not decide it", "[calibrate][spread]") {
   using tapestry::backend::SpeedupSample;
   using tapestry::backend::speedupSpread;
