@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <utility>
 
-#include <immintrin.h>
 #include <omp.h>
 
+#include "backends/cpu/vector_math.hpp"
 #include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu::onednn {
@@ -120,46 +120,12 @@ std::optional<ChannelBlocks> ChannelBlocks::of(const dnnl::memory::desc& blocked
 
 namespace {
 
-// dst[j * ds + i] = src[i * ss + j] for i, j < 8 (32-bit elements), in AVX2
-// registers: 24 shuffles for 64 elements, where scalar copies of a strided
-// side touch a cache line per element.
-__attribute__((target("avx2"))) void transpose8x8(const std::uint32_t* src, std::int64_t ss,
-                                                  std::uint32_t* dst, std::int64_t ds) {
-  __m256 r[8];
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(src + i * ss));
-  }
-  __m256 t[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  __m256 u[8];
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int j = 0; j < 4; ++j) {
-    _mm256_storeu_ps(reinterpret_cast<float*>(dst + j * ds),
-                     _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
-    _mm256_storeu_ps(reinterpret_cast<float*>(dst + (j + 4) * ds),
-                     _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
-  }
-}
-
-bool haveAvx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
-
 // Element (n, c, h, w) of the blocked layout with B channels per block, C
 // channels padded up to a multiple of B: ((n*CB + c/B)*H*W + h*W + w)*B + c%B.
 // A copy walks runs of positions (the whole plane when the plain box's rows
 // follow each other, else a row at a time), here channels [c0, c1) and run
 // positions [j0, j1), in tiles of 8 positions x 8 channels transposed in
-// registers where AVX2 is there, the rest element by element. Into the
+// vector registers (VectorKernels::transpose4), the rest element by element. Into the
 // blocked layout positions go outer, 16 at a time (a whole cache line of each
 // plain row: the rows are often 2^k elements apart, in one cache set); out of
 // it channels go outer, so that the plain rows are written as 8 streams.
@@ -189,8 +155,9 @@ void copyBlocks(const std::int64_t (&dims)[5], E* blocked, E* plain,
     }
   };
   bool vector = false;
+  const auto transpose = vectorKernels().transpose4;
   if constexpr (std::is_same_v<E, std::uint32_t>) {
-    vector = B % 8 == 0 && st[3] == 1 && haveAvx2();
+    vector = B % 8 == 0 && st[3] == 1;
   }
   const std::int64_t jStep = j1 - j0 >= 16 ? 16 : 8;
   const std::int64_t jEnd = vector ? j0 + (j1 - j0) / jStep * jStep : j0;
@@ -198,12 +165,13 @@ void copyBlocks(const std::int64_t (&dims)[5], E* blocked, E* plain,
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t r = 0; r < runs; ++r) {
       if constexpr (std::is_same_v<E, std::uint32_t>) {
+        // 8 positions x 8 channels: to[j * ts + i] = from[i * fs + j].
         auto tile = [&](std::int64_t c, std::int64_t k) {
           auto [p, b] = at(n, r, c, k);
           if constexpr (toBlocked) {
-            transpose8x8(p, st[1], b, B);
+            transpose(p, st[1], b, B, 8, 8);
           } else {
-            transpose8x8(b, B, p, st[1]);
+            transpose(b, B, p, st[1], 8, 8);
           }
         };
         if constexpr (toBlocked) {

@@ -21,6 +21,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu/conv.hpp"
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_isa.hpp"
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/onednn.hpp"
 #include "backends/cpu/pool.hpp"
@@ -540,48 +541,59 @@ TEST_CASE("ChannelBlocks copies NCHW views into nhwc, nChw8c and nChw16c as oneD
       {{1, 24, 6, 9}, {4000, 130, 13, 1}},    {{1, 16, 4, 4}, {1024, 64, 16, 2}},
       {{1, 8, 1, 1}, {8, 1, 1, 1}},           {{1, 512, 2, 2}, {2048, 4, 2, 1}},
   };
-  for (const Case& c : cases) {
-    for (memory::format_tag tag :
-         {memory::format_tag::nhwc, memory::format_tag::nChw8c, memory::format_tag::nChw16c}) {
-      for (memory::data_type type : {memory::data_type::f32, memory::data_type::bf16}) {
-        INFO("dims " << c.dims[0] << "x" << c.dims[1] << "x" << c.dims[2] << "x" << c.dims[3]
-                     << " tag " << static_cast<int>(tag) << " type " << static_cast<int>(type));
-        const memory::desc plainDesc(c.dims, type, c.strides);
-        const memory::desc blockedDesc(c.dims, type, tag);
-        const std::optional<dn::ChannelBlocks> blocks = dn::ChannelBlocks::of(blockedDesc);
-        REQUIRE(blocks.has_value());
-        const std::size_t size = memory::data_type_size(type);
-        // Element i of the buffer is the number i % 1021 (no NaN payloads for
-        // the reorder to change).
-        std::vector<std::byte> plain(plainDesc.get_size());
-        for (std::size_t i = 0; i * size < plain.size(); ++i) {
-          const auto v = static_cast<float>(i % 1021);
-          if (size == 4) {
-            std::memcpy(plain.data() + i * 4, &v, 4);
-          } else {
-            const BFloat16 b = floatToBFloat16(v);
-            std::memcpy(plain.data() + i * 2, &b.bits, 2);
+  // At every ISA level this CPU has: float32's tiles are transposed in that
+  // level's vector registers (8 x 8 with AVX, 4 x 4 with SSE2).
+  for (int level = 0; level < kIsaCount; ++level) {
+    const auto isa = static_cast<CpuIsa>(level);
+    if (!cpuHasIsa(isa)) {
+      continue;
+    }
+    setCpuIsa(isa);
+    for (const Case& c : cases) {
+      for (memory::format_tag tag :
+           {memory::format_tag::nhwc, memory::format_tag::nChw8c, memory::format_tag::nChw16c}) {
+        for (memory::data_type type : {memory::data_type::f32, memory::data_type::bf16}) {
+          INFO(isaName(isa) << " dims " << c.dims[0] << "x" << c.dims[1] << "x" << c.dims[2] << "x"
+                            << c.dims[3] << " tag " << static_cast<int>(tag) << " type "
+                            << static_cast<int>(type));
+          const memory::desc plainDesc(c.dims, type, c.strides);
+          const memory::desc blockedDesc(c.dims, type, tag);
+          const std::optional<dn::ChannelBlocks> blocks = dn::ChannelBlocks::of(blockedDesc);
+          REQUIRE(blocks.has_value());
+          const std::size_t size = memory::data_type_size(type);
+          // Element i of the buffer is the number i % 1021 (no NaN payloads for
+          // the reorder to change).
+          std::vector<std::byte> plain(plainDesc.get_size());
+          for (std::size_t i = 0; i * size < plain.size(); ++i) {
+            const auto v = static_cast<float>(i % 1021);
+            if (size == 4) {
+              std::memcpy(plain.data() + i * 4, &v, 4);
+            } else {
+              const BFloat16 b = floatToBFloat16(v);
+              std::memcpy(plain.data() + i * 2, &b.bits, 2);
+            }
           }
+          // Into the blocked layout: as oneDNN's reorder writes it (the padding
+          // channels zero in both).
+          std::vector<std::byte> mine(blockedDesc.get_size()), theirs(blockedDesc.get_size());
+          blocks->toBlocked(plain.data(), c.strides, mine.data());
+          memory from(plainDesc, engine, plain.data()), to(blockedDesc, engine, theirs.data());
+          dnnl::reorder(from, to).execute(stream, from, to);
+          const bool same = mine == theirs;
+          CHECK(same);
+          // And back, into a plain box whose other elements stay.
+          std::vector<std::byte> back(plain.size(), std::byte{0x5A});
+          blocks->fromBlocked(mine.data(), back.data(), c.strides);
+          std::vector<std::byte> expected(plain.size(), std::byte{0x5A});
+          memory to2(plainDesc, engine, expected.data());
+          dnnl::reorder(to, to2).execute(stream, to, to2);
+          const bool sameBack = back == expected;
+          CHECK(sameBack);
         }
-        // Into the blocked layout: as oneDNN's reorder writes it (the padding
-        // channels zero in both).
-        std::vector<std::byte> mine(blockedDesc.get_size()), theirs(blockedDesc.get_size());
-        blocks->toBlocked(plain.data(), c.strides, mine.data());
-        memory from(plainDesc, engine, plain.data()), to(blockedDesc, engine, theirs.data());
-        dnnl::reorder(from, to).execute(stream, from, to);
-        const bool same = mine == theirs;
-        CHECK(same);
-        // And back, into a plain box whose other elements stay.
-        std::vector<std::byte> back(plain.size(), std::byte{0x5A});
-        blocks->fromBlocked(mine.data(), back.data(), c.strides);
-        std::vector<std::byte> expected(plain.size(), std::byte{0x5A});
-        memory to2(plainDesc, engine, expected.data());
-        dnnl::reorder(to, to2).execute(stream, to, to2);
-        const bool sameBack = back == expected;
-        CHECK(sameBack);
       }
     }
   }
+  setCpuIsa(std::nullopt);
   // Other layouts are not ChannelBlocks'.
   CHECK_FALSE(dn::ChannelBlocks::of(
                   memory::desc({1, 8, 4, 4}, memory::data_type::f32, memory::format_tag::nchw))
