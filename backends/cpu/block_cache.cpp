@@ -5,6 +5,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <new>
@@ -90,12 +91,17 @@ struct BlockCache::State {
     drop(p);
   }
 
+  // The block of that size released last: the one most likely still in
+  // cache (equal sizes keep their order of release in the multimap; find()
+  // would hand out the one released first, so that a plan taking two blocks
+  // of one size cycled through all it had released, the coldest first).
   std::byte* reuse(std::size_t size) {
     const std::lock_guard<std::mutex> lock(mutex);
-    const auto it = free.find(size);
-    if (it == free.end()) {
+    const auto [first, last] = free.equal_range(size);
+    if (first == last) {
       return nullptr;
     }
+    const auto it = std::prev(last);
     std::byte* p = it->second;
     free.erase(it);
     cached -= size;

@@ -2582,6 +2582,30 @@ TEST_CASE("the block cache reuses released large blocks, zeroed, and bounds what
   CHECK(cache.cachedBytes() == 8192);
 }
 
+TEST_CASE("the block cache hands out the large block of a size released last", "[cpu][memory]") {
+  // Last in, first out, as the small blocks' stacks: the block released last
+  // is the one still in cache.
+  BlockCache cache(4096, 1 << 20);
+  std::byte* older = nullptr;
+  std::byte* newer = nullptr;
+  {
+    std::shared_ptr<std::byte> a = cache.take(8192);
+    std::shared_ptr<std::byte> b = cache.take(8192);
+    older = a.get();
+    newer = b.get();
+    a.reset(); // released first
+  }            // b released last
+  for (int run = 0; run < 3; ++run) {
+    std::shared_ptr<std::byte> again = cache.take(8192);
+    CHECK(again.get() == newer);
+  }
+  std::shared_ptr<std::byte> one = cache.take(8192);
+  std::shared_ptr<std::byte> two = cache.take(8192);
+  CHECK(one.get() == newer);
+  CHECK(two.get() == older);
+  CHECK(cache.reused() == 5);
+}
+
 TEST_CASE("the block cache keeps small blocks per lane", "[cpu][memory]") {
   BlockCache cache(1 << 20, 1 << 24, 1 << 16);
   std::byte* ofOne = nullptr;
