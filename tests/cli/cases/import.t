@@ -5,7 +5,7 @@
 ## batchnorm, clip, erf, where, slice and the scalar forms are in it).
 ## Names are kept as ONNX spells them; .npy files of --weights are percent-encoded.
 $ tapestry import $TESTDATA/onnx/mlp3.onnx -o mlp3.json --weights w
-imported mlp3: 5 ONNX nodes (0 folded) -> 5 operations, 7 inputs -> mlp3.json
+imported mlp3: 5 ONNX nodes (0 folded) -> 5 operations, 7 inputs (6 constant) -> mlp3.json
 [created mlp3.json]
 [created w]
 $ ls w
@@ -53,13 +53,14 @@ $ tapestry --format json import $TESTDATA/onnx/mlp3.onnx -o mlp3.json --weights 
   "folded": 0,
   "operations": 5,
   "inputs": 7,
+  "constants": 6,
   "weights": 6,
   "output": "mlp3.json"
 }
 $ tapestry import $TESTDATA/onnx/mlp3_dynamic.onnx --dim batch=8 | jq -c '.tensors.x'
 {"dtype":"float32","shape":[8,16]}
 $ tapestry import $TESTDATA/onnx/bert_layer_dynamic.onnx --dim batch=3 --dim seq=5 -o bert_dynamic.json && jq -c '.tensors.x, [.operations[] | select(.kernel == "reshape") | .params.shape]' bert_dynamic.json
-imported bert_layer_dynamic: 106 ONNX nodes (76 folded) -> 30 operations, 13 inputs -> bert_dynamic.json
+imported bert_layer_dynamic: 106 ONNX nodes (76 folded) -> 30 operations, 13 inputs (12 constant) -> bert_dynamic.json
 {"dtype":"float32","shape":[3,5,64]}
 [[5,12,16],[5,12,16],[5,12,16],[15,64],[5,3,64]]
 [created bert_dynamic.json]
@@ -69,7 +70,7 @@ $ cd $TESTDATA && tapestry import onnx/bert_layer_dynamic.onnx --dim batch=3 -o 
 $ tapestry import - < $TESTDATA/onnx/mlp3.onnx | jq -c '[.name, .doc]'
 ["torch_jit","imported from <stdin> (producer pytorch 1.13.0, opset 17)"]
 $ tapestry import $TESTDATA/onnx/mlp3.onnx -v -o - > /dev/null
-! imported mlp3: 5 ONNX nodes (0 folded) -> 5 operations, 7 inputs -> <stdout>
+! imported mlp3: 5 ONNX nodes (0 folded) -> 5 operations, 7 inputs (6 constant) -> <stdout>
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -q -o bert.json --weights wb && ls wb | sed -n 1,2p && jq -r '.operations[0:3][] | .name' bert.json
 linear1.bias.npy
 linear2.bias.npy
@@ -79,19 +80,19 @@ linear2.bias.npy
 [created bert.json]
 [created wb]
 $ tapestry import $TESTDATA/onnx/resnet18.onnx -o resnet18.json
-imported resnet18: 65 ONNX nodes (0 folded) -> 49 operations, 27 inputs -> resnet18.json
+imported resnet18: 65 ONNX nodes (0 folded) -> 49 operations, 27 inputs (0 constant) -> resnet18.json
 [created resnet18.json]
 $ tapestry import $TESTDATA/onnx/resnet50.onnx -o resnet50.json
-imported resnet50: 169 ONNX nodes (0 folded) -> 122 operations, 62 inputs -> resnet50.json
+imported resnet50: 169 ONNX nodes (0 folded) -> 122 operations, 62 inputs (0 constant) -> resnet50.json
 [created resnet50.json]
 $ tapestry import $TESTDATA/onnx/mobilenet_v2.onnx -o mobilenet_v2.json
-imported mobilenet_v2: 209 ONNX nodes (70 folded) -> 100 operations, 68 inputs -> mobilenet_v2.json
+imported mobilenet_v2: 209 ONNX nodes (70 folded) -> 100 operations, 68 inputs (0 constant) -> mobilenet_v2.json
 [created mobilenet_v2.json]
 $ tapestry import $TESTDATA/onnx/bert_layer.onnx -o bert_layer.json
-imported bert_layer: 53 ONNX nodes (23 folded) -> 30 operations, 13 inputs -> bert_layer.json
+imported bert_layer: 53 ONNX nodes (23 folded) -> 30 operations, 13 inputs (12 constant) -> bert_layer.json
 [created bert_layer.json]
 $ tapestry import $TESTDATA/onnx/gpt2_block.onnx -o gpt2_block.json --weights wg
-imported gpt2_block: 43 ONNX nodes (12 folded) -> 31 operations, 15 inputs -> gpt2_block.json
+imported gpt2_block: 43 ONNX nodes (12 folded) -> 31 operations, 15 inputs (14 constant) -> gpt2_block.json
 [created gpt2_block.json]
 [created wg]
 $ ls wg | grep Where && od -A d -t x1 -j 128 wg/onnx%3A%3AWhere_127.npy | sed -n 1p

@@ -77,7 +77,7 @@ $ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim seq=8 -o out.json
 ! tapestry: error: --dim seq=8: no input of the model has a dim named seq (its symbolic dims: batch)
 [exit 2]
 $ tapestry import $TESTDATA/bad/onnx/dynamic_batch.onnx --dim batch=2 -o out.json && jq -c '.tensors' out.json
-imported dynamic_batch: 1 ONNX nodes (0 folded) -> 1 operations, 1 inputs -> out.json
+imported dynamic_batch: 1 ONNX nodes (0 folded) -> 1 operations, 1 inputs (0 constant) -> out.json
 {"x":{"dtype":"float32","shape":[2,4]}}
 [created out.json]
 $ cd $TESTDATA && tapestry --format json import bad/onnx/unsupported_op.onnx -o $OLDPWD/out.json 2>/dev/null | jq -c '{exit_code, file: .error.file}'
