@@ -217,14 +217,15 @@ struct FamilyTable {
   double perPoint = 0;    // seconds of runs per column of a point
 };
 
-// One point of a family's case: the shard's own time on one device
-// (`alone`) and, with several devices, with one such shard on every device
-// at once (`all`).
+// One point of a family's case (`step`): the shard's own time on one device
+// (`alone`, the step's one-device graph and plan, which the caller has made)
+// and, with several devices, with one such shard on every device at once
+// (`all`).
 std::pair<double, double> timePoint(Bench& bench, const metakernel::MetakernelLibrary& library,
-                                    const FamilyCase& c, int step, double perPoint) {
-  const graph::ExpandedGraph alone = c.graphFor(library, step, 1);
-  const double aloneSeconds =
-      bench.time(alone, bench.planFor(alone, 1, true), perPoint, c.spread).shard;
+                                    const FamilyCase& c, int step,
+                                    const graph::ExpandedGraph& alone,
+                                    const plan::ShardPlan& alonePlan, double perPoint) {
+  const double aloneSeconds = bench.time(alone, alonePlan, perPoint, c.spread).shard;
   const int devices = bench.devices();
   if (devices <= 1) {
     return {aloneSeconds, 0.0};
@@ -254,7 +255,8 @@ FamilyTable measureFamily(Bench& bench, const metakernel::MetakernelLibrary& lib
     }
     progress();
     const graph::ExpandedGraph alone = c.graphFor(library, step, 1);
-    const plan::PlanTasks aloneTasks = plan::summarize(alone, bench.planFor(alone, 1, true));
+    const plan::ShardPlan alonePlan = bench.planFor(alone, 1, true);
+    const plan::PlanTasks aloneTasks = plan::summarize(alone, alonePlan);
     const plan::PlanTasks::ShardTask& shard =
         aloneTasks.shards.at(aloneTasks.ops.at(measuredOp(alone)).shardBegin);
     const double size =
@@ -262,7 +264,8 @@ FamilyTable measureFamily(Bench& bench, const metakernel::MetakernelLibrary& lib
     if (!table.alone.empty() && !(size > table.alone.back().size)) {
       continue;
     }
-    const auto [aloneSeconds, allSeconds] = timePoint(bench, library, c, step, out.perPoint);
+    const auto [aloneSeconds, allSeconds] =
+        timePoint(bench, library, c, step, alone, alonePlan, out.perPoint);
     table.alone.push_back({size, aloneSeconds});
     if (bench.devices() > 1) {
       table.all.push_back({size, allSeconds});
@@ -285,7 +288,9 @@ void measureFamilyAgain(Bench& bench, const metakernel::MetakernelLibrary& libra
   cost::ProfileTable again;
   again.measure = t.table.measure;
   for (std::size_t k = 0; k < t.steps.size(); ++k) {
-    const auto [aloneSeconds, allSeconds] = timePoint(bench, library, c, t.steps[k], t.perPoint);
+    const graph::ExpandedGraph alone = c.graphFor(library, t.steps[k], 1);
+    const auto [aloneSeconds, allSeconds] =
+        timePoint(bench, library, c, t.steps[k], alone, bench.planFor(alone, 1, true), t.perPoint);
     again.alone.push_back({t.table.alone[k].size, aloneSeconds});
     if (k < t.table.all.size()) {
       again.all.push_back({t.table.all[k].size, allSeconds});

@@ -69,23 +69,12 @@ std::size_t writeWeights(const std::vector<onnx_import::TensorData>& constants,
   return constants.size();
 }
 
-// How many of the graph's inputs are constants (the model's initializers):
-// weights a backend packs once. A model exported without its weights has
-// none, and its convolutions and products copy them on every call.
-std::size_t constantInputs(const Json& graph) {
-  std::size_t n = 0;
-  for (const auto& [name, tensor] : graph["tensors"].items()) {
-    n += tensor.value("constant", false) ? 1 : 0;
-  }
-  return n;
-}
-
 std::string summaryText(const onnx_import::ImportResult& r, const std::string& output) {
   return "imported " + r.graph["name"].get<std::string>() + ": " + std::to_string(r.nodes) +
          " ONNX nodes (" + std::to_string(r.folded) + " folded) -> " +
          std::to_string(r.graph["operations"].size()) + " operations, " +
          std::to_string(r.graph["tensors"].size()) + " inputs (" +
-         std::to_string(constantInputs(r.graph)) + " constant) -> " + outputName(output) + "\n";
+         std::to_string(r.constants.size()) + " constant) -> " + outputName(output) + "\n";
 }
 
 } // namespace
@@ -139,7 +128,10 @@ int importCommand(const ImportConfig& config, std::ostream& out, std::ostream& e
   summary["folded"] = result.folded;
   summary["operations"] = result.graph["operations"].size();
   summary["inputs"] = result.graph["tensors"].size();
-  summary["constants"] = constantInputs(result.graph);
+  // The model's initializers and folded values: weights a backend packs
+  // once. A model exported without its weights has none, and its
+  // convolutions and products copy them on every call.
+  summary["constants"] = result.constants.size();
   summary["weights"] = config.weightsDir.empty() ? Json(nullptr) : Json(result.constants.size());
   summary["output"] = config.outputPath;
   reportOutput(config, summary, summaryText(result, config.outputPath), out, err);
