@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -88,6 +90,57 @@ std::string slug(std::string_view text) {
   return out;
 }
 
+// "32K", "1024K", "32768K" or "32M" (sysfs cache sizes) in bytes; 0 when unreadable.
+std::int64_t sysfsSize(const std::string& text) {
+  std::size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const std::string unit = text.substr(used, text.find_first_of(" \n", used) - used);
+  const std::int64_t scale = unit.empty()  ? 1
+                             : unit == "K" ? std::int64_t{1} << 10
+                             : unit == "M" ? std::int64_t{1} << 20
+                             : unit == "G" ? std::int64_t{1} << 30
+                                           : 0;
+  return value > 0 ? static_cast<std::int64_t>(value) * scale : 0;
+}
+
+std::int64_t lastLevelCache() {
+  const std::filesystem::path root("/sys/devices/system/cpu/cpu0/cache");
+  int bestLevel = 0;
+  std::int64_t best = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    if (!entry.path().filename().string().starts_with("index")) {
+      continue;
+    }
+    auto read = [&](const char* name) {
+      std::ifstream in(entry.path() / name);
+      std::string text;
+      std::getline(in, text);
+      return text;
+    };
+    if (read("type") == "Instruction") {
+      continue;
+    }
+    int level = 0;
+    try {
+      level = std::stoi(read("level"));
+    } catch (const std::exception&) {
+      continue;
+    }
+    const std::int64_t size = sysfsSize(read("size"));
+    if (size > 0 && level > bestLevel) {
+      bestLevel = level;
+      best = size;
+    }
+  }
+  return best;
+}
+
 std::int64_t physicalMemory() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long pageSize = sysconf(_SC_PAGESIZE);
@@ -122,6 +175,7 @@ MachineInfo describeMachine() {
   m.cpuCores = usableCpuCores();
   m.ramBytes = physicalMemory();
   m.cpuModel = cpuModelName();
+  m.cacheBytes = lastLevelCache();
   return m;
 }
 

@@ -133,6 +133,13 @@ struct Profile {
   // device as well as the link. false: copies overlap with compute (copy
   // engines).
   bool copiesOnDevice = true;
+  // The last-level cache of the machine measured (bytes; calibrate reads the
+  // CPU's), 0 where not known. A graph whose constant inputs outgrow it reads
+  // them from memory on every run, not from the cache its kernels' tables
+  // were measured in: the simulator then floors a shard's time at streaming
+  // the constant bytes it reads at the elementwise table's rate beyond the
+  // cache (docs/cost-model.md).
+  std::int64_t cacheBytes = 0;
   bool operator==(const Profile&) const = default;
 
   // The spread that a plan whose graph takes `singleTime` seconds on one

@@ -33,6 +33,29 @@ std::uint64_t eventKey(double time, bool alloc) {
   return (std::bit_cast<std::uint64_t>(time) << 1) | (alloc ? 1u : 0u);
 }
 
+// The seconds per byte of a graph's constant inputs read from memory: where
+// they outgrow the machine's last-level cache (Profile::cacheBytes), each run
+// reads every weight anew from memory, while the FLOPs-measured tables were
+// timed on operands that stay in cache. The rate is the elementwise table's
+// at its largest size, past twice the cache (one device alone to every
+// device busy, as its tables are). ResNet-18's classifier ([1, 512] x [512,
+// 1000], 2 MB of weights, 47 MB of constants against a 32 MB L3): measured
+// 101 us on one device, 26 us from the matmul table, 94 us at this rate.
+// 0 where the constants fit, the profile gives no cache, or the table never
+// left it.
+double constantSecondsPerByte(const Profile& profile, std::int64_t constantBytes, double busy) {
+  const ProfileTable* stream = profile.table("elementwise");
+  if (profile.cacheBytes <= 0 || constantBytes <= profile.cacheBytes || stream == nullptr ||
+      stream->alone.empty()) {
+    return 0;
+  }
+  const double largest = stream->alone.back().size;
+  if (largest <= 2.0 * static_cast<double>(profile.cacheBytes)) {
+    return 0; // the table never left the cache: no rate from memory to use
+  }
+  return stream->time(largest, busy) / largest;
+}
+
 } // namespace
 
 struct ChoiceSimulator::Scratch {
@@ -43,6 +66,10 @@ struct ChoiceSimulator::Scratch {
   // table was measured on (its dtype's size), for a matmul-family op; 0 for
   // other ops (no copy of repacked inputs is priced).
   std::vector<double> squareElement;
+  // Per op: whether its shards are floored at reading their constant inputs
+  // from memory (every op but a convolution, whose conv_weights floor is
+  // measured from memory already).
+  std::vector<std::uint8_t> constantFloor;
   // What rate, measured and floors were looked up for: the target, and per op
   // its kernel name's storage (the graph's) and dtype. A simulator evaluates
   // one graph's plans, so the lookups are made once, not per evaluation.
@@ -57,6 +84,9 @@ struct ChoiceSimulator::Scratch {
   // The copy family's table: a product's per-call copy of a W that is not
   // constant (repackSeconds); none without a CPU profile.
   const ProfileTable* copyTable = nullptr;
+  // Seconds per byte of constants read from memory (constantSeconds), or 0:
+  // the graph's constants fit the profile's last-level cache, or it does not say.
+  double constantPerByte = 0;
   std::vector<double> devFree; // per device
   std::vector<double> linkFree;
   std::vector<double> alloc, ready, lastUse; // per buffer
@@ -124,6 +154,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
     measured.assign(p.ops.size(), nullptr);
     floors.assign(p.ops.size(), nullptr);
     squareElement.assign(p.ops.size(), 0.0);
+    constantFloor.assign(p.ops.size(), 0);
     lookedUpOps.resize(p.ops.size());
     for (std::size_t op = 0; op < p.ops.size(); ++op) {
       rate[op] = t.flopsFor(p.ops[op].dtype);
@@ -134,6 +165,9 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
         if (family != nullptr && family->name == "matmul") {
           squareElement[op] = static_cast<double>(plan::dtypeSize(p.ops[op].dtype));
         }
+        const bool weighed = family != nullptr && family->name == "conv" &&
+                             t.profile->table("conv_weights") != nullptr;
+        constantFloor[op] = weighed ? 0 : 1;
       }
       lookedUpOps[op] = {p.ops[op].kernel.data(), p.ops[op].dtype.data()};
     }
@@ -143,6 +177,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   startDelay = 0;
   streamTable = nullptr;
   copyTable = nullptr;
+  constantPerByte = 0;
   copiesOnDevice = false;
   if (!t.profile) {
     return;
@@ -162,6 +197,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   }
   streamTable = t.profile->table("elementwise");
   copyTable = t.profile->backend == "cpu" ? t.profile->table("copy") : nullptr;
+  constantPerByte = constantSecondsPerByte(*t.profile, p.constantBytes, busy);
 }
 
 namespace {
@@ -249,6 +285,9 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth);
       if (task.repacked > 0 && copyTable != nullptr && squareElement[opIndex] > 0) {
         work += repackSeconds(*copyTable, task, squareElement[opIndex], busy);
+      }
+      if (task.constant > 0 && constantPerByte > 0 && constantFloor[opIndex] != 0) {
+        work = std::max(work, static_cast<double>(task.constant) * constantPerByte);
       }
       const double end = start + work + overhead;
       free = end;

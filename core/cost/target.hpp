@@ -124,6 +124,9 @@ struct MachineInfo {
   int cpuCores = 1;
   std::int64_t ramBytes = 0; // 0 when unknown
   std::string cpuModel;      // /proc/cpuinfo's "model name", "" when unknown
+  // The CPU's last-level cache (the highest level of data or unified cache
+  // the first CPU reports in /sys/devices/system/cpu/cpu0/cache), 0 when unknown.
+  std::int64_t cacheBytes = 0;
 };
 // How `local` learns of this machine's GPUs: fills `gpus`, or `gpuNote` with why
 // there are none. core/cost knows no GPU API; the CUDA backend installs its

@@ -356,7 +356,7 @@ template <class Field> std::vector<SpreadPoint> decodeSpreadPoints(const Field& 
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
                 "spread", "spread_by_time", "spread_by_family", "thread_scaling", "copies",
-                "kernels"});
+                "last_level_cache", "kernels"});
   Profile p;
   if (auto machine = m.find("machine")) {
     p.machine = machine->string();
@@ -377,6 +377,9 @@ template <class Map> Profile decodeProfile(const Map& m) {
   }
   if (auto spread = m.find("spread")) {
     p.spread = notNegative(*spread, spread->number());
+  }
+  if (auto cache = m.find("last_level_cache")) {
+    p.cacheBytes = positive(*cache, cache->size());
   }
   if (auto byTime = m.find("spread_by_time")) {
     p.spreadByTime = decodeSpreadPoints(*byTime);
@@ -589,6 +592,9 @@ Json profileJson(const Profile& p) {
       copies["host_all"] = pointsJson(p.hostCopiesAll);
     }
     j["copies"] = std::move(copies);
+  }
+  if (p.cacheBytes > 0) {
+    j["last_level_cache"] = p.cacheBytes;
   }
   Json kernels = Json::object();
   for (const ProfileEntry& e : profileEntries(p)) {

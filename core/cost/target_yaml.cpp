@@ -132,6 +132,10 @@ std::string toYaml(const Target& target) {
         y += "    host_all: " + pointsYaml(p->hostCopiesAll) + "\n";
       }
     }
+    if (p->cacheBytes > 0) {
+      y += "  last_level_cache: " + std::to_string(p->cacheBytes) +
+           "B  # constants beyond it are read from memory on every run\n";
+    }
     y += "  kernels:\n";
     for (const ProfileEntry& e : profileEntries(*p)) {
       y += "    " + std::string(e.name) + ":  # " + e.doc + "\n";

@@ -246,6 +246,9 @@ int calibrateCommand(const CalibrateConfig& config, std::ostream& out, std::ostr
   }
   cost::Target measured =
       backend::calibrate(*backend, library, std::move(base), label, today(), options);
+  if (measured.profile && measured.profile->backend == "cpu") {
+    measured.profile->cacheBytes = machine.cacheBytes; // the simulator's floor for constants
+  }
   if (config.link != nullptr) {
     const int ranks = config.link->ranks();
     for (int r = 1; r < ranks; ++r) {

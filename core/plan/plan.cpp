@@ -97,6 +97,20 @@ std::vector<char> packedConstants(const graph::ExpandedGraph& g) {
   return packed;
 }
 
+std::int64_t constantInputBytes(const graph::ExpandedGraph& g) {
+  std::int64_t total = 0;
+  for (const graph::Tensor& t : g.tensors) {
+    if (t.constant && t.isGraphInput()) {
+      std::int64_t bytes = dtypeSize(t.type.dtype);
+      for (std::int64_t extent : t.type.shape) {
+        bytes *= extent;
+      }
+      total += bytes;
+    }
+  }
+  return total;
+}
+
 PlanContext::PlanContext(const graph::ExpandedGraph& g) {
   auto impl = std::make_shared<Impl>();
   impl->graph = &g;
@@ -108,6 +122,7 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     }
   }
   impl->packed = packedConstants(g);
+  impl->constantBytes = constantInputBytes(g);
   impl->isOutput.assign(g.tensors.size(), 0);
   for (std::size_t t : g.outputs) {
     impl->isOutput[t] = 1;
@@ -126,6 +141,7 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     t.inputs = elementsOf(g, op.inputs, app.inputs);
     for (ElementInfo& e : t.inputs) { // packed every call unless a packed constant
       e.repacked = app.inputs[e.port].packed && impl->packed[e.tensor] == 0;
+      e.constant = g.tensors[e.tensor].constant && g.tensors[e.tensor].isGraphInput();
     }
     t.outputs = elementsOf(g, op.outputs, app.outputs);
     for (const metakernel::PortResult& port : app.outputs) {

@@ -158,6 +158,9 @@ struct Shard {
   // constant graph inputs: a backend copies them into its own layout on every
   // call (PlanTasks::ShardTask::repacked).
   std::int64_t repacked = 0;
+  // Bytes of its inputs that are constant graph inputs (weights), read anew
+  // on every run (PlanTasks::ShardTask::constant).
+  std::int64_t constant = 0;
   // True when this shard's outputs are partial (a split reduction dim): they are
   // combined by a Reduction before anyone reads them.
   bool partial = false;
@@ -303,6 +306,10 @@ struct PlanTasks {
     // constant graph inputs (Shard::repacked): the CPU backend's products copy
     // them into oneDNN's layout on every call (docs/cost-model.md).
     std::int64_t repacked = 0;
+    // Bytes of its inputs that are constant graph inputs (Shard::constant):
+    // where a graph's constants outgrow the machine's last-level cache, each
+    // run reads them from memory (the simulator's floor; docs/cost-model.md).
+    std::int64_t constant = 0;
     bool operator==(const ShardTask&) const = default;
   };
   struct TransferTask {
@@ -340,6 +347,8 @@ struct PlanTasks {
   std::vector<ReductionTask> reductions;
   std::vector<Buffer> buffers;
   int deviceCount = 0;
+  // The bytes of the graph's constant inputs, all of them (constantInputBytes).
+  std::int64_t constantBytes = 0;
   bool operator==(const PlanTasks&) const = default;
 };
 

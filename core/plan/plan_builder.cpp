@@ -106,6 +106,7 @@ struct PlanBuilder::Workspace {
   std::vector<std::int64_t> flops;
   std::vector<std::int64_t> bytes;
   std::vector<std::int64_t> repacked; // see ShardTask::repacked
+  std::vector<std::int64_t> constant; // see ShardTask::constant
   std::vector<char> partial;
   std::vector<u32> readBegin, readEnd; // into reads
   // Selections: op i's shard k, element e (inputs then outputs) at
@@ -122,7 +123,7 @@ struct PlanBuilder::Workspace {
   struct TileMemo {
     std::vector<std::int64_t> split;
     std::vector<std::int64_t> boxes; // the op's arena block: per shard, index box then selections
-    std::vector<std::int64_t> flops, bytes, repacked; // per shard
+    std::vector<std::int64_t> flops, bytes, repacked, constant; // per shard
   };
   static constexpr std::size_t kTileMemos = 8;  // per op, replaced in turn
   std::vector<std::vector<TileMemo>> tileMemos; // per op
@@ -287,6 +288,7 @@ struct PlanBuilder::Workspace {
     flops.resize(shards);
     bytes.resize(shards);
     repacked.resize(shards);
+    constant.resize(shards);
     partial.resize(shards);
     readBegin.resize(shards);
     readEnd.resize(shards);
@@ -382,6 +384,7 @@ struct PlanBuilder::Workspace {
       flops[s] = hit->flops[k];
       bytes[s] = hit->bytes[k];
       repacked[s] = hit->repacked[k];
+      constant[s] = hit->constant[k];
     }
     return true;
   }
@@ -405,6 +408,7 @@ struct PlanBuilder::Workspace {
     m.flops.assign(flops.begin() + first, flops.begin() + end);
     m.bytes.assign(bytes.begin() + first, bytes.begin() + end);
     m.repacked.assign(repacked.begin() + first, repacked.begin() + end);
+    m.constant.assign(constant.begin() + first, constant.begin() + end);
   }
 
   void makeShards(u32 op) {
@@ -450,6 +454,7 @@ struct PlanBuilder::Workspace {
       partial[s] = isPartial;
       std::int64_t touched = 0;
       std::int64_t copied = 0;
+      std::int64_t weights = 0;
       for (u32 e = 0; e < elements; ++e) {
         const ElementInfo& info = element(op, e);
         const u32 b = newBox(info.rank);
@@ -458,8 +463,10 @@ struct PlanBuilder::Workspace {
         const std::int64_t size = boxSize(b, info.rank) * info.elemBytes;
         touched += size;
         copied += info.repacked ? size : 0;
+        weights += info.constant ? size : 0;
       }
       repacked[s] = copied;
+      constant[s] = weights;
       const std::int64_t points = t.emptyIndex ? 0 : boxSize(ib, n);
       flops[s] = app.flopsPerPoint * points;
       bytes[s] = app.bytesPerPoint ? *app.bytesPerPoint * points : touched;
@@ -760,6 +767,7 @@ struct PlanBuilder::Workspace {
     PlanTasks& out = tasks;
     const std::size_t nOps = g.operations.size();
     out.deviceCount = devices;
+    out.constantBytes = ctx.constantBytes;
     out.order.resize(g.order.size());
     for (std::size_t i = 0; i < g.order.size(); ++i) {
       out.order[i] = static_cast<u32>(g.order[i]);
@@ -823,8 +831,9 @@ struct PlanBuilder::Workspace {
       const auto outs = static_cast<u32>(ctx.ops[op].outputs.size());
       for (u32 s = shardBase[op]; s < shardBase[op + 1]; ++s) {
         const u32 ob = tile(op, s - shardBase[op], 0);
-        out.shards[s] = PlanTasks::ShardTask{device[s],  flops[s], bytes[s],  readBegin[s],
-                                             readEnd[s], ob,       ob + outs, repacked[s]};
+        out.shards[s] =
+            PlanTasks::ShardTask{device[s], flops[s],  bytes[s],    readBegin[s], readEnd[s],
+                                 ob,        ob + outs, repacked[s], constant[s]};
       }
     }
     out.transfers.resize(trs.size());
@@ -885,6 +894,7 @@ struct PlanBuilder::Workspace {
         shard.flops = flops[s];
         shard.bytes = bytes[s];
         shard.repacked = repacked[s];
+        shard.constant = constant[s];
         shard.partial = partial[s] != 0;
         auto fill = [&](const std::vector<ElementInfo>& elements, u32 offset,
                         std::vector<std::vector<Selection>>& into) {

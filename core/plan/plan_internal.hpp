@@ -27,6 +27,8 @@ struct ElementInfo {
   // An input read through a `packed: true` port whose tensor is not a
   // constant graph input: copied into the backend's layout on every call.
   bool repacked = false;
+  // An input that is a constant graph input (ShardTask::constant).
+  bool constant = false;
   // The nonzero coefficients of p, row by row: row d's terms are
   // terms[rowStart[d], rowStart[d + 1]) (most rows have one).
   struct Term {
@@ -61,12 +63,16 @@ struct PlanContext::Impl {
   std::vector<char> isOutput;          // per tensor: a graph output
   std::vector<char> packed;            // per tensor: see packedConstants
   std::vector<std::uint32_t> inputs;   // graph input tensors
+  std::int64_t constantBytes = 0;      // constantInputBytes
 };
 
 // Per tensor: a constant graph input that some operation reads through a
 // `packed: true` port, so a backend may hold a packed copy of what a device
 // reads of it (PlanTasks::Buffer::packed).
 std::vector<char> packedConstants(const graph::ExpandedGraph& g);
+
+// The bytes of every constant graph input of `g` (PlanTasks::constantBytes).
+std::int64_t constantInputBytes(const graph::ExpandedGraph& g);
 
 // "operation fc1", the prefix of a choice's error.
 std::string opLabel(const graph::Operation& op);

@@ -28,6 +28,7 @@ public:
   Summary(const graph::ExpandedGraph& g, const ShardPlan& p)
       : g_(g), p_(p), packed_(packedConstants(g)) {
     out_.deviceCount = p.deviceCount;
+    out_.constantBytes = constantInputBytes(g);
     for (std::size_t op : g.order) {
       out_.order.push_back(static_cast<u32>(op));
     }
@@ -113,6 +114,7 @@ private:
         task.flops = s.flops;
         task.bytes = s.bytes;
         task.repacked = s.repacked;
+        task.constant = s.constant;
         task.readBegin = static_cast<u32>(out_.reads.size());
         for (const Source& read : s.reads) {
           out_.reads.push_back(bufferOf(read));

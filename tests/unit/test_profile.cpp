@@ -82,6 +82,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   spread_by_family: {matmul: 0.03, elementwise: 0.4}
   thread_scaling: {matmul: 1.7, conv: 1.9}
   copies: {on_device: false, links: [[4096, 1e-6]], host_all: [[4096, 4e-6], [8192, 5e-6]]}
+  last_level_cache: 32MiB
   kernels:
     matmul: {size: flops, alone: [[1e3, 1e-6], [1e9, 2e-2]], all: [[1e3, 2e-6], [1e9, 3e-2]]}
     elementwise: {size: bytes, alone: [[4096, 1e-6]]}
@@ -104,6 +105,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.linkCopies.size() == 1);
   CHECK(p.hostCopiesAll.size() == 2);
   CHECK(p.linkCopiesAll.empty());
+  CHECK(p.cacheBytes == 32 << 20);
   REQUIRE(p.table("matmul") != nullptr);
   CHECK(p.table("matmul")->alone.size() == 2);
   CHECK(p.table("matmul")->all[1].seconds == 3e-2);
@@ -206,6 +208,10 @@ TEST_CASE("bad profiles: located errors, exit 1") {
         "profile.spread_by_time[0]: expected [seconds, spread], a list of 2 numbers, got 1");
   CHECK(badProfile(head + "  spread_by_time: []\n").message ==
         "profile.spread_by_time: expected at least one [seconds, spread] pair");
+  CHECK(badProfile(head + "  last_level_cache: 0B\n").message ==
+        "profile.last_level_cache must be greater than 0, got \"0B\"");
+  CHECK(badProfile(head + "  last_level_cache: 32MHz\n").message.find("last_level_cache") !=
+        std::string::npos);
   CHECK(badProfile(head + "  spread_by_family: {matmul: -1}\n").message ==
         "profile.spread_by_family.matmul must not be negative, got \"-1\"");
   CHECK(badProfile(head + "  spread_by_family: {gemm: 0.1}\n")
@@ -293,6 +299,59 @@ TEST_CASE("simulator: a convolution that reads many weights runs at the conv_wei
   // bytes, 8 s: in proportion below the smallest point).
   t.profile->kernels["conv_weights"] = ProfileTable{WorkMeasure::Bytes, {{1472, 8}}, {}};
   CHECK(simulate(g, t, one).objectives.timeS == 4);
+}
+
+TEST_CASE("simulator: constants beyond the last-level cache are read at the memory rate") {
+  // x [2, 4] @ w [4, 1000] -> y [2, 1000]: 16000 FLOP; 32 + 16000 + 8000 =
+  // 24032 bytes, of which w's 16000 are a constant input.
+  const std::string text = R"({"tapestry": "graph/v1", "name": "weights",
+  "tensors": {"x": {"dtype": "float32", "shape": [2, 4]},
+              "w": {"dtype": "float32", "shape": [4, 1000], "constant": true}},
+  "operations": [{"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"},
+                  "outputs": {"result": "y"}}],
+  "outputs": ["y"]})";
+  const graph::ExpandedGraph g = expandText(text);
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{16000, 1e-3}}, {}};
+  // Streaming 24032 bytes takes 2 ms; past the cache, 1 us per byte.
+  p.kernels["elementwise"] = ProfileTable{WorkMeasure::Bytes, {{24032, 2e-3}, {1e6, 1.0}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::ShardPlan one = plan::buildPlan(g, 2, plan::singleDeviceChoice(g), free);
+  const plan::PlanTasks tasks = plan::summarize(g, one);
+  CHECK(tasks.constantBytes == 16000);
+  CHECK(tasks.shards.at(0).constant == 16000);
+  // No cache size: the bytes floor (2 ms) over the FLOPs (1 ms).
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(2e-3));
+  // 16000 bytes of constants outgrow an 8000-byte cache: read at 1 us a byte.
+  t.profile->cacheBytes = 8000;
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(16000 * 1e-6));
+  // Split by w's columns, each device reads half of them, at once.
+  plan::PlanChoice halves = plan::singleDeviceChoice(g);
+  halves.ops[0] = plan::OpChoice{{1, 2, 1}, {0, 1}};
+  const plan::ShardPlan split = plan::buildPlan(g, 2, halves, free);
+  CHECK(plan::summarize(g, split).shards.at(1).constant == 8000);
+  ChoiceSimulator evaluator(g, t, free); // the search's path counts them alike
+  CHECK(evaluator.builder().tasks(halves) == plan::summarize(g, split));
+  CHECK(simulate(g, t, split).objectives.timeS == Approx(8000 * 1e-6));
+  // Constants that fit the cache, or a table that never left it: no floor.
+  t.profile->cacheBytes = 16000;
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(2e-3));
+  t.profile->cacheBytes = 8000;
+  t.profile->kernels["elementwise"].alone = {{24032, 2e-3}};
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(2e-3));
+  // A weight that is not constant is not counted.
+  t.profile->kernels["elementwise"].alone = {{24032, 2e-3}, {1e6, 1.0}};
+  std::string loose = text;
+  loose.replace(loose.find(", \"constant\": true"), 18, "");
+  const graph::ExpandedGraph h = expandText(loose);
+  const plan::ShardPlan both = plan::buildPlan(h, 2, plan::singleDeviceChoice(h), free);
+  CHECK(plan::summarize(h, both).constantBytes == 0);
+  CHECK(simulate(h, t, both).objectives.timeS == Approx(2e-3));
 }
 
 TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") {
