@@ -283,8 +283,8 @@ FamilyTable measureFamily(Bench& bench, const metakernel::MetakernelLibrary& lib
 // others), which turned `tiny`'s 2-device plan from predicted 1.37x faster
 // than one device to 0.88x (measured 1.75x). The second pass comes after
 // every family's first, seconds later.
-void measureFamilyAgain(Bench& bench, const metakernel::MetakernelLibrary& library,
-                        const FamilyCase& c, FamilyTable& t) {
+std::vector<double> measureFamilyAgain(Bench& bench, const metakernel::MetakernelLibrary& library,
+                                       const FamilyCase& c, FamilyTable& t) {
   cost::ProfileTable again;
   again.measure = t.table.measure;
   for (std::size_t k = 0; k < t.steps.size(); ++k) {
@@ -296,7 +296,7 @@ void measureFamilyAgain(Bench& bench, const metakernel::MetakernelLibrary& libra
       again.all.push_back({t.table.all[k].size, allSeconds});
     }
   }
-  keepFaster(t.table, again);
+  return keepFaster(t.table, again);
 }
 
 // The best rate (size per second) among a table's points; 0 without one.
@@ -475,9 +475,10 @@ bool usable(const SpeedupSample& s) {
 
 } // namespace
 
-void keepFaster(cost::ProfileTable& table, const cost::ProfileTable& again) {
-  auto merge = [](std::vector<cost::ProfilePoint>& into,
-                  const std::vector<cost::ProfilePoint>& from) {
+std::vector<double> keepFaster(cost::ProfileTable& table, const cost::ProfileTable& again) {
+  std::vector<double> ratios;
+  auto merge = [&ratios](std::vector<cost::ProfilePoint>& into,
+                         const std::vector<cost::ProfilePoint>& from) {
     if (from.size() != into.size()) {
       throw InternalError("calibrate: a table measured again has " + std::to_string(from.size()) +
                           " points, not " + std::to_string(into.size()));
@@ -486,11 +487,23 @@ void keepFaster(cost::ProfileTable& table, const cost::ProfileTable& again) {
       if (from[k].size != into[k].size) {
         throw InternalError("calibrate: a table measured again at other sizes");
       }
-      into[k].seconds = std::min(into[k].seconds, from[k].seconds);
+      const double faster = std::min(into[k].seconds, from[k].seconds);
+      const double slower = std::max(into[k].seconds, from[k].seconds);
+      if (faster > 0) {
+        ratios.push_back(slower / faster);
+      }
+      into[k].seconds = faster;
     }
   };
   merge(table.alone, again.alone);
   merge(table.all, again.all);
+  return ratios;
+}
+
+void passDifference(std::vector<double> ratios, cost::Profile& profile) {
+  profile.passDifference = ratios.empty() ? 0.0 : median(ratios) - 1;
+  profile.passDifferenceMax =
+      ratios.empty() ? 0.0 : *std::max_element(ratios.begin(), ratios.end()) - 1;
 }
 
 double speedupSpread(const std::vector<SpeedupSample>& samples) {
@@ -603,6 +616,7 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
   }
   double bestFlops = 0;
   double bestBandwidth = 0;
+  std::vector<double> passRatios; // per point timed twice: the slower time over the faster
   for (std::size_t k = 0; k < cases.size(); ++k) {
     const FamilyCase& c = cases[k];
     if (!tables[k]) {
@@ -611,7 +625,8 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
     cost::ProfileTable& table = tables[k]->table;
     if (secondsSince(start) < budget) {
       report(c.family);
-      measureFamilyAgain(bench, library, c, *tables[k]);
+      const std::vector<double> ratios = measureFamilyAgain(bench, library, c, *tables[k]);
+      passRatios.insert(passRatios.end(), ratios.begin(), ratios.end());
     }
     const double rate = bestRate(devices > 1 ? table.all : table.alone);
     if (c.family == "matmul") {
@@ -637,6 +652,7 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
     base.devices.memoryBandwidth = bestBandwidth;
   }
   base.devices.launchOverhead = profile.taskOverhead;
+  passDifference(std::move(passRatios), profile);
   base.profile = std::move(profile);
   report("threads");
   base.profile->threadScaling = measureThreadScaling(bench, library, cases, budget);

@@ -48,8 +48,14 @@ cost::Target calibrate(Backend& backend, const metakernel::MetakernelLibrary& li
 // again after every family's first pass, while the budget lasts): each point
 // of `table` keeps the smaller of its two times, `alone` and `all` apart.
 // Other work on the machine only adds time, and comes in stretches of
-// seconds. InternalError when `again` has other points.
-void keepFaster(cost::ProfileTable& table, const cost::ProfileTable& again);
+// seconds. Returns each point's slower time over its faster one (alone, then
+// all). InternalError when `again` has other points.
+std::vector<double> keepFaster(cost::ProfileTable& table, const cost::ProfileTable& again);
+
+// How far the two passes of the tables were apart (Profile::passDifference,
+// passDifferenceMax): the median and the largest of keepFaster's ratios, less
+// 1; 0 when no point was timed twice.
+void passDifference(std::vector<double> ratios, cost::Profile& profile);
 
 // `mpirun -n K tapestry calibrate` (docs/distributed.md): round trips of
 // 4 KiB to 64 MiB between ranks 0 and 1 over `link`, as the executor's

@@ -140,6 +140,12 @@ struct Profile {
   // the constant bytes it reads at the elementwise table's rate beyond the
   // cache (docs/cost-model.md).
   std::int64_t cacheBytes = 0;
+  // How far apart calibrate's two timings of each table point were (the
+  // slower over the faster, less 1): their median and their largest. Each
+  // point keeps its faster time; a machine that was busy in stretches while
+  // it was measured shows here. Informative. 0: not timed twice.
+  double passDifference = 0;
+  double passDifferenceMax = 0;
   bool operator==(const Profile&) const = default;
 
   // The spread that a plan whose graph takes `singleTime` seconds on one

@@ -356,7 +356,7 @@ template <class Field> std::vector<SpreadPoint> decodeSpreadPoints(const Field& 
 template <class Map> Profile decodeProfile(const Map& m) {
   m.expectKeys({"machine", "backend", "date", "devices", "task_overhead", "start_overhead",
                 "spread", "spread_by_time", "spread_by_family", "thread_scaling", "copies",
-                "last_level_cache", "kernels"});
+                "last_level_cache", "pass_difference", "pass_difference_max", "kernels"});
   Profile p;
   if (auto machine = m.find("machine")) {
     p.machine = machine->string();
@@ -377,6 +377,12 @@ template <class Map> Profile decodeProfile(const Map& m) {
   }
   if (auto spread = m.find("spread")) {
     p.spread = notNegative(*spread, spread->number());
+  }
+  if (auto difference = m.find("pass_difference")) {
+    p.passDifference = notNegative(*difference, difference->number());
+  }
+  if (auto largest = m.find("pass_difference_max")) {
+    p.passDifferenceMax = notNegative(*largest, largest->number());
   }
   if (auto cache = m.find("last_level_cache")) {
     p.cacheBytes = positive(*cache, cache->size());
@@ -595,6 +601,10 @@ Json profileJson(const Profile& p) {
   }
   if (p.cacheBytes > 0) {
     j["last_level_cache"] = p.cacheBytes;
+  }
+  if (p.passDifference > 0 || p.passDifferenceMax > 0) {
+    j["pass_difference"] = p.passDifference;
+    j["pass_difference_max"] = p.passDifferenceMax;
   }
   Json kernels = Json::object();
   for (const ProfileEntry& e : profileEntries(p)) {

@@ -132,6 +132,11 @@ std::string toYaml(const Target& target) {
         y += "    host_all: " + pointsYaml(p->hostCopiesAll) + "\n";
       }
     }
+    if (p->passDifference > 0 || p->passDifferenceMax > 0) {
+      y += "  pass_difference: " + exact(p->passDifference) +
+           "  # the tables' two timings of a point apart by this (median, relative)\n";
+      y += "  pass_difference_max: " + exact(p->passDifferenceMax) + "  # and at most this\n";
+    }
     if (p->cacheBytes > 0) {
       y += "  last_level_cache: " + std::to_string(p->cacheBytes) +
            "B  # constants beyond it are read from memory on every run\n";

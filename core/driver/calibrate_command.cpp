@@ -58,6 +58,13 @@ void drawProgress(std::ostream& err, double fraction, std::string_view what) {
       << static_cast<int>(std::lround(fraction * 100)) << "% " << what << "\033[K" << std::flush;
 }
 
+// The median difference between a point's two timings above which the text
+// summary says the machine was busy. A point's time is a median of repeated
+// runs, which on an idle machine moves by a few percent (bench calls a median
+// stable within 2%); the shared 2-core VM of 2026-12-02, whose single benches
+// of one graph varied 2x, measured 13% and 15% in two calibrations.
+constexpr double kBusyPassDifference = 0.1;
+
 // The --format json summary.
 Json summaryJson(const CalibrateConfig& config, const cost::Target& measured, double seconds,
                  const std::string& saved, const std::vector<std::pair<double, double>>& ranks) {
@@ -81,6 +88,9 @@ Json summaryJson(const CalibrateConfig& config, const cost::Target& measured, do
   }
   doc["seconds"] = seconds;
   doc["task_overhead_s"] = p.taskOverhead;
+  doc["pass_difference"] = p.passDifference > 0 || p.passDifferenceMax > 0
+                               ? Json{{"median", p.passDifference}, {"max", p.passDifferenceMax}}
+                               : Json(nullptr);
   Json families = Json::array();
   for (const auto& [name, table] : p.kernels) {
     families.push_back(name);
@@ -108,6 +118,15 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
        << cost::formatTime(measured.host.latency) << "\n";
   } else {
     to << "read in place (no copy)\n";
+  }
+  if (p.passDifference > 0 || p.passDifferenceMax > 0) {
+    to << "  tables timed twice, the faster of each point kept: the two timings "
+       << std::lround(p.passDifference * 100) << "% apart (median), at most "
+       << std::lround(p.passDifferenceMax * 100) << "%\n";
+    if (p.passDifference > kBusyPassDifference) {
+      to << "  note: the machine was busy while it was measured; calibrate again when it is "
+            "idle for steadier figures\n";
+    }
   }
   if (!p.threadScaling.empty()) {
     to << "  one device, every core against one thread:";

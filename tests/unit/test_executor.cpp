@@ -1990,8 +1990,7 @@ TEST_CASE("run refuses a plan that cannot fit in host memory, before allocating"
   CHECK(*real > 0);
 }
 
-TEST_CASE("calibrate's second pass of a table: each point keeps its faster time",
-          "[calibrate]") {
+TEST_CASE("calibrate's second pass of a table: each point keeps its faster time", "[calibrate]") {
   using tapestry::backend::keepFaster;
   cost::ProfileTable first;
   first.alone = {{1024, 2e-6}, {8192, 5e-6}, {65536, 30e-6}};
@@ -1999,7 +1998,23 @@ TEST_CASE("calibrate's second pass of a table: each point keeps its faster time"
   cost::ProfileTable again = first;
   again.alone = {{1024, 3e-6}, {8192, 4e-6}, {65536, 31e-6}};
   again.all = {{1024, 2.5e-6}, {8192, 5.5e-6}, {65536, 32e-6}};
-  keepFaster(first, again);
+  const std::vector<double> ratios = keepFaster(first, again);
+  // Each point's slower time over its faster, alone then all.
+  REQUIRE(ratios.size() == 6);
+  CHECK(ratios[0] == Approx(1.5));
+  CHECK(ratios[1] == Approx(1.25));
+  CHECK(ratios[2] == Approx(31.0 / 30));
+  CHECK(ratios[3] == Approx(1.25));
+  CHECK(ratios[4] == Approx(10 / 5.5));
+  CHECK(ratios[5] == Approx(60.0 / 32));
+  // Their median and largest, less 1, say how busy the machine was.
+  cost::Profile profile;
+  tapestry::backend::passDifference(ratios, profile);
+  CHECK(profile.passDifference == Approx((1.25 + 1.5) / 2 - 1));
+  CHECK(profile.passDifferenceMax == Approx(60.0 / 32 - 1));
+  tapestry::backend::passDifference({}, profile);
+  CHECK(profile.passDifference == 0);
+  CHECK(profile.passDifferenceMax == 0);
   CHECK(first.alone[0].seconds == 2e-6);
   CHECK(first.alone[1].seconds == 4e-6);
   CHECK(first.alone[2].seconds == 30e-6);

@@ -83,6 +83,8 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   thread_scaling: {matmul: 1.7, conv: 1.9}
   copies: {on_device: false, links: [[4096, 1e-6]], host_all: [[4096, 4e-6], [8192, 5e-6]]}
   last_level_cache: 32MiB
+  pass_difference: 0.04
+  pass_difference_max: 0.9
   kernels:
     matmul: {size: flops, alone: [[1e3, 1e-6], [1e9, 2e-2]], all: [[1e3, 2e-6], [1e9, 3e-2]]}
     elementwise: {size: bytes, alone: [[4096, 1e-6]]}
@@ -106,6 +108,8 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.hostCopiesAll.size() == 2);
   CHECK(p.linkCopiesAll.empty());
   CHECK(p.cacheBytes == 32 << 20);
+  CHECK(p.passDifference == Approx(0.04));
+  CHECK(p.passDifferenceMax == Approx(0.9));
   REQUIRE(p.table("matmul") != nullptr);
   CHECK(p.table("matmul")->alone.size() == 2);
   CHECK(p.table("matmul")->all[1].seconds == 3e-2);
@@ -208,6 +212,8 @@ TEST_CASE("bad profiles: located errors, exit 1") {
         "profile.spread_by_time[0]: expected [seconds, spread], a list of 2 numbers, got 1");
   CHECK(badProfile(head + "  spread_by_time: []\n").message ==
         "profile.spread_by_time: expected at least one [seconds, spread] pair");
+  CHECK(badProfile(head + "  pass_difference: -0.1\n").message ==
+        "profile.pass_difference must not be negative, got \"-0.1\"");
   CHECK(badProfile(head + "  last_level_cache: 0B\n").message ==
         "profile.last_level_cache must be greater than 0, got \"0B\"");
   CHECK(badProfile(head + "  last_level_cache: 32MHz\n").message.find("last_level_cache") !=

@@ -6,7 +6,7 @@
 ## predicted speedups by kernel family, convolutions among them.
 ## Bad flags are usage errors; the CUDA backend without a GPU exits 4.
 $ tapestry --format json calibrate --budget-seconds 0.3 -o t.yaml | python3 -c 'import json, os, sys; d = json.load(sys.stdin); print(list(d)); print(d["status"], d["backend"], d["families"], d["output"], d["saved"] == os.environ["XDG_CACHE_HOME"] + "/tapestry/calibration/" + os.path.basename(d["saved"]), d["task_overhead_s"] >= 0)'
-['status', 'backend', 'machine', 'devices', 'seconds', 'task_overhead_s', 'families', 'saved', 'output']
+['status', 'backend', 'machine', 'devices', 'seconds', 'task_overhead_s', 'pass_difference', 'families', 'saved', 'output']
 ok cpu ['activation', 'conv', 'conv_weights', 'copy', 'elementwise', 'exp', 'gelu', 'layernorm', 'matmul', 'maxpool2d', 'normalization', 'reduction', 'sigmoid', 'transpose'] t.yaml True True
 [created t.yaml]
 $ tapestry calibrate --budget-seconds 0.2 --no-save -o t.yaml -q && tapestry optimize $TESTDATA/graphs/tiny.json --target t.yaml --iterations 5 -o p.json -q && python3 -c 'import glob, json; t = json.load(open("p.json"))["target"]; c = [(int(open(d + "/level").read()), open(d + "/size").read().strip()) for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*") if open(d + "/type").read().strip() != "Instruction"]; s = max(c)[1] if c else "0"; n = int(s.rstrip("KMG")) * {"K": 1024, "M": 1048576, "G": 1073741824}.get(s[-1], 1); print(t["name"], sorted(t["profile"]["kernels"]), t["profile"]["backend"], t["profile"].get("last_level_cache", 0) == n, sorted(t["profile"]["spread_by_family"]))'
