@@ -84,7 +84,7 @@ struct ChoiceSimulator::Scratch {
   // The copy family's table: a product's per-call copy of a W that is not
   // constant (repackSeconds); none without a CPU profile.
   const ProfileTable* copyTable = nullptr;
-  // Seconds per byte of constants read from memory (constantSeconds), or 0:
+  // Seconds per byte of constants read from memory (constantSecondsPerByte), or 0:
   // the graph's constants fit the profile's last-level cache, or it does not say.
   double constantPerByte = 0;
   std::vector<double> devFree; // per device
