@@ -148,6 +148,9 @@ struct Profile {
   double passDifferenceMax = 0;
   bool operator==(const Profile&) const = default;
 
+  // Whether calibrate timed the tables twice (a pass difference to report).
+  bool timedTwice() const { return passDifference > 0 || passDifferenceMax > 0; }
+
   // The spread that a plan whose graph takes `singleTime` seconds on one
   // device is weighed against: spreadByTime interpolated in log(time), the
   // nearest end's spread outside it; `spread` without it.

@@ -602,7 +602,7 @@ Json profileJson(const Profile& p) {
   if (p.cacheBytes > 0) {
     j["last_level_cache"] = p.cacheBytes;
   }
-  if (p.passDifference > 0 || p.passDifferenceMax > 0) {
+  if (p.timedTwice()) {
     j["pass_difference"] = p.passDifference;
     j["pass_difference_max"] = p.passDifferenceMax;
   }

@@ -132,7 +132,7 @@ std::string toYaml(const Target& target) {
         y += "    host_all: " + pointsYaml(p->hostCopiesAll) + "\n";
       }
     }
-    if (p->passDifference > 0 || p->passDifferenceMax > 0) {
+    if (p->timedTwice()) {
       y += "  pass_difference: " + exact(p->passDifference) +
            "  # the tables' two timings of a point apart by this (median, relative)\n";
       y += "  pass_difference_max: " + exact(p->passDifferenceMax) + "  # and at most this\n";

@@ -88,7 +88,7 @@ Json summaryJson(const CalibrateConfig& config, const cost::Target& measured, do
   }
   doc["seconds"] = seconds;
   doc["task_overhead_s"] = p.taskOverhead;
-  doc["pass_difference"] = p.passDifference > 0 || p.passDifferenceMax > 0
+  doc["pass_difference"] = p.timedTwice()
                                ? Json{{"median", p.passDifference}, {"max", p.passDifferenceMax}}
                                : Json(nullptr);
   Json families = Json::array();
@@ -119,7 +119,7 @@ void printSummary(const CalibrateConfig& config, const cost::Target& measured,
   } else {
     to << "read in place (no copy)\n";
   }
-  if (p.passDifference > 0 || p.passDifferenceMax > 0) {
+  if (p.timedTwice()) {
     to << "  tables timed twice, the faster of each point kept: the two timings "
        << std::lround(p.passDifference * 100) << "% apart (median), at most "
        << std::lround(p.passDifferenceMax * 100) << "%\n";
