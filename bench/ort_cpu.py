@@ -53,6 +53,7 @@ MODELS = {
     "mobilenet_v2": ["image"],
     "bert_layer": ["x"],
     "gpt2_block": ["x"],
+    "gpt2_block_opset14": ["x"],  # the same block, LayerNorm as its opset-14 chain
 }
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).

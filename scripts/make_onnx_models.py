@@ -10,6 +10,7 @@ them). Writes, deterministically (torch.manual_seed(0), opset 17):
                        resnet18, resnet50 and mobilenet_v2 (structure
                        only: export_params=False), bert_layer (and
                        bert_layer_dynamic: batch and seq dims named), gpt2_block
+                       (and gpt2_block_opset14, exported at opset 14)
   testdata/bad/onnx/   one file per bad input of tests/cli/cases/import_errors.t,
                        most made by hand with onnx.helper
 
@@ -29,10 +30,11 @@ from onnx import TensorProto, helper
 OPSET = 17
 
 
-def export(model, args, path, names_in, names_out, params=True, dynamic_axes=None):
+def export(model, args, path, names_in, names_out, params=True, dynamic_axes=None,
+           opset=OPSET):
     model.eval()
     buf = io.BytesIO()
-    torch.onnx.export(model, args, buf, opset_version=OPSET, export_params=params,
+    torch.onnx.export(model, args, buf, opset_version=opset, export_params=params,
                       input_names=names_in, output_names=names_out,
                       dynamic_axes=dynamic_axes, do_constant_folding=True)
     m = onnx.load_from_string(buf.getvalue())
@@ -109,6 +111,11 @@ def good_models(out):
            dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
     torch.manual_seed(0)
     export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block.onnx", ["x"], ["y"])
+    # The same block at torch 1.13's default opset, 14: LayerNorm comes out as
+    # its nine-operation chain (the layernorm_decomposed rewrite's pattern).
+    torch.manual_seed(0)
+    export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block_opset14.onnx", ["x"], ["y"],
+           opset=14)
 
 
 def save(model, path):

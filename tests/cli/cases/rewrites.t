@@ -15,6 +15,8 @@ gelu_erf: div_scalar, erf, add_scalar, mul, mul_scalar -> gelu  [always]
     The exact GELU as PyTorch exports nn.GELU, x * (1 + erf(x / sqrt(2))) * 0.5, five elementwise passes, is one gelu: the same index space, so no split is lost.
 gelu_erf_half_first: mul_scalar, div_scalar, erf, add_scalar, mul -> gelu  [always]
     The exact GELU written x * 0.5 * (1 + erf(x / sqrt(2))) (the half taken first, as Hugging Face's models do) is one gelu.
+layernorm_decomposed: mean, sub, pow_scalar, mean, add_scalar, sqrt, div, mul, add -> layernorm  [always]
+    LayerNorm over the last axis as PyTorch exports nn.LayerNorm below opset 17 (and as many models write it out): the mean, the centred input, its square, their mean, eps, the square root, the division, gamma and beta, nine passes with two [..., 1] intermediates, is one layernorm, a pass over each row with the same split options on the rows.
 relu_relu: relu, relu -> relu  [always]
     A ReLU of a ReLU's result (read by nothing else) is that ReLU.
 reshape_reshape: reshape, reshape -> reshape  [always]
@@ -44,7 +46,7 @@ attention_heads_qkv_masked: attention_heads_masked, split -> attention_heads_qkv
 attention_heads_qkv: attention_heads, split -> attention_heads_qkv  [always]
     attention_heads_qkv_masked without the mask: a split of a packed projection into q, k and v read only by an attention_heads becomes one attention_heads_qkv.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-21 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+22 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -72,10 +74,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, attention_masked, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, attention_masked, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv)
 [exit 1]
 $ tapestry rewrites check
-checked 21 rules, 33 examples (and 57 random shapes; 54 exactly on integers): all passed
+checked 22 rules, 35 examples (and 61 random shapes; 54 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -97,16 +99,19 @@ $ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_
 ! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
 ## Golden site counts of the pre-pass on the ONNX models (docs/rewrites.md).
-$ for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
+$ for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
 resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
 bert_layer: 4 sites attention 1, matmul_add_linear 3
 gpt2_block: 8 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, matmul_add_linear 4
+gpt2_block_opset14: 10 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, layernorm_decomposed 2, matmul_add_linear 4
 [created bert_layer.json]
 [created bert_layer.x.json]
 [created gpt2_block.json]
 [created gpt2_block.x.json]
+[created gpt2_block_opset14.json]
+[created gpt2_block_opset14.x.json]
 [created mobilenet_v2.json]
 [created mobilenet_v2.x.json]
 [created resnet18.json]
@@ -176,6 +181,15 @@ gpt2_block cpu-2: checked, 8 sites
 gpt2_block h100x8: checked, 8 sites
 [created gpt2_block.cpu-2.json]
 [created gpt2_block.h100x8.json]
+## The GPT-2 block exported at opset 14 (LayerNorm as its nine-operation chain) rewrites to the same kernels as the opset-17 export, and its plans pass run --check against the chain.
+$ diff <(jq -c '[.operations[].kernel]' gpt2_block.x.json) <(jq -c '[.operations[].kernel]' gpt2_block_opset14.x.json) && jq '.operations | length' gpt2_block_opset14.json gpt2_block_opset14.x.json
+47
+10
+$ for t in cpu-2 h100x8; do tapestry optimize gpt2_block_opset14.json --target $t --seed 1 --iterations 10 -q -o g14.$t.json && tapestry run g14.$t.json --check -q && echo "gpt2_block_opset14 $t: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' g14.$t.json)"; done
+gpt2_block_opset14 cpu-2: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, layernorm_decomposed 2, matmul_add_linear 4
+gpt2_block_opset14 h100x8: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, layernorm_decomposed 2, matmul_add_linear 4
+[created g14.cpu-2.json]
+[created g14.h100x8.json]
 ## The search chooses among the graphs the search rules make: plans of one front rewrote different sites, and each passes run --check against the model as imported.
 $ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tapestry optimize $m.json --target h100x8 --seed 2 --iterations 60 --select $s -q -o $m.$s.json --front $m.front.json && tapestry run $m.$s.json --check -q && echo "$m $s: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' $m.$s.json)"; done; jq -r --arg m $m '"\($m): front plans by sites rewritten \([.front[].rewrites | length] | group_by(.) | map("\(.[0]): \(length)") | join(", "))"' $m.front.json; done
 gpt2_block fastest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, matmul_add_linear 4
