@@ -209,7 +209,8 @@ ProductPlan plan(ShardProduct p) {
 } // namespace
 
 ProductPlan planProduct(const KernelCall& call) {
-  return plan(call.op.kernel == "linear" ? linearProduct(call) : matmulProduct(call));
+  return plan(call.op.kernel == "linear" || call.op.kernel == "linear_act" ? linearProduct(call)
+                                                                           : matmulProduct(call));
 }
 
 } // namespace tapestry::backend

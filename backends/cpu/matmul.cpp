@@ -10,14 +10,19 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <cblas.h>
 
+#include "backends/cpu/conv_epilogue.hpp"
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/gemm_engine.hpp"
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/vector_math.hpp"
 #include "backends/products.hpp"
 #include "core/diag/error.hpp"
 
@@ -353,7 +358,7 @@ private:
 
 std::unique_ptr<PreparedProduct> prepareProductOf(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
-  if (call.op.kernel == "linear" && !isFloat(dtype)) {
+  if ((call.op.kernel == "linear" || call.op.kernel == "linear_act") && !isFloat(dtype)) {
     unsupportedDType(call, dtype);
   }
   const ProductPlan plan = planProduct(call);
@@ -377,6 +382,93 @@ void productKernel(const KernelCall& call) {
   prepareProductOf(call)->run(call);
 }
 
+// linear_act: the product, then its epilogue as one pass over the shard's
+// output box while it is still in cache: y = clip(act(y + residual), min, max),
+// act the exact GELU with `gelu`. float32 runs the vector loops (SLEEF's erf),
+// the other dtypes compute each element in their compute type.
+class PreparedLinearAct final : public PreparedKernel {
+public:
+  explicit PreparedLinearAct(const KernelCall& call)
+      : product_(prepareProductOf(call)), vec_(&vectorKernels()),
+        residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
+        gelu_(intBinding(call.op, "gelu") != 0), lo_(floatParam(call.op, "min")),
+        hi_(floatParam(call.op, "max")), clips_(lo_ > std::numeric_limits<double>::lowest() ||
+                                                hi_ < std::numeric_limits<double>::max()) {}
+
+  void run(const KernelCall& call) override {
+    product_->run(call);
+    if (!residual_ && !gelu_ && !clips_) {
+      return;
+    }
+    const TensorView& out = call.outputs[0][0];
+    const Walk wo = walkThrough(out, outputIpf(call, 0), call.index);
+    const Walk wr = residual_ ? walkThrough(call.inputs[3][0], inputIpf(call, 3), call.index) : wo;
+    dispatchFloat(call, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* y = wo.ptr<T>();
+      const T* r = wr.ptr<T>();
+      forEachRun<2>(call.index, {&wo, &wr},
+                    [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
+                        const std::array<std::int64_t, 2>& st) {
+                      epilogue<T>(y + off[0], r + off[1], n, st[0], st[1]);
+                    });
+    });
+  }
+
+private:
+  template <class T>
+  void epilogue(T* y, const T* r, std::int64_t n, std::int64_t ys, std::int64_t rs) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (ys == 1 && (rs == 1 || !residual_)) {
+        if (residual_) {
+          vec_->binary[static_cast<int>(VBinary::Add)][static_cast<int>(VScalar::None)](r, y, y, n);
+        }
+        if (gelu_) {
+          vec_->unary[static_cast<int>(VUnary::Gelu)](y, y, n, 0.0f, 0.0f);
+        }
+        if (clips_) {
+          vec_->unary[static_cast<int>(VUnary::Clip)](y, y, n, clipBound<float>(lo_),
+                                                      clipBound<float>(hi_));
+        }
+        return;
+      }
+    }
+    using C = typename Num<T>::C;
+    const C lo = clipBound<C>(lo_);
+    const C hi = clipBound<C>(hi_);
+    for (std::int64_t j = 0; j < n; ++j) {
+      C v = Num<T>::load(y[j * ys]);
+      if (residual_) {
+        v += Num<T>::load(r[j * rs]);
+      }
+      if (gelu_) {
+        v = C(0.5) * v * (C(1) + std::erf(v * C(0.70710678118654752440)));
+      }
+      if (clips_) { // as clip: NaN stays NaN, a min above max gives max
+        v = v < lo ? lo : v;
+        v = hi < v ? hi : v;
+      }
+      y[j * ys] = Num<T>::store(v);
+    }
+  }
+
+  std::unique_ptr<PreparedProduct> product_;
+  const VectorKernels* vec_;
+  bool residual_;
+  bool gelu_;
+  double lo_;
+  double hi_;
+  bool clips_;
+};
+
+std::unique_ptr<PreparedKernel> prepareLinearAct(const KernelCall& call) {
+  return std::make_unique<PreparedLinearAct>(call);
+}
+
+void linearActKernel(const KernelCall& call) {
+  PreparedLinearAct(call).run(call);
+}
+
 } // namespace
 
 std::string productEngineName(const KernelCall& call) {
@@ -386,6 +478,7 @@ std::string productEngineName(const KernelCall& call) {
 void registerMatmulKernels(CpuRegistry& registry) {
   registry.add("matmul", &productKernel, &prepareProduct);
   registry.add("linear", &productKernel, &prepareProduct);
+  registry.add("linear_act", &linearActKernel, &prepareLinearAct);
 }
 
 void gemmDense(std::int64_t M, std::int64_t N, std::int64_t K, const float* A, const float* B,

@@ -316,7 +316,7 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
 // of the gemm and per outer offset.
 void productKernel(const KernelCall& call, const KernelContext& c) {
   const DType dtype = call.outputs[0][0].dtype;
-  const bool linear = call.op.kernel == "linear";
+  const bool linear = call.op.kernel == "linear" || call.op.kernel == "linear_act";
   if (linear && isInt(dtype)) {
     unsupportedDType(call, dtype);
   }
@@ -415,6 +415,40 @@ void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
     const std::vector<std::int64_t> strides[2] = {out.stride, out.stride};
     checkCuda(launchUnary(UnaryOp::Clip, elementType(dtype), out.base, out.base,
                           makeWalk(extent, strides), c.stream, lo, hi),
+              what(call) + ": the clip");
+  }
+}
+
+// linear_act: linear's cuBLASLt product, then its epilogue in place with the
+// elementwise kernels over the shard's output box (the result's coordinates
+// are the index's): result += residual, the exact GELU with `gelu`, then the
+// clip where a bound is set (each step rounds to the storage type).
+void linearActKernel(const KernelCall& call, const KernelContext& c) {
+  productKernel(call, c);
+  if (call.index.isEmpty()) {
+    return;
+  }
+  const DType dtype = call.outputs[0][0].dtype;
+  const std::vector<std::int64_t> extent = call.index.shape().vector();
+  const ViewWalk out = walkRegion(call.outputs[0][0], call.index);
+  const std::vector<std::int64_t> same[2] = {out.stride, out.stride};
+  if (call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()) {
+    const ViewWalk res = walkRegion(call.inputs[3][0], call.index);
+    const std::vector<std::int64_t> strides[3] = {out.stride, res.stride, out.stride};
+    checkCuda(launchBinary(BinaryOp::Add, elementType(dtype), out.base, res.base, out.base,
+                           makeWalk(extent, strides), c.stream),
+              what(call) + ": the residual");
+  }
+  if (intBinding(call.op, "gelu") != 0) {
+    checkCuda(launchUnary(UnaryOp::Gelu, elementType(dtype), out.base, out.base,
+                          makeWalk(extent, same), c.stream),
+              what(call) + ": the GELU");
+  }
+  const double lo = floatParam(call.op, "min");
+  const double hi = floatParam(call.op, "max");
+  if (lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max()) {
+    checkCuda(launchUnary(UnaryOp::Clip, elementType(dtype), out.base, out.base,
+                          makeWalk(extent, same), c.stream, lo, hi),
               what(call) + ": the clip");
   }
 }
@@ -652,6 +686,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("div_scalar", &unaryKernel<UnaryOp::DivScalar, false>);
     r.add("matmul", &productKernel);
     r.add("linear", &productKernel);
+    r.add("linear_act", &linearActKernel);
     r.add("conv2d", &conv2dKernel);
     r.add("conv2d_act", &conv2dActKernel);
     r.add("maxpool2d", &pool2dKernel<true>);

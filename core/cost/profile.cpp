@@ -49,6 +49,7 @@ struct FamilyEntry {
 constexpr FamilyEntry kFamilyTable[] = {
     {"matmul", "matmul"},
     {"linear", "matmul"},
+    {"linear_act", "matmul"},
     {"conv2d", "conv"},
     {"conv2d_act", "conv"},
     {"add", "elementwise"},

@@ -90,7 +90,7 @@ plan::OpChoice tensorParallel(const SearchSpace& space, std::size_t i,
   const graph::Operation& op = g.operations[i];
   const OpSpace& s = space.op(i);
   const std::size_t rank = s.extents.size();
-  if (op.kernel == "linear" && rank >= 1) {
+  if ((op.kernel == "linear" || op.kernel == "linear_act") && rank >= 1) {
     return splitDim(space, i, rank - 1); // output features (column parallel)
   }
   if (op.kernel == "matmul" && rank >= 3) {
@@ -135,8 +135,9 @@ std::vector<Baseline> makeBaselines(const SearchSpace& space, const plan::PlanCo
                          })});
 
   const bool hasProducts =
-      std::any_of(g.operations.begin(), g.operations.end(),
-                  [](const auto& op) { return op.kernel == "linear" || op.kernel == "matmul"; });
+      std::any_of(g.operations.begin(), g.operations.end(), [](const auto& op) {
+        return op.kernel == "linear" || op.kernel == "linear_act" || op.kernel == "matmul";
+      });
   if (hasProducts) {
     out.push_back(Baseline{"tensor_parallel",
                            assemble(space, context, [&](std::size_t i, const plan::PlanChoice& c) {

@@ -564,10 +564,14 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       }
       r.v[i] = s;
     }
-  } else if (k == "linear") {
+  } else if (k == "linear" || k == "linear_act") {
     // transpose_x: X is [..., k, m] (m the result's last batch dim); transpose_w: W is [n, k].
+    // linear_act: then + residual (input 3, when bound), the exact GELU, the clip.
     const bool tx = params["transpose_x"].get<bool>();
     const bool tw = params["transpose_w"].get<bool>();
+    const bool act = k == "linear_act";
+    const Tensor* residual =
+        act && op.inputs.size() > 3 && !op.inputs[3].tensors.empty() ? &in[3] : nullptr;
     const std::int64_t K = tx ? in[0].shape[in[0].shape.size() - 2] : in[0].shape.back();
     for (std::int64_t i = 0; i < count; ++i) {
       Shape o = unravel(i, r.shape);
@@ -579,6 +583,13 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
           std::swap(xi[xi.size() - 2], xi.back());
         }
         s += in[0].at(xi) * in[1].at(tw ? Shape{o.back(), kk} : Shape{kk, o.back()});
+      }
+      if (act) {
+        s += residual != nullptr ? residual->v[static_cast<std::size_t>(i)] : 0;
+        if (params["gelu"].get<bool>()) {
+          s = 0.5 * s * (1 + std::erf(s / std::sqrt(2.0)));
+        }
+        s = std::min(std::max(s, params["min"].get<double>()), params["max"].get<double>());
       }
       r.v[i] = s;
     }
@@ -1261,7 +1272,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 91);
+  CHECK(names.size() == 92);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1735,6 +1746,32 @@ TEST_CASE("linear: X·W + bias with the whole k per point", "[cpu][kernel]") {
                       R"({"X": "x", "W": "w", "bias": "b"})"));
     checkKernel(oneOp("linear", {{"x", dt, {5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}},
                       R"({"X": "x", "W": "w", "bias": "b"})"));
+  }
+}
+
+TEST_CASE("linear_act: clip(gelu?(X·W + bias + residual)), whole and sharded, every float dtype",
+          "[cpu][kernel]") {
+  const char* xwb = R"({"X": "x", "W": "w", "bias": "b"})";
+  const char* xwbr = R"({"X": "x", "W": "w", "bias": "b", "residual": "r"})";
+  for (const std::string& dt : kFloats) {
+    INFO(dt);
+    // a GPT-2 MLP's first projection: the GELU, no residual
+    checkKernel(oneOp("linear_act", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}}, xwb,
+                      R"({"gelu": true})"));
+    // a shortcut after the output projection, W stored [n, k]
+    checkKernel(
+        oneOp("linear_act",
+              {{"x", dt, {2, 3, 5}}, {"w", dt, {3, 5}}, {"b", dt, {3}}, {"r", dt, {2, 3, 3}}}, xwbr,
+              R"({"transpose_w": true})"));
+    // residual, GELU and both bounds inside the values; X stored [..., k, m]
+    checkKernel(
+        oneOp("linear_act",
+              {{"x", dt, {2, 5, 3}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}}, xwbr,
+              R"({"transpose_x": true, "gelu": true, "min": -0.1, "max": 0.5})"));
+    // relu (min 0) on a rank-1 X; nothing fused at all
+    checkKernel(oneOp("linear_act", {{"x", dt, {5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb,
+                      R"({"min": 0})"));
+    checkKernel(oneOp("linear_act", {{"x", dt, {4, 5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb));
   }
 }
 

@@ -108,7 +108,8 @@ void manyPlans(const std::string& label, const graph::ExpandedGraph& g) {
                 plan::InputsOn::Free, true);
 }
 
-// Every float kernel in one graph, for one dtype.
+// Every float kernel in one graph, for one dtype (linear_act: linear's product,
+// then the residual, the GELU and the clip in place).
 std::string sweepGraph(const std::string& dt) {
   return R"({"tapestry": "graph/v1", "name": "sweep_)" + dt + R"(",
   "tensors": {"x": {"dtype": "DT", "shape": [4, 16, 40]}, "w": {"dtype": "DT", "shape": [4, 40, 24]},
@@ -133,8 +134,9 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "mx", "kernel": "max", "params": {"axis": 0}, "inputs": {"input": "n1"}, "outputs": {"result": "s3"}},
     {"name": "tr", "kernel": "transpose", "params": {"perm": [0, 2, 1]}, "inputs": {"input": "n1"}, "outputs": {"result": "tt"}},
     {"name": "ca", "kernel": "cast", "params": {"dtype": "OTHER"}, "inputs": {"input": "tt"}, "outputs": {"result": "c"}},
-    {"name": "dv", "kernel": "div", "inputs": {"A": "a8", "B": "e"}, "outputs": {"result": "d"}}],
-  "outputs": ["p", "s1", "s2", "s3", "c", "d"]})";
+    {"name": "dv", "kernel": "div", "inputs": {"A": "a8", "B": "e"}, "outputs": {"result": "d"}},
+    {"name": "la", "kernel": "linear_act", "params": {"gelu": true, "min": -0.1, "max": 2}, "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f"}}],
+  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f"]})";
 }
 
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {

@@ -148,7 +148,7 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(family.message.rfind(
             "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
             "conv_weights, elementwise, activation, reduction, normalization, copy, transpose, "
-            "linear, attention, "
+            "linear, linear_act, attention, "
             "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
             "attention_heads_qkv_masked, conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
             "sqrt, "

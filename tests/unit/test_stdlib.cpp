@@ -135,8 +135,9 @@ TEST_CASE("stdlib: every SPEC §4.3 kernel is in the embedded library", "[stdlib
 TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][body]") {
   // Which kernels have a body is part of the contract (docs/reference/kernels.md);
   // test_cpu_kernels runs each body against its native kernel.
-  const std::vector<std::string> without = {"conv2d", "conv2d_act", "embedding", "reshape",
-                                            "split",  "maxpool2d",  "avgpool2d", "gather"};
+  const std::vector<std::string> without = {"conv2d",    "conv2d_act", "linear_act",
+                                            "embedding", "reshape",    "split",
+                                            "maxpool2d", "avgpool2d",  "gather"};
   std::size_t bodies = 0;
   for (const Metakernel* k : lib().kernels()) {
     INFO(k->name);
@@ -1214,6 +1215,17 @@ Case randomCase(const std::string& k, Rng& rng) {
     std::int64_t kk = uni(rng, 1, 4), n = uni(rng, 1, 4);
     x.push_back(kk);
     return {k, {{"X", {T(x)}}, {"W", {T({kk, n})}}, {"bias", {T({n})}}}};
+  }
+  if (k == "linear_act") { // with a residual of the result's shape half the time
+    Ints x = randShape(rng, 0, 2, 3);
+    std::int64_t kk = uni(rng, 1, 4), n = uni(rng, 1, 4);
+    Ints r = x;
+    r.push_back(n);
+    x.push_back(kk);
+    if (uni(rng, 0, 1) == 0) {
+      return {k, {{"X", {T(x)}}, {"W", {T({kk, n})}}, {"bias", {T({n})}}}};
+    }
+    return {k, {{"X", {T(x)}}, {"W", {T({kk, n})}}, {"bias", {T({n})}}, {"residual", {T(r)}}}};
   }
   // issue 34's broadcasting binaries (bool operands for the logic ones) and prelu.
   const bool logic = k == "logical_and" || k == "logical_or" || k == "logical_xor";

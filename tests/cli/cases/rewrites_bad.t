@@ -162,3 +162,9 @@ $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/list_in_replace.yaml
 !     sp: {kernel: split, inputs: {input: r}, outputs: {results: [y, b]}}
 !                                                                ^
 [exit 1]
+$ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/gelu_as_clip.yaml linear_gelu_as_clip
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
+! bad/rewrites/gelu_as_clip.yaml:10:7: error: rule linear_gelu_as_clip, example 1: on inputs of seed 1, output z differs in float64: max relative error 0.31 (allowed 1e-10)
+!     - inputs:
+!       ^
+[exit 3]
