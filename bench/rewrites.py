@@ -14,7 +14,9 @@ none` on the same graph, seed and budget:
   measured   the testdata models resnet18 and gpt2_block on this CPU: each
              optimized for a calibrated `local`, both plans benched in
              interleaved rounds (`tapestry bench --inputs`, the same weights
-             and inputs), reporting the medians.
+             and inputs), reporting the medians. `--models` also takes
+             gpt2_d768_s128: a GPT-2 block of a real layer's size (d768, 12
+             heads, 128 tokens, batch 1) exported with its weights.
 
   /usr/bin/python3 bench/rewrites.py --bin build/release/bin/tapestry [--part predicted|measured]
 """
@@ -58,6 +60,21 @@ def export_issue_models(work):
     m.export(m.Gpt2Block(d=768, heads=12, seq=1024), torch.randn(8, 1024, 768),
              out["gpt2_d768_s1024_b8"], ["x"], ["y"], params=False)
     return out
+
+
+# Models the measured part exports itself (name: builder of the ONNX file in
+# a folder, and the model's own inputs), beside the testdata ones.
+def _gpt2_d768_s128(work):
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_onnx_models as m
+    path = os.path.join(work, "gpt2_d768_s128.onnx")
+    torch.manual_seed(0)
+    m.export(m.Gpt2Block(d=768, heads=12, seq=128), torch.randn(1, 128, 768), path, ["x"], ["y"])
+    return path
+
+
+EXPORTED = {"gpt2_d768_s128": (_gpt2_d768_s128, ["x"])}
 
 
 def front_points(path):
@@ -148,8 +165,14 @@ def measured(args, work):
     for name in args.models.split(","):
         model_work = os.path.join(work, "measured", name)
         os.makedirs(model_work)
+        if name in EXPORTED:
+            build, own = EXPORTED[name]
+            ort_cpu.MODELS[name] = own
+            source = build(model_work)
+        else:
+            source = None
         rng = np.random.default_rng([args.seed, list(ort_cpu.MODELS).index(name)])
-        model, feeds = ort_cpu.prepare_model(name, model_work, rng)
+        model, feeds = ort_cpu.prepare_model(name, model_work, rng, source=source)
         tensors = os.path.join(model_work, "tensors")
         graph = os.path.join(model_work, name + ".graph.json")
         run([args.bin, "import", model, "-o", graph, "--weights", tensors, "-q"], env)

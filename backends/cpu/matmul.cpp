@@ -22,6 +22,8 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/gemm_engine.hpp"
 #include "backends/cpu/kernel_util.hpp"
+#include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/team.hpp"
 #include "backends/cpu/vector_math.hpp"
 #include "backends/products.hpp"
 #include "core/diag/error.hpp"
@@ -384,8 +386,11 @@ void productKernel(const KernelCall& call) {
 
 // linear_act: the product, then its epilogue as one pass over the shard's
 // output box while it is still in cache: y = clip(act(y + residual), min, max),
-// act the exact GELU with `gelu`. float32 runs the vector loops (SLEEF's erf),
-// the other dtypes compute each element in their compute type.
+// act the exact GELU with `gelu`. The pass walks the box in memory order and,
+// from kTeamFrom elements, on the kernel threads' team like the elementwise
+// kernels (a GPT-2 MLP's [128, 3072] GELU on one thread took 0.3 ms more than
+// the separate gelu on the team). float32 runs the vector loops (SLEEF's
+// erf), the other dtypes compute each element in their compute type.
 class PreparedLinearAct final : public PreparedKernel {
 public:
   explicit PreparedLinearAct(const KernelCall& call)
@@ -393,25 +398,27 @@ public:
         residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
         gelu_(intBinding(call.op, "gelu") != 0), lo_(floatParam(call.op, "min")),
         hi_(floatParam(call.op, "max")), clips_(lo_ > std::numeric_limits<double>::lowest() ||
-                                                hi_ < std::numeric_limits<double>::max()) {}
+                                                hi_ < std::numeric_limits<double>::max()),
+        loop_(residual_ ? ipfLoop<2>(call, {&call.inputs[3][0], &call.outputs[0][0]},
+                                     {&inputIpf(call, 3), &outputIpf(call, 0)}, true)
+                        : ipfLoop<2>(call, {&call.outputs[0][0], &call.outputs[0][0]},
+                                     {&outputIpf(call, 0), &outputIpf(call, 0)}, true)) {}
 
   void run(const KernelCall& call) override {
     product_->run(call);
     if (!residual_ && !gelu_ && !clips_) {
       return;
     }
-    const TensorView& out = call.outputs[0][0];
-    const Walk wo = walkThrough(out, outputIpf(call, 0), call.index);
-    const Walk wr = residual_ ? walkThrough(call.inputs[3][0], inputIpf(call, 3), call.index) : wo;
+    std::byte* out = call.outputs[0][0].data;
+    const std::byte* res = residual_ ? call.inputs[3][0].data : out;
+    const std::int64_t rs = loop_.stride(0);
+    const std::int64_t ys = loop_.stride(1);
     dispatchFloat(call, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      T* y = wo.ptr<T>();
-      const T* r = wr.ptr<T>();
-      forEachRun<2>(call.index, {&wo, &wr},
-                    [&](const std::array<std::int64_t, 2>& off, std::int64_t n,
-                        const std::array<std::int64_t, 2>& st) {
-                      epilogue<T>(y + off[0], r + off[1], n, st[0], st[1]);
-                    });
+      forEachPiece(
+          loop_, {const_cast<std::byte*>(res), out}, 1, 16, [&](const auto& at, std::int64_t m) {
+            epilogue<T>(reinterpret_cast<T*>(at[1]), reinterpret_cast<const T*>(at[0]), m, ys, rs);
+          });
     });
   }
 
@@ -459,6 +466,7 @@ private:
   double lo_;
   double hi_;
   bool clips_;
+  RunLoop<2> loop_; // the residual (or the output again) and the output over the box
 };
 
 std::unique_ptr<PreparedKernel> prepareLinearAct(const KernelCall& call) {

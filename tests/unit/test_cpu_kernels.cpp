@@ -1340,6 +1340,39 @@ TEST_CASE("memory-bound loops of many runs or rows on the kernel threads' team: 
   CpuBackend::setBlasThreads(1);
 }
 
+TEST_CASE("attention on the kernel threads' team: runs of query rows as one-thread oneDNN "
+          "products, against the body",
+          "[cpu][kernel]") {
+  // 4 * b * heads * s * t * d = 4 * 2 * 4 * 64 * 64 * 32 = 4.2 MFLOP, from
+  // which the runs of query rows go on the team at two kernel threads: the
+  // native kernel whole (the reference) against the body and the native
+  // kernel on shards in every view mode.
+  cpu(); // made first: making it sets one thread
+  CpuBackend::setBlasThreads(2);
+  CpuBackend bodies(4, CpuKernels::Bodies);
+  const graph::ExpandedGraph qkv =
+      oneOp("attention_heads_qkv_masked",
+            {{"x", "float32", {2, 64, 384}}, {"m", "bool", {64, 64}}, {"f", "float32", {}}},
+            R"({"Q": "x", "K": "x", "V": "x", "mask": "m", "fill": "f"})",
+            R"({"heads": 4, "divisor": 5.0})");
+  const graph::ExpandedGraph plain =
+      oneOp("attention",
+            {{"q", "float32", {2, 4, 64, 32}},
+             {"k", "float32", {2, 4, 32, 64}},
+             {"v", "float32", {2, 4, 64, 32}}},
+            R"({"Q": "q", "K": "k", "V": "v"})", R"({"divisor": 5.0})");
+  for (const graph::ExpandedGraph* g : {&qkv, &plain}) {
+    INFO(g->operations[0].kernel);
+    const Inputs in = makeInputs(*g, 1, {});
+    const std::vector<Shape> splits = splitsFor(g->operations[0].application.index);
+    for (std::size_t i = 0; i < splits.size(); ++i) {
+      checkSharded(*g, in, splits[i], static_cast<ViewMode>(i % 3), cpu());
+      checkSharded(*g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
+    }
+  }
+  CpuBackend::setBlasThreads(1);
+}
+
 TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{4, 6}, {4, 6}}, {{8, 1, 5}, {3, 1}}, {{5}, {2, 3, 5}}, {{2, 1}, {1, 3}}, {{1}, {4}}};
