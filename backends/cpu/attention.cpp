@@ -104,8 +104,7 @@ public:
     const bool blocked = std::is_same_v<T, float> && len > 1 && step[kK] == 0 && step[kV] == 0 &&
                          qd_ == 1 && (kt_ == 1 || kd_ == 1) && ve_ == 1 && oe_ == 1;
     if constexpr (std::is_same_v<T, float>) {
-      if (blocked && !engines_.empty() &&
-          4.0 * static_cast<double>(loop_.runCount() * len * t_ * d_) >= kTeamFlops) {
+      if (blocked && !engines_.empty()) { // made only from kTeamFlops
         teamBlocks(data, len, step, fill);
         return;
       }
@@ -142,7 +141,8 @@ private:
       step[i] = loop_.stride(i);
     }
     if (!(len > 1 && step[kK] == 0 && step[kV] == 0 && qd_ == 1 && (kt_ == 1 || kd_ == 1) &&
-          ve_ == 1 && oe_ == 1 && loop_.rangeable())) {
+          ve_ == 1 && oe_ == 1 && loop_.rangeable()) ||
+        flops(len) < kTeamFlops) {
       return;
     }
     GemmGeometry qk;
@@ -177,6 +177,11 @@ private:
       b.scratch.resize(static_cast<std::size_t>(len * t_));
       engines_.push_back(std::move(b));
     }
+  }
+
+  // The shard's attention FLOPs: 4·rows·t·d (two products).
+  double flops(std::int64_t len) const {
+    return 4.0 * static_cast<double>(loop_.runCount() * len * t_ * d_);
   }
 
   // Every run of the loop through the engines, for attention of kTeamFlops or
