@@ -12,11 +12,16 @@ Prints a table of the times and of Tapestry's best over ORT with 2 threads
 (below 1: Tapestry is faster), and their geometric mean.
 
     /usr/bin/python3 bench/ort_cpu.py --bin build/release/bin/tapestry [--models ...]
-        [--rounds 3] [--image-size 224] [--json FILE] [--figure FILE.png] [--quick]
+        [--rounds 3] [--image-size 224] [--layer-size 768,128] [--json FILE]
+        [--figure FILE.png] [--quick]
 
 --image-size exports the CNNs anew at that image side (testdata's are 64 x
 64, where per-run costs weigh more and tensors stay small: a cache bug that
-only regions of 512 KiB to 1 MiB hit went unseen there).
+only regions of 512 KiB to 1 MiB hit went unseen there). --layer-size D,S
+exports the transformer layers anew at width D (D/64 heads, a 4D MLP) on one
+sequence of S tokens, with seeded weights (testdata's are D 64 or 32 on
+2 x 8 tokens, where a fused attention 9x slower than the chain it replaced
+went unseen).
 
 ONNX Runtime is installed on first use with the machine's npm into a cache
 folder (--ort-dir); where node or npm is missing or the npm registry cannot be
@@ -163,6 +168,30 @@ def export_cnn(name, side, work):
     return path
 
 
+# The transformer layers, which --layer-size exports anew at that size.
+TRANSFORMERS = ["bert_layer", "gpt2_block", "gpt2_block_opset14"]
+
+
+def export_transformer(name, d, s, work):
+    """testdata's transformer layer `name` at width d (d/64 heads, a 4d MLP) on
+    one sequence of s tokens, with its seeded weights; returns the .onnx path."""
+    import torch
+    import torch.nn as nn
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_onnx_models
+    torch.manual_seed(0)
+    heads = max(1, d // 64)
+    if name == "bert_layer":
+        model = nn.TransformerEncoderLayer(d_model=d, nhead=heads, dim_feedforward=4 * d,
+                                           dropout=0.0, batch_first=True)
+    else:
+        model = make_onnx_models.Gpt2Block(d=d, heads=heads, seq=s)
+    path = os.path.join(work, f"{name}_{d}_{s}.onnx")
+    make_onnx_models.export(model, torch.randn(1, s, d), path, ["x"], ["y"],
+                            opset=14 if name.endswith("opset14") else make_onnx_models.OPSET)
+    return path
+
+
 def prepare_model(name, work, rng, source=None):
     """The testdata model with every weight an initializer, and its inputs.
 
@@ -293,6 +322,8 @@ def measure(name, binary, node_path, env, args, work):
     rng = np.random.default_rng([args.seed, list(MODELS).index(name)])
     source = (export_cnn(name, args.image_size, model_work)
               if name in CNNS and args.image_size != TESTDATA_IMAGE_SIDE else None)
+    if name in TRANSFORMERS and args.layer_size is not None:
+        source = export_transformer(name, *args.layer_size, model_work)
     model, feeds = prepare_model(name, model_work, rng, source)
     plan, tensors, plan_is_single = tapestry_plan(binary, name, model, feeds, env, args,
                                                   model_work)
@@ -371,7 +402,9 @@ def print_table(doc):
     print(f"command: {doc['command']}")
     print(f"medians of {doc['rounds']} interleaved rounds, each the median of {doc['repeat']} "
           f"runs after {doc['warmup']} warm-up; Tapestry's inputs: {doc['tapestry_inputs']}; "
-          f"the CNNs' images {doc['image_size']} x {doc['image_size']}\n")
+          f"the CNNs' images {doc['image_size']} x {doc['image_size']}"
+          + (f"; the transformer layers {doc['layer_size'][0]} wide on {doc['layer_size'][1]} "
+             "tokens" if doc.get("layer_size") else "") + "\n")
     print("| model | Tapestry one device | Tapestry plan (devices) | ORT 1 thread | "
           "ORT 2 threads | Tapestry best / ORT 2 threads | Tapestry best / ORT best |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -437,6 +470,10 @@ def main():
     ap.add_argument("--image-size", type=int, default=TESTDATA_IMAGE_SIDE,
                     help="the CNNs' image side: testdata's models are 64 x 64; another size "
                          "exports them anew from torchvision (224: ImageNet's)")
+    ap.add_argument("--layer-size", metavar="D,S",
+                    help="the transformer layers' width and tokens: testdata's are 64 or 32 "
+                         "wide on 2 x 8 tokens; D,S exports them anew, D/64 heads, batch 1 "
+                         "(768,128: BERT-base and GPT-2 small on 128 tokens)")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: mlp3 (unless --models), 1 round, short calibration")
     args = ap.parse_args()
@@ -448,6 +485,13 @@ def main():
         args.warmup = min(args.warmup, 1)
         args.calibrate_seconds = min(args.calibrate_seconds, 0.5)
         args.iterations = args.iterations or 20
+    if args.layer_size is not None:
+        try:
+            args.layer_size = [int(v) for v in args.layer_size.split(",")]
+        except ValueError:
+            args.layer_size = []
+        if len(args.layer_size) != 2 or min(args.layer_size) < 1:
+            ap.error("--layer-size takes D,S: two positive integers (768,128)")
     models = args.models.split(",")
     unknown = [m for m in models if m not in MODELS]
     if unknown or args.rounds < 1 or args.repeat < 1 or args.warmup < 0 or args.image_size < 32:
@@ -472,6 +516,7 @@ def main():
         "warmup": args.warmup,
         "calibrate_seconds": args.calibrate_seconds,
         "image_size": args.image_size,
+        "layer_size": args.layer_size,
         "tapestry_inputs": ("the same files as ORT (bench --inputs)" if args.bench_inputs else
                             "drawn by bench (seed 0; this build's bench has no --inputs)"),
     }
