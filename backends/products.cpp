@@ -209,8 +209,7 @@ ProductPlan plan(ShardProduct p) {
 } // namespace
 
 ProductPlan planProduct(const KernelCall& call) {
-  return plan(call.op.kernel == "linear" || call.op.kernel == "linear_act" ? linearProduct(call)
-                                                                           : matmulProduct(call));
+  return plan(isLinearKernel(call.op.kernel) ? linearProduct(call) : matmulProduct(call));
 }
 
 } // namespace tapestry::backend

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -42,6 +43,12 @@ struct ProductPlan {
   std::vector<std::array<std::int64_t, 3>> outer;
   std::int64_t bias0 = 0;
 };
+
+// linear and linear_act (linear with its epilogue): X·W + bias, k whole per
+// point, planned by planProduct as one.
+inline bool isLinearKernel(std::string_view kernel) {
+  return kernel == "linear" || kernel == "linear_act";
+}
 
 // The plan of a matmul (index [b..., m, n, k]) or linear (index [b..., n], k
 // whole per point) call. Batch dims of extent 1 go; dims every operand walks

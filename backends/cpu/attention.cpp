@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <omp.h>
@@ -22,6 +23,7 @@
 #include "backends/cpu/run_loop.hpp"
 #include "backends/cpu/team.hpp"
 #include "backends/cpu/vector_math.hpp"
+#include "core/diag/error.hpp"
 
 namespace tapestry::backend::cpu {
 
@@ -77,6 +79,11 @@ public:
     }
     loop_ = ipfLoop<N>(call, views, ipfs);
     block_.resize(static_cast<std::size_t>(std::max<std::int64_t>(loop_.length(), 1) * t_));
+    // A run of query rows of one batch (K and V fixed along it) with rows
+    // laid out for BLAS: the scores of the run in one product, the rows
+    // normalized, the result in another product.
+    blocked_ = std::is_same_v<T, float> && loop_.length() > 1 && loop_.stride(kK) == 0 &&
+               loop_.stride(kV) == 0 && qd_ == 1 && (kt_ == 1 || kd_ == 1) && ve_ == 1 && oe_ == 1;
     if constexpr (std::is_same_v<T, float>) {
       prepareBlocks();
     }
@@ -98,20 +105,15 @@ public:
     for (std::size_t i = 0; i < N; ++i) {
       step[i] = loop_.stride(i);
     }
-    // A run of query rows of one batch (K and V fixed along it) with rows
-    // laid out for BLAS: the scores of the run in one product, the rows
-    // normalized, the result in another product.
-    const bool blocked = std::is_same_v<T, float> && len > 1 && step[kK] == 0 && step[kV] == 0 &&
-                         qd_ == 1 && (kt_ == 1 || kd_ == 1) && ve_ == 1 && oe_ == 1;
     if constexpr (std::is_same_v<T, float>) {
-      if (blocked && !engines_.empty()) { // made only from kTeamFlops
+      if (!engines_.empty()) { // made only for blocked runs of kTeamFlops or more
         teamBlocks(data, len, step, fill);
         return;
       }
     }
     loop_.forEach(data, [&](const auto& at) {
       if constexpr (std::is_same_v<T, float>) {
-        if (blocked) {
+        if (blocked_) {
           block(at, len, step, fill);
           return;
         }
@@ -136,14 +138,12 @@ private:
   // of [128, 64] x [64, 128]) took 4.8 ms that way against 0.8 ms on one.
   void prepareBlocks() {
     const std::int64_t len = loop_.length();
+    if (!blocked_ || !loop_.rangeable() || flops(len) < kTeamFlops) {
+      return;
+    }
     std::array<std::int64_t, N> step{};
     for (std::size_t i = 0; i < N; ++i) {
       step[i] = loop_.stride(i);
-    }
-    if (!(len > 1 && step[kK] == 0 && step[kV] == 0 && qd_ == 1 && (kt_ == 1 || kd_ == 1) &&
-          ve_ == 1 && oe_ == 1 && loop_.rangeable()) ||
-        flops(len) < kTeamFlops) {
-      return;
     }
     GemmGeometry qk;
     qk.M = len;
@@ -196,11 +196,11 @@ private:
         runs >= 2 ? std::min(static_cast<int>(engines_.size()), CpuBackend::kernelThreads()) : 1;
     auto rows = [&](std::int64_t lo, std::int64_t hi, BlockEngines& b) {
       loop_.forRange(data, lo, hi, [&](const auto& at, std::int64_t m) {
-        if (m == len) {
-          engineBlock(at, len, step, fill, b);
-          return;
+        if (m != len) { // shares are whole runs, so forRange's pieces are too
+          throw InternalError("attention: a piece of " + std::to_string(m) +
+                              " query rows where the engines take runs of " + std::to_string(len));
         }
-        rowsOf(at, m, step, fill); // not reached: pieces are whole runs
+        engineBlock(at, len, step, fill, b);
       });
     };
     if (threads <= 1) {
@@ -384,6 +384,7 @@ private:
   RunLoop<N> loop_;
   std::vector<C> scores_, acc_;       // scratch of run()
   std::vector<float> block_;          // a run's scores, [run length, t] (the BLAS path)
+  bool blocked_ = false;              // float32 runs of rows for two products each
   std::vector<BlockEngines> engines_; // the oneDNN path's, one per team thread (or none)
   // The attention FLOPs (4·rows·t·d) from which its runs go on the team.
   static constexpr double kTeamFlops = 4.0e6;

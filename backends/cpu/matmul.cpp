@@ -360,7 +360,7 @@ private:
 
 std::unique_ptr<PreparedProduct> prepareProductOf(const KernelCall& call) {
   const DType dtype = call.outputs[0][0].dtype;
-  if ((call.op.kernel == "linear" || call.op.kernel == "linear_act") && !isFloat(dtype)) {
+  if (isLinearKernel(call.op.kernel) && !isFloat(dtype)) {
     unsupportedDType(call, dtype);
   }
   const ProductPlan plan = planProduct(call);
@@ -451,9 +451,8 @@ private:
       if (gelu_) {
         v = C(0.5) * v * (C(1) + std::erf(v * C(0.70710678118654752440)));
       }
-      if (clips_) { // as clip: NaN stays NaN, a min above max gives max
-        v = v < lo ? lo : v;
-        v = hi < v ? hi : v;
+      if (clips_) {
+        v = ConvEpilogue::clip(v, lo, hi);
       }
       y[j * ys] = Num<T>::store(v);
     }

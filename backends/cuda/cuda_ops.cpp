@@ -316,7 +316,7 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
 // of the gemm and per outer offset.
 void productKernel(const KernelCall& call, const KernelContext& c) {
   const DType dtype = call.outputs[0][0].dtype;
-  const bool linear = call.op.kernel == "linear" || call.op.kernel == "linear_act";
+  const bool linear = backend::isLinearKernel(call.op.kernel);
   if (linear && isInt(dtype)) {
     unsupportedDType(call, dtype);
   }
