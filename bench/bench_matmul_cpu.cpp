@@ -3,9 +3,10 @@
 // run by the executor with 2 worker threads (OpenBLAS 1 thread each), against
 // one cblas_sgemm call with OpenBLAS at 2 threads on the same inputs, in one
 // process, alternating, median of several runs. Prints both GFLOP/s and their
-// ratio (target >= 0.9, issue 20; 0.8 before), and the run's peak memory: the executor's accounting
-// per device and the process's resident set against the plan's predicted
-// per-device peaks plus the inputs and outputs.
+// ratio (target >= 0.95, issue 32; 0.9 in issue 20, 0.8 before), and the run's
+// peak memory: the executor's accounting per device and the process's
+// resident set against the plan's predicted per-device peaks plus the inputs
+// and outputs.
 //
 //   bench_matmul_cpu [--size N] [--repeat R] [--threads T]
 #include <algorithm>
@@ -172,8 +173,8 @@ int main(int argc, char** argv) {
     std::printf("  sgemm     %8.2f ms  %7.1f GFLOP/s\n", blasTime * 1e3, blasRate / 1e9);
     std::printf("  predicted %8.2f ms (target %s)\n", sim.objectives.timeS * 1e3,
                 target.name.c_str());
-    std::printf("  ratio executor/sgemm throughput: %.3f (target >= 0.9: %s)\n", ratio,
-                ratio >= 0.9 ? "met" : "NOT met");
+    std::printf("  ratio executor/sgemm throughput: %.3f (target >= 0.95: %s)\n", ratio,
+                ratio >= 0.95 ? "met" : "NOT met");
     std::printf("  max relative error against sgemm: %.2g\n", error);
 
     const std::int64_t inputBytes = x.byteSize() + w.byteSize();

@@ -2,7 +2,8 @@
 // primitive, its memory objects and a user scratchpad are made once per
 // prepared gemm, so a run only sets data pointers and executes. A constant B
 // may be reordered once into the blocked layout oneDNN picks for the shape
-// (WeightUse::Packed), which OpenBLAS cannot keep between calls.
+// (WeightUse::Packed), which OpenBLAS cannot keep between calls; any other B
+// read by many rows is reordered on every call (WeightUse::Repacked).
 #include <array>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -69,7 +70,7 @@ public:
     const MemoryDesc bias = batched
                                 ? MemoryDesc(Dims{1, 1, g_.N}, type, Dims{g_.N, g_.N, biasStride})
                                 : MemoryDesc(Dims{1, g_.N}, type, Dims{g_.N, biasStride});
-    const MemoryDesc weights = weights_ == WeightUse::Packed
+    const MemoryDesc weights = weights_ != WeightUse::InPlace
                                    ? MemoryDesc(b.dims(), type, dnnl::memory::format_tag::any)
                                    : b;
     dnnl::primitive_attr attr;
@@ -94,7 +95,7 @@ public:
     scratch_ = dnnl::memory(pd.scratchpad_desc(), cpuEngine());
     packed_ = {};
     packedFrom_ = nullptr;
-    if (weights_ == WeightUse::Packed && pd.weights_desc() != b) {
+    if (weights_ != WeightUse::InPlace && pd.weights_desc() != b) {
       packed_ = dnnl::memory(pd.weights_desc(), cpuEngine());
       pack_ = dnnl::reorder(
           dnnl::reorder::primitive_desc(cpuEngine(), b, cpuEngine(), pd.weights_desc()));
@@ -120,7 +121,7 @@ public:
     }
     if (!packed_) {
       check(dnnl_memory_set_data_handle(b_.get(), const_cast<std::byte*>(b)), "setting B");
-    } else if (b != packedFrom_) {
+    } else if (b != packedFrom_ || weights_ == WeightUse::Repacked) {
       check(dnnl_memory_set_data_handle(b_.get(), const_cast<std::byte*>(b)), "setting B");
       const std::array<dnnl_exec_arg_t, 2> args = {
           {{DNNL_ARG_SRC, b_.get()}, {DNNL_ARG_DST, packed_.get()}}};
@@ -135,7 +136,8 @@ public:
   void weightsChanged() override { packedFrom_ = nullptr; }
 
   std::string name() const override {
-    return std::string("onednn ") + (packed_ ? "packed " : "") + impl_;
+    const char* layout = !packed_ ? "" : weights_ == WeightUse::Repacked ? "repacked " : "packed ";
+    return std::string("onednn ") + layout + impl_;
   }
 
 private:
@@ -159,6 +161,9 @@ std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, Wei
                                          int threads) {
   if ((dtype != DType::Float32 && dtype != DType::BFloat16) || g.K <= 0) {
     return nullptr;
+  }
+  if (weights == WeightUse::InPlace && (g.bsB == 0 ? g.batch : 1) * g.M >= kRepackRows) {
+    weights = WeightUse::Repacked;
   }
   auto engine = std::make_unique<DnnlGemm>(dtype, g, weights, threads);
   if (!engine->build()) {

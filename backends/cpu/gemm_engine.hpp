@@ -32,14 +32,41 @@ public:
   virtual std::string name() const = 0;
 };
 
-// How a constant B is used: read in place every run, or copied once into the
-// layout the engine prefers (re-copied when the data pointer changes).
-enum class WeightUse { InPlace, Packed };
+// How B is used: read in place every run; a constant B copied once into the
+// layout the engine prefers (re-copied when the data pointer changes); or
+// copied into that layout on every run (Repacked: makeDnnlGemm's choice for a
+// B read in place by many rows, kRepackRows).
+enum class WeightUse { InPlace, Packed, Repacked };
+
+// From these rows of A per B (the batch folded in where B is shared), oneDNN
+// runs a B that would be read in place as WeightUse::Repacked: reordered into
+// its blocked layout by an explicit reorder before every product. Measured on
+// a 2-core Intel Xeon with AVX-512, one thread (docs/cpu-products.md): from
+// 512 rows the reorder and the packed product beat oneDNN's own handling of
+// a plain B on every shape tried, by 1.02-1.18x and by 2.6x on [768, 768] x
+// [768, 3072] (63 -> 25 ms); with 256 rows or fewer the copy costs more than
+// it saves (0.73-0.83x).
+inline constexpr std::int64_t kRepackRows = 512;
+
+// Whether OpenBLAS runs AVX-512 kernels on this CPU (its core is SkylakeX,
+// Cooperlake or SapphireRapids, as openblas_get_corename says; the
+// OPENBLAS_CORETYPE variable picks another). Then a float32 product of
+// kBlasInPlaceFlops or more whose B is read in place, in a call that may use
+// one thread, runs on OpenBLAS (with more, OpenBLAS's own threads fight the
+// kernel threads' OpenMP team for the cores: a one-device plan of
+// bench/cost_truth.py's transformer block took 26 ms instead of 8), which
+// on an Intel Xeon with AVX-512 ran such products at oneDNN's speed or up to
+// 2.6x faster ([768, 768] x [768, 3072]: 24 ms against 63, one thread;
+// docs/cpu-products.md); with its AVX2 kernels (the AMD EPYC there, or any
+// CPU without AVX-512) oneDNN was 1.4-1.5x faster and keeps them.
+bool blasHasAvx512Kernels();
+inline constexpr double kBlasInPlaceFlops = 1 << 26;
 
 // The engine for `dtype`: oneDNN where it has a fast (non-reference) kernel
 // for the dtype and strides (float32, bfloat16), OpenBLAS for float32 where
 // oneDNN has none and for float64, float32 blocks through those for float16
-// (and bfloat16 without oneDNN), wrapping loops for int32 and int64.
+// (and bfloat16 without oneDNN), wrapping loops for int32 and int64; large
+// float32 products with B in place on OpenBLAS where it has AVX-512 kernels.
 std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights);
 
 // oneDNN's matmul for float32 or bfloat16 with these strides, or null where

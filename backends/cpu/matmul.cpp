@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -187,7 +188,7 @@ public:
     for (std::int64_t i = 0; i < batchA; ++i) {
       gather(g_.M, g_.K, A + i * g_.bsA, g_.rsA, g_.csA, a_.data() + i * g_.M * g_.K);
     }
-    if (weights_ == WeightUse::InPlace || b != convertedFrom_) {
+    if (weights_ != WeightUse::Packed || b != convertedFrom_) {
       for (std::int64_t i = 0; i < batchB; ++i) {
         gather(g_.K, g_.N, B + i * g_.bsB, g_.rsB, g_.csB, b_.data() + i * g_.K * g_.N);
       }
@@ -296,9 +297,22 @@ std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, Weigh
 
 } // namespace
 
+bool blasHasAvx512Kernels() {
+  static const bool avx512 = [] {
+    const char* core = openblas_get_corename();
+    const std::string name = core != nullptr ? core : "";
+    return name == "SkylakeX" || name == "Cooperlake" || name == "SapphireRapids";
+  }();
+  return avx512;
+}
+
 std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights) {
   switch (dtype) {
   case DType::Float32:
+    if (weights == WeightUse::InPlace && g.flops() >= kBlasInPlaceFlops &&
+        CpuBackend::kernelThreads() == 1 && blasHasAvx512Kernels()) {
+      return std::make_unique<BlasEngine<float>>(g);
+    }
     if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
       return e;
     }

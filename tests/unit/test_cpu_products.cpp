@@ -75,10 +75,21 @@ TEST_CASE("products: a large one splits into parts when a call may use two threa
   CHECK_THAT(engineOf("float32", true, 1, 2048, 1000), StartsWith("onednn packed "));
   // Few rows against 8 MiB of W or more: one engine on the kernel threads'
   // team, not parts that would each read all of W; 512 rows split again.
+  CHECK_THAT(engineOf("float32", true, 256, 2048, 1024),
+             StartsWith("onednn ") && !Catch::Matchers::Contains("parts"));
+  CHECK_THAT(engineOf("float32", true, 512, 2048, 1024), StartsWith("2 parts along m of "));
+  // The same products with W in place: the same at two threads (OpenBLAS's
+  // threads would fight the team's); at one, on OpenBLAS where it runs
+  // AVX-512 kernels.
   CHECK_THAT(engineOf("float32", false, 256, 2048, 1024),
              StartsWith("onednn ") && !Catch::Matchers::Contains("parts"));
   CHECK_THAT(engineOf("float32", false, 512, 2048, 1024), StartsWith("2 parts along m of "));
   backend::CpuBackend::setBlasThreads(1);
+  if (backend::cpu::blasHasAvx512Kernels()) {
+    CHECK(engineOf("float32", false, 512, 2048, 1024) == "openblas sgemm");
+  } else {
+    CHECK_THAT(engineOf("float32", false, 512, 2048, 1024), StartsWith("onednn repacked "));
+  }
   CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("onednn packed "));
 }
 
@@ -156,4 +167,18 @@ TEST_CASE("products: split parts write exactly their share, at two threads and a
     }
   }
   backend::CpuBackend::setBlasThreads(1);
+}
+
+TEST_CASE("products: a W read in place by many rows is reordered on every call",
+          "[cpu][kernel][products]") {
+  // Below the FLOPs that may go to OpenBLAS: [512, 256] x [256, 128] (2^25
+  // flops) has kRepackRows rows, so oneDNN reorders W into its own layout
+  // before every product; 256 rows read it as it lies; a constant W is
+  // packed once. The numbers are checked in test_cpu_kernels.cpp.
+  backend::CpuBackend::setBlasThreads(1);
+  REQUIRE(backend::cpu::kRepackRows == 512);
+  CHECK_THAT(engineOf("float32", false, 512, 256, 128), StartsWith("onednn repacked "));
+  CHECK_THAT(engineOf("float32", false, 256, 256, 128),
+             StartsWith("onednn ") && !Catch::Matchers::Contains("packed"));
+  CHECK_THAT(engineOf("float32", true, 512, 256, 128), StartsWith("onednn packed "));
 }
