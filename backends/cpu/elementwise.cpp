@@ -48,10 +48,7 @@ struct Gelu : NoParams {
   using NoParams::NoParams;
   static constexpr bool kInts = false;
   static constexpr VUnary kVec = VUnary::Gelu;
-  template <class C> C operator()(C x) const {
-    // The exact form: x * Phi(x) = x/2 * (1 + erf(x / sqrt(2))).
-    return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
-  }
+  template <class C> C operator()(C x) const { return geluErf(x); }
 };
 struct Tanh : NoParams {
   using NoParams::NoParams;

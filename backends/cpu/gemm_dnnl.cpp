@@ -5,9 +5,11 @@
 // (WeightUse::Packed), which OpenBLAS cannot keep between calls; any other B
 // read by many rows is reordered on every call (WeightUse::Repacked).
 #include <array>
+#include <limits>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/conv_epilogue.hpp"
 #include "backends/cpu/gemm_engine.hpp"
 #include "backends/cpu/onednn.hpp"
 #include "core/diag/error.hpp"
@@ -53,10 +55,28 @@ MemoryDesc matrixDesc(dnnl::memory::data_type type, bool batched, std::int64_t b
                     Dims{broadcast ? std::max(rs * rows, cs * cols) : bs, rs, cs});
 }
 
+// The activation as eltwise post-ops, as conv2d_act's (conv_epilogue.cpp):
+// the exact GELU, then relu for [0, inf) or a clip to the bounds as float.
+dnnl::post_ops activationPostOps(const GemmActivation& a) {
+  dnnl::post_ops ops;
+  if (a.gelu) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  }
+  if (a.lo == 0 && a.hi >= std::numeric_limits<double>::max()) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else if (a.clips()) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, clipBound<float>(a.lo),
+                       clipBound<float>(a.hi));
+  }
+  return ops;
+}
+
 class DnnlGemm final : public GemmEngine {
 public:
-  DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights, int threads)
-      : dtype_(dtype), g_(g), weights_(weights), threads_(threads), stream_(cpuEngine()) {}
+  DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights, int threads,
+           const GemmActivation& activation)
+      : dtype_(dtype), g_(g), weights_(weights), threads_(threads), activation_(activation),
+        stream_(cpuEngine()) {}
 
   // Makes the primitive; false when oneDNN has no fast kernel for the problem.
   bool build() {
@@ -75,6 +95,9 @@ public:
                                    : b;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (activation_.any()) {
+      attr.set_post_ops(activationPostOps(activation_));
+    }
     onednn::useThreads(threads_); // oneDNN partitions the work for the creating thread's team size
     dnnl::matmul::primitive_desc pd;
     try {
@@ -135,9 +158,19 @@ public:
 
   void weightsChanged() override { packedFrom_ = nullptr; }
 
+  bool appliesActivation() const override { return activation_.any(); }
+
   std::string name() const override {
     const char* layout = !packed_ ? "" : weights_ == WeightUse::Repacked ? "repacked " : "packed ";
-    return std::string("onednn ") + layout + impl_;
+    std::string post;
+    if (activation_.gelu) {
+      post += " gelu_erf";
+    }
+    if (activation_.clips()) {
+      post += activation_.lo == 0 && activation_.hi >= std::numeric_limits<double>::max() ? " relu"
+                                                                                          : " clip";
+    }
+    return std::string("onednn ") + layout + impl_ + (post.empty() ? "" : " +" + post);
   }
 
 private:
@@ -145,6 +178,7 @@ private:
   GemmGeometry g_;
   WeightUse weights_;
   int threads_;
+  GemmActivation activation_;
   dnnl::stream stream_;
   std::string impl_;
   dnnl::matmul primitive_;
@@ -158,14 +192,14 @@ private:
 } // namespace
 
 std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
-                                         int threads) {
+                                         int threads, const GemmActivation& activation) {
   if ((dtype != DType::Float32 && dtype != DType::BFloat16) || g.K <= 0) {
     return nullptr;
   }
   if (weights == WeightUse::InPlace && (g.bsB == 0 ? g.batch : 1) * g.M >= kRepackRows) {
     weights = WeightUse::Repacked;
   }
-  auto engine = std::make_unique<DnnlGemm>(dtype, g, weights, threads);
+  auto engine = std::make_unique<DnnlGemm>(dtype, g, weights, threads, activation);
   if (!engine->build()) {
     return nullptr;
   }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,21 @@
 namespace tapestry::backend::cpu {
 
 using backend::GemmGeometry; // backends/products.hpp
+
+// An activation of a product's result (linear_act without a residual), after
+// the bias: the exact GELU when `gelu`, then a clip to [lo, hi] (a bound at
+// +-the largest float64 clips nothing on that side). An engine that can
+// apply it in the product (oneDNN's eltwise post-ops) says so with
+// appliesActivation(); the caller applies it otherwise.
+struct GemmActivation {
+  bool gelu = false;
+  double lo = std::numeric_limits<double>::lowest();
+  double hi = std::numeric_limits<double>::max();
+  bool clips() const {
+    return lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max();
+  }
+  bool any() const { return gelu || clips(); }
+};
 
 // A gemm made ready once: run() takes the operands' first elements (storage
 // type of the engine's dtype) and does no heap allocation of its own.
@@ -30,6 +46,8 @@ public:
   virtual void weightsChanged() {}
   // What runs the product ("onednn brg:avx512_core", "openblas sgemm", ...).
   virtual std::string name() const = 0;
+  // The result leaves run() with the GemmActivation it was made with applied.
+  virtual bool appliesActivation() const { return false; }
 };
 
 // How B is used: read in place every run; a constant B copied once into the
@@ -67,19 +85,22 @@ inline constexpr double kBlasInPlaceFlops = 1 << 26;
 // oneDNN has none and for float64, float32 blocks through those for float16
 // (and bfloat16 without oneDNN), wrapping loops for int32 and int64; large
 // float32 products with B in place on OpenBLAS where it has AVX-512 kernels.
-std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights);
+// With an activation, oneDNN engines apply it (appliesActivation); the others
+// leave it to the caller.
+std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights,
+                                           const GemmActivation& activation = {});
 
 // oneDNN's matmul for float32 or bfloat16 with these strides, or null where
 // oneDNN has only its reference kernel (slow) or no kernel at all (float16 on
 // CPUs without AVX512-FP16, float64). K must be > 0. gemm_dnnl.cpp.
 std::unique_ptr<GemmEngine> makeDnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
-                                         int threads = 1);
+                                         int threads = 1, const GemmActivation& activation = {});
 
 // The product in `parts` parts (along the batch, n or m) run at once on the
 // calling thread's OpenMP team, each part a one-thread oneDNN engine; null
 // where oneDNN cannot run a part. gemm_split.cpp.
 std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
-                                          int parts);
+                                          int parts, const GemmActivation& activation = {});
 
 // The threads one product uses: CpuBackend::kernelThreads(), or 1 for a
 // product too small to gain from a second thread (the size rule measured by
@@ -88,7 +109,8 @@ int productThreads(const GemmGeometry& g);
 // The FLOPs from which productThreads gives a product every kernel thread.
 inline constexpr double kParallelFlops = 1 << 26;
 
-// The engine a matmul or linear call would run with (tests and docs ask).
+// The engine a matmul, linear or linear_act call would run with (tests and
+// docs ask); linear_act's says when its epilogue is a pass of its own.
 std::string productEngineName(const KernelCall& call);
 
 } // namespace tapestry::backend::cpu

@@ -75,6 +75,11 @@ public:
            parts_.front().engine->name();
   }
 
+  bool appliesActivation() const override {
+    return std::all_of(parts_.begin(), parts_.end(),
+                       [](const Part& p) { return p.engine->appliesActivation(); });
+  }
+
 private:
   static void runPart(const Part& p, const std::byte* a, const std::byte* b, std::byte* c,
                       const std::byte* bias) {
@@ -103,7 +108,7 @@ std::vector<std::int64_t> cuts(std::int64_t n, int parts, std::int64_t align) {
 } // namespace
 
 std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, WeightUse weights,
-                                          int parts) {
+                                          int parts, const GemmActivation& activation) {
   const auto size = static_cast<std::int64_t>(dtypeSize(dtype));
   // Along the batch when it has a part for everyone; else along m, so that
   // every part writes whole rows of a dense result (oneDNN's fast kernels
@@ -145,7 +150,7 @@ std::unique_ptr<GemmEngine> makeSplitGemm(DType dtype, const GemmGeometry& g, We
       p.a = lo * g.rsA * size;
       p.c = lo * g.rsC * size;
     }
-    p.engine = makeDnnlGemm(dtype, part, partWeights);
+    p.engine = makeDnnlGemm(dtype, part, partWeights, 1, activation);
     if (!p.engine) {
       return nullptr;
     }

@@ -111,6 +111,12 @@ inline std::int64_t wrapMul(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
 }
 
+// The exact GELU in the compute type C: x * Phi(x) = x/2 * (1 + erf(x /
+// sqrt(2))). The scalar loops of gelu and of linear_act's epilogue.
+template <class C> C geluErf(C x) {
+  return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+}
+
 // Converts a value of one storage type to another (cast): floats round to
 // nearest even; float to int truncates toward zero and saturates (NaN gives 0);
 // int to narrower int wraps; anything to bool is "nonzero" (NaN too, as

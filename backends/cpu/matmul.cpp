@@ -278,21 +278,22 @@ constexpr double kStreamedB = 1 << 20;
 constexpr std::int64_t kFewRows = 256;
 constexpr double kLargeB = 8 << 20;
 
-std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights) {
+std::unique_ptr<GemmEngine> makeOneDnn(DType dtype, const GemmGeometry& g, WeightUse weights,
+                                       const GemmActivation& activation) {
   const double bBytes = static_cast<double>((g.bsB != 0 ? g.batch : 1) * g.K * g.N) *
                         static_cast<double>(dtypeSize(dtype));
   const bool streamsB = g.batch * g.M <= kFewRows && bBytes >= kLargeB;
   if (const int parts = productThreads(g); parts > 1 && !streamsB) {
-    if (std::unique_ptr<GemmEngine> e = makeSplitGemm(dtype, g, weights, parts)) {
+    if (std::unique_ptr<GemmEngine> e = makeSplitGemm(dtype, g, weights, parts, activation)) {
       return e;
     }
   }
   if (const int team = CpuBackend::kernelThreads(); team > 1 && bBytes >= kStreamedB) {
-    if (std::unique_ptr<GemmEngine> e = makeDnnlGemm(dtype, g, weights, team)) {
+    if (std::unique_ptr<GemmEngine> e = makeDnnlGemm(dtype, g, weights, team, activation)) {
       return e;
     }
   }
-  return makeDnnlGemm(dtype, g, weights);
+  return makeDnnlGemm(dtype, g, weights, 1, activation);
 }
 
 } // namespace
@@ -306,21 +307,22 @@ bool blasHasAvx512Kernels() {
   return avx512;
 }
 
-std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights) {
+std::unique_ptr<GemmEngine> makeGemmEngine(DType dtype, const GemmGeometry& g, WeightUse weights,
+                                           const GemmActivation& activation) {
   switch (dtype) {
   case DType::Float32:
     if (weights == WeightUse::InPlace && g.flops() >= kBlasInPlaceFlops &&
         CpuBackend::kernelThreads() == 1 && blasHasAvx512Kernels()) {
       return std::make_unique<BlasEngine<float>>(g);
     }
-    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
+    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights, activation)) {
       return e;
     }
     return std::make_unique<BlasEngine<float>>(g);
   case DType::Float64:
     return std::make_unique<BlasEngine<double>>(g);
   case DType::BFloat16:
-    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights)) {
+    if (std::unique_ptr<GemmEngine> e = makeOneDnn(dtype, g, weights, activation)) {
       return e;
     }
     return std::make_unique<ConvertEngine<BFloat16>>(g, weights);
@@ -372,7 +374,8 @@ private:
   std::int64_t bias0_;
 };
 
-std::unique_ptr<PreparedProduct> prepareProductOf(const KernelCall& call) {
+std::unique_ptr<PreparedProduct> prepareProductOf(const KernelCall& call,
+                                                  const GemmActivation& activation = {}) {
   const DType dtype = call.outputs[0][0].dtype;
   if (isLinearKernel(call.op.kernel) && !isFloat(dtype)) {
     unsupportedDType(call, dtype);
@@ -386,8 +389,8 @@ std::unique_ptr<PreparedProduct> prepareProductOf(const KernelCall& call) {
   }
   const WeightUse weights =
       call.inputs[1][0].constant && sameW ? WeightUse::Packed : WeightUse::InPlace;
-  return std::make_unique<PreparedProduct>(plan, makeGemmEngine(dtype, plan.gemm, weights),
-                                           dtypeSize(dtype));
+  return std::make_unique<PreparedProduct>(
+      plan, makeGemmEngine(dtype, plan.gemm, weights, activation), dtypeSize(dtype));
 }
 
 std::unique_ptr<PreparedKernel> prepareProduct(const KernelCall& call) {
@@ -398,7 +401,9 @@ void productKernel(const KernelCall& call) {
   prepareProductOf(call)->run(call);
 }
 
-// linear_act: the product, then its epilogue as one pass over the shard's
+// linear_act: without a residual, the activation in the product itself where
+// its engine can (oneDNN's eltwise post-ops: gelu_erf, relu or clip); else
+// the product, then its epilogue as one pass over the shard's
 // output box while it is still in cache: y = clip(act(y + residual), min, max),
 // act the exact GELU with `gelu`. The pass walks the box in memory order and,
 // from kTeamFrom elements, on the kernel threads' team like the elementwise
@@ -408,11 +413,13 @@ void productKernel(const KernelCall& call) {
 class PreparedLinearAct final : public PreparedKernel {
 public:
   explicit PreparedLinearAct(const KernelCall& call)
-      : product_(prepareProductOf(call)), vec_(&vectorKernels()),
-        residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
+      : residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
         gelu_(intBinding(call.op, "gelu") != 0), lo_(floatParam(call.op, "min")),
         hi_(floatParam(call.op, "max")), clips_(lo_ > std::numeric_limits<double>::lowest() ||
                                                 hi_ < std::numeric_limits<double>::max()),
+        product_(
+            prepareProductOf(call, residual_ ? GemmActivation{} : GemmActivation{gelu_, lo_, hi_})),
+        fused_(!residual_ && product_->engine().appliesActivation()), vec_(&vectorKernels()),
         loop_(residual_ ? ipfLoop<2>(call, {&call.inputs[3][0], &call.outputs[0][0]},
                                      {&inputIpf(call, 3), &outputIpf(call, 0)}, true)
                         : ipfLoop<2>(call, {&call.outputs[0][0], &call.outputs[0][0]},
@@ -420,7 +427,7 @@ public:
 
   void run(const KernelCall& call) override {
     product_->run(call);
-    if (!residual_ && !gelu_ && !clips_) {
+    if (fused_ || (!residual_ && !gelu_ && !clips_)) {
       return;
     }
     std::byte* out = call.outputs[0][0].data;
@@ -434,6 +441,12 @@ public:
             epilogue<T>(reinterpret_cast<T*>(at[1]), reinterpret_cast<const T*>(at[0]), m, ys, rs);
           });
     });
+  }
+
+  // The product's engine, and "then an epilogue pass" where it is not fused.
+  std::string engineName() const {
+    const bool pass = !fused_ && (residual_ || gelu_ || clips_);
+    return product_->engine().name() + (pass ? ", then an epilogue pass" : "");
   }
 
 private:
@@ -463,7 +476,7 @@ private:
         v += Num<T>::load(r[j * rs]);
       }
       if (gelu_) {
-        v = C(0.5) * v * (C(1) + std::erf(v * C(0.70710678118654752440)));
+        v = geluErf(v);
       }
       if (clips_) {
         v = ConvEpilogue::clip(v, lo, hi);
@@ -472,13 +485,14 @@ private:
     }
   }
 
-  std::unique_ptr<PreparedProduct> product_;
-  const VectorKernels* vec_;
   bool residual_;
   bool gelu_;
   double lo_;
   double hi_;
   bool clips_;
+  std::unique_ptr<PreparedProduct> product_;
+  bool fused_; // the product's engine applies the activation (no residual)
+  const VectorKernels* vec_;
   RunLoop<2> loop_; // the residual (or the output again) and the output over the box
 };
 
@@ -493,6 +507,9 @@ void linearActKernel(const KernelCall& call) {
 } // namespace
 
 std::string productEngineName(const KernelCall& call) {
+  if (call.op.kernel == "linear_act") {
+    return PreparedLinearAct(call).engineName();
+  }
   return prepareProductOf(call)->engine().name();
 }
 

@@ -1804,6 +1804,14 @@ TEST_CASE("linear_act: clip(gelu?(X·W + bias + residual)), whole and sharded, e
     // relu (min 0) on a rank-1 X; nothing fused at all
     checkKernel(oneOp("linear_act", {{"x", dt, {5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb,
                       R"({"min": 0})"));
+    // GELU then both bounds with no residual: oneDNN's post-ops in the
+    // product for float32 and bfloat16, W in place and packed once
+    for (const bool constant : {false, true}) {
+      INFO((constant ? "constant W" : "plain W"));
+      checkKernel(oneOp("linear_act", {{"x", dt, {2, 6, 5}}, {"w", dt, {4, 5}}, {"b", dt, {4}}},
+                        xwb, R"({"transpose_w": true, "gelu": true, "min": -0.1, "max": 0.5})"),
+                  1, {}, constant ? std::set<std::string>{"w"} : std::set<std::string>{});
+    }
     checkKernel(oneOp("linear_act", {{"x", dt, {4, 5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb));
   }
 }

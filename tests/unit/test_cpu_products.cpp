@@ -182,3 +182,42 @@ TEST_CASE("products: a W read in place by many rows is reordered on every call",
              StartsWith("onednn ") && !Catch::Matchers::Contains("packed"));
   CHECK_THAT(engineOf("float32", true, 512, 256, 128), StartsWith("onednn packed "));
 }
+
+TEST_CASE("products: linear_act without a residual applies its activation in oneDNN's product",
+          "[cpu][kernel][products]") {
+  // oneDNN's eltwise post-ops (gelu_erf, then relu or clip): no pass over the
+  // result of its own. With a residual, the product, then one pass. The
+  // numbers: test_cpu_kernels.cpp's linear_act cases.
+  backend::CpuBackend::setBlasThreads(1);
+  static const metakernel::MetakernelLibrary lib = metakernel::MetakernelLibrary::standard();
+  const auto nameOf = [&](const std::string& params, bool residual) {
+    const std::string text =
+        std::string(
+            R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float32", "shape": [16, 64]}, "w": {"dtype": "float32", "shape": [64, 32]}, "b": {"dtype": "float32", "shape": [32]}, "r": {"dtype": "float32", "shape": [16, 32]}}, "operations": [{"name": "op", "kernel": "linear_act", "params": )") +
+        params + R"(, "inputs": {"X": "x", "W": "w", "bias": "b")" +
+        (residual ? R"(, "residual": "r")" : "") + R"(}, "outputs": {"result": "y"}}]})";
+    const json::Document doc = json::Document::parse(SourceFile("g.json", text));
+    const graph::ExpandedGraph g = graph::expand(graph::decodeGraph(json::Value(doc)), lib);
+    const graph::Operation& op = g.operations[0];
+    const backend::Buffer x = backend::Buffer::host(backend::DType::Float32, {16, 64});
+    const backend::Buffer w = backend::Buffer::host(backend::DType::Float32, {64, 32});
+    const backend::Buffer b = backend::Buffer::host(backend::DType::Float32, {32});
+    const backend::Buffer r = backend::Buffer::host(backend::DType::Float32, {16, 32});
+    const backend::Buffer y = backend::Buffer::host(backend::DType::Float32, {16, 32});
+    std::vector<backend::PortViews> ins = {{x.view()}, {w.view()}, {b.view()}};
+    if (residual) {
+      ins.push_back({r.view()});
+    }
+    std::vector<backend::PortViews> outs = {{y.view()}};
+    return backend::cpu::productEngineName(
+        backend::KernelCall{op, op.application.index, ins, outs, 0});
+  };
+  using Catch::Matchers::Contains;
+  using Catch::Matchers::EndsWith;
+  CHECK_THAT(nameOf(R"({"gelu": true})", false), StartsWith("onednn ") && EndsWith(" + gelu_erf"));
+  CHECK_THAT(nameOf(R"({"min": 0})", false), EndsWith(" + relu"));
+  CHECK_THAT(nameOf(R"({"gelu": true, "min": -1, "max": 1})", false), EndsWith(" + gelu_erf clip"));
+  CHECK_THAT(nameOf("{}", false), !Contains("+") && !Contains("epilogue"));
+  CHECK_THAT(nameOf(R"({"gelu": true})", true),
+             !Contains("gelu_erf") && EndsWith(", then an epilogue pass"));
+}
