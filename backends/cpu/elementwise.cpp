@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/eltwise_dnnl.hpp"
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/run_loop.hpp"
 #include "backends/cpu/team.hpp"
@@ -496,6 +497,10 @@ template <class Op> std::unique_ptr<PreparedKernel> prepareUnary(const KernelCal
   const Op op(call);
   if constexpr (kHasVec<Op>) {
     if (dtype == DType::Float32) {
+      if (std::unique_ptr<PreparedKernel> dnnl =
+              prepareDnnlUnary(call, Op::kVec, unaryLoop(call))) {
+        return dnnl;
+      }
       return std::make_unique<UnaryF32>(call, Op::kVec, op.vecParams());
     }
   }

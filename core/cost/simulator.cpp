@@ -70,6 +70,10 @@ struct ChoiceSimulator::Scratch {
   // from memory (every op but a convolution, whose conv_weights floor is
   // measured from memory already).
   std::vector<std::uint8_t> constantFloor;
+  // Per op: the table of its epilogue's kernel (PlanTasks::Op::epilogue,
+  // measured by bytes), or none: each shard adds that kernel's time over its
+  // outputs, read and written.
+  std::vector<const ProfileTable*> epilogue;
   // What rate, measured and floors were looked up for: the target, and per op
   // its kernel name's storage (the graph's) and dtype. A simulator evaluates
   // one graph's plans, so the lookups are made once, not per evaluation.
@@ -155,6 +159,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
     floors.assign(p.ops.size(), nullptr);
     squareElement.assign(p.ops.size(), 0.0);
     constantFloor.assign(p.ops.size(), 0);
+    epilogue.assign(p.ops.size(), nullptr);
     lookedUpOps.resize(p.ops.size());
     for (std::size_t op = 0; op < p.ops.size(); ++op) {
       rate[op] = t.flopsFor(p.ops[op].dtype);
@@ -168,6 +173,10 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
         const bool weighed = family != nullptr && family->name == "conv" &&
                              t.profile->table("conv_weights") != nullptr;
         constantFloor[op] = weighed ? 0 : 1;
+        if (!p.ops[op].epilogue.empty()) {
+          const ProfileTable* e = t.profile->tableFor(p.ops[op].epilogue);
+          epilogue[op] = e != nullptr && e->measure == WorkMeasure::Bytes ? e : nullptr;
+        }
       }
       lookedUpOps[op] = {p.ops[op].kernel.data(), p.ops[op].dtype.data()};
     }
@@ -285,6 +294,13 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth);
       if (task.repacked > 0 && copyTable != nullptr && squareElement[opIndex] > 0) {
         work += repackSeconds(*copyTable, task, squareElement[opIndex], busy);
+      }
+      if (const ProfileTable* e = epilogue[opIndex]) {
+        double written = 0;
+        for (u32 b = task.outBegin; b < task.outEnd; ++b) {
+          written += static_cast<double>(p.buffers[b].bytes);
+        }
+        work += e->time(2.0 * written, busy);
       }
       if (task.constant > 0 && constantPerByte > 0 && constantFloor[opIndex] != 0) {
         work = std::max(work, static_cast<double>(task.constant) * constantPerByte);

@@ -164,6 +164,7 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     t.dtype = t.outputs.empty() ? std::string_view("float32")
                                 : std::string_view(g.tensors[t.outputs[0].tensor].type.dtype);
     t.kernel = op.kernel;
+    t.epilogue = epilogueKernel(op);
     impl->ops.push_back(std::move(t));
   }
   impl_ = std::move(impl);
@@ -194,6 +195,15 @@ std::uint32_t outputElementOf(const graph::ExpandedGraph& g, std::size_t op, std
   }
   throw InternalError("operation " + g.operations[op].name + " does not write tensor " +
                       g.tensors[tensor].name);
+}
+
+std::string_view epilogueKernel(const graph::Operation& op) {
+  if (op.kernel != "linear_act") {
+    return {};
+  }
+  const Json& params = op.application.params;
+  const auto gelu = params.find("gelu");
+  return gelu != params.end() && gelu->is_boolean() && gelu->get<bool>() ? "gelu" : "";
 }
 
 const char* inputsOnName(InputsOn where) {

@@ -82,6 +82,14 @@ struct PlanChoice {
 // Every operation on one device, unsplit (the "single" baseline).
 PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 
+// The kernel whose measured table prices the pass `op`'s kernel makes over
+// its result after its main work, or empty: linear_act with `gelu` runs the
+// exact GELU over its result (in oneDNN's product or a pass after it), at
+// the gelu kernel's speed, which the matmul table its product is priced by
+// does not hold (a transformer block's [1024, 1024] GELU: 0.45 ms on top of
+// a 1.6 ms product; docs/cost-model.md).
+std::string_view epilogueKernel(const graph::Operation& op);
+
 enum class InputsOn { Host, Free }; // graph inputs start on the host, or everywhere for free
 
 const char* inputsOnName(InputsOn where); // "host", "free"
@@ -294,6 +302,10 @@ struct PlanTasks {
     std::uint32_t reductionBegin = 0, reductionEnd = 0;
     std::string_view dtype;  // its compute dtype (its first output's)
     std::string_view kernel; // its kernel's name (the cost model's profile family)
+    // The kernel whose table prices a pass the kernel makes over its result
+    // after its own work (epilogueKernel): "gelu" for linear_act's GELU;
+    // empty for none.
+    std::string_view epilogue;
     bool operator==(const Op&) const = default;
   };
   struct ShardTask {

@@ -825,9 +825,9 @@ struct PlanBuilder::Workspace {
     }
     for (u32 op = 0; op < nOps; ++op) {
       const OpSlices& sl = slices[op];
-      out.ops[op] = PlanTasks::Op{shardBase[op],     shardBase[op + 1], sl.transferBegin,
-                                  sl.transferEnd,    sl.reductionBegin, sl.reductionEnd,
-                                  ctx.ops[op].dtype, ctx.ops[op].kernel};
+      out.ops[op] = PlanTasks::Op{shardBase[op],     shardBase[op + 1],  sl.transferBegin,
+                                  sl.transferEnd,    sl.reductionBegin,  sl.reductionEnd,
+                                  ctx.ops[op].dtype, ctx.ops[op].kernel, ctx.ops[op].epilogue};
       const auto outs = static_cast<u32>(ctx.ops[op].outputs.size());
       for (u32 s = shardBase[op]; s < shardBase[op + 1]; ++s) {
         const u32 ob = tile(op, s - shardBase[op], 0);

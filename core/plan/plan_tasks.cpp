@@ -136,7 +136,8 @@ private:
                                    static_cast<u32>(o.reductions.first),
                                    static_cast<u32>(o.reductions.second),
                                    dtype,
-                                   gop.kernel};
+                                   gop.kernel,
+                                   epilogueKernel(gop)};
     }
   }
 

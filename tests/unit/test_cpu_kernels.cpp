@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1303,6 +1304,54 @@ TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same 
   checkKernel(oneOp("add", {{"a", "float32", {600, 250}}, {"b", "float32", {600, 250}}},
                     R"({"A": "a", "B": "b"})"),
               2);
+  CpuBackend::setBlasThreads(1);
+}
+
+TEST_CASE("float32 gelu and tanh of 16 Ki elements or more on oneDNN: special values",
+          "[cpu][kernel]") {
+  // One dense run of 16384 elements (kDnnlEltwiseFrom: oneDNN's eltwise,
+  // eltwise_dnnl.hpp), at one kernel thread and at two: NaN stays NaN, the
+  // infinities and huge values saturate as the float64 formulas do (gelu of
+  // -inf is NaN there too: -inf times 0), subnormals pass through, and the
+  // rest agrees with float64 to float32's precision. The random shards of
+  // the tests above check the same kernels against their bodies.
+  cpu();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {0.0f,  -0.0f,  1.0f,    -1.0f,   inf,     -inf,
+                                      nan,   1e30f,  -1e30f,  20.0f,   -20.0f,  8.0f,
+                                      -8.0f, 1e-40f, -1e-40f, 3.4e38f, -3.4e38f};
+  for (const int threads : {1, 2}) {
+    CpuBackend::setBlasThreads(threads);
+    for (const std::string k : {"gelu", "tanh"}) {
+      INFO(k << ", " << threads << " threads");
+      const graph::ExpandedGraph g = oneOp(k, {{"x", "float32", {16, 1024}}}, R"({"input": "x"})");
+      const graph::Operation& op = g.operations[0];
+      Buffer x = randomBuffer(DType::Float32, {16, 1024}, 3, -6, 6);
+      auto* xs = reinterpret_cast<float*>(x.data());
+      std::copy(special.begin(), special.end(), xs);
+      const Buffer y = Buffer::host(DType::Float32, {16, 1024});
+      const std::vector<PortViews> ins = {{x.view()}};
+      const std::vector<PortViews> outs = {{y.view()}};
+      const KernelCall call{op, op.application.index, ins, outs, 0};
+      std::unique_ptr<PreparedKernel> prepared = cpu().prepareKernel(call);
+      REQUIRE(prepared != nullptr);
+      prepared->run(call);
+      const auto* ys = reinterpret_cast<const float*>(y.data());
+      for (std::size_t i = 0; i < 16 * 1024; ++i) {
+        const double v = xs[i];
+        const double want =
+            k == "gelu" ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : std::tanh(v);
+        const double got = ys[i];
+        INFO("x = " << v << ": got " << got << ", want " << want);
+        if (std::isnan(want) || std::isinf(want)) {
+          CHECK(((std::isnan(want) && std::isnan(got)) || got == want));
+        } else {
+          CHECK(std::abs(got - want) <= 1e-6 * std::max(1.0, std::abs(want)));
+        }
+      }
+    }
+  }
   CpuBackend::setBlasThreads(1);
 }
 

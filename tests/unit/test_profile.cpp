@@ -360,6 +360,48 @@ TEST_CASE("simulator: constants beyond the last-level cache are read at the memo
   CHECK(simulate(h, t, both).objectives.timeS == Approx(2e-3));
 }
 
+TEST_CASE("simulator: linear_act's GELU is priced at the gelu table over its result") {
+  // x [4, 8] . w [8, 16] + b -> y [4, 16]: 64 points of 2*8 + 2 FLOP = 1152
+  // FLOP; the result is 256 bytes, read and written by the GELU: 512 bytes.
+  const std::string text = R"({"tapestry": "graph/v1", "name": "mlp",
+  "tensors": {"x": {"dtype": "float32", "shape": [4, 8]},
+              "w": {"dtype": "float32", "shape": [8, 16]},
+              "b": {"dtype": "float32", "shape": [16]}},
+  "operations": [{"name": "up", "kernel": "linear_act", "params": {"gelu": true},
+                  "inputs": {"X": "x", "W": "w", "bias": "b"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})";
+  const graph::ExpandedGraph g = expandText(text);
+  CHECK(plan::epilogueKernel(g.operations[0]) == "gelu");
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{1152, 1e-3}}, {}};
+  p.kernels["gelu"] = ProfileTable{WorkMeasure::Bytes, {{512, 4e-3}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::ShardPlan one = plan::buildPlan(g, 2, plan::singleDeviceChoice(g), free);
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(5e-3)); // product 1 ms + GELU 4 ms
+  // Split by rows on 2 devices: the search's evaluator and the plan agree.
+  plan::PlanChoice halves = plan::singleDeviceChoice(g);
+  halves.ops[0] = plan::OpChoice{{2, 1}, {0, 1}};
+  const plan::ShardPlan split = plan::buildPlan(g, 2, halves, free);
+  ChoiceSimulator evaluator(g, t, free); // the search's path prices it alike
+  CHECK(evaluator.builder().tasks(halves) == plan::summarize(g, split));
+  CHECK(evaluator.evaluate(halves).timeS == Approx(simulate(g, t, split).objectives.timeS));
+  // Without the GELU, or without a gelu table: the product alone.
+  t.profile->kernels.erase("gelu");
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(1e-3));
+  std::string plain = text;
+  plain.replace(plain.find(R"("gelu": true)"), 12, R"("min": 0.0)");
+  const graph::ExpandedGraph h = expandText(plain);
+  CHECK(plan::epilogueKernel(h.operations[0]).empty());
+  t.profile->kernels["gelu"] = ProfileTable{WorkMeasure::Bytes, {{512, 4e-3}}, {}};
+  const plan::ShardPlan relu = plan::buildPlan(h, 2, plan::singleDeviceChoice(h), free);
+  CHECK(simulate(h, t, relu).objectives.timeS == Approx(1e-3));
+}
+
 TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") {
   // x [8, 4] @ w [4, 6] -> h (384 FLOP); relu(h) -> y (no relu table: roofline).
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "mm_relu",
