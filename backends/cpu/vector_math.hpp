@@ -62,6 +62,8 @@ struct VectorKernels {
   // -inf for n == 0).
   float (*sum)(const float* x, std::int64_t n);
   float (*max)(const float* x, std::int64_t n);
+  // The dot product of a[0..n) and b[0..n) (two vector accumulators).
+  float (*dot)(const float* a, const float* b, std::int64_t n);
   // One softmax row: y = exp(x - max x) / sum, in three passes.
   void (*softmax)(const float* x, float* y, std::int64_t n);
   // One layernorm row: y = (x - mean) / sqrt(var + eps) * gamma + beta, two

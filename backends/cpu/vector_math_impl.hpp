@@ -500,6 +500,22 @@ float sum(const float* x, std::int64_t n) {
   return hsum(vadd(vadd(s0, s1), vadd(s2, s3)));
 }
 
+float dot(const float* a, const float* b, std::int64_t n) {
+  VF s0 = vset(0.0f);
+  VF s1 = s0;
+  std::int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    s0 = vadd(s0, vmul(vload(a + i), vload(b + i)));
+    s1 = vadd(s1, vmul(vload(a + i + W), vload(b + i + W)));
+  }
+  for (alignas(64) float bufA[W], bufB[W]; i < n; i += W) {
+    fill(bufA, a + i, n - i, 0.0f);
+    fill(bufB, b + i, n - i, 0.0f);
+    s0 = vadd(s0, vmul(vload(bufA), vload(bufB)));
+  }
+  return hsum(vadd(s0, s1));
+}
+
 float max(const float* x, std::int64_t n) {
   // maxps(m, v) keeps m > v ? m : v; a NaN is noted apart and wins at the end.
   VF m0 = vset(-kInf);
@@ -765,6 +781,7 @@ VectorKernels makeTable() {
   b(VBinary::MaxNan, binaryModes<MaxNan>());
   t.sum = &sum;
   t.max = &max;
+  t.dot = &dot;
   t.softmax = &softmax;
   t.layernorm = &layernorm;
   t.transpose4 = &transposeCopy<float, std::uint32_t, kTile4, &tile4>;

@@ -12,11 +12,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -1863,6 +1863,31 @@ TEST_CASE("linear_act: clip(gelu?(X·W + bias + residual)), whole and sharded, e
     }
     checkKernel(oneOp("linear_act", {{"x", dt, {4, 5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb));
   }
+}
+
+TEST_CASE("one row against a large W stored [n, k]: dot products on the team, whole and sharded",
+          "[cpu][kernel][products]") {
+  // [1, 512] x W [1024, 512] (2 MiB; its halves 1 MiB: still dot products),
+  // with a bias, W constant or not, a rank-1 x, and without a bias (matmul),
+  // at one kernel thread and at two, against the reference.
+  cpu();
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    CpuBackend::setBlasThreads(threads);
+    const graph::ExpandedGraph linear =
+        oneOp("linear",
+              {{"x", "float32", {1, 512}}, {"w", "float32", {1024, 512}}, {"b", "float32", {1024}}},
+              R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})");
+    checkKernel(linear);
+    checkKernel(linear, 2, {}, {"w"});
+    checkKernel(
+        oneOp("linear",
+              {{"x", "float32", {512}}, {"w", "float32", {1024, 512}}, {"b", "float32", {1024}}},
+              R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})"));
+    checkKernel(oneOp("matmul", {{"x", "float32", {1, 700}}, {"w", "float32", {1000, 700}}},
+                      R"({"X": "x", "W": "w"})", R"({"transpose_w": true})"));
+  }
+  CpuBackend::setBlasThreads(1);
 }
 
 TEST_CASE("matmul and linear read transposed operands in place", "[cpu][kernel][products]") {

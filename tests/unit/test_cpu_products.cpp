@@ -72,7 +72,12 @@ TEST_CASE("products: a large one splits into parts when a call may use two threa
   backend::CpuBackend::setBlasThreads(2);
   CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("2 parts along m of onednn "));
   // Smaller products stay on one thread (waking a helper costs more than it saves).
-  CHECK_THAT(engineOf("float32", true, 1, 2048, 1000), StartsWith("onednn packed "));
+  CHECK_THAT(engineOf("float32", true, 16, 512, 256), StartsWith("onednn packed "));
+  // One row against 1 MiB or more of W stored [n, k] (a classifier): dot
+  // products of x with W's rows, on the team; below 1 MiB, oneDNN.
+  CHECK(engineOf("float32", true, 1, 2048, 1000) == "dot products on the team");
+  CHECK(engineOf("float32", false, 1, 512, 512) == "dot products on the team");
+  CHECK_THAT(engineOf("float32", true, 1, 256, 512), StartsWith("onednn packed "));
   // Few rows against 8 MiB of W or more: one engine on the kernel threads'
   // team, not parts that would each read all of W; 512 rows split again.
   CHECK_THAT(engineOf("float32", true, 256, 2048, 1024),

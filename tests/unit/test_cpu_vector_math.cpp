@@ -463,7 +463,7 @@ TEST_CASE("vector transposes: every element moved bitwise, edges and strides, on
   }
 }
 
-TEST_CASE("vector sum, max, softmax and layernorm rows against float64", "[cpu][vector]") {
+TEST_CASE("vector sum, max, dot, softmax and layernorm rows against float64", "[cpu][vector]") {
   // Rows start 3 elements in (not 64-byte aligned), so the longest needs 3 more.
   const std::vector<float> x = testValues(1003, false);
   for (CpuIsa isa : levels()) {
@@ -482,6 +482,16 @@ TEST_CASE("vector sum, max, softmax and layernorm rows against float64", "[cpu][
       // Float accumulators: each partial sum rounds at most n times.
       CHECK(std::fabs(vk.sum(row, n) - sum) <= static_cast<double>(n) * 0x1.0p-24 * magnitude);
       CHECK(vk.max(row, n) == static_cast<float>(max));
+      // dot with a second row (the GEMV of one-row products): as the sum.
+      const float* other = x.data() + (1003 - n);
+      double dot = 0;
+      double dotMagnitude = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        dot += static_cast<double>(row[i]) * other[i];
+        dotMagnitude += std::fabs(static_cast<double>(row[i]) * other[i]);
+      }
+      CHECK(std::fabs(vk.dot(row, other, n) - dot) <=
+            static_cast<double>(n + 1) * 0x1.0p-24 * dotMagnitude);
       if (n == 0) {
         continue;
       }
