@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backends/cpu/kernel_util.hpp"
@@ -93,17 +94,23 @@ void ConvEpilogue::copyResidual(const KernelCall& call, const OutputBox& box) co
   });
 }
 
+void appendClip(dnnl::post_ops& ops, double lo, double hi) {
+  if (lo == 0 && hi >= std::numeric_limits<double>::max()) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  } else {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, clipBound<float>(lo),
+                       clipBound<float>(hi));
+  }
+}
+
 dnnl::primitive_attr ConvEpilogue::postOps(bool sum, bool eltwise) const {
   dnnl::primitive_attr attr = onednn::userScratchpad();
   dnnl::post_ops ops;
   if (sum) {
     ops.append_sum(1.0f);
   }
-  if (eltwise && relu()) {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  } else if (eltwise) {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, clipBound<float>(lo_),
-                       clipBound<float>(hi_));
+  if (eltwise) {
+    appendClip(ops, lo_, hi_);
   }
   attr.set_post_ops(ops);
   return attr;

@@ -39,6 +39,11 @@ template <class C> C clipBound(double bound) {
   }
 }
 
+// Appends a clip to [lo, hi] to oneDNN post-ops: eltwise_relu for min 0 and
+// no max, else eltwise_clip with the bounds as float (conv2d_act's epilogue,
+// linear_act's activation in gemm_dnnl.cpp).
+void appendClip(dnnl::post_ops& ops, double lo, double hi);
+
 class ConvEpilogue {
 public:
   // conv2d_act's params and residual for `call`; conv2d (and any other

@@ -5,7 +5,6 @@
 // (WeightUse::Packed), which OpenBLAS cannot keep between calls; any other B
 // read by many rows is reordered on every call (WeightUse::Repacked).
 #include <array>
-#include <limits>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -55,18 +54,15 @@ MemoryDesc matrixDesc(dnnl::memory::data_type type, bool batched, std::int64_t b
                     Dims{broadcast ? std::max(rs * rows, cs * cols) : bs, rs, cs});
 }
 
-// The activation as eltwise post-ops, as conv2d_act's (conv_epilogue.cpp):
-// the exact GELU, then relu for [0, inf) or a clip to the bounds as float.
+// The activation as eltwise post-ops: the exact GELU, then the clip as
+// conv2d_act's (appendClip: relu for [0, inf), else clip).
 dnnl::post_ops activationPostOps(const GemmActivation& a) {
   dnnl::post_ops ops;
   if (a.gelu) {
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
   }
-  if (a.lo == 0 && a.hi >= std::numeric_limits<double>::max()) {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  } else if (a.clips()) {
-    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, clipBound<float>(a.lo),
-                       clipBound<float>(a.hi));
+  if (a.clips()) {
+    appendClip(ops, a.lo, a.hi);
   }
   return ops;
 }
@@ -167,8 +163,7 @@ public:
       post += " gelu_erf";
     }
     if (activation_.clips()) {
-      post += activation_.lo == 0 && activation_.hi >= std::numeric_limits<double>::max() ? " relu"
-                                                                                          : " clip";
+      post += activation_.relu() ? " relu" : " clip";
     }
     return std::string("onednn ") + layout + impl_ + (post.empty() ? "" : " +" + post);
   }

@@ -30,6 +30,8 @@ struct GemmActivation {
   bool clips() const {
     return lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max();
   }
+  // min 0 and no max.
+  bool relu() const { return lo == 0 && hi >= std::numeric_limits<double>::max(); }
   bool any() const { return gelu || clips(); }
 };
 

@@ -465,11 +465,9 @@ class PreparedLinearAct final : public PreparedKernel {
 public:
   explicit PreparedLinearAct(const KernelCall& call)
       : residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
-        gelu_(intBinding(call.op, "gelu") != 0), lo_(floatParam(call.op, "min")),
-        hi_(floatParam(call.op, "max")), clips_(lo_ > std::numeric_limits<double>::lowest() ||
-                                                hi_ < std::numeric_limits<double>::max()),
-        product_(
-            prepareProductOf(call, residual_ ? GemmActivation{} : GemmActivation{gelu_, lo_, hi_})),
+        act_{intBinding(call.op, "gelu") != 0, floatParam(call.op, "min"),
+             floatParam(call.op, "max")},
+        product_(prepareProductOf(call, residual_ ? GemmActivation{} : act_)),
         fused_(!residual_ && product_->engine().appliesActivation()), vec_(&vectorKernels()),
         loop_(residual_ ? ipfLoop<2>(call, {&call.inputs[3][0], &call.outputs[0][0]},
                                      {&inputIpf(call, 3), &outputIpf(call, 0)}, true)
@@ -478,7 +476,7 @@ public:
 
   void run(const KernelCall& call) override {
     product_->run(call);
-    if (fused_ || (!residual_ && !gelu_ && !clips_)) {
+    if (fused_ || (!residual_ && !act_.any())) {
       return;
     }
     std::byte* out = call.outputs[0][0].data;
@@ -496,7 +494,7 @@ public:
 
   // The product's engine, and "then an epilogue pass" where it is not fused.
   std::string engineName() const {
-    const bool pass = !fused_ && (residual_ || gelu_ || clips_);
+    const bool pass = !fused_ && (residual_ || act_.any());
     return product_->engine().name() + (pass ? ", then an epilogue pass" : "");
   }
 
@@ -508,28 +506,28 @@ private:
         if (residual_) {
           vec_->binary[static_cast<int>(VBinary::Add)][static_cast<int>(VScalar::None)](r, y, y, n);
         }
-        if (gelu_) {
+        if (act_.gelu) {
           vec_->unary[static_cast<int>(VUnary::Gelu)](y, y, n, 0.0f, 0.0f);
         }
-        if (clips_) {
-          vec_->unary[static_cast<int>(VUnary::Clip)](y, y, n, clipBound<float>(lo_),
-                                                      clipBound<float>(hi_));
+        if (act_.clips()) {
+          vec_->unary[static_cast<int>(VUnary::Clip)](y, y, n, clipBound<float>(act_.lo),
+                                                      clipBound<float>(act_.hi));
         }
         return;
       }
     }
     using C = typename Num<T>::C;
-    const C lo = clipBound<C>(lo_);
-    const C hi = clipBound<C>(hi_);
+    const C lo = clipBound<C>(act_.lo);
+    const C hi = clipBound<C>(act_.hi);
     for (std::int64_t j = 0; j < n; ++j) {
       C v = Num<T>::load(y[j * ys]);
       if (residual_) {
         v += Num<T>::load(r[j * rs]);
       }
-      if (gelu_) {
+      if (act_.gelu) {
         v = geluErf(v);
       }
-      if (clips_) {
+      if (act_.clips()) {
         v = ConvEpilogue::clip(v, lo, hi);
       }
       y[j * ys] = Num<T>::store(v);
@@ -537,10 +535,7 @@ private:
   }
 
   bool residual_;
-  bool gelu_;
-  double lo_;
-  double hi_;
-  bool clips_;
+  GemmActivation act_; // gelu, min and max
   std::unique_ptr<PreparedProduct> product_;
   bool fused_; // the product's engine applies the activation (no residual)
   const VectorKernels* vec_;
