@@ -19,6 +19,7 @@ enum class ConvLayout {
   Blocked, // the layout oneDNN prefers (nChw16c on AVX-512), reorders in and out
   Plain,   // dense nchw (a reorder only when the view is not dense)
   Nhwc,    // channels last, reorders in and out
+  Panels,  // panel products where they apply (conv_panels.cpp), else Blocked
 };
 
 // The layout the registry's conv2d uses: measured by bench_conv_cpu
@@ -34,7 +35,12 @@ public:
 };
 
 // Prepares a checked conv2d or conv2d_act call (CpuRegistry's prepare uses
-// kConvLayout).
+// kConvLayout, and panel products where the CPU has AVX-512 and they apply).
 std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout layout);
+
+// A float32 shard of at most kMaxPanelRows output pixels against 1 MiB or
+// more of constant weights, not grouped, as panel products on any CPU;
+// null for any other shard (conv_panels.cpp).
+std::unique_ptr<PreparedConv> preparePanelConv(const KernelCall& call);
 
 } // namespace tapestry::backend::cpu

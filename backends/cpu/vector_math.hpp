@@ -52,6 +52,30 @@ inline constexpr int kVBinaryCount = 6;
 // a scalar along the run), if any.
 enum class VScalar : std::uint8_t { None, A, B };
 
+// panelProduct's layout of W: panels of kPanelWidth columns, pairs of them
+// per pass, and the most rows of x one call takes.
+inline constexpr std::int64_t kPanelWidth = 16;
+inline constexpr std::int64_t kMaxPanelRows = 8;
+
+// The panels of a k x n W: ceil(n / 32) pairs of panels.
+inline std::int64_t panelCount(std::int64_t n) {
+  return (n + 2 * kPanelWidth - 1) / (2 * kPanelWidth) * 2;
+}
+// Packs W[i][j] = at(i, j) (i < k, j < n) into panelCount(n) panels for
+// panelProduct, columns past n zero; `out` holds panelCount(n) * k *
+// kPanelWidth floats.
+template <class At> void packPanels(std::int64_t k, std::int64_t n, float* out, At&& at) {
+  for (std::int64_t b = 0; b < panelCount(n); ++b) {
+    for (std::int64_t i = 0; i < k; ++i) {
+      float* line = out + (b * k + i) * kPanelWidth;
+      for (std::int64_t c = 0; c < kPanelWidth; ++c) {
+        const std::int64_t j = b * kPanelWidth + c;
+        line[c] = j < n ? at(i, j) : 0.0f;
+      }
+    }
+  }
+}
+
 // One level's loops over n contiguous floats. Outputs may be the inputs
 // themselves (in place), never partly overlapping them.
 struct VectorKernels {
@@ -64,6 +88,17 @@ struct VectorKernels {
   float (*max)(const float* x, std::int64_t n);
   // The dot product of a[0..n) and b[0..n) (two vector accumulators).
   float (*dot)(const float* a, const float* b, std::int64_t n);
+  // y[r * ldy + j] = sum over i < k of x[r * ldx + i] * W[i][j], for rows r <
+  // `rows` (at most kMaxPanelRows) and the columns j of panels [first, end),
+  // where `panels` holds W in panels of kPanelWidth columns (panel b at
+  // panels + b * k * kPanelWidth, W[i][b * kPanelWidth + c] at [i *
+  // kPanelWidth + c]) and first and end are even (packPanels: a pair of
+  // panels is one pass on AVX-512). W is read once per kPanelRows rows
+  // (8 on AVX-512, 4 on AVX2, 2 on SSE2): for few rows against a W from
+  // memory (conv_panels.cpp).
+  void (*panelProduct)(const float* panels, std::int64_t k, std::int64_t first, std::int64_t end,
+                       const float* x, std::int64_t ldx, std::int64_t rows, float* y,
+                       std::int64_t ldy);
   // One softmax row: y = exp(x - max x) / sum, in three passes.
   void (*softmax)(const float* x, float* y, std::int64_t n);
   // One layernorm row: y = (x - mean) / sqrt(var + eps) * gamma + beta, two

@@ -1890,6 +1890,35 @@ TEST_CASE("one row against a large W stored [n, k]: dot products on the team, wh
   CpuBackend::setBlasThreads(1);
 }
 
+TEST_CASE("few rows against a large constant W: panel products, whole and sharded",
+          "[cpu][kernel][products]") {
+  // 3 and 8 rows against 1 MiB or more of constant W (the panel engine where
+  // the CPU has AVX-512), W stored [k, n] and [n, k], x read transposed, with
+  // a bias and linear_act's GELU and clip (applied after the product), at
+  // one kernel thread and at two, against the reference.
+  cpu();
+  for (const int threads : {1, 2}) {
+    INFO(threads << " threads");
+    CpuBackend::setBlasThreads(threads);
+    const char* xwb = R"({"X": "x", "W": "w", "bias": "b"})";
+    checkKernel(
+        oneOp("linear",
+              {{"x", "float32", {3, 512}}, {"w", "float32", {512, 600}}, {"b", "float32", {600}}},
+              xwb),
+        2, {}, {"w"});
+    checkKernel(oneOp("matmul", {{"x", "float32", {700, 8}}, {"w", "float32", {1000, 700}}},
+                      R"({"X": "x", "W": "w"})", R"({"transpose_x": true, "transpose_w": true})"),
+                2, {}, {"w"});
+    checkKernel(
+        oneOp(
+            "linear_act",
+            {{"x", "float32", {2, 2, 512}}, {"w", "float32", {520, 512}}, {"b", "float32", {520}}},
+            xwb, R"({"transpose_w": true, "gelu": true, "min": -0.1, "max": 0.5})"),
+        2, {}, {"w"});
+  }
+  CpuBackend::setBlasThreads(1);
+}
+
 TEST_CASE("matmul and linear read transposed operands in place", "[cpu][kernel][products]") {
   // transpose_x / transpose_w (ONNX Gemm's transA / transB): against the naive
   // reference, sharded along every index dim (k included) and from the body.

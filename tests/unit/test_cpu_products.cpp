@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_isa.hpp"
 #include "backends/cpu/gemm_engine.hpp"
 #include "core/graph/expansion.hpp"
 #include "core/graph/loader.hpp"
@@ -73,9 +74,15 @@ TEST_CASE("products: a large one splits into parts when a call may use two threa
   CHECK_THAT(engineOf("float32", true, 1024, 256, 128), StartsWith("2 parts along m of onednn "));
   // Smaller products stay on one thread (waking a helper costs more than it saves).
   CHECK_THAT(engineOf("float32", true, 16, 512, 256), StartsWith("onednn packed "));
-  // One row against 1 MiB or more of W stored [n, k] (a classifier): dot
-  // products of x with W's rows, on the team; below 1 MiB, oneDNN.
-  CHECK(engineOf("float32", true, 1, 2048, 1000) == "dot products on the team");
+  // At most 8 rows against 1 MiB or more of constant W: panel products on the
+  // team where the CPU has AVX-512; one row against such a W stored [n, k] (a
+  // classifier) elsewhere, or W not constant: dot products of x with W's
+  // rows, on the team; below 1 MiB, oneDNN.
+  const bool avx512 = backend::activeIsa() == backend::CpuIsa::Avx512;
+  CHECK(engineOf("float32", true, 1, 2048, 1000) ==
+        (avx512 ? "panel products on the team" : "dot products on the team"));
+  CHECK((engineOf("float32", true, 8, 1024, 512) == "panel products on the team") == avx512);
+  CHECK_THAT(engineOf("float32", true, 9, 1024, 512), !StartsWith("panel"));
   CHECK(engineOf("float32", false, 1, 512, 512) == "dot products on the team");
   CHECK_THAT(engineOf("float32", true, 1, 256, 512), StartsWith("onednn packed "));
   // Few rows against 8 MiB of W or more: one engine on the kernel threads'
