@@ -350,8 +350,8 @@ ConvView convView(const TensorView& v) {
   return out;
 }
 
-void conv2dKernel(const KernelCall& call, const KernelContext& c) {
-  const DType dtype = floatOutput(call);
+// conv2d's parameters for a shard: geometry, range, bias.
+ConvParams convParams(const KernelCall& call) {
   const graph::Operation& op = call.op;
   ConvParams p;
   p.sh = intBinding(op, "sh");
@@ -381,42 +381,39 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
     p.biasStart = bias.region.start()[0];
     p.biasStride = bias.strides[0];
   }
-  checkCuda(launchConv2d(elementType(dtype), convView(call.inputs[0][0]),
+  return p;
+}
+
+void launchConv(const KernelCall& call, const KernelContext& c, const ConvParams& p) {
+  checkCuda(launchConv2d(elementType(floatOutput(call)), convView(call.inputs[0][0]),
                          convView(call.inputs[1][0]), convView(call.outputs[0][0]), p, c.stream),
             what(call));
 }
 
-// conv2d_act: conv2d's kernel (its shards hold the whole of C, KH and KW, so
-// each adds the bias), then the epilogue in place over the shard's output box
-// with the elementwise kernels: result += residual, then result = clip(result,
-// min, max) where a bound is set (each step rounds to the storage type).
+void conv2dKernel(const KernelCall& call, const KernelContext& c) {
+  launchConv(call, c, convParams(call));
+}
+
+// A clip bound as the kernel takes it: the defaults (+-the largest float64)
+// and anything beyond are infinities, which clip nothing.
+double clipBoundOf(double bound) {
+  constexpr double top = std::numeric_limits<double>::max();
+  return bound >= top    ? std::numeric_limits<double>::infinity()
+         : bound <= -top ? -std::numeric_limits<double>::infinity()
+                         : bound;
+}
+
+// conv2d_act: one kernel, conv2d's with the epilogue before its store (its
+// shards hold the whole of C, KH and KW, so each adds the bias): result =
+// clip(conv + bias + residual, min, max) in the compute type, rounded once.
 void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
-  conv2dKernel(call, c);
-  const DType dtype = call.outputs[0][0].dtype;
-  const ZPoint& s = call.index.start();
-  const ZPoint& e = call.index.end();
-  const ZRange box(ZPoint(std::vector<std::int64_t>{s[0], s[1], s[2], s[3]}),
-                   ZPoint(std::vector<std::int64_t>{e[0], e[1], e[2], e[3]}));
-  if (box.isEmpty()) {
-    return;
-  }
-  const std::vector<std::int64_t> extent = box.shape().vector();
-  const ViewWalk out = walkRegion(call.outputs[0][0], box);
+  ConvParams p = convParams(call);
   if (call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()) {
-    const ViewWalk res = walkRegion(call.inputs[3][0], box);
-    const std::vector<std::int64_t> strides[3] = {out.stride, res.stride, out.stride};
-    checkCuda(launchBinary(BinaryOp::Add, elementType(dtype), out.base, res.base, out.base,
-                           makeWalk(extent, strides), c.stream),
-              what(call) + ": the residual");
+    p.residual = convView(call.inputs[3][0]);
   }
-  const double lo = floatParam(call.op, "min");
-  const double hi = floatParam(call.op, "max");
-  if (lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max()) {
-    const std::vector<std::int64_t> strides[2] = {out.stride, out.stride};
-    checkCuda(launchUnary(UnaryOp::Clip, elementType(dtype), out.base, out.base,
-                          makeWalk(extent, strides), c.stream, lo, hi),
-              what(call) + ": the clip");
-  }
+  p.lo = clipBoundOf(floatParam(call.op, "min"));
+  p.hi = clipBoundOf(floatParam(call.op, "max"));
+  launchConv(call, c, p);
 }
 
 // linear_act: linear's cuBLASLt product, then its epilogue in place with the

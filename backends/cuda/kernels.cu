@@ -593,6 +593,15 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
         }
       }
     }
+    if (p.residual.data != nullptr) {
+      acc += Num<T>::load(
+          static_cast<const T*>(p.residual.data)[convOffset(p.residual, n, o, oh, ow)]);
+    }
+    if (p.lo > -INFINITY || p.hi < INFINITY) {
+      const double v = static_cast<double>(acc);
+      const double t = v < p.lo ? p.lo : v;
+      acc = static_cast<C>(p.hi < t ? p.hi : t);
+    }
     out[convOffset(output, n, o, oh, ow)] = Num<T>::store(acc);
   }
 }

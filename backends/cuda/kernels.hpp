@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include <cuda_runtime_api.h>
 
@@ -181,10 +182,16 @@ struct ConvParams {
   // operation has none or the shard's (C, KH, KW) range does not start at 0.
   const void* bias = nullptr;
   std::int64_t biasStart = 0, biasStride = 1;
+  // conv2d_act's epilogue, applied to the sum before the store: + residual
+  // (a view of the output's shape; data null when none), then a clip to
+  // [lo, hi] (infinities clip nothing; NaN stays NaN, a lo above hi gives hi).
+  ConvView residual;
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
 };
-// Direct conv2d (NCHW / OIHW cross-correlation, optional bias): a thread per
-// output element of the shard sums its part of (C, KH, KW) in the compute
-// type and stores once.
+// Direct conv2d (NCHW / OIHW cross-correlation, optional bias) and
+// conv2d_act: a thread per output element of the shard sums its part of (C,
+// KH, KW) in the compute type, applies the epilogue and stores once.
 cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
                          const ConvView& output, const ConvParams& params, cudaStream_t stream);
 
