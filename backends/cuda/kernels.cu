@@ -314,6 +314,30 @@ __global__ void binaryKernel(BinaryOp op, const T* a, const T* b, T* y, DeviceWa
   }
 }
 
+template <class T>
+__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, bool gelu, double lo,
+                               double hi) {
+  using C = typename Num<T>::C;
+  const bool clips = lo > -INFINITY || hi < INFINITY;
+  TAPESTRY_GRID_LOOP(i, w.count) {
+    i64 off[2];
+    walkOffsets<2>(w, i, off);
+    C v = Num<T>::load(y[off[0]]);
+    if (residual != nullptr) {
+      v += Num<T>::load(residual[off[1]]);
+    }
+    if (gelu) {
+      v = applyUnary(UnaryOp::Gelu, v, 0, 0);
+    }
+    if (clips) {
+      const double d = static_cast<double>(v);
+      const double t = d < lo ? lo : d;
+      v = static_cast<C>(hi < t ? hi : t);
+    }
+    y[off[0]] = Num<T>::store(v);
+  }
+}
+
 template <class T> __global__ void combineKernel(CombineOp op, T* dst, const T* src, DeviceWalk w) {
   TAPESTRY_GRID_LOOP(i, w.count) {
     i64 off[2];
@@ -632,6 +656,19 @@ cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const voi
     using T = typename decltype(tag)::type;
     binaryKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
         op, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), w);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchEpilogue(ElementType type, void* y, const void* residual, const DeviceWalk& w,
+                           bool gelu, double lo, double hi, cudaStream_t stream) {
+  if (w.count == 0) {
+    return cudaSuccess;
+  }
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    epilogueKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
+        static_cast<T*>(y), static_cast<const T*>(residual), w, gelu, lo, hi);
     return cudaGetLastError();
   });
 }
