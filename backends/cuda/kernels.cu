@@ -579,57 +579,6 @@ __global__ void simpleMatmulKernel(i64 M, i64 N, i64 K, const T* A, i64 rsA, i64
   }
 }
 
-template <class T>
-__global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, ConvParams p) {
-  using C = typename Num<T>::C;
-  const T* in = static_cast<const T*>(input.data);
-  const T* wt = static_cast<const T*>(weight.data);
-  T* out = static_cast<T*>(const_cast<void*>(output.data));
-  const i64 Ns = p.end[0] - p.begin[0], Os = p.end[1] - p.begin[1];
-  const i64 OHs = p.end[2] - p.begin[2], OWs = p.end[3] - p.begin[3];
-  TAPESTRY_GRID_LOOP(e, Ns * Os * OHs * OWs) {
-    i64 rest = e;
-    const i64 ow = p.begin[3] + rest % OWs;
-    rest /= OWs;
-    const i64 oh = p.begin[2] + rest % OHs;
-    rest /= OHs;
-    const i64 o = p.begin[1] + rest % Os;
-    const i64 n = p.begin[0] + rest / Os;
-    C acc = 0;
-    if (p.bias != nullptr) {
-      acc = Num<T>::load(static_cast<const T*>(p.bias)[(o - p.biasStart) * p.biasStride]);
-    }
-    if (p.anyInput) {
-      for (i64 c = p.begin[4]; c < p.end[4]; ++c) {
-        for (i64 kh = p.begin[5]; kh < p.end[5]; ++kh) {
-          const i64 ih = p.sh * oh + p.dh * kh - p.ph;
-          if (ih < 0 || ih >= p.H) {
-            continue;
-          }
-          for (i64 kw = p.begin[6]; kw < p.end[6]; ++kw) {
-            const i64 iw = p.sw * ow + p.dw * kw - p.pw;
-            if (iw < 0 || iw >= p.W) {
-              continue;
-            }
-            acc += Num<T>::load(in[convOffset(input, n, p.gmul * o + c, ih, iw)]) *
-                   Num<T>::load(wt[convOffset(weight, o, c, kh, kw)]);
-          }
-        }
-      }
-    }
-    if (p.residual.data != nullptr) {
-      acc += Num<T>::load(
-          static_cast<const T*>(p.residual.data)[convOffset(p.residual, n, o, oh, ow)]);
-    }
-    if (p.lo > -INFINITY || p.hi < INFINITY) {
-      const double v = static_cast<double>(acc);
-      const double t = v < p.lo ? p.lo : v;
-      acc = static_cast<C>(p.hi < t ? p.hi : t);
-    }
-    out[convOffset(output, n, o, oh, ow)] = Num<T>::store(acc);
-  }
-}
-
 } // namespace
 
 // ---------------------------------------------------------------- launchers
@@ -829,17 +778,5 @@ cudaError_t launchSimpleMatmul(ElementType type, std::int64_t M, std::int64_t N,
   });
 }
 
-cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
-                         const ConvView& output, const ConvParams& params, cudaStream_t stream) {
-  const i64 count = outputCount(params.begin, params.end);
-  if (count <= 0) {
-    return cudaSuccess;
-  }
-  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
-    using T = typename decltype(tag)::type;
-    conv2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, weight, output, params);
-    return cudaGetLastError();
-  });
-}
 
 } // namespace tapestry::cuda
