@@ -778,5 +778,4 @@ cudaError_t launchSimpleMatmul(ElementType type, std::int64_t M, std::int64_t N,
   });
 }
 
-
 } // namespace tapestry::cuda
