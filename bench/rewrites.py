@@ -11,6 +11,10 @@ none` on the same graph, seed and budget:
              the optimize time, and whether the front with rewrites is at
              least as good as the one without, point by point (every point of
              the front without is weakly dominated by a point with).
+             `--inputs-on constants` exports the issue's models with their
+             weights (constant graph inputs) and optimizes with the weights
+             resident on the devices, as a served model's are; by default
+             every input, weights too, comes from the host on every run.
   measured   the testdata models resnet18 and gpt2_block on this CPU: each
              optimized for a calibrated `local`, both plans benched in
              interleaved rounds (`tapestry bench --inputs`, the same weights
@@ -43,9 +47,10 @@ def run(cmd, env=None):
 
 # ---------------------------------------------------------------- predicted
 
-def export_issue_models(work):
-    """ResNet-50 (b32, 224x224) and the GPT-2 block (d768, s1024, b8) as ONNX,
-    their weights graph inputs (the structure is all the cost model needs)."""
+def export_issue_models(work, params=False):
+    """ResNet-50 (b32, 224x224) and the GPT-2 block (d768, s1024, b8) as ONNX:
+    their weights graph inputs (the structure is all the cost model needs), or
+    with `params` initializers, which import marks constant (126 MB)."""
     import torch
     import torchvision
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -54,11 +59,11 @@ def export_issue_models(work):
     torch.manual_seed(0)
     out["resnet50_b32"] = os.path.join(work, "resnet50_b32.onnx")
     m.export(torchvision.models.resnet50(), torch.randn(32, 3, 224, 224), out["resnet50_b32"],
-             ["image"], ["logits"], params=False)
+             ["image"], ["logits"], params=params)
     torch.manual_seed(0)
     out["gpt2_d768_s1024_b8"] = os.path.join(work, "gpt2_d768.onnx")
     m.export(m.Gpt2Block(d=768, heads=12, seq=1024), torch.randn(8, 1024, 768),
-             out["gpt2_d768_s1024_b8"], ["x"], ["y"], params=False)
+             out["gpt2_d768_s1024_b8"], ["x"], ["y"], params=params)
     return out
 
 
@@ -92,13 +97,13 @@ def covered(with_rw, without, objectives=3):
     return sum(any(dominates(a, b) for a in with_rw) for b in without)
 
 
-def optimize_both(binary, graph, target, work, name, seed, iterations):
+def optimize_both(binary, graph, target, work, name, seed, iterations, inputs_on="host"):
     out = {}
     for mode in ("default", "none"):
         front = os.path.join(work, f"{name}.{mode}.front.json")
         cmd = [binary, "--format", "json", "optimize", graph, "--target", target, "--seed",
                str(seed), "--rewrites", mode, "--front", front, "-o",
-               os.path.join(work, f"{name}.{mode}.plan.json")]
+               os.path.join(work, f"{name}.{mode}.plan.json"), "--inputs-on", inputs_on]
         if iterations:
             cmd += ["--iterations", str(iterations)]
         start = time.perf_counter()
@@ -131,7 +136,7 @@ def optimize_both(binary, graph, target, work, name, seed, iterations):
 def predicted(args, work):
     models = {}
     if not args.skip_export:
-        models.update(export_issue_models(work))
+        models.update(export_issue_models(work, params=args.inputs_on == "constants"))
     for name in ("resnet18", "resnet50", "mobilenet_v2", "bert_layer", "gpt2_block", "mlp3"):
         models[name] = os.path.join(ROOT, "testdata", "onnx", name + ".onnx")
     rows = []
@@ -140,8 +145,9 @@ def predicted(args, work):
         run([args.bin, "import", model, "-o", graph, "-q"])
         print(f"rewrites: {name} on {args.target}", file=sys.stderr)
         rows.append(optimize_both(args.bin, graph, args.target, work, name, args.seed,
-                                  args.iterations))
-    print(f"predicted on {args.target}, seed {args.seed}: none / default (above 1: rewrites win)")
+                                  args.iterations, args.inputs_on))
+    print(f"predicted on {args.target}, seed {args.seed}, inputs on {args.inputs_on}: "
+          "none / default (above 1: rewrites win)")
     print("| model | sites | fastest plan | least memory | optimize time | front covers | "
           "points covered | in time x memory |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -224,6 +230,9 @@ def main():
     ap.add_argument("--target", default="h100x8", help="the predicted part's target")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--iterations", type=int, default=0, help="optimize --iterations (0: default)")
+    ap.add_argument("--inputs-on", choices=["host", "constants"], default="host",
+                    help="predicted: optimize --inputs-on; constants also exports the issue's "
+                    "models with their weights")
     ap.add_argument("--skip-export", action="store_true",
                     help="predicted: only the testdata models (no PyTorch export)")
     ap.add_argument("--models", default="resnet18,gpt2_block", help="measured: which models")

@@ -58,8 +58,10 @@ void registerOptimize(CLI::App* sub, Action& action) {
   sub->add_option(
       "--memory-cap", args->memoryCap,
       "Select only among plans whose peak memory per device is at most this, e.g. 40GiB");
-  sub->add_option("--inputs-on", config->inputsOn, "Where graph inputs start: host or free")
-      ->check(CLI::IsMember({"host", "free"}));
+  sub->add_option("--inputs-on", config->inputsOn,
+                  "Where graph inputs start: host, free (resident on every device that reads "
+                  "them) or constants (only the constant ones resident)")
+      ->check(CLI::IsMember({"host", "free", "constants"}));
   sub->add_option("-o,--output", config->outputPath, "Selected plan (plan/v1 JSON), - for stdout");
   sub->add_option("--front", config->frontPath, "Also write the front (front/v1 JSON) here");
   sub->add_option("--exchange-every", config->exchangeEvery,

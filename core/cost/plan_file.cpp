@@ -383,9 +383,11 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
         options.inputsOn = InputsOn::Host;
       } else if (text == "free") {
         options.inputsOn = InputsOn::Free;
+      } else if (text == "constants") {
+        options.inputsOn = InputsOn::Constants;
       } else {
         where->fail("unknown inputs_on " + json::brief(where->json()) +
-                    " (expected \"host\" or \"free\")");
+                    " (expected \"host\", \"free\" or \"constants\")");
       }
     }
   }

@@ -12,7 +12,7 @@
 //    "rewrites": {"original": {expanded/v1}, "sites": [{"rule", "replaced", "added"}]}
 //                (only when rewrite rules changed the graph: docs/rewrites.md)
 //    "target": {cost::toJson},
-//    "options": {"inputs_on": "host"|"free"},
+//    "options": {"inputs_on": "host"|"free"|"constants"},
 //    "operations": {...}, "reductions": [...], "transfers": [...]   (plan.hpp)
 //    "schedule": [{"kind": "shard", "op", "shard", "device", "start", "end"} |
 //                 {"kind": "transfer", "transfer", "tensor", "from", "to", "start", "end"} |

@@ -161,8 +161,11 @@ CheckedFlags checkFlags(const OptimizeConfig& config) {
   }
   if (config.inputsOn == "free") {
     flags.planOptions.inputsOn = plan::InputsOn::Free;
+  } else if (config.inputsOn == "constants") {
+    flags.planOptions.inputsOn = plan::InputsOn::Constants;
   } else if (config.inputsOn != "host") {
-    throw UsageError("--inputs-on: expected host or free, got \"" + config.inputsOn + "\"");
+    throw UsageError("--inputs-on: expected host, free or constants, got \"" + config.inputsOn +
+                     "\"");
   }
   checkWritable(config.outputPath);
   checkWritable(config.frontPath);

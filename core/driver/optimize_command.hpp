@@ -29,7 +29,7 @@ struct OptimizeConfig {
   bool exhaustive = false;
   std::string select = "fastest";       // fastest | smallest | knee | time
   std::optional<std::string> memoryCap; // e.g. "40GiB"
-  std::string inputsOn = "host";        // host | free
+  std::string inputsOn = "host";        // host | free | constants
   std::string outputPath = "-";         // the selected plan (plan/v1); "-" is `out`
   std::string baseline;  // "" : write the selected plan; else this baseline's plan instead
   std::string frontPath; // front/v1, "" for none

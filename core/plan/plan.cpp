@@ -207,7 +207,15 @@ std::string_view epilogueKernel(const graph::Operation& op) {
 }
 
 const char* inputsOnName(InputsOn where) {
-  return where == InputsOn::Host ? "host" : "free";
+  switch (where) {
+  case InputsOn::Host:
+    return "host";
+  case InputsOn::Free:
+    return "free";
+  case InputsOn::Constants:
+    return "constants";
+  }
+  return "host";
 }
 
 PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device) {

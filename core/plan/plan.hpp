@@ -25,8 +25,9 @@
 //   (tensor, producer region, destination device), carrying the bounding box
 //   of everything that device needs from that region; it is submitted with the
 //   first op that needs it. Graph inputs come from the host the same way (one
-//   transfer per tensor and device), or with InputsOn::Free are resident on
-//   every device that reads them. Graph outputs stay where they are computed.
+//   transfer per tensor and device), or with InputsOn::Free (InputsOn::Constants:
+//   the constant ones) are resident on every device that reads them. Graph
+//   outputs stay where they are computed.
 // - Lists are in submission order: op by op in topological order, each op's
 //   input transfers, then its partial moves; the simulator and backends replay
 //   them in that order.
@@ -90,9 +91,13 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 // a 1.6 ms product; docs/cost-model.md).
 std::string_view epilogueKernel(const graph::Operation& op);
 
-enum class InputsOn { Host, Free }; // graph inputs start on the host, or everywhere for free
+// Where graph inputs start: all on the host; all resident on every device
+// that reads them, for free; or the constant ones (weights, `"constant":
+// true`) resident, as a served model's weights are loaded once, and the
+// others on the host.
+enum class InputsOn { Host, Free, Constants };
 
-const char* inputsOnName(InputsOn where); // "host", "free"
+const char* inputsOnName(InputsOn where); // "host", "free", "constants"
 
 // The position of `tensor` among the output elements of `op` (ports in
 // template order, tensors in port order): how plans, their task summaries and
@@ -142,7 +147,7 @@ struct Selection {
 
 // A region a shard reads in place on its own device: a producer shard's output
 // tile, a reduction's result, a transfer's arrival, or a graph input that is
-// resident from the start (InputsOn::Free).
+// resident from the start (InputsOn::Free, ::Constants).
 struct Source {
   enum class Kind : std::uint8_t { Shard, Reduction, Transfer, Resident };
   Kind kind = Kind::Shard;
@@ -227,7 +232,8 @@ struct Reduction {
   int device = 0;          // where the combined region lives
 };
 
-// A graph input present on a device from the start (InputsOn::Free): the
+// A graph input present on a device from the start (InputsOn::Free, or a
+// constant one with InputsOn::Constants): the
 // bounding box of every region of it that the device's shards read.
 struct Resident {
   std::size_t tensor;
@@ -240,7 +246,7 @@ struct ShardPlan {
   std::vector<OpPlan> ops; // parallel to ExpandedGraph::operations
   std::vector<Reduction> reductions;
   std::vector<Transfer> transfers;
-  std::vector<Resident> residents; // InputsOn::Free only
+  std::vector<Resident> residents; // InputsOn::Free and ::Constants only
   PlanOptions options;
   int deviceCount = 0; // the count the plan was built for
   std::size_t shardCount() const;

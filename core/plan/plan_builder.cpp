@@ -32,7 +32,7 @@ using u32 = std::uint32_t;
 // Projections accumulate in 128 bits: a product of two int64 always fits, and
 // the result is clipped to the tensor before it is narrowed.
 __extension__ typedef __int128 Wide;
-constexpr int kResidentPlace = -2; // a Free graph input: on every device that reads it
+constexpr int kResidentPlace = -2; // a resident graph input: on every device that reads it
 
 // A region of a tensor that lives in one place: a producer tile, a reduction
 // result, or a graph input (on the host, or resident).
@@ -306,12 +306,13 @@ struct PlanBuilder::Workspace {
   }
 
   void registerInputs() {
-    const bool free = options.inputsOn == InputsOn::Free;
     for (u32 t : ctx.inputs) {
+      const bool resident = options.inputsOn == InputsOn::Free ||
+                            (options.inputsOn == InputsOn::Constants && g.tensors[t].constant);
       srcBegin[t] = static_cast<u32>(srcs.size());
       HeldRegion s;
       s.source.tensor = t;
-      s.place = free ? kResidentPlace : kHost;
+      s.place = resident ? kResidentPlace : kHost;
       s.input = true;
       srcs.push_back(s);
       srcEnd[t] = static_cast<u32>(srcs.size());

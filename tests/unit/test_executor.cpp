@@ -390,6 +390,29 @@ TEST_CASE("activations around convolutions run channels last, sharded too, with 
   }
 }
 
+TEST_CASE("constant inputs resident from the start (InputsOn::Constants) run and check",
+          "[executor]") {
+  // kSmallCnn's w1, b1 and w2 are constant; x, w3 and fc are not.
+  const graph::ExpandedGraph g = expandText(kSmallCnn);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 4; ++i) {
+    const int devices = 2 + i % 2;
+    const PlanChoice c = randomChoice(g, devices, rng);
+    const Outcome constants = runAndCheck(g, devices, c, i % 2, plan::InputsOn::Constants);
+    const Outcome host = runAndCheck(g, devices, c, i % 2, plan::InputsOn::Host);
+    // The constants' transfers from the host are gone, and nothing else.
+    const plan::ShardPlan p =
+        plan::buildPlan(g, devices, c, plan::PlanOptions{plan::InputsOn::Constants});
+    std::int64_t residentBytes = 0;
+    for (const plan::Resident& r : p.residents) {
+      CHECK(g.tensors[r.tensor].constant);
+      residentBytes += r.bytes;
+    }
+    CHECK(residentBytes > 0);
+    CHECK(constants.run.stats.transferBytes + residentBytes == host.run.stats.transferBytes);
+  }
+}
+
 TEST_CASE("a row split keeps its halo transfers and assembled selections channels last",
           "[executor][layout]") {
   const graph::ExpandedGraph g = expandText(kSmallCnn);

@@ -38,13 +38,19 @@ using Catch::Matchers::Contains;
 namespace {
 
 // x [8, 4] @ w [4, 6] -> h [8, 6]; relu(h) -> y. Index of mm: [m=8, n=6, k=4].
-graph::ExpandedGraph mmRelu() {
-  return expandText(R"({"tapestry": "graph/v1", "name": "mm_relu",
-  "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}, "w": {"dtype": "float32", "shape": [4, 6]}},
+// With `constantW`, w is a constant graph input (weights).
+graph::ExpandedGraph mmReluGraph(bool constantW) {
+  return expandText(std::string(R"({"tapestry": "graph/v1", "name": "mm_relu",
+  "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}, "w": {"dtype": "float32", "shape": [4, 6])") +
+                    (constantW ? R"(, "constant": true)" : "") + R"(}},
   "operations": [
     {"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "h"}},
     {"name": "act", "kernel": "relu", "inputs": {"input": "h"}, "outputs": {"result": "y"}}],
   "outputs": ["y"]})");
+}
+
+graph::ExpandedGraph mmRelu() {
+  return mmReluGraph(false);
 }
 
 ZRange zr(std::initializer_list<std::int64_t> start, std::initializer_list<std::int64_t> end) {
@@ -373,6 +379,39 @@ TEST_CASE("free inputs are resident where they are read, with no transfer", "[pl
   CHECK(p.transfers[0].from == 1);
 }
 
+TEST_CASE(
+    "with InputsOn::Constants only constant inputs are resident, the others come from the host",
+    "[plan]") {
+  const graph::ExpandedGraph g = mmReluGraph(true);
+  const PlanChoice c = choose({{{2, 1, 1}, {0, 1}}, {{1, 2}, {0, 1}}});
+  const ShardPlan p = buildPlan(g, 2, c, PlanOptions{InputsOn::Constants});
+  CHECK(p.options.inputsOn == InputsOn::Constants);
+  // w on both devices that read it, whole; x from the host, half to each.
+  REQUIRE(p.residents.size() == 2);
+  for (int d = 0; d < 2; ++d) {
+    CHECK(tensorName(g, p.residents[d].tensor) == "w");
+    CHECK(p.residents[d].region == zr({0, 0}, {4, 6}));
+    CHECK(p.residents[d].bytes == 96);
+    CHECK(p.residents[d].device == d);
+  }
+  std::vector<std::string> fromHost;
+  for (const Transfer& t : p.transfers) {
+    if (t.from == kHost) {
+      fromHost.push_back(tensorName(g, t.tensor));
+      CHECK(t.region.extent(0) == 4);
+    }
+  }
+  CHECK(fromHost == std::vector<std::string>{"x", "x"});
+  // The same choice with every input on the host moves w too, and with every
+  // input free moves neither.
+  const ShardPlan host = buildPlan(g, 2, c, PlanOptions{InputsOn::Host});
+  const ShardPlan free = buildPlan(g, 2, c, PlanOptions{InputsOn::Free});
+  CHECK(host.residents.empty());
+  CHECK(host.transfers.size() == p.transfers.size() + 2);
+  CHECK(free.residents.size() == 4);
+  CHECK(free.transfers.size() == p.transfers.size() - 2);
+}
+
 TEST_CASE("single-device choice and rank-0 index spaces", "[plan]") {
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "s",
   "tensors": {"v": {"dtype": "float32", "shape": [5]}, "s": {"dtype": "float32", "shape": []}},
@@ -435,7 +474,9 @@ TEST_CASE("random transformer plans are consistent", "[plan]") {
       }
       c.ops.push_back(std::move(oc));
     }
-    const PlanOptions options{round % 2 ? InputsOn::Free : InputsOn::Host};
+    const PlanOptions options{round % 3 == 1   ? InputsOn::Free
+                              : round % 3 == 2 ? InputsOn::Constants
+                                               : InputsOn::Host};
     ShardPlan p;
     try {
       p = buildPlan(g, devices, c, options);
@@ -590,7 +631,8 @@ std::string generate(const StoredPlan& s) {
 TEST_CASE("plan files round trip through the loader", "[plan][file]") {
   const graph::ExpandedGraph g = mmRelu();
   const cost::Target t = tinyTarget(4);
-  for (const PlanOptions options : {PlanOptions{InputsOn::Host}, PlanOptions{InputsOn::Free}}) {
+  for (const PlanOptions options : {PlanOptions{InputsOn::Host}, PlanOptions{InputsOn::Free},
+                                    PlanOptions{InputsOn::Constants}}) {
     const PlanChoice c = choose({{{2, 1, 2}, {0, 1, 2, 3}}, {{1, 2}, {3, 0}}});
     const ShardPlan p = buildPlan(g, 4, c, options);
     const cost::Simulation s = cost::simulate(g, t, p);

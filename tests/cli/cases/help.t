@@ -95,8 +95,8 @@ Options:
   --baseline TEXT:{single,data_parallel,tensor_parallel}
                               Write this baseline's plan to -o instead of the selected one: single, data_parallel or tensor_parallel
   --memory-cap TEXT           Select only among plans whose peak memory per device is at most this, e.g. 40GiB
-  --inputs-on TEXT:{host,free}=host
-                              Where graph inputs start: host or free
+  --inputs-on TEXT:{host,free,constants}=host
+                              Where graph inputs start: host, free (resident on every device that reads them) or constants (only the constant ones resident)
   -o,--output TEXT=-          Selected plan (plan/v1 JSON), - for stdout
   --front TEXT                Also write the front (front/v1 JSON) here
   --exchange-every INT:POSITIVE=10

@@ -118,12 +118,23 @@ tiny on cpu-2 (2 devices): 13 plans on the front (exhaustive, 387 plans)
   -> plan.json
 $ tapestry optimize $TESTDATA/expanded/mlp.expanded.json --target cpu-2 --iterations 3 --select knee -o plan.json --inputs-on free -q && python3 -c 'import json; print(json.load(open("plan.json"))["options"])'
 {'inputs_on': 'free'}
+$ echo '{"tapestry": "graph/v1", "name": "served", "tensors": {"x": {"dtype": "float32", "shape": [64, 32]}, "w": {"dtype": "float32", "shape": [32, 32], "constant": true}}, "operations": [{"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}}], "outputs": ["y"]}' > served.json
+[created served.json]
+$ tapestry optimize served.json --target cpu-2 --iterations 2 --baseline data_parallel --inputs-on constants -o p.json -q && python3 -c 'import json; p = json.load(open("p.json")); print(p["options"], sorted(t["tensor"] for t in p["transfers"] if t["from"] == "host"))'
+{'inputs_on': 'constants'} ['x', 'x']
+[created p.json]
+$ tapestry run p.json --check -q; echo $?
+0
+$ tapestry optimize served.json --target cpu-2 --iterations 2 --baseline data_parallel -o p.json -q && python3 -c 'import json; p = json.load(open("p.json")); print(p["options"], sorted(t["tensor"] for t in p["transfers"] if t["from"] == "host"))'
+{'inputs_on': 'host'} ['w', 'w', 'x', 'x']
+$ tapestry optimize served.json --target cpu-2 --inputs-on cloud
+! tapestry: error: --inputs-on: cloud not in {host,free,constants}
+[exit 2]
 $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterations 5 --select time --memory-cap 600KiB -o plan.json --format json | python3 -c 'import json, sys; s = json.load(sys.stdin)["selected"]; print(s["policy"], s["objectives"]["peak_memory_bytes"] <= 600 * 1024)'
 time True
 $ tapestry optimize $TESTDATA/graphs/mlp.json --target cpu-2 --iterations 2 --baseline data_parallel -o p.json | tail -2
   written: the data_parallel baseline, not the selected plan
   -> p.json
-[created p.json]
 $ python3 -c 'import json; p = json.load(open("p.json")); print([o["split"] for o in p["operations"].values()])'
 [[2, 1], [2, 1], [2, 1], [2]]
 $ echo '{"tapestry": "graph/v1", "name": "act", "tensors": {"x": {"dtype": "float32", "shape": [8, 4]}}, "operations": [{"name": "r", "kernel": "relu", "inputs": {"input": "x"}, "outputs": {"result": "y"}}], "outputs": ["y"]}' | tapestry optimize - --target cpu-2 --iterations 2 --baseline tensor_parallel -o p.json
