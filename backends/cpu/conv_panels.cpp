@@ -74,6 +74,14 @@ PanelConv::PanelConv(const KernelCall& call)
   const TensorView& in = call.inputs[0][0];
   const std::vector<std::int64_t>& shape = call.op.application.inputs[0].tensors[0].shape;
   channelStride_ = in.strides[1];
+  const TensorView& out = call.outputs[0][0];
+  outStride_ = out.strides[1];
+  const bool residual = epi_.active() && epi_.residual();
+  if (residual) {
+    residualStride_ = ConvEpilogue::residualView(call).strides[1];
+  }
+  // Per output pixel: its taps into the input, its output (and residual)
+  // element.
   for (std::int64_t n = 0; n < b_.N; ++n) {
     for (std::int64_t oh = 0; oh < b_.OH; ++oh) {
       for (std::int64_t ow = 0; ow < b_.OW; ++ow) {
@@ -85,6 +93,11 @@ PanelConv::PanelConv(const KernelCall& call)
             taps_.push_back(inside ? offsetIn(in, {b_.n0 + n, b_.c0, ih, iw}) : -1);
           }
         }
+        const std::initializer_list<std::int64_t> at = {b_.n0 + n, b_.o0, b_.oh0 + oh, b_.ow0 + ow};
+        outAt_.push_back(offsetIn(out, at));
+        if (residual) {
+          residualAt_.push_back(offsetIn(ConvEpilogue::residualView(call), at));
+        }
       }
     }
   }
@@ -94,23 +107,6 @@ PanelConv::PanelConv(const KernelCall& call)
   col_.assign(static_cast<std::size_t>(P_ * K_), 0.0f);
   panels_.assign(static_cast<std::size_t>(rowFloats_ * K_), 0.0f);
   y_.assign(static_cast<std::size_t>(P_ * rowFloats_), 0.0f);
-  const TensorView& out = call.outputs[0][0];
-  outStride_ = out.strides[1];
-  const bool residual = epi_.active() && epi_.residual();
-  if (residual) {
-    residualStride_ = ConvEpilogue::residualView(call).strides[1];
-  }
-  for (std::int64_t n = 0; n < b_.N; ++n) {
-    for (std::int64_t oh = 0; oh < b_.OH; ++oh) {
-      for (std::int64_t ow = 0; ow < b_.OW; ++ow) {
-        const std::initializer_list<std::int64_t> at = {b_.n0 + n, b_.o0, b_.oh0 + oh, b_.ow0 + ow};
-        outAt_.push_back(offsetIn(out, at));
-        if (residual) {
-          residualAt_.push_back(offsetIn(ConvEpilogue::residualView(call), at));
-        }
-      }
-    }
-  }
   bias_ = addsBias(call, b_);
   if (bias_) {
     biasAt_ = offsetIn(call.inputs[2][0], {b_.o0});
@@ -153,17 +149,8 @@ void PanelConv::run(const KernelCall& call) {
     packedFrom_ = wt.data;
   }
   gather(reinterpret_cast<const float*>(call.inputs[0][0].data));
-  const VectorKernels& vk = vectorKernels();
-  const std::int64_t pairs = panelCount(b_.O) / 2;
-  const auto part = [&](std::int64_t lo, std::int64_t hi) {
-    vk.panelProduct(panels_.data(), K_, 2 * lo, 2 * hi, col_.data(), K_, P_, y_.data(), rowFloats_);
-  };
-  const int threads = CpuBackend::kernelThreads();
-  if (threads <= 1 || pairs < 2) {
-    part(0, pairs);
-  } else {
-    overTeam(threads, pairs, 1, part);
-  }
+  panelProductOnTeam(vectorKernels(), panels_.data(), K_, b_.O, col_.data(), K_, P_, y_.data(),
+                     rowFloats_);
   // The store: clip(conv + bias + residual) into the output view.
   auto* out = reinterpret_cast<float*>(call.outputs[0][0].data);
   const float* bias = bias_ ? reinterpret_cast<const float*>(call.inputs[2][0].data) : nullptr;

@@ -375,16 +375,7 @@ public:
       x = x_.data();
       ldx = g_.K;
     }
-    const std::int64_t pairs = panelCount(g_.N) / 2;
-    const auto part = [&](std::int64_t lo, std::int64_t hi) {
-      vk_->panelProduct(panels_.data(), g_.K, 2 * lo, 2 * hi, x, ldx, g_.M, y_.data(), ldy_);
-    };
-    const int threads = CpuBackend::kernelThreads();
-    if (threads <= 1 || pairs < 2) {
-      part(0, pairs);
-    } else {
-      overTeam(threads, pairs, 1, part);
-    }
+    panelProductOnTeam(*vk_, panels_.data(), g_.K, g_.N, x, ldx, g_.M, y_.data(), ldy_);
     for (std::int64_t r = 0; r < g_.M; ++r) {
       const float* y = y_.data() + r * ldy_;
       for (std::int64_t j = 0; j < g_.N; ++j) {

@@ -17,6 +17,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/run_loop.hpp"
+#include "backends/cpu/vector_math.hpp"
 
 namespace tapestry::backend::cpu {
 
@@ -60,6 +61,26 @@ void forEachPiece(const RunLoop<N>& loop, const typename RunLoop<N>::Pointers& d
   }
   const std::int64_t n = loop.length();
   loop.forEach(data, [&](const auto& at) { piece(at, n); });
+}
+
+// VectorKernels::panelProduct over all panelCount(n) panels of `panels` (W
+// of n columns packed by packPanels), pairs of panels shared out over the
+// kernel threads' team (W read from memory once in all: each thread streams
+// its own columns): y[r * ldy + j] for rows r < `rows`, columns j <
+// panelCount(n) * kPanelWidth (the conv and product panel engines).
+inline void panelProductOnTeam(const VectorKernels& vk, const float* panels, std::int64_t k,
+                               std::int64_t n, const float* x, std::int64_t ldx, std::int64_t rows,
+                               float* y, std::int64_t ldy) {
+  const std::int64_t pairs = panelCount(n) / 2;
+  const auto part = [&](std::int64_t lo, std::int64_t hi) {
+    vk.panelProduct(panels, k, 2 * lo, 2 * hi, x, ldx, rows, y, ldy);
+  };
+  const int threads = CpuBackend::kernelThreads();
+  if (threads <= 1 || pairs < 2) {
+    part(0, pairs);
+  } else {
+    overTeam(threads, pairs, 1, part);
+  }
 }
 
 } // namespace tapestry::backend::cpu

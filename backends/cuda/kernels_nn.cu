@@ -10,22 +10,38 @@ namespace tapestry::cuda {
 
 namespace {
 
+// An output element of a convolution or a pool: (n, channel, row, column).
+struct Pixel {
+  i64 n, c, h, w;
+};
+
+// The elements of the box [begin, end) over its first four index dims.
+__device__ i64 pixelCount(const i64* begin, const i64* end) {
+  return (end[0] - begin[0]) * (end[1] - begin[1]) * (end[2] - begin[2]) * (end[3] - begin[3]);
+}
+
+// The e-th of them, row-major (the column fastest).
+__device__ Pixel pixelOf(i64 e, const i64* begin, const i64* end) {
+  const i64 Cs = end[1] - begin[1], Hs = end[2] - begin[2], Ws = end[3] - begin[3];
+  Pixel at;
+  at.w = begin[3] + e % Ws;
+  e /= Ws;
+  at.h = begin[2] + e % Hs;
+  e /= Hs;
+  at.c = begin[1] + e % Cs;
+  at.n = begin[0] + e / Cs;
+  return at;
+}
+
 template <class T>
 __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, ConvParams p) {
   using C = typename Num<T>::C;
   const T* in = static_cast<const T*>(input.data);
   const T* wt = static_cast<const T*>(weight.data);
   T* out = static_cast<T*>(const_cast<void*>(output.data));
-  const i64 Ns = p.end[0] - p.begin[0], Os = p.end[1] - p.begin[1];
-  const i64 OHs = p.end[2] - p.begin[2], OWs = p.end[3] - p.begin[3];
-  TAPESTRY_GRID_LOOP(e, Ns * Os * OHs * OWs) {
-    i64 rest = e;
-    const i64 ow = p.begin[3] + rest % OWs;
-    rest /= OWs;
-    const i64 oh = p.begin[2] + rest % OHs;
-    rest /= OHs;
-    const i64 o = p.begin[1] + rest % Os;
-    const i64 n = p.begin[0] + rest / Os;
+  TAPESTRY_GRID_LOOP(e, pixelCount(p.begin, p.end)) {
+    const Pixel at = pixelOf(e, p.begin, p.end);
+    const i64 n = at.n, o = at.c, oh = at.h, ow = at.w;
     C acc = 0;
     if (p.bias != nullptr) {
       acc = Num<T>::load(static_cast<const T*>(p.bias)[(o - p.biasStart) * p.biasStride]);
@@ -65,15 +81,9 @@ template <class T> __global__ void pool2dKernel(ConvView input, ConvView output,
   using C = typename Num<T>::C;
   const T* in = static_cast<const T*>(input.data);
   T* out = static_cast<T*>(const_cast<void*>(output.data));
-  const i64 Cs = p.end[1] - p.begin[1], OHs = p.end[2] - p.begin[2], OWs = p.end[3] - p.begin[3];
-  TAPESTRY_GRID_LOOP(e, (p.end[0] - p.begin[0]) * Cs * OHs * OWs) {
-    i64 rest = e;
-    const i64 ow = p.begin[3] + rest % OWs;
-    rest /= OWs;
-    const i64 oh = p.begin[2] + rest % OHs;
-    rest /= OHs;
-    const i64 c = p.begin[1] + rest % Cs;
-    const i64 n = p.begin[0] + rest / Cs;
+  TAPESTRY_GRID_LOOP(e, pixelCount(p.begin, p.end)) {
+    const Pixel at = pixelOf(e, p.begin, p.end);
+    const i64 n = at.n, c = at.c, oh = at.h, ow = at.w;
     C acc = p.max ? -C(INFINITY) : C(0);
     i64 count = 0;
     for (i64 kh = 0; kh < p.KH; ++kh) {
