@@ -378,13 +378,8 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
     opts->expectObject();
     opts->expectKeys({"inputs_on"});
     if (std::optional<json::Value> where = opts->find("inputs_on")) {
-      const std::string& text = where->asString();
-      if (text == "host") {
-        options.inputsOn = InputsOn::Host;
-      } else if (text == "free") {
-        options.inputsOn = InputsOn::Free;
-      } else if (text == "constants") {
-        options.inputsOn = InputsOn::Constants;
+      if (const std::optional<InputsOn> mode = inputsOnFromName(where->asString())) {
+        options.inputsOn = *mode;
       } else {
         where->fail("unknown inputs_on " + json::brief(where->json()) +
                     " (expected \"host\", \"free\" or \"constants\")");

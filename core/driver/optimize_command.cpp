@@ -159,11 +159,9 @@ CheckedFlags checkFlags(const OptimizeConfig& config) {
     throw UsageError("--exhaustive evaluates every plan; it takes no --iterations or "
                      "--budget-seconds");
   }
-  if (config.inputsOn == "free") {
-    flags.planOptions.inputsOn = plan::InputsOn::Free;
-  } else if (config.inputsOn == "constants") {
-    flags.planOptions.inputsOn = plan::InputsOn::Constants;
-  } else if (config.inputsOn != "host") {
+  if (const std::optional<plan::InputsOn> mode = plan::inputsOnFromName(config.inputsOn)) {
+    flags.planOptions.inputsOn = *mode;
+  } else {
     throw UsageError("--inputs-on: expected host, free or constants, got \"" + config.inputsOn +
                      "\"");
   }

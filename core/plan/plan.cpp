@@ -218,6 +218,15 @@ const char* inputsOnName(InputsOn where) {
   return "host";
 }
 
+std::optional<InputsOn> inputsOnFromName(std::string_view name) {
+  for (const InputsOn where : {InputsOn::Host, InputsOn::Free, InputsOn::Constants}) {
+    if (name == inputsOnName(where)) {
+      return where;
+    }
+  }
+  return std::nullopt;
+}
+
 PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device) {
   PlanChoice c;
   c.ops.reserve(g.operations.size());

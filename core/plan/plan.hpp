@@ -98,6 +98,8 @@ std::string_view epilogueKernel(const graph::Operation& op);
 enum class InputsOn { Host, Free, Constants };
 
 const char* inputsOnName(InputsOn where); // "host", "free", "constants"
+// The mode inputsOnName names `name`; nullopt for any other text.
+std::optional<InputsOn> inputsOnFromName(std::string_view name);
 
 // The position of `tensor` among the output elements of `op` (ports in
 // template order, tensors in port order): how plans, their task summaries and
@@ -233,8 +235,8 @@ struct Reduction {
 };
 
 // A graph input present on a device from the start (InputsOn::Free, or a
-// constant one with InputsOn::Constants): the
-// bounding box of every region of it that the device's shards read.
+// constant one with InputsOn::Constants): the bounding box of every region of
+// it that the device's shards read.
 struct Resident {
   std::size_t tensor;
   ZRange region;

@@ -800,6 +800,8 @@ TEST_CASE("tampered plan files are located errors", "[plan][file]") {
                                "match the rebuilt plan's zr[0:8, 0:4]"},
       {"objective.json", "at /objectives/time_s: stored time_s 4.5e-05 does not match the "
                          "simulated 4.4013472000000005e-05"},
+      {"inputs_on.json", "at /options/inputs_on: unknown inputs_on \"cloud\" (expected "
+                         "\"host\", \"free\" or \"constants\")"},
   };
   const std::string dir = std::string(TAPESTRY_TESTDATA_DIR) + "/bad/plans";
   std::size_t seen = 0;
