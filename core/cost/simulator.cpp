@@ -88,6 +88,7 @@ struct ChoiceSimulator::Scratch {
   // The copy family's table: a product's per-call copy of a W that is not
   // constant (repackSeconds); none without a CPU profile.
   const ProfileTable* copyTable = nullptr;
+  bool perCall = false; // a CPU profile: batched products priced per product
   // Seconds per byte of constants read from memory (constantSecondsPerByte), or 0:
   // the graph's constants fit the profile's last-level cache, or it does not say.
   double constantPerByte = 0;
@@ -186,6 +187,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   startDelay = 0;
   streamTable = nullptr;
   copyTable = nullptr;
+  perCall = false;
   constantPerByte = 0;
   copiesOnDevice = false;
   if (!t.profile) {
@@ -206,6 +208,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   }
   streamTable = t.profile->table("elementwise");
   copyTable = t.profile->backend == "cpu" ? t.profile->table("copy") : nullptr;
+  perCall = t.profile->backend == "cpu";
   constantPerByte = constantSecondsPerByte(*t.profile, p.constantBytes, busy);
 }
 
@@ -218,8 +221,13 @@ namespace {
 // weights for one row) runs at memory speed instead: the time to stream its
 // bytes (`stream`, Profile::floorFor: for a convolution, measured on
 // convolutions of many weights on a 2x2 image; else an elementwise pass).
+// With `perCall` (a CPU profile) a batched product's shard is its products
+// (ShardTask::products), each priced at its own size: the CPU backend makes
+// one gemm call per product, and the table's rate for one large product is
+// 2-2.6x too fast for attention's many small ones (docs/cost-model.md).
 double shardSeconds(const ProfileTable* table, const ProfileTable* stream,
-                    const PlanTasks::ShardTask& task, double busy, double rate, double bandwidth) {
+                    const PlanTasks::ShardTask& task, double busy, double rate, double bandwidth,
+                    bool perCall) {
   const auto flops = static_cast<double>(task.flops);
   const auto bytes = static_cast<double>(task.bytes);
   if (table == nullptr) {
@@ -228,7 +236,8 @@ double shardSeconds(const ProfileTable* table, const ProfileTable* stream,
   if (table->measure == WorkMeasure::Bytes) {
     return table->time(bytes, busy);
   }
-  const double computed = table->time(flops, busy);
+  const auto calls = static_cast<double>(perCall ? std::max<std::int64_t>(task.products, 1) : 1);
+  const double computed = calls * table->time(flops / calls, busy);
   return stream != nullptr ? std::max(computed, stream->streamTime(bytes, busy)) : computed;
 }
 
@@ -291,7 +300,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
         start = std::max(start, ready[p.reads[k]]);
       }
-      double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth);
+      double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth, perCall);
       if (task.repacked > 0 && copyTable != nullptr && squareElement[opIndex] > 0) {
         work += repackSeconds(*copyTable, task, squareElement[opIndex], busy);
       }

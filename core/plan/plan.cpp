@@ -165,6 +165,7 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
                                 : std::string_view(g.tensors[t.outputs[0].tensor].type.dtype);
     t.kernel = op.kernel;
     t.epilogue = epilogueKernel(op);
+    t.productDims = productDims(op);
     impl->ops.push_back(std::move(t));
   }
   impl_ = std::move(impl);
@@ -195,6 +196,25 @@ std::uint32_t outputElementOf(const graph::ExpandedGraph& g, std::size_t op, std
   }
   throw InternalError("operation " + g.operations[op].name + " does not write tensor " +
                       g.tensors[tensor].name);
+}
+
+std::vector<std::uint32_t> productDims(const graph::Operation& op) {
+  const metakernel::Application& app = op.application;
+  const std::size_t rank = app.index.rank();
+  if (op.kernel != "matmul" || rank <= 3 || app.inputs.size() < 2 || app.inputs[1].ipfs.empty()) {
+    return {};
+  }
+  const ZMatrix& w = app.inputs[1].ipfs[0].map().projection();
+  std::vector<std::uint32_t> dims;
+  for (std::size_t d = 0; d + 3 < rank; ++d) {
+    for (std::size_t r = 0; r < w.rows(); ++r) {
+      if (w(r, d) != 0) {
+        dims.push_back(static_cast<std::uint32_t>(d));
+        break;
+      }
+    }
+  }
+  return dims;
 }
 
 std::string_view epilogueKernel(const graph::Operation& op) {

@@ -91,6 +91,14 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 // a 1.6 ms product; docs/cost-model.md).
 std::string_view epilogueKernel(const graph::Operation& op);
 
+// The index dims along which `op` makes separate matrix products: for
+// `matmul`, the batch dims (all but the last three, m, n and k) that W's
+// projection depends on. The CPU backend runs a shard's product as one gemm
+// call per point of them (a batch dim only X has joins X's rows instead), so
+// a shard of [B, H, S, D] @ [B, H, D, S] makes B * H products of S x D x S
+// (PlanTasks::ShardTask::products). Empty for every other kernel.
+std::vector<std::uint32_t> productDims(const graph::Operation& op);
+
 // Where graph inputs start: all on the host; all resident on every device
 // that reads them, for free; or the constant ones (weights, `"constant":
 // true`) resident, as a served model's weights are loaded once, and the
@@ -176,6 +184,8 @@ struct Shard {
   // Bytes of its inputs that are constant graph inputs (weights), read anew
   // on every run (PlanTasks::ShardTask::constant).
   std::int64_t constant = 0;
+  // The matrix products the shard makes (PlanTasks::ShardTask::products).
+  std::int64_t products = 1;
   // True when this shard's outputs are partial (a split reduction dim): they are
   // combined by a Reduction before anyone reads them.
   bool partial = false;
@@ -330,6 +340,11 @@ struct PlanTasks {
     // where a graph's constants outgrow the machine's last-level cache, each
     // run reads them from memory (the simulator's floor; docs/cost-model.md).
     std::int64_t constant = 0;
+    // The separate matrix products of a batched `matmul` shard: its batch
+    // points along the dims W varies on (productDims), each one call of the
+    // CPU backend's gemm (attention's scores, [B, H, S, D] @ [B, H, D, S]:
+    // B * H products); 1 for one product and for every other kernel.
+    std::int64_t products = 1;
     bool operator==(const ShardTask&) const = default;
   };
   struct TransferTask {

@@ -107,6 +107,7 @@ struct PlanBuilder::Workspace {
   std::vector<std::int64_t> bytes;
   std::vector<std::int64_t> repacked; // see ShardTask::repacked
   std::vector<std::int64_t> constant; // see ShardTask::constant
+  std::vector<std::int64_t> products; // see ShardTask::products
   std::vector<char> partial;
   std::vector<u32> readBegin, readEnd; // into reads
   // Selections: op i's shard k, element e (inputs then outputs) at
@@ -123,7 +124,7 @@ struct PlanBuilder::Workspace {
   struct TileMemo {
     std::vector<std::int64_t> split;
     std::vector<std::int64_t> boxes; // the op's arena block: per shard, index box then selections
-    std::vector<std::int64_t> flops, bytes, repacked, constant; // per shard
+    std::vector<std::int64_t> flops, bytes, repacked, constant, products; // per shard
   };
   static constexpr std::size_t kTileMemos = 8;  // per op, replaced in turn
   std::vector<std::vector<TileMemo>> tileMemos; // per op
@@ -289,6 +290,7 @@ struct PlanBuilder::Workspace {
     bytes.resize(shards);
     repacked.resize(shards);
     constant.resize(shards);
+    products.resize(shards);
     partial.resize(shards);
     readBegin.resize(shards);
     readEnd.resize(shards);
@@ -386,6 +388,7 @@ struct PlanBuilder::Workspace {
       bytes[s] = hit->bytes[k];
       repacked[s] = hit->repacked[k];
       constant[s] = hit->constant[k];
+      products[s] = hit->products[k];
     }
     return true;
   }
@@ -410,6 +413,7 @@ struct PlanBuilder::Workspace {
     m.bytes.assign(bytes.begin() + first, bytes.begin() + end);
     m.repacked.assign(repacked.begin() + first, repacked.begin() + end);
     m.constant.assign(constant.begin() + first, constant.begin() + end);
+    m.products.assign(products.begin() + first, products.begin() + end);
   }
 
   void makeShards(u32 op) {
@@ -468,6 +472,11 @@ struct PlanBuilder::Workspace {
       }
       repacked[s] = copied;
       constant[s] = weights;
+      std::int64_t calls = 1;
+      for (const u32 d : t.productDims) {
+        calls *= co[ib + n + d] - co[ib + d];
+      }
+      products[s] = calls;
       const std::int64_t points = t.emptyIndex ? 0 : boxSize(ib, n);
       flops[s] = app.flopsPerPoint * points;
       bytes[s] = app.bytesPerPoint ? *app.bytesPerPoint * points : touched;
@@ -834,7 +843,7 @@ struct PlanBuilder::Workspace {
         const u32 ob = tile(op, s - shardBase[op], 0);
         out.shards[s] =
             PlanTasks::ShardTask{device[s], flops[s],  bytes[s],    readBegin[s], readEnd[s],
-                                 ob,        ob + outs, repacked[s], constant[s]};
+                                 ob,        ob + outs, repacked[s], constant[s],  products[s]};
       }
     }
     out.transfers.resize(trs.size());
@@ -896,6 +905,7 @@ struct PlanBuilder::Workspace {
         shard.bytes = bytes[s];
         shard.repacked = repacked[s];
         shard.constant = constant[s];
+        shard.products = products[s];
         shard.partial = partial[s] != 0;
         auto fill = [&](const std::vector<ElementInfo>& elements, u32 offset,
                         std::vector<std::vector<Selection>>& into) {

@@ -52,9 +52,10 @@ struct OpTables {
   // write overlapping regions (every output has a row whose only term is this dim
   // with |coefficient| >= that row's shape), so the pairwise check can be skipped.
   std::vector<bool> disjointDim;
-  std::string_view dtype;    // first output's
-  std::string_view kernel;   // the operation's kernel name
-  std::string_view epilogue; // epilogueKernel
+  std::string_view dtype;                 // first output's
+  std::string_view kernel;                // the operation's kernel name
+  std::string_view epilogue;              // epilogueKernel
+  std::vector<std::uint32_t> productDims; // see productDims
 };
 
 struct PlanContext::Impl {

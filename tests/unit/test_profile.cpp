@@ -402,6 +402,59 @@ TEST_CASE("simulator: linear_act's GELU is priced at the gelu table over its res
   CHECK(simulate(h, t, relu).objectives.timeS == Approx(1e-3));
 }
 
+TEST_CASE("simulator: a batched product is priced per product on a CPU profile") {
+  // x [2, 3, 4, 8] @ w [2, 3, 8, 5]: index [2, 3, 4, 5, 8], 6 products of
+  // 2*4*5*8 = 320 FLOP, 1920 in all. The CPU backend makes one gemm call per
+  // product, so a CPU profile prices 6 calls of 320 FLOP.
+  auto graphOf = [](const std::string& w) {
+    return expandText(R"({"tapestry": "graph/v1", "name": "bmm",
+    "tensors": {"x": {"dtype": "float32", "shape": [2, 3, 4, 8]},
+                "w": {"dtype": "float32", "shape": )" +
+                      w + R"(}},
+    "operations": [{"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"},
+                    "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  };
+  const graph::ExpandedGraph g = graphOf("[2, 3, 8, 5]");
+  CHECK(plan::productDims(g.operations[0]) == std::vector<std::uint32_t>{0, 1});
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{320, 1e-3}, {1920, 2e-3}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::ShardPlan one = plan::buildPlan(g, 2, plan::singleDeviceChoice(g), free);
+  REQUIRE(one.ops[0].shards.size() == 1);
+  CHECK(one.ops[0].shards[0].products == 6);
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(6e-3)); // 6 calls of 1 ms
+  // Cut along the first batch dim: 3 products a shard; the search's path agrees.
+  plan::PlanChoice halves = plan::singleDeviceChoice(g);
+  halves.ops[0] = plan::OpChoice{{2, 1, 1, 1, 1}, {0, 1}};
+  const plan::ShardPlan split = plan::buildPlan(g, 2, halves, free);
+  CHECK(split.ops[0].shards[0].products == 3);
+  CHECK(split.ops[0].shards[1].products == 3);
+  ChoiceSimulator evaluator(g, t, free);
+  CHECK(evaluator.builder().tasks(halves) == plan::summarize(g, split));
+  CHECK(evaluator.evaluate(halves).timeS == Approx(simulate(g, t, split).objectives.timeS));
+  // Another backend's profile (cuBLASLt runs a batch as one call): one product.
+  t.profile->backend = "cuda";
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(2e-3));
+  t.profile->backend = "cpu";
+  // A batch dim W does not have joins X's rows: w [3, 8, 5] is 3 products.
+  const graph::ExpandedGraph h = graphOf("[3, 8, 5]");
+  CHECK(plan::productDims(h.operations[0]) == std::vector<std::uint32_t>{1});
+  const plan::ShardPlan three = plan::buildPlan(h, 2, plan::singleDeviceChoice(h), free);
+  CHECK(three.ops[0].shards[0].products == 3);
+  // And w [8, 5], the same matrix for every batch point: one product.
+  const graph::ExpandedGraph flat = graphOf("[8, 5]");
+  CHECK(plan::productDims(flat.operations[0]).empty());
+  const plan::ShardPlan single = plan::buildPlan(flat, 2, plan::singleDeviceChoice(flat), free);
+  CHECK(single.ops[0].shards[0].products == 1);
+  CHECK(simulate(flat, t, single).objectives.timeS == Approx(2e-3));
+}
+
 TEST_CASE("simulator: a profiled family replaces the roofline, others keep it") {
   // x [8, 4] @ w [4, 6] -> h (384 FLOP); relu(h) -> y (no relu table: roofline).
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "mm_relu",
