@@ -143,6 +143,59 @@ float gelu(float x) {
   return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
 }
 
+// The row-wise cases: softmax, layernorm and reductions along the last axis.
+void addRowCases(std::vector<Case>& out) {
+  out.push_back(
+      {"softmax [4, 128]",
+       "softmax",
+       {{"x", {4, 128}}},
+       R"({"input": "x"})",
+       "{}",
+       [](const std::vector<const float*>& in, float* y) { plainSoftmax(in[0], y, 4, 128); },
+       std::nullopt});
+  out.push_back({"layernorm [4, 128]",
+                 "layernorm",
+                 {{"x", {4, 128}}, {"g", {128}}, {"b", {128}}},
+                 R"({"input": "x", "gamma": "g", "beta": "b"})",
+                 "{}",
+                 [](const std::vector<const float*>& in, float* y) {
+                   plainLayernorm(in[0], in[1], in[2], y, 4, 128);
+                 },
+                 std::nullopt});
+  out.push_back({"sum [4, 128] axis -1",
+                 "sum",
+                 {{"x", {4, 128}}},
+                 R"({"input": "x"})",
+                 "{}",
+                 [](const std::vector<const float*>& in, float* y) {
+                   for (std::int64_t r = 0; r < 4; ++r) {
+                     float s = 0;
+                     for (std::int64_t i = 0; i < 128; ++i) {
+                       s += in[0][r * 128 + i];
+                     }
+                     y[r] = s;
+                   }
+                 },
+                 std::nullopt});
+  // Rows of 16: a conv output's rows averaged (testdata/graphs/convnet.json's
+  // pool_w), where the cost per row, not per element, is the time.
+  out.push_back({"mean [32, 16] axis -1",
+                 "mean",
+                 {{"x", {32, 16}}},
+                 R"({"input": "x"})",
+                 "{}",
+                 [](const std::vector<const float*>& in, float* y) {
+                   for (std::int64_t r = 0; r < 32; ++r) {
+                     float s = 0;
+                     for (std::int64_t i = 0; i < 16; ++i) {
+                       s += in[0][r * 16 + i];
+                     }
+                     y[r] = s / 16.0f;
+                   }
+                 },
+                 std::nullopt});
+}
+
 std::vector<Case> cases() {
   const std::int64_t small = 512;
   const std::int64_t large = 1 << 20;
@@ -199,38 +252,7 @@ std::vector<Case> cases() {
                    }
                  },
                  std::nullopt});
-  out.push_back(
-      {"softmax [4, 128]",
-       "softmax",
-       {{"x", {4, 128}}},
-       R"({"input": "x"})",
-       "{}",
-       [](const std::vector<const float*>& in, float* y) { plainSoftmax(in[0], y, 4, 128); },
-       std::nullopt});
-  out.push_back({"layernorm [4, 128]",
-                 "layernorm",
-                 {{"x", {4, 128}}, {"g", {128}}, {"b", {128}}},
-                 R"({"input": "x", "gamma": "g", "beta": "b"})",
-                 "{}",
-                 [](const std::vector<const float*>& in, float* y) {
-                   plainLayernorm(in[0], in[1], in[2], y, 4, 128);
-                 },
-                 std::nullopt});
-  out.push_back({"sum [4, 128] axis -1",
-                 "sum",
-                 {{"x", {4, 128}}},
-                 R"({"input": "x"})",
-                 "{}",
-                 [](const std::vector<const float*>& in, float* y) {
-                   for (std::int64_t r = 0; r < 4; ++r) {
-                     float s = 0;
-                     for (std::int64_t i = 0; i < 128; ++i) {
-                       s += in[0][r * 128 + i];
-                     }
-                     y[r] = s;
-                   }
-                 },
-                 std::nullopt});
+  addRowCases(out);
   unary(
       "clip", large, R"({"min": 0, "max": 6})",
       [](float x) { return std::min(std::max(x, 0.0f), 6.0f); },

@@ -6,8 +6,9 @@
 //
 // Prepared once per call: the loop runs over the shard's output points (the
 // index box with the axis collapsed). When the axis is the innermost dim that
-// moves, each output element reduces one row (float32: vector_math.hpp's sum
-// and max; min and prod fold element by element); otherwise the runs go along the dims after the
+// moves, each output element reduces one row (float32 sum, mean and max over
+// contiguous rows: vector_math.hpp's rowSums and rowMaxes, all the rows in one
+// call; min and prod fold element by element); otherwise the runs go along the dims after the
 // axis and a row of accumulators takes the axis one step at a time.
 #include <algorithm>
 #include <cmath>
@@ -61,6 +62,12 @@ public:
     loop_.forEach({call.inputs[0][0].data, call.outputs[0][0].data}, [&](const auto& at) {
       const T* x = reinterpret_cast<const T*>(at[0]);
       T* y = reinterpret_cast<T*>(at[1]);
+      if constexpr (kVector) {
+        if (rowsAlongAxis_ && axisStride_ == 1) {
+          rows(x, sx, y, sy, n);
+          return;
+        }
+      }
       if (rowsAlongAxis_) {
         for (std::int64_t j = 0; j < n; ++j) {
           y[j * sy] = finish(row(x + j * sx));
@@ -161,6 +168,21 @@ private:
         fold(total, lanes[l]);
       }
       return total;
+    }
+  }
+
+  // n contiguous rows of the axis (float32 sum, mean, max), reduced in one
+  // call; mean's division in a second vector pass where y is contiguous.
+  void rows(const float* x, std::int64_t sx, float* y, std::int64_t sy, std::int64_t n) const {
+    (kind == Reduce::Max ? vk_.rowMaxes : vk_.rowSums)(x, sx, axisExtent_, n, y, sy);
+    if constexpr (kind == Reduce::Mean) {
+      if (sy == 1) {
+        vk_.binary[static_cast<int>(VBinary::Div)][static_cast<int>(VScalar::B)](y, &length_, y, n);
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) {
+          y[j * sy] /= length_;
+        }
+      }
     }
   }
 

@@ -86,6 +86,12 @@ struct VectorKernels {
   // -inf for n == 0).
   float (*sum)(const float* x, std::int64_t n);
   float (*max)(const float* x, std::int64_t n);
+  // The same for `rows` rows at once: y[r * ldy] = sum (max) of x[r * ldx +
+  // 0..n) for r < rows.
+  void (*rowSums)(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t rows, float* y,
+                  std::int64_t ldy);
+  void (*rowMaxes)(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t rows, float* y,
+                   std::int64_t ldy);
   // The dot product of a[0..n) and b[0..n) (two vector accumulators).
   float (*dot)(const float* a, const float* b, std::int64_t n);
   // y[r * ldy + j] = sum over i < k of x[r * ldx + i] * W[i][j], for rows r <

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -560,6 +561,45 @@ TEST_CASE("vector sum, max, dot, softmax and layernorm rows against float64", "[
     const float posInf[3] = {0, kInf, 1};
     vk.softmax(posInf, out, 3);
     CHECK(std::isnan(out[1]));
+  }
+}
+
+TEST_CASE("vector row sums and maxes: each row as sum and max give it, strided rows and outputs",
+          "[cpu][vector]") {
+  const std::vector<float> x = testValues(4096, false);
+  for (CpuIsa isa : levels()) {
+    const VectorKernels& vk = cpu::vectorKernels(isa);
+    // (row length, rows, row stride, output stride): contiguous rows of 16 (a
+    // conv output's rows), rows shorter and longer than a vector, gaps.
+    for (const auto& [n, rows, ldx, ldy] : std::vector<std::array<std::int64_t, 4>>{{16, 64, 16, 1},
+                                                                                    {3, 17, 3, 1},
+                                                                                    {5, 9, 8, 3},
+                                                                                    {40, 20, 41, 2},
+                                                                                    {1, 30, 1, 1},
+                                                                                    {0, 4, 2, 1},
+                                                                                    {7, 0, 7, 1}}) {
+      INFO(isaName(isa) << " n=" << n << " rows=" << rows << " ldx=" << ldx << " ldy=" << ldy);
+      const std::size_t size = static_cast<std::size_t>(std::max<std::int64_t>(rows * ldy, 1));
+      std::vector<float> sums(size, -1.0f);
+      std::vector<float> maxes(size, -1.0f);
+      vk.rowSums(x.data() + 1, ldx, n, rows, sums.data(), ldy);
+      vk.rowMaxes(x.data() + 1, ldx, n, rows, maxes.data(), ldy);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* row = x.data() + 1 + r * ldx;
+        CHECK(sums[static_cast<std::size_t>(r * ldy)] == vk.sum(row, n));
+        CHECK(maxes[static_cast<std::size_t>(r * ldy)] == vk.max(row, n));
+        for (std::int64_t j = 1; j < ldy; ++j) { // the gaps stay untouched
+          CHECK(sums[static_cast<std::size_t>(r * ldy + j)] == -1.0f);
+        }
+      }
+    }
+    // A NaN in one row makes that row's max NaN, no other.
+    const float nanRows[6] = {1, kNaN, 3, 4, 5, 6};
+    float maxes[3];
+    vk.rowMaxes(nanRows, 2, 2, 3, maxes, 1);
+    CHECK(std::isnan(maxes[0]));
+    CHECK(maxes[1] == 4.0f);
+    CHECK(maxes[2] == 6.0f);
   }
 }
 
