@@ -261,6 +261,7 @@ struct Outcome {
   std::string written;     // the baseline written instead of the selected plan, or ""
   std::vector<rewrite::AppliedSite> rewrites; // the sites of every graph searched
   std::vector<std::string> searchRules;       // the rules that were choices of the search
+  std::vector<std::size_t> searchGroups;      // per search rule, its site groups
   std::size_t variants = 1;                   // graphs searched
   std::size_t writtenSites = 0;               // of `rewrites`, the written plan's
 };
@@ -292,6 +293,7 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
     summary["rewrites"] = rewritesJson(o.rewrites);
     Json searched = Json::object();
     searched["rules"] = o.searchRules;
+    searched["site_groups"] = o.searchGroups;
     searched["graphs"] = o.variants;
     searched["written_sites"] = o.writtenSites;
     summary["rewrite_search"] = std::move(searched);
@@ -343,8 +345,10 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   }
   if (!o.searchRules.empty()) {
     std::string rules;
-    for (const std::string& r : o.searchRules) {
-      rules += (rules.empty() ? "" : ", ") + r;
+    for (std::size_t i = 0; i < o.searchRules.size(); ++i) {
+      const std::size_t groups = i < o.searchGroups.size() ? o.searchGroups[i] : 1;
+      rules += (rules.empty() ? "" : ", ") + o.searchRules[i] +
+               (groups > 1 ? " in " + std::to_string(groups) + " site groups" : "");
     }
     to << "  searched with and without " << rules << " (" << o.variants
        << " graphs); the written plan rewrote " << o.writtenSites << " of the " << o.rewrites.size()
@@ -508,6 +512,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
                         writtenBaseline,
                         variants.allSites,
                         variants.searchRules,
+                        variants.groups,
                         variants.graphs.size(),
                         variants.siteIndices[written.variant].size()};
   const bool planOnStdout = config.outputPath == "-";

@@ -89,6 +89,106 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
   return std::move(out.applied);
 }
 
+namespace {
+
+// A matching search rule's bits: one, or one per group of its sites (the
+// first half of them in the base graph's order, then the second), so that a
+// plan may fuse a rule's sites in one part of the graph and not the other.
+struct SearchUnit {
+  const rewrite::Rule* rule = nullptr;
+  std::vector<std::uint32_t> bits;    // one per group
+  std::map<std::string, int> groupOf; // base-graph site's first op -> group
+  std::uint32_t mask() const {
+    std::uint32_t m = 0;
+    for (std::uint32_t b : bits) {
+      m |= b;
+    }
+    return m;
+  }
+  // The group of a site of this rule in a variant graph: by its first op's
+  // name where the base graph had that site, else by its position.
+  int group(const graph::ExpandedGraph& g, const rewrite::Site& site) const {
+    if (bits.size() < 2) {
+      return 0;
+    }
+    const auto at = groupOf.find(g.operations[site.ops.front()].name);
+    if (at != groupOf.end()) {
+      return at->second;
+    }
+    return site.ops.front() * 2 >= g.operations.size() ? 1 : 0;
+  }
+};
+
+// The units of the matching rules; two groups each for rules with
+// kMinGroupedSites sites, unless that takes more bits than a mask has.
+std::vector<SearchUnit> searchUnits(const graph::ExpandedGraph& base,
+                                    const std::vector<const rewrite::Rule*>& matching) {
+  std::vector<std::vector<rewrite::Site>> sites;
+  std::size_t bits = 0;
+  for (const rewrite::Rule* r : matching) {
+    sites.push_back(rewrite::disjointSites(base, {r}));
+    bits += sites.back().size() >= kMinGroupedSites ? 2 : 1;
+  }
+  const bool grouped = bits <= kMaxMaskRules;
+  std::vector<SearchUnit> units;
+  std::uint32_t next = 1;
+  for (std::size_t i = 0; i < matching.size(); ++i) {
+    SearchUnit u;
+    u.rule = matching[i];
+    const std::vector<rewrite::Site>& own = sites[i];
+    const std::size_t groups = grouped && own.size() >= kMinGroupedSites ? 2 : 1;
+    for (std::size_t k = 0; k < own.size() && groups > 1; ++k) {
+      u.groupOf[base.operations[own[k].ops.front()].name] =
+          static_cast<int>(k * groups / own.size());
+    }
+    for (std::size_t g = 0; g < groups; ++g) {
+      u.bits.push_back(next);
+      next <<= 1;
+    }
+    units.push_back(std::move(u));
+  }
+  return units;
+}
+
+// The variants' masks: every subset of the rules (each rule's bits all on or
+// all off) up to kMaxSearchRules rules, else none, all but one rule and all;
+// then all but one group of a grouped rule's sites.
+std::vector<std::uint32_t> variantMasks(const std::vector<SearchUnit>& units) {
+  const std::size_t n = units.size();
+  std::uint32_t all = 0;
+  for (const SearchUnit& u : units) {
+    all |= u.mask();
+  }
+  std::vector<std::uint32_t> masks;
+  if (n <= kMaxSearchRules) {
+    for (std::uint32_t subset = 0; subset < (std::uint32_t{1} << n); ++subset) {
+      std::uint32_t m = 0;
+      for (std::size_t r = 0; r < n; ++r) {
+        m |= ((subset >> r) & 1) != 0 ? units[r].mask() : 0;
+      }
+      masks.push_back(m);
+    }
+  } else {
+    masks.push_back(0);
+    for (const SearchUnit& u : units) {
+      masks.push_back(all & ~u.mask());
+    }
+  }
+  for (const SearchUnit& u : units) {
+    for (std::size_t g = 0; g < u.bits.size() && u.bits.size() > 1; ++g) {
+      masks.push_back(all & ~u.bits[g]);
+    }
+  }
+  // all last (full()); with fewer than kMaxSearchRules it is the last subset.
+  masks.erase(std::remove(masks.begin() + 1, masks.end(), all), masks.end());
+  if (all != 0) {
+    masks.push_back(all);
+  }
+  return masks;
+}
+
+} // namespace
+
 RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::string& mode,
                                 const std::vector<std::string>& rulePaths,
                                 const metakernel::MetakernelLibrary& library) {
@@ -117,17 +217,14 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
                     " can be searched (mark some always, or leave their files out)",
                 ExitCode::InvalidInput);
   }
-  const std::uint32_t all = n == 0 ? 0 : (std::uint32_t{1} << n) - 1;
-  if (n <= kMaxSearchRules) {
-    for (std::uint32_t m = 0; m <= all; ++m) {
-      out.masks.push_back(m);
+  const std::vector<SearchUnit> units = searchUnits(base.graph, matching);
+  out.masks = variantMasks(units);
+  for (const SearchUnit& u : units) {
+    out.steps.push_back(u.mask());
+    for (std::size_t g = 0; g < u.bits.size() && u.bits.size() > 1; ++g) {
+      out.steps.push_back(u.bits[g]);
     }
-  } else {
-    out.masks.push_back(0);
-    for (std::size_t r = 0; r < n; ++r) {
-      out.masks.push_back(all & ~(std::uint32_t{1} << r));
-    }
-    out.masks.push_back(all);
+    out.groups.push_back(u.bits.size());
   }
   for (std::uint32_t mask : out.masks) {
     if (mask == 0) {
@@ -135,14 +232,27 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
       out.sites.push_back(std::move(base.applied));
       continue;
     }
-    // The pre-pass rules and the chosen search rules together, in file order.
+    // The pre-pass rules and the search rules with a bit of the mask, in file
+    // order; a grouped rule's sites only in the groups the mask has.
+    auto unitOf = [&](const rewrite::Rule* r) -> const SearchUnit* {
+      for (const SearchUnit& u : units) {
+        if (u.rule == r) {
+          return &u;
+        }
+      }
+      return nullptr;
+    };
     const std::vector<const rewrite::Rule*> chosen =
         inFileOrder(rules.set, [&](const rewrite::Rule* r) {
-          const auto at = std::find(matching.begin(), matching.end(), r);
-          return (at != matching.end() && ((mask >> (at - matching.begin())) & 1) != 0) ||
-                 contains(rules.always, r);
+          const SearchUnit* u = unitOf(r);
+          return (u != nullptr && (mask & u->mask()) != 0) || contains(rules.always, r);
         });
-    rewrite::RewriteResult v = rewrite::rewriteGraph(given, chosen, library);
+    const rewrite::SiteFilter allow = [&](const graph::ExpandedGraph& g,
+                                          const rewrite::Site& site) {
+      const SearchUnit* u = unitOf(site.rule);
+      return u == nullptr || (mask & u->bits[static_cast<std::size_t>(u->group(g, site))]) != 0;
+    };
+    rewrite::RewriteResult v = rewrite::rewriteGraph(given, chosen, library, allow);
     out.graphs.push_back(std::move(v.graph));
     out.sites.push_back(std::move(v.applied));
   }
@@ -166,6 +276,7 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
 search::GraphVariants RewriteVariants::links() const {
   search::GraphVariants v;
   v.masks = masks;
+  v.steps = steps;
   v.reported = full();
   const std::size_t n = graphs.size();
   std::vector<std::map<std::string, std::int64_t>> index(n);

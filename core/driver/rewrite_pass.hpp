@@ -25,16 +25,22 @@ std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const 
 // always, and a rule file's unmarked rules) applied to the given graph, with
 // each subset of the search rules that match it (rules marked search) applied
 // too. Up to kMaxSearchRules such rules every subset is a variant; beyond,
-// none, each all-but-one, and all. Variant 0 applies none of them; the last,
-// all. With mode "none", one variant: the graph as given.
+// none, each all-but-one, and all. A rule with kMinGroupedSites sites or more
+// in the graph has two site groups, the first half of its sites in graph
+// order and the second, each a bit of the masks: with them, all rules but one
+// group of one rule's sites is a variant too. Variant 0 applies none of the
+// rules; the last, all. With mode "none", one variant: the graph as given.
 inline constexpr std::size_t kMaxSearchRules = 3;
+inline constexpr std::size_t kMinGroupedSites = 2;
 // A variant is a bit mask over the matching search rules: more than this many
 // is an error (exit 3) naming the count.
 inline constexpr std::size_t kMaxMaskRules = 31;
 
 struct RewriteVariants {
-  std::vector<std::string> searchRules; // bit r of a mask: searchRules[r] applied
+  std::vector<std::string> searchRules; // in order, each one bit of a mask or one per group
+  std::vector<std::size_t> groups;      // per search rule: its site groups (1 or 2)
   std::vector<std::uint32_t> masks;     // per variant
+  std::vector<std::uint32_t> steps;     // the bits one move flips: a rule's, a group's
   std::vector<graph::ExpandedGraph> graphs;
   std::vector<std::vector<rewrite::AppliedSite>> sites; // per variant, all it rewrote
   std::vector<rewrite::AppliedSite> allSites; // distinct sites of all variants, first seen first

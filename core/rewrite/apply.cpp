@@ -451,13 +451,15 @@ Rewritten applySites(const ExpandedGraph& g, const std::vector<Site>& sites) {
   return applyWith(g, sites, nullptr);
 }
 
-std::vector<Site> disjointSites(const ExpandedGraph& g, const std::vector<const Rule*>& rules) {
+std::vector<Site> disjointSites(const ExpandedGraph& g, const std::vector<const Rule*>& rules,
+                                const SiteFilter& allow) {
   std::vector<Site> out;
   std::set<std::size_t> used;
   for (const Rule* rule : rules) {
     for (Site& site : findSites(g, *rule)) {
       if (std::any_of(site.ops.begin(), site.ops.end(),
-                      [&](std::size_t op) { return used.count(op) > 0; })) {
+                      [&](std::size_t op) { return used.count(op) > 0; }) ||
+          (allow && !allow(g, site))) {
         continue;
       }
       used.insert(site.ops.begin(), site.ops.end());
@@ -474,10 +476,11 @@ graph::ExpandedGraph expandDocument(const Json& doc, const metakernel::Metakerne
 }
 
 RewriteResult rewriteGraph(const ExpandedGraph& g, const std::vector<const Rule*>& rules,
-                           const metakernel::MetakernelLibrary& library, int maxRounds) {
+                           const metakernel::MetakernelLibrary& library, const SiteFilter& allow,
+                           int maxRounds) {
   RewriteResult out{g, {}};
   for (int round = 0; round < maxRounds; ++round) {
-    const std::vector<Site> sites = disjointSites(out.graph, rules);
+    const std::vector<Site> sites = disjointSites(out.graph, rules, allow);
     if (sites.empty()) {
       break;
     }

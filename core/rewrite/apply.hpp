@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,11 +47,16 @@ struct Rewritten {
 // Rewrites the given sites, which must not share an operation (InternalError).
 Rewritten applySites(const graph::ExpandedGraph& g, const std::vector<Site>& sites);
 
+// Whether a rewrite may take a site of graph g (the search's site groups:
+// rewrite_pass.hpp); an empty filter takes every site.
+using SiteFilter = std::function<bool(const graph::ExpandedGraph& g, const Site& site)>;
+
 // The sites of `rules` that do not overlap: rule by rule in order, each
 // rule's sites in topological order, a site skipped when it shares an
-// operation with one taken before.
+// operation with one taken before or `allow` refuses it.
 std::vector<Site> disjointSites(const graph::ExpandedGraph& g,
-                                const std::vector<const Rule*>& rules);
+                                const std::vector<const Rule*>& rules,
+                                const SiteFilter& allow = {});
 
 // Applies `rules` until none matches (at most `maxRounds` rounds of
 // disjointSites + applySites + expansion); the result's graph is expanded
@@ -60,7 +66,8 @@ struct RewriteResult {
   std::vector<AppliedSite> applied;
 };
 RewriteResult rewriteGraph(const graph::ExpandedGraph& g, const std::vector<const Rule*>& rules,
-                           const metakernel::MetakernelLibrary& library, int maxRounds = 8);
+                           const metakernel::MetakernelLibrary& library,
+                           const SiteFilter& allow = {}, int maxRounds = 8);
 
 // The graph/v1 document of an expanded graph's user fields (params resolved).
 Json userGraph(const graph::ExpandedGraph& g);

@@ -288,7 +288,17 @@ bool toggleVariant(const std::vector<SearchSpace>& spaces, const GraphVariants& 
       continue;
     }
     others.push_back(w);
-    if (std::popcount(variants.masks[w] ^ variants.masks[from]) == 1) {
+    // One step: one bit, or a step's bits that leave them all on or all off.
+    const std::uint32_t flipped = variants.masks[w] ^ variants.masks[from];
+    const std::uint32_t after = variants.masks[w] & flipped;
+    const bool step = std::popcount(flipped) == 1
+                          ? variants.steps.empty() ||
+                                std::find(variants.steps.begin(), variants.steps.end(), flipped) !=
+                                    variants.steps.end()
+                          : std::find(variants.steps.begin(), variants.steps.end(), flipped) !=
+                                    variants.steps.end() &&
+                                (after == 0 || after == flipped);
+    if (step) {
       near.push_back(w);
     }
   }

@@ -87,15 +87,19 @@ private:
 
 // The graphs one search chooses among, when rewrite rules are choices of the
 // search (docs/rewrites.md): variant v is the graph with the rules of
-// masks[v] applied (bit r: rule r). A plan (plan::PlanChoice::variant) is for
-// one of them, and a move may carry it to another: op i of variant w then
-// takes the choice of op from[w][v][i] of variant v (-1: none, it starts
-// whole), clamped to its own space.
+// masks[v] applied (bit r: rule r, or one group of a rule's sites). A plan
+// (plan::PlanChoice::variant) is for one of them, and a move may carry it to another: op i of
+// variant w then takes the choice of op from[w][v][i] of variant v (-1: none, it starts whole),
+// clamped to its own space.
 struct GraphVariants {
   std::vector<const graph::ExpandedGraph*> graphs;
   std::vector<std::uint32_t> masks;
   std::vector<std::vector<std::vector<std::int64_t>>> from;
   std::uint32_t reported = 0; // whose baselines a result reports (all rules applied)
+  // The sets of mask bits one move flips together: one group of a rule's
+  // sites (one bit), or a rule's bits, turned all on or all off. Empty: any
+  // one bit.
+  std::vector<std::uint32_t> steps;
 };
 
 // "[1, 4, 2]"

@@ -311,6 +311,80 @@ TEST_CASE("rules marked search make one graph per subset of them", "[rewrite][va
   }
 }
 
+// Three convolutions, each followed by a ReLU only it reads: conv_relu's
+// three sites.
+std::string threeConvReluText() {
+  std::string tensors = R"("x": {"dtype": "float32", "shape": [1, 4, 6, 6]})";
+  std::string ops;
+  std::string in = "x";
+  for (int i = 1; i <= 3; ++i) {
+    const std::string n = std::to_string(i);
+    tensors +=
+        R"(, "w)" + n + R"(": {"dtype": "float32", "shape": [4, 4, 3, 3], "constant": true})";
+    ops += std::string(i > 1 ? ", " : "") + R"({"name": "conv)" + n +
+           R"(", "kernel": "conv2d", "params": {"padding": [1, 1]}, "inputs": {"input": ")" + in +
+           R"(", "weight": "w)" + n + R"("}, "outputs": {"result": "c)" + n +
+           R"("}}, {"name": "relu)" + n + R"(", "kernel": "relu", "inputs": {"input": "c)" + n +
+           R"("}, "outputs": {"result": "r)" + n + R"("}})";
+    in = "r" + n;
+  }
+  return R"({"tapestry": "graph/v1", "name": "three", "tensors": {)" + tensors +
+         R"(}, "operations": [)" + ops + R"(], "outputs": ["r3"]})";
+}
+
+TEST_CASE("a rule's sites in two groups: variants fuse one group and not the other",
+          "[rewrite][variants]") {
+  const graph::ExpandedGraph g = expandText(threeConvReluText());
+  // The filter: only the site that starts at conv2.
+  const rewrite::Rule* convRelu = nullptr;
+  for (const auto& r : standard().rules()) {
+    convRelu = r->name == "conv_relu" ? r.get() : convRelu;
+  }
+  REQUIRE(convRelu != nullptr);
+  const rewrite::RewriteResult one = rewrite::rewriteGraph(
+      g, {convRelu}, lib(), [](const graph::ExpandedGraph& in, const rewrite::Site& site) {
+        return in.operations[site.ops.front()].name == "conv2";
+      });
+  REQUIRE(one.applied.size() == 1);
+  CHECK(one.applied[0].replaced == std::vector<std::string>{"conv2", "relu2"});
+  CHECK(one.graph.operations.size() == 5);
+
+  const driver::RewriteVariants v = driver::rewriteVariants(g, "default", {}, lib());
+  CHECK(v.searchRules == std::vector<std::string>{"conv_relu"});
+  CHECK(v.groups == std::vector<std::size_t>{2});
+  // Bit 0: the first half of the sites (conv1's and conv2's), bit 1 conv3's.
+  CHECK(v.masks == std::vector<std::uint32_t>{0, 2, 1, 3});
+  CHECK(v.steps == std::vector<std::uint32_t>{3, 1, 2});
+  REQUIRE(v.graphs.size() == 4);
+  CHECK(v.graphs[0].operations.size() == 6);
+  CHECK(v.graphs[1].operations.size() == 5); // conv3 + relu3 fused
+  REQUIRE(v.sites[1].size() == 1);
+  CHECK(v.sites[1][0].replaced == std::vector<std::string>{"conv3", "relu3"});
+  CHECK(v.graphs[2].operations.size() == 4); // conv1 + relu1, conv2 + relu2
+  CHECK(v.sites[2].size() == 2);
+  CHECK(v.graphs[3].operations.size() == 3);
+  CHECK(v.allSites.size() == 3);
+
+  // A move flips one step: a group, or the whole rule.
+  const search::GraphVariants links = v.links();
+  CHECK(links.steps == v.steps);
+  std::vector<search::SearchSpace> spaces;
+  for (const graph::ExpandedGraph& graph : v.graphs) {
+    spaces.emplace_back(graph, 2);
+  }
+  std::vector<bool> reached(4, false);
+  for (std::uint64_t seed = 0; seed < 40; ++seed) {
+    search::Rng rng(seed);
+    plan::PlanChoice c = plan::singleDeviceChoice(v.graphs[1]);
+    c.variant = 1;
+    REQUIRE(search::toggleVariant(spaces, links, c, rng));
+    reached[c.variant] = true;
+    CHECK(spaces[c.variant].contains(c));
+  }
+  // From mask 2: to 0 (group 1 off) and 3 (group 0 on), never to 1 (two flips).
+  CHECK(reached == std::vector<bool>{true, false, false, true});
+}
+
 TEST_CASE("more search rules than a variant mask holds is an error", "[rewrite][variants]") {
   // 32 search rules that each match relu1 and relu2 (a relu for a relu).
   std::string text;

@@ -39,6 +39,7 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
   ],
   "rewrite_search": {
     "rules": [],
+    "site_groups": [],
     "graphs": 1,
     "written_sites": 2
   },
