@@ -143,7 +143,7 @@ float gelu(float x) {
   return 0.5f * x * (1.0f + std::erf(x * 0.70710678f));
 }
 
-// The row-wise cases: softmax, layernorm and reductions along the last axis.
+// The row-wise cases: softmax, layernorm and reductions along an axis.
 void addRowCases(std::vector<Case>& out) {
   out.push_back(
       {"softmax [4, 128]",
@@ -191,6 +191,26 @@ void addRowCases(std::vector<Case>& out) {
                        s += in[0][r * 16 + i];
                      }
                      y[r] = s / 16.0f;
+                   }
+                 },
+                 std::nullopt});
+  // Down a middle axis: concat_split_embedding.json's pool, the max over 128
+  // positions of [8, 128, 192].
+  out.push_back({"max [8, 128, 192] axis 1",
+                 "max",
+                 {{"x", {8, 128, 192}}},
+                 R"({"input": "x"})",
+                 R"({"axis": 1})",
+                 [](const std::vector<const float*>& in, float* y) {
+                   for (std::int64_t b = 0; b < 8; ++b) {
+                     float* yb = y + b * 192;
+                     const float* xb = in[0] + b * 128 * 192;
+                     std::copy(xb, xb + 192, yb);
+                     for (std::int64_t k = 1; k < 128; ++k) {
+                       for (std::int64_t j = 0; j < 192; ++j) {
+                         yb[j] = std::max(yb[j], xb[k * 192 + j]);
+                       }
+                     }
                    }
                  },
                  std::nullopt});

@@ -40,6 +40,10 @@ template <class T, class I> void embeddingTyped(const KernelCall& call) {
     std::copy(b.begin(), b.end(), at.begin());
     at[nb] = d0;
     T* dst = out.at<T>(at);
+    if (os == 1 && ts == 1) { // rows in both: one copy (the loop ran at 8 GB/s)
+      std::copy(src, src + D, dst);
+      return;
+    }
     for (std::int64_t j = 0; j < D; ++j) {
       dst[j * os] = src[j * ts];
     }

@@ -187,8 +187,18 @@ private:
   }
 
   // n output elements at once: the axis folded into acc_ one step at a time.
+  // float32 sum, mean and max with contiguous outputs hold their columns in
+  // registers through the axis (vector_math.hpp's columnSums, columnMaxes).
   void across(const T* x, std::int64_t sx, T* y, std::int64_t sy, std::int64_t n) {
     Acc* acc = acc_.data();
+    if constexpr (kVector) {
+      if (sx == 1) {
+        (kind == Reduce::Max ? vk_.columnMaxes : vk_.columnSums)(x, axisStride_, axisExtent_, n,
+                                                                 acc);
+        finishAcross(acc, y, sy, n);
+        return;
+      }
+    }
     for (std::int64_t j = 0; j < n; ++j) {
       acc[j] = Num<T>::load(x[j * sx]);
     }
@@ -215,6 +225,9 @@ private:
         }
       }
     }
+    finishAcross(acc, y, sy, n);
+  }
+  void finishAcross(const Acc* acc, T* y, std::int64_t sy, std::int64_t n) const {
     if constexpr (std::is_same_v<T, float> && kind == Reduce::Mean) {
       if (sy == 1) { // the division of finish(), vectorised
         vk_.binary[static_cast<int>(VBinary::Div)][static_cast<int>(VScalar::B)](acc, &length_, y,

@@ -92,6 +92,11 @@ struct VectorKernels {
                   std::int64_t ldy);
   void (*rowMaxes)(const float* x, std::int64_t ldx, std::int64_t n, std::int64_t rows, float* y,
                    std::int64_t ldy);
+  // Down columns: y[j] = x[j] + x[ldk + j] + ... (or their max, NaN as
+  // VBinary::MaxNan) over m >= 1 rows, in row order, for j < n; y may not
+  // overlap x. The same numbers as folding the rows with binary[Add] (MaxNan).
+  void (*columnSums)(const float* x, std::int64_t ldk, std::int64_t m, std::int64_t n, float* y);
+  void (*columnMaxes)(const float* x, std::int64_t ldk, std::int64_t m, std::int64_t n, float* y);
   // The dot product of a[0..n) and b[0..n) (two vector accumulators).
   float (*dot)(const float* a, const float* b, std::int64_t n);
   // y[r * ldy + j] = sum over i < k of x[r * ldx + i] * W[i][j], for rows r <

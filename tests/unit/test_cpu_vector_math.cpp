@@ -603,6 +603,44 @@ TEST_CASE("vector row sums and maxes: each row as sum and max give it, strided r
   }
 }
 
+TEST_CASE("vector column sums and maxes: the rows folded one by one, bit for bit",
+          "[cpu][vector]") {
+  std::vector<float> x = testValues(128 * 192, false);
+  x[5 * 70 + 3] = kNaN; // row 5, column 3 of the [m, 70] cases
+  for (CpuIsa isa : levels()) {
+    const VectorKernels& vk = cpu::vectorKernels(isa);
+    // (rows, columns, row stride): columns past 4 vectors, one vector, a
+    // tail shorter than a vector, one row, a stride wider than the columns.
+    for (const auto& [m, n, ldk] : std::vector<std::array<std::int64_t, 3>>{
+             {128, 192, 192}, {9, 70, 70}, {3, 5, 5}, {1, 33, 33}, {17, 16, 40}, {4, 1, 3}}) {
+      INFO(isaName(isa) << " m=" << m << " n=" << n << " ldk=" << ldk);
+      const auto add = vk.binary[static_cast<int>(VBinary::Add)][0];
+      const auto maxNan = vk.binary[static_cast<int>(VBinary::MaxNan)][0];
+      std::vector<float> wantSum(x.begin(), x.begin() + n);
+      std::vector<float> wantMax = wantSum;
+      for (std::int64_t k = 1; k < m; ++k) {
+        add(wantSum.data(), x.data() + k * ldk, wantSum.data(), n);
+        maxNan(wantMax.data(), x.data() + k * ldk, wantMax.data(), n);
+      }
+      std::vector<float> sums(static_cast<std::size_t>(n) + 1, -7.0f);
+      std::vector<float> maxes(static_cast<std::size_t>(n) + 1, -7.0f);
+      vk.columnSums(x.data(), ldk, m, n, sums.data());
+      vk.columnMaxes(x.data(), ldk, m, n, maxes.data());
+      CHECK(sums.back() == -7.0f); // nothing past n written
+      CHECK(maxes.back() == -7.0f);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const std::size_t i = static_cast<std::size_t>(j);
+        CHECK(std::memcmp(&sums[i], &wantSum[i], sizeof(float)) == 0);
+        CHECK(std::memcmp(&maxes[i], &wantMax[i], sizeof(float)) == 0);
+      }
+      if (m > 5 && n == 70) { // the NaN reaches its column's max, and no other
+        CHECK(std::isnan(maxes[3]));
+        CHECK_FALSE(std::isnan(maxes[4]));
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- kernels
 
 namespace {
