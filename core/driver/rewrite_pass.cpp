@@ -119,15 +119,15 @@ struct SearchUnit {
   }
 };
 
-// The units of the matching rules; two groups each for rules with
-// kMinGroupedSites sites, unless that takes more bits than a mask has.
+// The units of the matching rules, given each one's sites in the base graph;
+// two groups each for rules with kMinGroupedSites sites, unless that takes
+// more bits than a mask has.
 std::vector<SearchUnit> searchUnits(const graph::ExpandedGraph& base,
-                                    const std::vector<const rewrite::Rule*>& matching) {
-  std::vector<std::vector<rewrite::Site>> sites;
+                                    const std::vector<const rewrite::Rule*>& matching,
+                                    const std::vector<std::vector<rewrite::Site>>& sites) {
   std::size_t bits = 0;
-  for (const rewrite::Rule* r : matching) {
-    sites.push_back(rewrite::disjointSites(base, {r}));
-    bits += sites.back().size() >= kMinGroupedSites ? 2 : 1;
+  for (const std::vector<rewrite::Site>& own : sites) {
+    bits += own.size() >= kMinGroupedSites ? 2 : 1;
   }
   const bool grouped = bits <= kMaxMaskRules;
   std::vector<SearchUnit> units;
@@ -204,9 +204,12 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
   const SelectedRules rules = selectRules(mode, rulePaths, library);
   rewrite::RewriteResult base = rewrite::rewriteGraph(given, rules.always, library);
   std::vector<const rewrite::Rule*> matching;
+  std::vector<std::vector<rewrite::Site>> matchingSites; // each rule's own, disjoint
   for (const rewrite::Rule* r : rules.search) {
-    if (!rewrite::findSites(base.graph, *r).empty()) {
+    std::vector<rewrite::Site> own = rewrite::disjointSites(base.graph, {r});
+    if (!own.empty()) {
       matching.push_back(r);
+      matchingSites.push_back(std::move(own));
       out.searchRules.push_back(r->name);
     }
   }
@@ -217,7 +220,7 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
                     " can be searched (mark some always, or leave their files out)",
                 ExitCode::InvalidInput);
   }
-  const std::vector<SearchUnit> units = searchUnits(base.graph, matching);
+  const std::vector<SearchUnit> units = searchUnits(base.graph, matching, matchingSites);
   out.masks = variantMasks(units);
   for (const SearchUnit& u : units) {
     out.steps.push_back(u.mask());

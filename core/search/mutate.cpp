@@ -288,17 +288,15 @@ bool toggleVariant(const std::vector<SearchSpace>& spaces, const GraphVariants& 
       continue;
     }
     others.push_back(w);
-    // One step: one bit, or a step's bits that leave them all on or all off.
+    // One step: the bits of a step (any one bit without steps), left all on
+    // or all off (a single bit always is).
     const std::uint32_t flipped = variants.masks[w] ^ variants.masks[from];
     const std::uint32_t after = variants.masks[w] & flipped;
-    const bool step = std::popcount(flipped) == 1
-                          ? variants.steps.empty() ||
-                                std::find(variants.steps.begin(), variants.steps.end(), flipped) !=
-                                    variants.steps.end()
-                          : std::find(variants.steps.begin(), variants.steps.end(), flipped) !=
-                                    variants.steps.end() &&
-                                (after == 0 || after == flipped);
-    if (step) {
+    const bool listed = variants.steps.empty()
+                            ? std::popcount(flipped) == 1
+                            : std::find(variants.steps.begin(), variants.steps.end(), flipped) !=
+                                  variants.steps.end();
+    if (listed && (after == 0 || after == flipped)) {
       near.push_back(w);
     }
   }
