@@ -9,7 +9,8 @@ them). Writes, deterministically (torch.manual_seed(0), opset 17):
   testdata/onnx/       relu (one node, the source of the truncated file), mlp3 (and mlp3_dynamic, its batch dim named "batch"),
                        resnet18, resnet50 and mobilenet_v2 (structure
                        only: export_params=False), bert_layer (and
-                       bert_layer_dynamic: batch and seq dims named), gpt2_block
+                       bert_layer_dynamic: batch and seq dims named),
+                       mha_seq_first (nn.MultiheadAttention on [s, b, d]), gpt2_block
                        (and gpt2_block_opset14, exported at opset 14)
   testdata/bad/onnx/   one file per bad input of tests/cli/cases/import_errors.t,
                        most made by hand with onnx.helper
@@ -86,6 +87,20 @@ class Gpt2Block(nn.Module):
         return x + self.out(self.gelu(self.fc(self.ln2(x))))
 
 
+class SeqFirstAttention(nn.Module):
+    """nn.MultiheadAttention's self-attention on sequence-first [s, b, d]
+    tensors (batch_first=False, PyTorch's default): its export slices q, k and
+    v out of the packed projection and reshapes and transposes each into
+    [b*heads, s, d]."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.att = nn.MultiheadAttention(d, heads)
+
+    def forward(self, x):
+        return self.att(x, x, x, need_weights=False)[0]
+
+
 def good_models(out):
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
@@ -109,6 +124,8 @@ def good_models(out):
     export(layer, torch.randn(2, 8, 64), f"{out}/bert_layer.onnx", ["x"], ["y"])
     export(layer, torch.randn(2, 8, 64), f"{out}/bert_layer_dynamic.onnx", ["x"], ["y"],
            dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
+    torch.manual_seed(0)
+    export(SeqFirstAttention(), torch.randn(6, 2, 32), f"{out}/mha_seq_first.onnx", ["x"], ["y"])
     torch.manual_seed(0)
     export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block.onnx", ["x"], ["y"])
     # The same block at torch 1.13's default opset, 14: LayerNorm comes out as

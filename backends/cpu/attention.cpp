@@ -1,10 +1,11 @@
 // attention, attention_masked and their heads forms attention_heads*,
-// which read [b, s, heads*d] tensors in place (metakernels/attention.yaml): one query row
-// per index point. A shard walks its points through the IPFs to the row of Q,
-// the row of the result, its batch's K and V, and (masked) its row of the
-// mask; per row it forms the scores q . K[:, t] for every t (a sum of rows of
-// K weighted by q, so the inner loop runs along K's rows), divides them,
-// masks them, takes a stable softmax and sums the rows of V weighted by it.
+// which read [b, s, heads*d] tensors (the *_seq_first forms [s, b, heads*d])
+// in place (metakernels/attention.yaml): one query row per index point. A
+// shard walks its points through the IPFs to the row of Q, the row of the
+// result, its batch's K and V, and (masked) its row of the mask; per row it
+// forms the scores q . K[:, t] for every t (a sum of rows of K weighted by q,
+// so the inner loop runs along K's rows), divides them, masks them, takes a
+// stable softmax and sums the rows of V weighted by it.
 // The [..., s, t] scores of the unfused chain are never stored: one row of t
 // floats of scratch per kernel. float32 rows compute in float (the softmax
 // through vector_math.hpp), the other dtypes in Num<T>::C.
@@ -61,11 +62,13 @@ public:
     ve_ = v.strides[r - 1];
     oe_ = out.strides[r - 1];
     if (call.op.kernel.rfind("attention_heads", 0) == 0) {
-      // [b, s|t, heads*d] (attention_heads_qkv: [b, s, 3*heads*d]): K's keys
-      // are rows, a head's d along the last dim.
+      // [b, s|t, heads*d] (attention_heads_qkv: [b, s, 3*heads*d]), or
+      // [s|t, b, heads*d] for the *_seq_first forms: K's keys are rows, a
+      // head's d along the last dim.
+      const std::size_t rows = call.op.kernel.ends_with("_seq_first") ? 0 : 1;
       kd_ = k.strides[2];
-      kt_ = k.strides[1];
-      vt_ = v.strides[1];
+      kt_ = k.strides[rows];
+      vt_ = v.strides[rows];
     } else {
       kd_ = k.strides[r - 2];
       kt_ = k.strides[r - 1];
@@ -397,7 +400,8 @@ template <class T> using MaskedAttention = Attention<T, true>;
 } // namespace
 
 void registerAttentionKernels(CpuRegistry& registry) {
-  for (const char* name : {"attention", "attention_heads", "attention_heads_qkv"}) {
+  for (const char* name : {"attention", "attention_heads", "attention_heads_qkv",
+                           "attention_heads_seq_first", "attention_heads_qkv_seq_first"}) {
     registry.add(name, &runPrepared<&prepareFloat<PlainAttention>>, &prepareFloat<PlainAttention>);
   }
   for (const char* name :

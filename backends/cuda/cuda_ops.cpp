@@ -751,6 +751,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("attention_heads_masked", &runBodyOnDevice);
     r.add("attention_heads_qkv", &runBodyOnDevice);
     r.add("attention_heads_qkv_masked", &runBodyOnDevice);
+    r.add("attention_heads_seq_first", &runBodyOnDevice);
+    r.add("attention_heads_qkv_seq_first", &runBodyOnDevice);
     return r;
   }();
   return kernels;

@@ -135,6 +135,8 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"attention_heads_masked", "matmul"},
     {"attention_heads_qkv", "matmul"},
     {"attention_heads_qkv_masked", "matmul"},
+    {"attention_heads_seq_first", "matmul"},
+    {"attention_heads_qkv_seq_first", "matmul"},
     {"softmax", "normalization"},
     {"layernorm", "normalization"},
     {"batchnorm", "normalization"},

@@ -67,7 +67,7 @@ struct RewriteResult {
 };
 RewriteResult rewriteGraph(const graph::ExpandedGraph& g, const std::vector<const Rule*>& rules,
                            const metakernel::MetakernelLibrary& library,
-                           const SiteFilter& allow = {}, int maxRounds = 8);
+                           const SiteFilter& allow = {}, int maxRounds = 16);
 
 // The graph/v1 document of an expanded graph's user fields (params resolved).
 Json userGraph(const graph::ExpandedGraph& g);

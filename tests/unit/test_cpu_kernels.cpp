@@ -1273,7 +1273,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 92);
+  CHECK(names.size() == 94);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1410,7 +1410,11 @@ TEST_CASE("attention on the kernel threads' team: runs of query rows as one-thre
              {"k", "float32", {2, 4, 32, 64}},
              {"v", "float32", {2, 4, 64, 32}}},
             R"({"Q": "q", "K": "k", "V": "v"})", R"({"divisor": 5.0})");
-  for (const graph::ExpandedGraph* g : {&qkv, &plain}) {
+  // Sequence-first: the rows of a head are b*heads*d apart.
+  const graph::ExpandedGraph seqFirst =
+      oneOp("attention_heads_qkv_seq_first", {{"x", "float32", {64, 2, 384}}},
+            R"({"Q": "x", "K": "x", "V": "x"})", R"({"heads": 4, "divisor": 5.0})");
+  for (const graph::ExpandedGraph* g : {&qkv, &plain, &seqFirst}) {
     INFO(g->operations[0].kernel);
     const Inputs in = makeInputs(*g, 1, {});
     const std::vector<Shape> splits = splitsFor(g->operations[0].application.index);
@@ -1420,6 +1424,38 @@ TEST_CASE("attention on the kernel threads' team: runs of query rows as one-thre
     }
   }
   CpuBackend::setBlasThreads(1);
+}
+
+TEST_CASE("attention_heads_seq_first and its packed form read [s, b, heads*d] in place",
+          "[cpu][kernel]") {
+  // The native kernel whole (the reference) against itself on shards and
+  // against the body on shards, every split in every view mode, float32 at
+  // every ISA level and float64. (`rewrites check` compares both kernels with
+  // the exported chain of reshapes, transposes and products they replace.)
+  CpuBackend bodies(4, CpuKernels::Bodies);
+  for (const char* dtype : {"float32", "float64"}) {
+    const graph::ExpandedGraph apart =
+        oneOp("attention_heads_seq_first",
+              {{"q", dtype, {5, 3, 12}}, {"k", dtype, {7, 3, 12}}, {"v", dtype, {7, 3, 6}}},
+              R"({"Q": "q", "K": "k", "V": "v"})", R"({"heads": 3, "divisor": 2.0})");
+    const graph::ExpandedGraph packed =
+        oneOp("attention_heads_qkv_seq_first", {{"x", dtype, {6, 2, 24}}},
+              R"({"Q": "x", "K": "x", "V": "x"})", R"({"heads": 2, "divisor": 3.0})");
+    const int levels = std::string(dtype) == "float32" ? static_cast<int>(detectedIsa()) : 0;
+    for (int level = 0; level <= levels; ++level) {
+      setCpuIsa(static_cast<CpuIsa>(level));
+      for (const graph::ExpandedGraph* g : {&apart, &packed}) {
+        INFO(g->operations[0].kernel << " " << dtype << " ISA level " << level);
+        const Inputs in = makeInputs(*g, 2, {});
+        const std::vector<Shape> splits = splitsFor(g->operations[0].application.index);
+        for (std::size_t i = 0; i < splits.size(); ++i) {
+          checkSharded(*g, in, splits[i], static_cast<ViewMode>(i % 3), cpu());
+          checkSharded(*g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
+        }
+      }
+    }
+    setCpuIsa(std::nullopt);
+  }
 }
 
 TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {

@@ -150,7 +150,8 @@ TEST_CASE("bad profiles: located errors, exit 1") {
             "conv_weights, elementwise, activation, reduction, normalization, copy, transpose, "
             "linear, linear_act, attention, "
             "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
-            "attention_heads_qkv_masked, conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
+            "attention_heads_qkv_masked, attention_heads_seq_first, attention_heads_qkv_seq_first, "
+            "conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
             "sqrt, "
             "reciprocal, abs, clip, "
             "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",

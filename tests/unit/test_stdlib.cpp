@@ -149,7 +149,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 85);
+  CHECK(bodies == 87);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -1329,6 +1329,23 @@ Case randomCase(const std::string& k, Rng& rng) {
       addHeadsMask(c, rng, b, sq, sq);
     }
     return c;
+  }
+  if (k == "attention_heads_seq_first") {
+    // Q [s, b, heads*d], K [t, b, heads*d], V [t, b, heads*e].
+    const std::int64_t b = uni(rng, 1, 3), heads = uni(rng, 1, 3), sq = uni(rng, 1, 4),
+                       d = uni(rng, 1, 3), t = uni(rng, 1, 4), e = uni(rng, 1, 3);
+    return {k,
+            {{"Q", {T({sq, b, heads * d})}},
+             {"K", {T({t, b, heads * d})}},
+             {"V", {T({t, b, heads * e})}}},
+            {{"heads", heads}, {"divisor", 2.0}}};
+  }
+  if (k == "attention_heads_qkv_seq_first") {
+    // One packed [s, b, 3*heads*d] tensor bound to Q, K and V.
+    const std::int64_t b = uni(rng, 1, 3), heads = uni(rng, 1, 3), sq = uni(rng, 1, 4),
+                       d = uni(rng, 1, 3);
+    const TensorType qkv = T({sq, b, 3 * heads * d});
+    return {k, {{"Q", {qkv}}, {"K", {qkv}}, {"V", {qkv}}}, {{"heads", heads}, {"divisor", 2.0}}};
   }
   if (k == "layernorm") {
     Ints s = randShape(rng, 1, 3);

@@ -53,8 +53,18 @@ attention_heads_qkv_masked: attention_heads_masked, split -> attention_heads_qkv
     A split of a packed [b, s, 3*heads*d] projection into equal q, k and v read only by an attention_heads_masked becomes one attention_heads_qkv_masked that reads the three in place: the split's copy is gone. It matches only where attention_heads_masked has been made, and always pays there.
 attention_heads_qkv: attention_heads, split -> attention_heads_qkv  [always]
     attention_heads_qkv_masked without the mask: a split of a packed projection into q, k and v read only by an attention_heads becomes one attention_heads_qkv.
+attention_divided_queries: div_scalar, attention -> attention  [always]
+    Queries divided by a constant before an attention that divides nothing (PyTorch's nn.MultiheadAttention export scales q before q @ k): the division becomes the attention's divisor, and its pass over q is gone.
+attention_heads_seq_first: attention, transpose, reshape, transpose, reshape, transpose, reshape, transpose -> attention_heads_seq_first, reshape  [always]
+    The heads of a sequence-first transformer (PyTorch's nn.MultiheadAttention without batch_first): each of q, k and v reshaped from [s, b, heads*d] to [s, b*heads, d] and transposed into [b*heads, s, d] (k to [b*heads, d, t]), the attention, and its result transposed back to [s, b*heads, e], become one attention_heads_seq_first that reads the heads in place and a reshape of its [s, b, heads*e] result (which reshape_reshape joins with the reshape that follows). It matches only where attention has fused the products, and always pays there: seven moves are gone, and the fused kernel splits the batch and the heads apart.
+attention_heads_qkv_seq_first: attention_heads_seq_first, slice, slice, slice -> attention_heads_qkv_seq_first  [always]
+    Three slices of a packed sequence-first projection [s, b, 3*heads*d] into its q, k and v columns, read only by an attention_heads_seq_first, become one attention_heads_qkv_seq_first that reads the three in place: the slices' copies are gone. PyTorch's nn.MultiheadAttention exports its in-projection so.
+reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
+    A linear layer between a reshape that flattens the leading dims of x into rows ([..., k] to [rows, k]) and one that restores them ([rows, n] to [..., n]) becomes one linear of x (linear takes batch dims): the two moves are gone. nn.MultiheadAttention's out-projection is exported so.
+attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
+    A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-26 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+31 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -82,10 +92,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_relu, attention_masked, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_relu, attention_masked, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 26 rules, 41 examples (and 73 random shapes; 54 exactly on integers): all passed
+checked 31 rules, 51 examples (and 80 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -107,11 +117,12 @@ $ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_
 ! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
 ## Golden site counts of the pre-pass on the ONNX models (docs/rewrites.md).
-$ for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
+$ for m in resnet18 resnet50 mobilenet_v2 bert_layer mha_seq_first gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
 resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
-bert_layer: 6 sites attention 1, linear_add 1, linear_relu 1, matmul_add_linear 3
+bert_layer: 13 sites attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
+mha_seq_first: 7 sites attention 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, matmul_add_linear 1, reshape_linear_reshape 1, reshape_reshape 1
 gpt2_block: 11 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, linear_add 2, linear_gelu 1, matmul_add_linear 4
 gpt2_block_opset14: 13 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, layernorm_decomposed 2, linear_add 2, linear_gelu 1, matmul_add_linear 4
 [created bert_layer.json]
@@ -120,6 +131,8 @@ gpt2_block_opset14: 13 sites attention_heads_masked 1, attention_heads_qkv_maske
 [created gpt2_block.x.json]
 [created gpt2_block_opset14.json]
 [created gpt2_block_opset14.x.json]
+[created mha_seq_first.json]
+[created mha_seq_first.x.json]
 [created mobilenet_v2.json]
 [created mobilenet_v2.x.json]
 [created resnet18.json]
@@ -180,10 +193,16 @@ resnet18 h100x8: checked, 8 sites
 [created resnet18.cpu-2.json]
 [created resnet18.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize bert_layer.json --target $t --seed 1 --iterations 10 -q -o bert_layer.$t.json && tapestry run bert_layer.$t.json --check -q && echo "bert_layer $t: checked, $(jq '[.rewrites.sites[]?] | length' bert_layer.$t.json) sites"; done
-bert_layer cpu-2: checked, 6 sites
-bert_layer h100x8: checked, 6 sites
+bert_layer cpu-2: checked, 13 sites
+bert_layer h100x8: checked, 13 sites
 [created bert_layer.cpu-2.json]
 [created bert_layer.h100x8.json]
+## nn.MultiheadAttention on sequence-first [s, b, d] tensors: its slices, head reshapes and transposes and the reshapes around its out-projection are gone (three operations where the search also fuses the in-projection's matmul and add), and the plans pass run --check.
+$ for t in cpu-2 h100x8; do tapestry optimize mha_seq_first.json --target $t --seed 1 --iterations 10 -q -o mha.$t.json && tapestry run mha.$t.json --check -q && echo "mha_seq_first $t: checked, $(jq -c '[.graph.operations[].kernel]' mha.$t.json)"; done
+mha_seq_first cpu-2: checked, ["linear","attention_heads_qkv_seq_first","linear"]
+mha_seq_first h100x8: checked, ["matmul","add","attention_heads_qkv_seq_first","linear"]
+[created mha.cpu-2.json]
+[created mha.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
@@ -203,9 +222,9 @@ $ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tape
 gpt2_block fastest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, linear_add 2, linear_gelu 1, matmul_add_linear 4
 gpt2_block smallest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1
 gpt2_block: front plans by sites rewritten 1: 2, 4: 24, 7: 3, 8: 5, 11: 30
-bert_layer fastest: checked, attention 1, linear_add 1, linear_relu 1, matmul_add_linear 3
-bert_layer smallest: checked, attention 1, linear_add 1, linear_relu 1, matmul_add_linear 3
-bert_layer: front plans by sites rewritten 1: 1, 3: 8, 4: 15, 6: 40
+bert_layer fastest: checked, attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
+bert_layer smallest: checked, attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
+bert_layer: front plans by sites rewritten 8: 7, 11: 1, 13: 54
 resnet18 fastest: checked, conv_add_relu 8, conv_relu 9
 resnet18 smallest: checked, 
 resnet18: front plans by sites rewritten 0: 8, 8: 17, 9: 6, 13: 5, 17: 27
