@@ -1013,12 +1013,12 @@ std::vector<Shape> splitsFor(const ZRange& index) {
   return out;
 }
 
-// The whole battery for one graph: naive comparison, then every split in
-// every view mode (modes rotate over the splits to keep the runtime small).
+// Every split in every view mode (modes rotate over the splits to keep the
+// runtime small) against the native kernel run whole: the native kernel on
+// shards, and the body on shards where the template has one.
 // `constants`: tensors whose views say they are constant graph inputs.
-void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in,
-                     const std::set<std::string>& constants) {
-  checkNaive(g, in);
+void checkShards(const graph::ExpandedGraph& g, const Inputs& in,
+                 const std::set<std::string>& constants = {}) {
   const std::vector<Shape> splits = splitsFor(g.operations[0].application.index);
   for (std::size_t i = 0; i < splits.size(); ++i) {
     checkSharded(g, in, splits[i], static_cast<ViewMode>(i % 3), cpu(), constants);
@@ -1032,6 +1032,13 @@ void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in,
       checkSharded(g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
     }
   }
+}
+
+// The whole battery for one graph: naive comparison, then checkShards.
+void checkKernelOnce(const graph::ExpandedGraph& g, const Inputs& in,
+                     const std::set<std::string>& constants) {
+  checkNaive(g, in);
+  checkShards(g, in, constants);
 }
 
 // The battery, and for a float32 output once per ISA level this CPU has
@@ -1398,7 +1405,6 @@ TEST_CASE("attention on the kernel threads' team: runs of query rows as one-thre
   // kernel on shards in every view mode.
   cpu(); // made first: making it sets one thread
   CpuBackend::setBlasThreads(2);
-  CpuBackend bodies(4, CpuKernels::Bodies);
   const graph::ExpandedGraph qkv =
       oneOp("attention_heads_qkv_masked",
             {{"x", "float32", {2, 64, 384}}, {"m", "bool", {64, 64}}, {"f", "float32", {}}},
@@ -1416,12 +1422,7 @@ TEST_CASE("attention on the kernel threads' team: runs of query rows as one-thre
             R"({"Q": "x", "K": "x", "V": "x"})", R"({"heads": 4, "divisor": 5.0})");
   for (const graph::ExpandedGraph* g : {&qkv, &plain, &seqFirst}) {
     INFO(g->operations[0].kernel);
-    const Inputs in = makeInputs(*g, 1, {});
-    const std::vector<Shape> splits = splitsFor(g->operations[0].application.index);
-    for (std::size_t i = 0; i < splits.size(); ++i) {
-      checkSharded(*g, in, splits[i], static_cast<ViewMode>(i % 3), cpu());
-      checkSharded(*g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
-    }
+    checkShards(*g, makeInputs(*g, 1, {}));
   }
   CpuBackend::setBlasThreads(1);
 }
@@ -1432,7 +1433,6 @@ TEST_CASE("attention_heads_seq_first and its packed form read [s, b, heads*d] in
   // against the body on shards, every split in every view mode, float32 at
   // every ISA level and float64. (`rewrites check` compares both kernels with
   // the exported chain of reshapes, transposes and products they replace.)
-  CpuBackend bodies(4, CpuKernels::Bodies);
   for (const char* dtype : {"float32", "float64"}) {
     const graph::ExpandedGraph apart =
         oneOp("attention_heads_seq_first",
@@ -1446,12 +1446,7 @@ TEST_CASE("attention_heads_seq_first and its packed form read [s, b, heads*d] in
       setCpuIsa(static_cast<CpuIsa>(level));
       for (const graph::ExpandedGraph* g : {&apart, &packed}) {
         INFO(g->operations[0].kernel << " " << dtype << " ISA level " << level);
-        const Inputs in = makeInputs(*g, 2, {});
-        const std::vector<Shape> splits = splitsFor(g->operations[0].application.index);
-        for (std::size_t i = 0; i < splits.size(); ++i) {
-          checkSharded(*g, in, splits[i], static_cast<ViewMode>(i % 3), cpu());
-          checkSharded(*g, in, splits[i], static_cast<ViewMode>((i + 1) % 3), bodies);
-        }
+        checkShards(*g, makeInputs(*g, 2, {}));
       }
     }
     setCpuIsa(std::nullopt);
