@@ -301,6 +301,67 @@ private:
   Launch launch_;
 };
 
+// A fuse(P, C) operation (core/metakernel/fuse.hpp) run as its parts: P's
+// kernel writes the result, then C's kernel reads it there and overwrites it
+// in place (C reads its port element by element, so each element is read
+// before it is written), with C's other inputs the fused operation's.
+class FusedRun final : public PreparedKernel {
+public:
+  FusedRun(Backend& backend, const KernelCall& call) {
+    const graph::Operation& op = call.op;
+    const metakernel::FusedParts& parts = *op.application.fused;
+    producerOp_.name = op.name;
+    producerOp_.kernel = parts.producerKernel;
+    producerOp_.inputs.assign(
+        op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(parts.producerInputs));
+    producerOp_.outputs = op.outputs;
+    producerOp_.application = *parts.producer;
+    consumerOp_.name = op.name;
+    consumerOp_.kernel = parts.consumerKernel;
+    const std::vector<metakernel::PortResult>& ports = parts.consumer->inputs;
+    for (std::size_t j = 0; j < parts.consumerInputs.size(); ++j) {
+      const int at = parts.consumerInputs[j];
+      graph::PortTensors port =
+          at < 0 ? op.outputs.at(0) : op.inputs.at(static_cast<std::size_t>(at));
+      port.port = ports.at(j).name;
+      consumerOp_.inputs.push_back(std::move(port));
+    }
+    consumerOp_.outputs = op.outputs;
+    consumerOp_.application = *parts.consumer;
+    consumerIndex_ = shardSelections(op, call.index).outputs.at(0).at(0);
+    views_.resize(parts.consumerInputs.size());
+    producer_ = backend.prepareKernel(producerCall(call));
+    consumer_ = backend.prepareKernel(consumerCall(call));
+  }
+
+  void run(const KernelCall& call) override {
+    if (producer_) {
+      producer_->run(producerCall(call));
+    }
+    if (consumer_) {
+      consumer_->run(consumerCall(call));
+    }
+  }
+
+private:
+  KernelCall producerCall(const KernelCall& call) const {
+    return KernelCall{producerOp_, call.index, call.inputs.first(producerOp_.inputs.size()),
+                      call.outputs, call.device};
+  }
+  KernelCall consumerCall(const KernelCall& call) {
+    const std::vector<int>& at = call.op.application.fused->consumerInputs;
+    for (std::size_t j = 0; j < at.size(); ++j) {
+      views_[j] = at[j] < 0 ? call.outputs[0] : call.inputs[static_cast<std::size_t>(at[j])];
+    }
+    return KernelCall{consumerOp_, consumerIndex_, views_, call.outputs, call.device};
+  }
+
+  graph::Operation producerOp_, consumerOp_;
+  ZRange consumerIndex_;
+  std::vector<PortViews> views_;
+  std::unique_ptr<PreparedKernel> producer_, consumer_;
+};
+
 } // namespace
 
 std::unique_ptr<PreparedKernel> Backend::prepareKernel(const KernelCall& call) {
@@ -308,6 +369,13 @@ std::unique_ptr<PreparedKernel> Backend::prepareKernel(const KernelCall& call) {
   const metakernel::Application& app = op.application;
   const bool native = hasKernel(op.kernel) && !(app.body && prefersBodies());
   const bool external = !native && app.externKernel && !(app.body && prefersBodies());
+  if (!native && !external && app.fused && !(app.body && prefersBodies())) {
+    checkKernelCall(call);
+    if (call.index.isEmpty()) {
+      return nullptr;
+    }
+    return std::make_unique<FusedRun>(*this, call);
+  }
   if (!native && !external && !app.body) {
     throw Error("backend " + name() + " has no kernel \"" + op.kernel + "\" (operation " + op.name +
                 "), and its template has no body to run instead");

@@ -141,40 +141,58 @@ double maxRelativeError(const Buffer& actual, const Buffer& reference) {
   return scale > 0 ? diff / scale : diff;
 }
 
+namespace {
+
+void widen(metakernel::TensorType& t) {
+  if (isFloat(parseDType(t.dtype))) {
+    t.dtype = dtypeName(DType::Float64);
+  }
+}
+
+void widen(metakernel::Application& app) {
+  // Float dtype values ($dtype, a cast's target) widen too, so that a body
+  // that names a dtype computes the float64 graph.
+  std::vector<std::pair<std::string, std::string>> dtypes;
+  for (const auto& [name, binding] : app.bindings.all()) {
+    if (!binding.value.isDType()) {
+      continue;
+    }
+    const std::string& d = binding.value.asDType().name;
+    if (d == "float32" || d == "float16" || d == "bfloat16") {
+      dtypes.emplace_back(name, binding.source);
+    }
+  }
+  for (const auto& [name, source] : dtypes) {
+    app.bindings.set(name, expr::Value(expr::DType{dtypeName(DType::Float64)}), source);
+  }
+  for (auto* ports : {&app.inputs, &app.outputs}) {
+    for (metakernel::PortResult& port : *ports) {
+      for (metakernel::TensorType& t : port.tensors) {
+        widen(t);
+      }
+    }
+  }
+  if (app.fused) { // a fuse(P, C) operation's parts run in float64 too
+    auto parts = std::make_shared<metakernel::FusedParts>(*app.fused);
+    auto producer = std::make_shared<metakernel::Application>(*parts->producer);
+    auto consumer = std::make_shared<metakernel::Application>(*parts->consumer);
+    widen(*producer);
+    widen(*consumer);
+    parts->producer = std::move(producer);
+    parts->consumer = std::move(consumer);
+    app.fused = std::move(parts);
+  }
+}
+
+} // namespace
+
 graph::ExpandedGraph widenToFloat64(const graph::ExpandedGraph& g) {
   graph::ExpandedGraph wide = g;
-  auto widen = [](metakernel::TensorType& t) {
-    if (isFloat(parseDType(t.dtype))) {
-      t.dtype = dtypeName(DType::Float64);
-    }
-  };
   for (graph::Tensor& t : wide.tensors) {
     widen(t.type);
   }
   for (graph::Operation& op : wide.operations) {
-    // Float dtype values ($dtype, a cast's target) widen too, so that a body
-    // that names a dtype computes the float64 graph.
-    std::vector<std::pair<std::string, std::string>> dtypes;
-    for (const auto& [name, binding] : op.application.bindings.all()) {
-      if (!binding.value.isDType()) {
-        continue;
-      }
-      const std::string& d = binding.value.asDType().name;
-      if (d == "float32" || d == "float16" || d == "bfloat16") {
-        dtypes.emplace_back(name, binding.source);
-      }
-    }
-    for (const auto& [name, source] : dtypes) {
-      op.application.bindings.set(name, expr::Value(expr::DType{dtypeName(DType::Float64)}),
-                                  source);
-    }
-    for (auto* ports : {&op.application.inputs, &op.application.outputs}) {
-      for (metakernel::PortResult& port : *ports) {
-        for (metakernel::TensorType& t : port.tensors) {
-          widen(t);
-        }
-      }
-    }
+    widen(op.application);
   }
   return wide;
 }

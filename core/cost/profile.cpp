@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/metakernel/fuse.hpp"
+
 namespace tapestry::cost {
 
 const char* workMeasureName(WorkMeasure measure) {
@@ -152,6 +154,10 @@ constexpr FamilyEntry kFamilyTable[] = {
 } // namespace
 
 const KernelFamily* familyOfKernel(std::string_view kernel) {
+  if (kernel.substr(0, 5) == "fuse(") { // fuse(P, C): P's work, C an epilogue pass
+    const std::optional<metakernel::FuseName> parts = metakernel::parseFuseName(kernel);
+    return parts ? familyOfKernel(parts->producer) : nullptr;
+  }
   for (const FamilyEntry& e : kFamilyTable) {
     if (e.kernel == kernel) {
       return findKernelFamily(e.family);

@@ -134,7 +134,14 @@ private:
   void resolveOperation(std::size_t i) {
     const OperationDecl& op = decl(i);
     OpState& state = ops_[i];
-    state.kernel = library_.find(op.kernel);
+    try {
+      state.kernel = library_.find(op.kernel);
+    } catch (const Error& e) { // fuse(P, C) whose templates do not compose
+      if (e.exitCode() != ExitCode::InvalidInput) {
+        throw;
+      }
+      op.where.member("kernel").fail(e.message());
+    }
     if (state.kernel == nullptr) {
       std::vector<std::string_view> known;
       for (const Metakernel* k : library_.kernels()) {

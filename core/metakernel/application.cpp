@@ -648,7 +648,6 @@ Application Applier::run() {
   return std::move(a_);
 }
 
-
 } // namespace
 
 Json valueToJson(const expr::Value& v) {
@@ -675,9 +674,72 @@ Diagnostic templateNote(const FieldInfo& f, int exprColumn, const std::string& k
   return noteAt(f, exprColumn, kernel);
 }
 
+namespace {
+
+// The two parts of a fused operation (the fused application succeeded, so
+// the parts' checks are the fused template's own and hold).
+std::shared_ptr<const FusedParts> fusedParts(const FusedSpec& spec, const Operation& op,
+                                             const Application& fused) {
+  auto parts = std::make_shared<FusedParts>();
+  const Metakernel& p = *spec.producer;
+  const Metakernel& c = *spec.consumer;
+  parts->producerKernel = p.name;
+  parts->consumerKernel = c.name;
+  Operation po;
+  po.name = op.name;
+  for (const InputSpec& in : p.inputs) {
+    if (auto it = op.inputs.find(in.name); it != op.inputs.end()) {
+      po.inputs[in.name] = it->second;
+    }
+  }
+  for (const ParamSpec& param : p.params) {
+    if (auto it = fused.params.find(param.name); it != fused.params.end()) {
+      po.params[param.name] = *it;
+    }
+  }
+  parts->producer = std::make_shared<const Application>(apply(p, po));
+  parts->producerInputs = p.inputs.size();
+  Operation co;
+  co.name = op.name;
+  for (const InputSpec& in : c.inputs) {
+    if (in.name == spec.port) {
+      co.inputs[in.name] = parts->producer->outputs.at(0).tensors;
+      parts->consumerInputs.push_back(-1);
+      continue;
+    }
+    const std::string name = spec.prefix + in.name;
+    int at = -1;
+    for (std::size_t i = 0; i < fused.inputs.size(); ++i) {
+      if (fused.inputs[i].name == name) {
+        at = static_cast<int>(i);
+      }
+    }
+    if (at < 0) {
+      throw InternalError("fuse: " + name + " is not an input of the fused template");
+    }
+    parts->consumerInputs.push_back(at);
+    if (auto it = op.inputs.find(name); it != op.inputs.end()) {
+      co.inputs[in.name] = it->second;
+    }
+  }
+  for (const ParamSpec& param : c.params) {
+    if (auto it = fused.params.find(spec.prefix + param.name); it != fused.params.end()) {
+      co.params[param.name] = *it;
+    }
+  }
+  parts->consumer = std::make_shared<const Application>(apply(c, co));
+  return parts;
+}
+
+} // namespace
+
 Application apply(const Metakernel& kernel, const Operation& op) {
   try {
-    return Applier(kernel, op).run();
+    Application app = Applier(kernel, op).run();
+    if (kernel.fused) {
+      app.fused = fusedParts(*kernel.fused, op, app);
+    }
+    return app;
   } catch (Error& e) {
     if (e.exitCode() == ExitCode::InvalidInput) {
       e.prefix(op.name.empty() || op.name == kernel.name ? kernel.name + ": "

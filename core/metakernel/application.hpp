@@ -39,6 +39,19 @@ struct PortResult {
   bool packed = false;            // inputs only: the template's `packed: true`
 };
 
+struct Application;
+
+// A fuse(P, C) operation as its two parts: P applied to the fused operation's
+// first inputs, C to P's result and the rest (fuse.hpp).
+struct FusedParts {
+  std::string producerKernel, consumerKernel;
+  std::shared_ptr<const Application> producer, consumer;
+  std::size_t producerInputs = 0; // the fused operation's inputs [0, this) are P's
+  // Per input of C (template order): the fused operation's input it reads, or
+  // -1 for the port that reads P's result.
+  std::vector<int> consumerInputs;
+};
+
 struct Application {
   expr::Bindings bindings;
   Json params = Json::object();    // resolved: given values plus defaults, template order
@@ -55,6 +68,7 @@ struct Application {
   std::optional<std::int64_t> bytes;              // bytesPerPoint x index size
   std::shared_ptr<const BodySpec> body;           // the template's body, if it has one
   std::shared_ptr<const ExternSpec> externKernel; // the template's extern kernel, if any
+  std::shared_ptr<const FusedParts> fused;        // a fuse(...) template's parts
 
   const PortResult* input(std::string_view name) const { return findByName(inputs, name); }
   const PortResult* output(std::string_view name) const { return findByName(outputs, name); }

@@ -1,5 +1,7 @@
 #include "core/metakernel/library.hpp"
 
+#include "core/metakernel/fuse.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -40,6 +42,9 @@ void MetakernelLibrary::addFile(const SourceFile& file, bool allowOverride,
       throw e;
     }
     std::string name = k.name;
+    if (isFuseKernelName(name)) { // a composed template, as a plan embeds it
+      k.fused = fusedSpecOf(name);
+    }
     kernels_[name] = std::make_shared<const Metakernel>(std::move(k));
   }
 }
@@ -90,9 +95,104 @@ MetakernelLibrary MetakernelLibrary::load(const std::vector<std::string>& paths,
   return lib;
 }
 
+MetakernelLibrary& MetakernelLibrary::operator=(const MetakernelLibrary& other) {
+  if (this != &other) {
+    kernels_ = other.kernels_;
+    fused_ = std::make_unique<FusedCache>();
+  }
+  return *this;
+}
+
 const Metakernel* MetakernelLibrary::find(std::string_view name) const {
+  return shared(name).get();
+}
+
+std::shared_ptr<const Metakernel> MetakernelLibrary::shared(std::string_view name) const {
   auto it = kernels_.find(name);
-  return it == kernels_.end() ? nullptr : it->second.get();
+  if (it != kernels_.end()) {
+    return it->second;
+  }
+  return name.substr(0, 5) == "fuse(" ? fused(name) : nullptr;
+}
+
+namespace {
+
+// The consumer's text is a kernel name, or NAME.PORT (kernel names may hold '.').
+template <class Has> void splitPort(FuseName& parts, Has has) {
+  if (!has(parts.consumer)) {
+    const std::size_t dot = parts.consumer.rfind('.');
+    if (dot != std::string::npos) {
+      parts.port = parts.consumer.substr(dot + 1);
+      parts.consumer.resize(dot);
+    }
+  }
+}
+
+std::string consumerPrefix(const std::string& consumer) {
+  std::string prefix = consumer + "_";
+  std::replace(prefix.begin(), prefix.end(), '.', '_');
+  return prefix;
+}
+
+} // namespace
+
+std::shared_ptr<const FusedSpec> MetakernelLibrary::fusedSpecOf(std::string_view name) const {
+  std::optional<FuseName> parts = parseFuseName(name);
+  if (!parts) {
+    return nullptr;
+  }
+  splitPort(*parts, [&](const std::string& n) { return kernels_.count(n) != 0; });
+  auto spec = std::make_shared<FusedSpec>();
+  spec->producer = shared(parts->producer);
+  spec->consumer = shared(parts->consumer);
+  if (!spec->producer || !spec->consumer || spec->consumer->inputs.empty()) {
+    return nullptr;
+  }
+  spec->port = parts->port.empty() ? spec->consumer->inputs.front().name : parts->port;
+  spec->prefix = consumerPrefix(parts->consumer);
+  return spec;
+}
+
+std::shared_ptr<const Metakernel> MetakernelLibrary::fused(std::string_view name) const {
+  std::optional<FuseName> parts = parseFuseName(name);
+  if (!parts) {
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(fused_->mutex);
+    auto it = fused_->kernels.find(name);
+    if (it != fused_->kernels.end()) {
+      return it->second;
+    }
+  }
+  splitPort(*parts, [&](const std::string& n) { return kernels_.count(n) != 0; });
+  const std::string spelled = fuseName(*parts);
+  if (spelled != name || !isFuseKernelName(spelled)) {
+    throw Error("kernel \"" + std::string(name) + "\": a fused kernel is spelled \"" + spelled +
+                "\" (fuse(PRODUCER, CONSUMER) or fuse(PRODUCER, CONSUMER.PORT))");
+  }
+  std::shared_ptr<const Metakernel> producer = shared(parts->producer);
+  std::shared_ptr<const Metakernel> consumer = shared(parts->consumer);
+  if (!producer || !consumer) {
+    throw Error("kernel \"" + spelled + "\": unknown kernel \"" +
+                (!producer ? parts->producer : parts->consumer) + "\"");
+  }
+  const std::string text = fusedTemplateText(spelled, *producer, *consumer, parts->port);
+  std::vector<Metakernel> loaded = loadMetakernels(SourceFile(spelled, text), ".");
+  if (loaded.size() != 1) {
+    throw InternalError("fuse: the composed text of " + spelled + " holds " +
+                        std::to_string(loaded.size()) + " templates");
+  }
+  auto spec = std::make_shared<FusedSpec>();
+  spec->producer = producer;
+  spec->consumer = consumer;
+  spec->port = parts->port.empty() ? consumer->inputs.front().name : parts->port;
+  spec->prefix = consumerPrefix(parts->consumer);
+  loaded.front().fused = std::move(spec);
+  std::lock_guard<std::mutex> lock(fused_->mutex);
+  auto [it, added] = fused_->kernels.try_emplace(
+      spelled, std::make_shared<const Metakernel>(std::move(loaded.front())));
+  return it->second;
 }
 
 const Metakernel& MetakernelLibrary::get(std::string_view name) const {

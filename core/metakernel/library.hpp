@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,11 @@ struct LibraryOptions {
 class MetakernelLibrary {
 public:
   MetakernelLibrary() = default;
+  // A copy has the same templates and its own (empty) cache of fused ones.
+  MetakernelLibrary(const MetakernelLibrary& other) : kernels_(other.kernels_) {}
+  MetakernelLibrary& operator=(const MetakernelLibrary& other);
+  MetakernelLibrary(MetakernelLibrary&&) = default;
+  MetakernelLibrary& operator=(MetakernelLibrary&&) = default;
 
   // The embedded standard library, then each path in order (a directory adds its
   // *.yaml and *.yml files, sorted by name). Throws the first located Error.
@@ -53,15 +59,32 @@ public:
   // A YAML file, or a directory of them.
   void addPath(const std::string& path, bool allowOverride = false);
 
+  // A template by name. A name spelled fuse(P, C) or fuse(P, C.PORT) that no
+  // file defines is composed from P's and C's templates on first use
+  // (core/metakernel/fuse.hpp) and kept; it throws Error when they do not
+  // compose, or when the name is spelled otherwise than fuseName() spells it.
   const Metakernel* find(std::string_view name) const;
   // Throws Error "unknown kernel \"x\" (known: a, b, ...)" when absent.
   const Metakernel& get(std::string_view name) const;
-  // All kernels, sorted by name.
+  // All kernels the files define, sorted by name (not the fused ones made by find).
   std::vector<const Metakernel*> kernels() const;
   std::size_t size() const { return kernels_.size(); }
 
 private:
-  std::map<std::string, std::shared_ptr<const Metakernel>, std::less<>> kernels_;
+  using KernelMap = std::map<std::string, std::shared_ptr<const Metakernel>, std::less<>>;
+  std::shared_ptr<const Metakernel> shared(std::string_view name) const;
+  std::shared_ptr<const Metakernel> fused(std::string_view name) const;
+  // The parts of a template named fuse(...) that a file defines (a plan embeds
+  // the composed text), where this library has both.
+  std::shared_ptr<const FusedSpec> fusedSpecOf(std::string_view name) const;
+
+  KernelMap kernels_;
+  // fuse(...) templates made by find; searches call find from several threads.
+  struct FusedCache {
+    std::mutex mutex;
+    KernelMap kernels;
+  };
+  std::unique_ptr<FusedCache> fused_ = std::make_unique<FusedCache>();
 };
 
 } // namespace tapestry::metakernel

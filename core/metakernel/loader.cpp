@@ -13,6 +13,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/metakernel/metakernel.hpp"
+
+#include "core/metakernel/fuse.hpp"
 #include "core/metakernel/yaml_util.hpp"
 
 namespace tapestry::metakernel {
@@ -78,6 +80,9 @@ bool isIdentifier(std::string_view s) {
 }
 
 bool isKernelName(std::string_view s) {
+  if (isFuseKernelName(s)) {
+    return true;
+  }
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) {
     return false;
   }

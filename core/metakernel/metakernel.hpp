@@ -166,6 +166,18 @@ struct ExampleSpec {
   std::string lineText; // the YAML line at `location`, for carets
 };
 
+struct Metakernel;
+
+// What a fuse(P, C[.PORT]) template is made of (core/metakernel/fuse.hpp), so
+// that a backend can run it as P's kernel, then C's on P's result, where the
+// two have kernels of their own.
+struct FusedSpec {
+  std::shared_ptr<const Metakernel> producer;
+  std::shared_ptr<const Metakernel> consumer;
+  std::string port;   // C's input that reads P's result
+  std::string prefix; // C's other inputs and params are PREFIX + name in the fused template
+};
+
 struct Metakernel {
   std::string name;
   std::string doc;
@@ -184,6 +196,7 @@ struct Metakernel {
   std::vector<ExampleSpec> examples;
   std::shared_ptr<const BodySpec> body; // absent: the kernel runs only where a backend has it
   std::shared_ptr<const ExternSpec> externKernel; // absent: no shared-library kernel
+  std::shared_ptr<const FusedSpec> fused;         // absent: not a fuse(...) template
 
   SourceLocation location; // the kernel's name key
   std::string sourceText;  // the kernel's YAML text, as written

@@ -218,6 +218,9 @@ std::vector<std::uint32_t> productDims(const graph::Operation& op) {
 }
 
 std::string_view epilogueKernel(const graph::Operation& op) {
+  if (op.application.fused) { // fuse(P, C): C's pass over P's result
+    return op.application.fused->consumerKernel;
+  }
   if (op.kernel != "linear_act") {
     return {};
   }

@@ -84,7 +84,15 @@ std::vector<PortVar> ports(const Reader& r, const YAML::Node& node, const std::s
 const Metakernel& kernelOf(const Reader& r, const YAML::Node& node, const MetakernelLibrary& lib,
                            const std::string& what) {
   const std::string name = r.scalar(node, what + " kernel");
-  const Metakernel* k = lib.find(name);
+  const Metakernel* k = nullptr;
+  try {
+    k = lib.find(name);
+  } catch (const Error& e) { // fuse(P, C) whose templates do not compose
+    if (e.exitCode() != ExitCode::InvalidInput) {
+      throw;
+    }
+    r.fail(node, what + ": " + e.message());
+  }
   if (k == nullptr) {
     r.fail(node, what + ": unknown kernel \"" + name + "\" ('tapestry kernels list' lists them)");
   }

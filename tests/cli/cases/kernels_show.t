@@ -91,3 +91,36 @@ matmul:
 $ tapestry kernels show no_such_kernel 2>&1 | sed 's/ (known: .*/ (known: ...)/'
 error: unknown kernel "no_such_kernel" (known: ...)
 [exit 1]
+$ tapestry kernels show "fuse(matmul, tanh)"
+"fuse(matmul, tanh)":
+  doc: "matmul, then tanh on its output result (read as tanh's input), as one operation: composed from the two templates by fuse(). The index space, inputs and params are matmul's, then tanh's other inputs and params named tanh_NAME. matmul's reduction dims are not split: tanh needs whole sums, so the result has no combine."
+  params:
+    transpose_x: {type: bool, default: false}
+    transpose_w: {type: bool, default: false}
+  constraints:
+    dtype: {enum: ["float32","float64","float16","bfloat16"]}
+  inputs:
+    X: {shape: "[$bx..., $x0, $x1]", dtype: "$dtype", ipf: "[broadcast_rows(@[:-3], $bx)..., if($transpose_x, [@[-1], @[-3]], [@[-3], @[-1]])...] :> [1...]"}
+    W: {shape: "[$bw..., $w0, $w1]", dtype: "$dtype", ipf: "[broadcast_rows(@[:-3], $bw)..., if($transpose_w, [@[-2], @[-1]], [@[-1], @[-2]])...] :> [1...]", packed: true}
+  let:
+    m: "if($transpose_x, $x1, $x0)"
+    k: "if($transpose_x, $x0, $x1)"
+    k_w: "if($transpose_w, $w1, $w0)"
+    n: "if($transpose_w, $w0, $w1)"
+    batch: "broadcast($bx, $bw)"
+    perm_x: "if($transpose_x, [range(len($bx))..., len($bx) + 1, len($bx)], range(len($bx) + 2))"
+    perm_w: "if($transpose_w, [range(len($bw))..., len($bw) + 1, len($bw)], range(len($bw) + 2))"
+    tanh_shape: "[$batch..., $m, $n]"
+  where:
+    - {check: "$k == $k_w", message: "X and W disagree on k (X is [..., m, k], or [..., k, m] with transpose_x; W is [..., k, n], or [..., n, k] with transpose_w)"}
+  index: "[$batch..., $m, $n, $k]"
+  outputs:
+    result: {shape: "$tanh_shape", dtype: "$dtype", ipf: "[@[:-1]...] :> [1...]"}
+  cost: {flops: "(2) + (4) * prod($tanh_shape) / prod([$batch..., $m, $n, $k])"}
+  body: "fused_result = transpose(X, perm=$perm_x) @ transpose(W, perm=$perm_w); result = tanh(fused_result)"
+$ tapestry kernels show "fuse(matmul, softmax)"
+! error: kernel "fuse(matmul, softmax)": softmax reads input through the IPF "[@[:$ax]..., 0, @[$ax:]...] :> [ones($ax)..., $n, 1...]", not element by element, so it cannot run on matmul's index points
+[exit 1]
+$ tapestry kernels show "fuse(matmul,tanh)"
+! error: kernel "fuse(matmul,tanh)": a fused kernel is spelled "fuse(matmul, tanh)" (fuse(PRODUCER, CONSUMER) or fuse(PRODUCER, CONSUMER.PORT))
+[exit 1]

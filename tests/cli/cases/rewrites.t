@@ -237,3 +237,12 @@ resnet18: front plans by sites rewritten 0: 8, 8: 17, 9: 6, 13: 5, 17: 27
 [created resnet18.fastest.json]
 [created resnet18.front.json]
 [created resnet18.smallest.json]
+## fuse(P, C): fused kernels composed from two templates. The rules of testdata/rewrites/composed.yaml replace with them and pass their checks (float64, the CPU backend running P's kernel then C's in place, and every half of the index space).
+$ tapestry rewrites check -r $TESTDATA/rewrites/composed.yaml matmul_tanh matmul_bias_clip conv_sigmoid
+checked 3 rules, 4 examples (and 8 random shapes; 0 exactly on integers): all passed
+## Plans with composed kernels embed their templates and pass run --check against the graph as written.
+$ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/rewrites/composed_mlp.json --target $t --seed 1 --iterations 10 -q --rewrites $TESTDATA/rewrites/composed.yaml -o composed.$t.json && tapestry run composed.$t.json --check -q && echo "$t: checked, $(jq -c '[.graph.operations[].kernel]' composed.$t.json), embeds $(jq -c '.kernels | keys' composed.$t.json)"; done
+cpu-2: checked, ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"], embeds ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"]
+h100x8: checked, ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"], embeds ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"]
+[created composed.cpu-2.json]
+[created composed.h100x8.json]

@@ -168,3 +168,8 @@ checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 !     - inputs:
 !       ^
 [exit 3]
+$ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/fuse_not_elementwise.yaml
+! bad/rewrites/fuse_not_elementwise.yaml:7:21: error: replace.fused: kernel "fuse(matmul, softmax)": softmax reads input through the IPF "[@[:$ax]..., 0, @[$ax:]...] :> [ones($ax)..., $n, 1...]", not element by element, so it cannot run on matmul's index points
+!     fused: {kernel: "fuse(matmul, softmax)", inputs: {X: x, W: w}, outputs: {result: z}}
+!                     ^
+[exit 1]
