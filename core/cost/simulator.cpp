@@ -74,6 +74,9 @@ struct ChoiceSimulator::Scratch {
   // measured by bytes), or none: each shard adds that kernel's time over its
   // outputs, read and written.
   std::vector<const ProfileTable*> epilogue;
+  // Per op: how many such passes it makes: a fuse(P, C) runs C's kernel over
+  // P's result, and fuse(fuse(P, B), C) B's, then C's (priced at C's table).
+  std::vector<double> epiloguePasses;
   // What rate, measured and floors were looked up for: the target, and per op
   // its kernel name's storage (the graph's) and dtype. A simulator evaluates
   // one graph's plans, so the lookups are made once, not per evaluation.
@@ -161,6 +164,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
     squareElement.assign(p.ops.size(), 0.0);
     constantFloor.assign(p.ops.size(), 0);
     epilogue.assign(p.ops.size(), nullptr);
+    epiloguePasses.assign(p.ops.size(), 1.0);
     lookedUpOps.resize(p.ops.size());
     for (std::size_t op = 0; op < p.ops.size(); ++op) {
       rate[op] = t.flopsFor(p.ops[op].dtype);
@@ -177,6 +181,13 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
         if (!p.ops[op].epilogue.empty()) {
           const ProfileTable* e = t.profile->tableFor(p.ops[op].epilogue);
           epilogue[op] = e != nullptr && e->measure == WorkMeasure::Bytes ? e : nullptr;
+          std::string_view name = p.ops[op].kernel;
+          double passes = 0;
+          while (name.substr(0, 5) == "fuse(") {
+            name.remove_prefix(5);
+            passes += 1;
+          }
+          epiloguePasses[op] = std::max(passes, 1.0);
         }
       }
       lookedUpOps[op] = {p.ops[op].kernel.data(), p.ops[op].dtype.data()};
@@ -309,7 +320,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
         for (u32 b = task.outBegin; b < task.outEnd; ++b) {
           written += static_cast<double>(p.buffers[b].bytes);
         }
-        work += e->time(2.0 * written, busy);
+        work += epiloguePasses[opIndex] * e->time(2.0 * written, busy);
       }
       if (task.constant > 0 && constantPerByte > 0 && constantFloor[opIndex] != 0) {
         work = std::max(work, static_cast<double>(task.constant) * constantPerByte);

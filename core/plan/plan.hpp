@@ -88,7 +88,9 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 // exact GELU over its result (in oneDNN's product or a pass after it), at
 // the gelu kernel's speed, which the matmul table its product is priced by
 // does not hold (a transformer block's [1024, 1024] GELU: 0.45 ms on top of
-// a 1.6 ms product; docs/cost-model.md).
+// a 1.6 ms product; docs/cost-model.md). A composed fuse(P, C) (the parts
+// run one after the other, core/metakernel/fuse.hpp): C, a pass over P's
+// result per consumer in the chain.
 std::string_view epilogueKernel(const graph::Operation& op);
 
 // The index dims along which `op` makes separate matrix products: for

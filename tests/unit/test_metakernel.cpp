@@ -749,3 +749,35 @@ TEST_CASE("fuse says why two templates do not compose", "[metakernel][fuse]") {
   CHECK(noBody->fused->producer->name == "conv2d");
   CHECK(noBody->fused->port == "input");
 }
+
+TEST_CASE("fuse keeps list and optional ports, and any port of the consumer",
+          "[metakernel][fuse]") {
+  const MetakernelLibrary lib = MetakernelLibrary::standard();
+  // A list input of the producer stays a list.
+  const Metakernel* joined = lib.find("fuse(concat, relu)");
+  REQUIRE(joined != nullptr);
+  REQUIRE(joined->findInput("tensors") != nullptr);
+  CHECK(joined->findInput("tensors")->list);
+  Operation cat;
+  cat.inputs["tensors"] = {tensor({2, 3}), tensor({2, 5})};
+  cat.params = Json{{"axis", 1}};
+  const Application a = apply(*joined, cat);
+  CHECK(a.outputs[0].tensors == std::vector<TensorType>{tensor({2, 8})});
+  REQUIRE(a.fused != nullptr);
+  CHECK(a.fused->producerKernel == "concat");
+  CHECK(a.fused->consumerInputs == std::vector<int>{-1});
+  // The producer's result as add's B; A (a residual) is the fused add_A.
+  const Metakernel* residual = lib.find("fuse(conv2d, add.B)");
+  REQUIRE(residual != nullptr);
+  CHECK(residual->findInput("bias")->optional);
+  Operation conv;
+  conv.inputs["input"] = {tensor({2, 3, 6, 6})};
+  conv.inputs["weight"] = {tensor({4, 3, 3, 3})};
+  conv.inputs["add_A"] = {tensor({2, 4, 4, 4})};
+  const Application b = apply(*residual, conv);
+  REQUIRE(b.fused != nullptr);
+  CHECK(b.fused->producerInputs == 3);
+  CHECK(b.fused->consumerInputs == std::vector<int>{3, -1});
+  CHECK(b.fused->consumer->outputs[0].tensors == std::vector<TensorType>{tensor({2, 4, 4, 4})});
+  CHECK(b.input("add_A")->ipfs == b.output("result")->ipfs); // read where written
+}

@@ -49,6 +49,10 @@ TEST_CASE("kernel families: every standard kernel has one, user kernels none") {
   CHECK(familyOfKernel("conv2d")->measure == WorkMeasure::Flops);
   CHECK(familyOfKernel("conv2d_act")->name == "conv"); // the fused epilogue: conv2d's flops
   CHECK(familyOfKernel("rmsnorm") == nullptr);
+  // A composed fuse(P, C) is P's work; C prices as an epilogue pass.
+  CHECK(familyOfKernel("fuse(conv2d, sigmoid)")->name == "conv");
+  CHECK(familyOfKernel("fuse(fuse(matmul, add.A), clip)")->name == "matmul");
+  CHECK(familyOfKernel("fuse(rmsnorm, relu)") == nullptr);
 }
 
 TEST_CASE("interpolation: log-log between points, flat below, proportional above") {
@@ -401,6 +405,43 @@ TEST_CASE("simulator: linear_act's GELU is priced at the gelu table over its res
   t.profile->kernels["gelu"] = ProfileTable{WorkMeasure::Bytes, {{512, 4e-3}}, {}};
   const plan::ShardPlan relu = plan::buildPlan(h, 2, plan::singleDeviceChoice(h), free);
   CHECK(simulate(h, t, relu).objectives.timeS == Approx(1e-3));
+}
+
+TEST_CASE("simulator: a composed fuse(P, C) is P's family, then a pass of C per consumer") {
+  // x [4, 8] @ w [8, 16] -> [4, 16]: 512 points of 2 FLOP (tanh's and the
+  // add's per-point share rounds to 0); the result is 256 bytes, so each
+  // pass over it reads and writes 512.
+  auto graphOf = [](const std::string& kernel, const std::string& more) {
+    return expandText(R"({"tapestry": "graph/v1", "name": "fused",
+    "tensors": {"x": {"dtype": "float32", "shape": [4, 8]},
+                "w": {"dtype": "float32", "shape": [8, 16]},
+                "b": {"dtype": "float32", "shape": [16]}},
+    "operations": [{"name": "mm", "kernel": ")" +
+                      kernel + R"(", "inputs": {"X": "x", "W": "w")" + more +
+                      R"(}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})");
+  };
+  const graph::ExpandedGraph g = graphOf("fuse(matmul, tanh)", "");
+  CHECK(plan::epilogueKernel(g.operations[0]) == "tanh");
+  CHECK(g.operations[0].application.flops == 1024);
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 2;
+  p.kernels["matmul"] = ProfileTable{WorkMeasure::Flops, {{1024, 1e-3}}, {}};
+  p.kernels["tanh"] = ProfileTable{WorkMeasure::Bytes, {{512, 4e-3}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::ShardPlan one = plan::buildPlan(g, 2, plan::singleDeviceChoice(g), free);
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(5e-3)); // product 1 ms + tanh 4 ms
+  // Nested: the bias add and the tanh are two passes (both at tanh's table).
+  const graph::ExpandedGraph h = graphOf("fuse(fuse(matmul, add.A), tanh)", R"(, "add_B": "b")");
+  CHECK(plan::epilogueKernel(h.operations[0]) == "tanh");
+  const plan::ShardPlan nested = plan::buildPlan(h, 2, plan::singleDeviceChoice(h), free);
+  CHECK(simulate(h, t, nested).objectives.timeS == Approx(9e-3));
+  ChoiceSimulator evaluator(h, t, free); // the search's path prices it alike
+  CHECK(evaluator.evaluate(plan::singleDeviceChoice(h)).timeS == Approx(9e-3));
 }
 
 TEST_CASE("simulator: a batched product is priced per product on a CPU profile") {

@@ -246,3 +246,9 @@ cpu-2: checked, ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"], embeds
 h100x8: checked, ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"], embeds ["fuse(fuse(matmul, add.A), clip)","fuse(matmul, tanh)"]
 [created composed.cpu-2.json]
 [created composed.h100x8.json]
+## A graph may name composed kernels itself: a producer's list input, and the producer's result as the consumer's second input.
+$ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/rewrites/fused_ops.json --target $t --seed 1 --iterations 5 -q -o fused_ops.$t.json && tapestry run fused_ops.$t.json --check -q && echo "$t: checked"; done
+cpu-2: checked
+h100x8: checked
+[created fused_ops.cpu-2.json]
+[created fused_ops.h100x8.json]
