@@ -280,16 +280,41 @@ std::string freshName(std::string base, std::set<std::string>& taken) {
   return name;
 }
 
+// The name of a site's result: the names of the operations it replaces,
+// joined with '+' ("conv1+relu1"). Past 64 characters (a chain rewritten
+// round after round: attention and the moves of its heads) only the first and
+// last parts stay, "first+...+last", so that tables and traces stay readable;
+// the site's record keeps every name.
+std::string joinedName(const std::vector<std::string>& names) {
+  constexpr std::size_t kMostJoined = 64;
+  std::vector<std::string_view> parts;
+  for (const std::string& n : names) {
+    std::string_view rest = n;
+    for (std::size_t plus = rest.find('+'); plus != std::string_view::npos; plus = rest.find('+')) {
+      parts.push_back(rest.substr(0, plus));
+      rest.remove_prefix(plus + 1);
+    }
+    parts.push_back(rest);
+  }
+  std::string joined;
+  for (std::string_view part : parts) {
+    joined += (joined.empty() ? "" : "+") + std::string(part);
+  }
+  if (joined.size() <= kMostJoined || parts.size() < 3) {
+    return joined;
+  }
+  return std::string(parts.front()) + "+...+" + std::string(parts.back());
+}
+
 // The replacement operations of one site.
 std::vector<Json> replacement(const ExpandedGraph& g, const Site& site,
                               const metakernel::MetakernelLibrary* library,
                               std::set<std::string>& taken, AppliedSite& applied) {
   const Rule& rule = *site.rule;
-  std::string joined;
   for (std::size_t op : site.ops) {
-    joined += (joined.empty() ? "" : "+") + g.operations[op].name;
     applied.replaced.push_back(g.operations[op].name);
   }
+  const std::string joined = joinedName(applied.replaced);
   std::map<std::string, std::string> names; // variable -> tensor name
   for (const auto& [var, t] : site.tensors) {
     names[var] = g.tensors[t].name;

@@ -252,3 +252,12 @@ cpu-2: checked
 h100x8: checked
 [created fused_ops.cpu-2.json]
 [created fused_ops.h100x8.json]
+## A site's result is named after the operations it replaces, joined with '+'; past 64 characters (attention rewritten round after round) only the first and last stay.
+$ jq -r '.operations[].name' bert_layer.x.json
+/self_attn/Transpose+...+/self_attn/Transpose_5/proj2
+/self_attn/Transpose+...+/self_attn/Transpose_5/heads
+/self_attn/Transpose+...+/self_attn/Transpose_5+/Add
+/norm1/LayerNormalization
+/linear1/MatMul+/linear1/Add+/Relu
+/linear2/MatMul+/linear2/Add+/Add_1
+/norm2/LayerNormalization
