@@ -10,7 +10,8 @@ them). Writes, deterministically (torch.manual_seed(0), opset 17):
                        resnet18, resnet50 and mobilenet_v2 (structure
                        only: export_params=False), bert_layer (and
                        bert_layer_dynamic: batch and seq dims named),
-                       mha_seq_first (nn.MultiheadAttention on [s, b, d]), gpt2_block
+                       mha_seq_first (nn.MultiheadAttention on [s, b, d]), mha_masked
+                       (the same with a causal float attn_mask), gpt2_block
                        (and gpt2_block_opset14, exported at opset 14)
   testdata/bad/onnx/   one file per bad input of tests/cli/cases/import_errors.t,
                        most made by hand with onnx.helper
@@ -101,6 +102,33 @@ class SeqFirstAttention(nn.Module):
         return self.att(x, x, x, need_weights=False)[0]
 
 
+class MaskedSeqFirstAttention(nn.Module):
+    """SeqFirstAttention with a causal float mask (0 on and below the
+    diagonal, -inf above) as attn_mask: the export adds it to the scores."""
+
+    def __init__(self, d=32, heads=4, seq=6):
+        super().__init__()
+        self.att = nn.MultiheadAttention(d, heads)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+
+    def forward(self, x):
+        return self.att(x, x, x, attn_mask=self.mask, need_weights=False)[0]
+
+
+class CausalEncoderLayer(nn.Module):
+    """nn.TransformerEncoderLayer (batch_first) with a causal float src_mask:
+    a decoder-only transformer written with PyTorch's encoder layers."""
+
+    def __init__(self, d=32, heads=4, seq=8):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=d, nhead=heads, dim_feedforward=2 * d,
+                                                dropout=0.0, batch_first=True)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.mask)
+
+
 def good_models(out):
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
@@ -126,6 +154,9 @@ def good_models(out):
            dynamic_axes={"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"}})
     torch.manual_seed(0)
     export(SeqFirstAttention(), torch.randn(6, 2, 32), f"{out}/mha_seq_first.onnx", ["x"], ["y"])
+    torch.manual_seed(0)
+    export(MaskedSeqFirstAttention(), torch.randn(6, 2, 32), f"{out}/mha_masked.onnx", ["x"],
+           ["y"])
     torch.manual_seed(0)
     export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block.onnx", ["x"], ["y"])
     # The same block at torch 1.13's default opset, 14: LayerNorm comes out as

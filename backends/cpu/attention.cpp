@@ -30,13 +30,21 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
-// Operands of the walk: Q, K, V, the result, and the mask when there is one.
+// Operands of the walk: Q, K, V, the result, and the mask (or the additive
+// bias) when there is one.
 enum Operand : std::size_t { kQ, kK, kV, kOut, kMask };
 
-template <class T, bool Masked> class Attention final : public PreparedKernel {
+// What the scores get besides the division: nothing, a bool mask and its
+// fill (attention_masked*), or an additive float bias [s, t] (the optional
+// `bias` of attention and its heads forms: an exported float attn_mask).
+enum class Extra { None, Mask, Bias };
+
+template <class T, Extra X> class Attention final : public PreparedKernel {
 public:
   using C = typename Num<T>::C;
-  static constexpr std::size_t N = Masked ? 5 : 4;
+  static constexpr bool Masked = X == Extra::Mask;
+  static constexpr bool Biased = X == Extra::Bias;
+  static constexpr std::size_t N = X == Extra::None ? 4 : 5;
 
   explicit Attention(const KernelCall& call)
       : d_(intBinding(call.op, "d")), t_(intBinding(call.op, "t")), e_(intBinding(call.op, "e")),
@@ -80,6 +88,12 @@ public:
       ipfs[kMask] = &inputIpf(call, 3);
       mt_ = intBinding(call.op, "mt") == 1 ? 0 : mask.strides.back();
     }
+    if constexpr (Biased) {
+      const TensorView& bias = call.inputs[3][0];
+      views[kMask] = &bias;
+      ipfs[kMask] = &inputIpf(call, 3);
+      mt_ = bias.strides.back();
+    }
     loop_ = ipfLoop<N>(call, views, ipfs);
     block_.resize(static_cast<std::size_t>(std::max<std::int64_t>(loop_.length(), 1) * t_));
     // A run of query rows of one batch (K and V fixed along it) with rows
@@ -102,6 +116,9 @@ public:
     if constexpr (Masked) {
       data[kMask] = call.inputs[3][0].data;
       fill = Num<T>::load(*reinterpret_cast<const T*>(call.inputs[4][0].data));
+    }
+    if constexpr (Biased) {
+      data[kMask] = call.inputs[3][0].data;
     }
     const std::int64_t len = loop_.length();
     std::array<std::int64_t, N> step{};
@@ -222,11 +239,12 @@ private:
       const T* k = reinterpret_cast<const T*>(at[kK]) + r * step[kK];
       const T* v = reinterpret_cast<const T*>(at[kV]) + r * step[kV];
       T* y = reinterpret_cast<T*>(at[kOut]) + r * step[kOut];
-      const Bool* mask = nullptr;
-      if constexpr (Masked) {
-        mask = reinterpret_cast<const Bool*>(at[kMask]) + r * step[kMask];
+      const std::byte* extra = nullptr;
+      if constexpr (X != Extra::None) {
+        extra = at[kMask] +
+                r * step[kMask] * static_cast<std::int64_t>(Masked ? sizeof(Bool) : sizeof(T));
       }
-      row(q, k, v, mask, fill, y);
+      row(q, k, v, extra, fill, y);
     }
   }
 
@@ -246,6 +264,12 @@ private:
           if (m[i * mt_].bits != 0) {
             s[i] = fill;
           }
+        }
+      }
+      if constexpr (Biased) {
+        const T* b = reinterpret_cast<const T*>(at[kMask]) + r * step[kMask];
+        for (std::int64_t i = 0; i < t; ++i) {
+          s[i] += Num<T>::load(b[i * mt_]);
         }
       }
       softmax_(s, s, t);
@@ -284,8 +308,8 @@ private:
   // float32 with K's and V's rows contiguous (as exported): the inner loops
   // run along contiguous rows with no aliasing, which the compiler
   // vectorizes.
-  void rowContiguous(const float* q, const float* k, const float* v, const Bool* m, float fill,
-                     float* y) {
+  void rowContiguous(const float* q, const float* k, const float* v, const std::byte* extra,
+                     float fill, float* y) {
     float* __restrict s = scores_.data();
     const std::int64_t t = t_;
     const std::int64_t e = e_;
@@ -303,10 +327,17 @@ private:
       s[i] /= divisor_;
     }
     if constexpr (Masked) {
+      const auto* m = reinterpret_cast<const Bool*>(extra);
       for (std::int64_t i = 0; i < t; ++i) {
         if (m[i * mt_].bits != 0) {
           s[i] = fill;
         }
+      }
+    }
+    if constexpr (Biased) {
+      const auto* b = reinterpret_cast<const float*>(extra);
+      for (std::int64_t i = 0; i < t; ++i) {
+        s[i] += b[i * mt_];
       }
     }
     softmax_(s, s, t);
@@ -326,10 +357,10 @@ private:
     }
   }
 
-  void row(const T* q, const T* k, const T* v, const Bool* m, C fill, T* y) {
+  void row(const T* q, const T* k, const T* v, const std::byte* extra, C fill, T* y) {
     if constexpr (std::is_same_v<T, float>) {
       if (kt_ == 1 && ve_ == 1) {
-        rowContiguous(q, k, v, m, fill, y);
+        rowContiguous(q, k, v, extra, fill, y);
         return;
       }
     }
@@ -346,9 +377,12 @@ private:
     for (std::int64_t i = 0; i < t; ++i) {
       s[i] /= divisor_;
       if constexpr (Masked) {
-        if (m[i * mt_].bits != 0) {
+        if (reinterpret_cast<const Bool*>(extra)[i * mt_].bits != 0) {
           s[i] = fill;
         }
+      }
+      if constexpr (Biased) {
+        s[i] += Num<T>::load(reinterpret_cast<const T*>(extra)[i * mt_]);
       }
     }
     if constexpr (std::is_same_v<C, float>) {
@@ -394,15 +428,22 @@ private:
   void (*softmax_)(const float*, float*, std::int64_t);
 };
 
-template <class T> using PlainAttention = Attention<T, false>;
-template <class T> using MaskedAttention = Attention<T, true>;
+template <class T> using PlainAttention = Attention<T, Extra::None>;
+template <class T> using MaskedAttention = Attention<T, Extra::Mask>;
+template <class T> using BiasedAttention = Attention<T, Extra::Bias>;
+
+// attention and its heads forms, with their optional bias or without it.
+std::unique_ptr<PreparedKernel> prepareAttention(const KernelCall& call) {
+  const bool biased = call.inputs.size() > 3 && !call.inputs[3].empty();
+  return biased ? prepareFloat<BiasedAttention>(call) : prepareFloat<PlainAttention>(call);
+}
 
 } // namespace
 
 void registerAttentionKernels(CpuRegistry& registry) {
   for (const char* name : {"attention", "attention_heads", "attention_heads_qkv",
                            "attention_heads_seq_first", "attention_heads_qkv_seq_first"}) {
-    registry.add(name, &runPrepared<&prepareFloat<PlainAttention>>, &prepareFloat<PlainAttention>);
+    registry.add(name, &runPrepared<&prepareAttention>, &prepareAttention);
   }
   for (const char* name :
        {"attention_masked", "attention_heads_masked", "attention_heads_qkv_masked"}) {

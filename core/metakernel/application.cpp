@@ -570,6 +570,7 @@ void Applier::evaluateInputIpfs() {
     port.name = in.name;
     port.list = in.list;
     port.packed = in.packed;
+    port.absent = in.absent;
     port.tensors = *inputTensors_[i];
     expr::Bindings local;
     const expr::Bindings* b = &a_.bindings;

@@ -37,6 +37,7 @@ struct PortResult {
   std::vector<IndexProjection> ipfs;
   std::optional<Combine> combine; // outputs only
   bool packed = false;            // inputs only: the template's `packed: true`
+  std::optional<double> absent;   // inputs only: the template's `default` (fuse.hpp)
 };
 
 struct Application;

@@ -492,6 +492,9 @@ std::string templateHead(const std::string& name, const Metakernel& p, const Met
     if (in.optional) {
       out += ", optional: true";
     }
+    if (in.absent) {
+      out += ", default: " + Json(*in.absent).dump();
+    }
     if (in.list) {
       out += ", list: true";
     }

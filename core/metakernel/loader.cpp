@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -293,7 +294,8 @@ std::vector<InputSpec> parseInputs(const Reader& r, const YAML::Node& node) {
     }
     std::string what = "input " + e.key;
     std::vector<Entry> fields = r.entries(e.value, what, false);
-    r.expectKeys(fields, {"shape", "dtype", "ipf", "list", "optional", "packed", "doc"}, what);
+    r.expectKeys(fields, {"shape", "dtype", "ipf", "list", "optional", "packed", "default", "doc"},
+                 what);
     const Entry* shape = r.require(fields, e.keyNode, "shape", what);
     InputSpec in;
     in.name = e.key;
@@ -315,6 +317,18 @@ std::vector<InputSpec> parseInputs(const Reader& r, const YAML::Node& node) {
     }
     if (const Entry* p = yaml::findEntry(fields, "packed")) {
       in.packed = parseBool(r, p->value, what + ": packed");
+    }
+    if (const Entry* d = yaml::findEntry(fields, "default")) {
+      if (!in.optional || in.list) {
+        r.fail(d->keyNode, what + ": default is only for optional inputs (add optional: true)");
+      }
+      const std::string text = r.scalar(d->value, what + ": default");
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+        r.fail(d->value, what + ": default must be a number, got \"" + text + "\"");
+      }
+      in.absent = value;
     }
     out.push_back(std::move(in));
   }

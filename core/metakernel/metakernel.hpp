@@ -100,6 +100,10 @@ struct InputSpec {
   // here, laid out for its kernel and made once (conv weights, product
   // weights); the cost model counts that copy for the whole run.
   bool packed = false;
+  // `default: NUMBER` (optional ports only): what the body reads for the port
+  // when an operation leaves it out, a number that broadcasts as a scalar
+  // (0 for an additive bias); without it the body sees no block of that name.
+  std::optional<double> absent;
   SourceLocation location;
 };
 

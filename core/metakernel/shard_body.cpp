@@ -52,6 +52,11 @@ evaluateShardBody(const Application& app, const std::string& kernel, const ZRang
   for (std::size_t p = 0; p < app.inputs.size(); ++p) {
     const PortResult& port = app.inputs[p];
     if (!port.list && port.tensors.empty()) {
+      if (port.absent) { // left out: the template's default, a scalar
+        expr::BodyValue number;
+        number.number = *port.absent;
+        env.inputs.emplace(port.name, std::move(number));
+      }
       continue; // an optional input left out: the body has no block of that name
     }
     expr::BodyValue list;

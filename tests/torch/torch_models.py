@@ -13,7 +13,8 @@ import torch.nn as nn
 import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from make_onnx_models import OPSET, Gpt2Block, Mlp3, SeqFirstAttention  # noqa: E402
+from make_onnx_models import (  # noqa: E402
+    OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, SeqFirstAttention)
 
 
 class Case:
@@ -58,6 +59,9 @@ CASES = [
     Case("mobilenet_v2", torchvision.models.mobilenet_v2, (2, 3, 32, 32), "image", "logits"),
     Case("bert_layer", _encoder_layer, (2, 8, 64), "x", "y"),
     Case("mha_seq_first", SeqFirstAttention, (6, 2, 32), "x", "y"),
+    # Float attention masks added to the scores: the biased attention kernels.
+    Case("mha_masked", MaskedSeqFirstAttention, (6, 2, 32), "x", "y"),
+    Case("causal_encoder", CausalEncoderLayer, (2, 8, 32), "x", "y"),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
     # At opset 14 LayerNorm is exported as its nine-operation chain, which the
     # layernorm_decomposed rewrite turns back into one layernorm.

@@ -1453,6 +1453,48 @@ TEST_CASE("attention_heads_seq_first and its packed form read [s, b, heads*d] in
   }
 }
 
+TEST_CASE("attention and its heads forms add their optional bias [s, t] to the scores",
+          "[cpu][kernel]") {
+  // The native kernel whole against itself and the body on shards (the body
+  // adds `bias`, 0 where it is left out), float32 at every ISA level and
+  // float64, on the row and BLAS paths; then the team's oneDNN path.
+  for (const char* dtype : {"float32", "float64"}) {
+    // Q, K and V apart, and the bias m.
+    auto apart = [&](const char* kernel, Shape q, Shape k, Shape v, Shape m, const char* params) {
+      return oneOp(kernel, {{"q", dtype, q}, {"k", dtype, k}, {"v", dtype, v}, {"m", dtype, m}},
+                   R"({"Q": "q", "K": "k", "V": "v", "bias": "m"})", params);
+    };
+    std::vector<graph::ExpandedGraph> graphs;
+    graphs.push_back(
+        apart("attention", {2, 5, 4}, {2, 4, 6}, {2, 6, 3}, {5, 6}, R"({"divisor": 2.0})"));
+    graphs.push_back(
+        apart("attention_heads", {2, 5, 12}, {2, 7, 12}, {2, 7, 6}, {5, 7}, R"({"heads": 3})"));
+    graphs.push_back(oneOp("attention_heads_qkv", {{"x", dtype, {2, 6, 24}}, {"m", dtype, {6, 6}}},
+                           R"({"Q": "x", "K": "x", "V": "x", "bias": "m"})", R"({"heads": 2})"));
+    graphs.push_back(apart("attention_heads_seq_first", {5, 3, 12}, {7, 3, 12}, {7, 3, 6}, {5, 7},
+                           R"({"heads": 3, "divisor": 2.0})"));
+    graphs.push_back(
+        oneOp("attention_heads_qkv_seq_first", {{"x", dtype, {6, 2, 24}}, {"m", dtype, {6, 6}}},
+              R"({"Q": "x", "K": "x", "V": "x", "bias": "m"})", R"({"heads": 2, "divisor": 3.0})"));
+    const int levels = std::string(dtype) == "float32" ? static_cast<int>(detectedIsa()) : 0;
+    for (int level = 0; level <= levels; ++level) {
+      setCpuIsa(static_cast<CpuIsa>(level));
+      for (const graph::ExpandedGraph& g : graphs) {
+        INFO(g.operations[0].kernel << " " << dtype << " ISA level " << level);
+        checkShards(g, makeInputs(g, 3, {}));
+      }
+    }
+    setCpuIsa(std::nullopt);
+  }
+  cpu(); // made first: making it sets one thread
+  CpuBackend::setBlasThreads(2);
+  const graph::ExpandedGraph team = oneOp(
+      "attention_heads_qkv_seq_first", {{"x", "float32", {64, 2, 384}}, {"m", "float32", {64, 64}}},
+      R"({"Q": "x", "K": "x", "V": "x", "bias": "m"})", R"({"heads": 4, "divisor": 5.0})");
+  checkShards(team, makeInputs(team, 1, {}));
+  CpuBackend::setBlasThreads(1);
+}
+
 TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{4, 6}, {4, 6}}, {{8, 1, 5}, {3, 1}}, {{5}, {2, 3, 5}}, {{2, 1}, {1, 3}}, {{1}, {4}}};

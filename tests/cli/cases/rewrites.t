@@ -41,6 +41,10 @@ linear_relu: linear, relu -> linear_act  [always]
     A linear layer whose result only a ReLU reads (a BERT layer's feed-forward projection as nn.TransformerEncoderLayer exports it) is one linear_act with min 0.
 attention_masked: matmul, div_scalar, where, softmax, matmul -> attention_masked  [search]
     A causal transformer's attention as PyTorch exports it: the scores q @ k, divided by a constant, masked (where(mask, fill, scores)), a softmax along the last axis and the product with v become one attention_masked, which never stores the [..., s, t] scores. A choice of the search: the fused kernel splits only batch dims and query rows.
+attention_biased_times_one: matmul, mul_scalar, add, softmax, matmul -> reshape, attention  [search]
+    Attention with an additive float mask, as PyTorch 1.13 exports nn.MultiheadAttention's float attn_mask (baddbmm: q @ k, times 1, plus the mask): the product, the multiplication by 1, the add of a [s, t] mask (or [1, s, t]: PyTorch adds a leading dim), a softmax along the last axis and the product with v become one attention with that mask as its bias, which never stores the [..., s, t] scores. A choice of the search, as attention.
+attention_biased: matmul, add, softmax, matmul -> reshape, attention  [search]
+    attention_biased_times_one without the multiplication: q @ k, the add of a [s, t] float mask, a softmax along the last axis and the product with v become one attention with the mask as its bias.
 attention_scaled: matmul, div_scalar, softmax, matmul -> attention  [search]
     Attention with the scores divided after the product and no mask: q @ k, a division by a constant, a softmax along the last axis and the product with v become one attention. A choice of the search, as attention_masked.
 attention: matmul, softmax, matmul -> attention  [search]
@@ -64,7 +68,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-31 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+33 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -92,10 +96,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_relu, attention_masked, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 31 rules, 51 examples (and 80 random shapes; 56 exactly on integers): all passed
+checked 33 rules, 54 examples (and 86 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -117,12 +121,13 @@ $ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_
 ! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
 ## Golden site counts of the pre-pass on the ONNX models (docs/rewrites.md).
-$ for m in resnet18 resnet50 mobilenet_v2 bert_layer mha_seq_first gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
+$ for m in resnet18 resnet50 mobilenet_v2 bert_layer mha_seq_first mha_masked gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
 resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
 bert_layer: 13 sites attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
 mha_seq_first: 7 sites attention 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, matmul_add_linear 1, reshape_linear_reshape 1, reshape_reshape 1
+mha_masked: 7 sites attention_biased_times_one 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, matmul_add_linear 1, reshape_linear_reshape 1, reshape_reshape 1
 gpt2_block: 11 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, linear_add 2, linear_gelu 1, matmul_add_linear 4
 gpt2_block_opset14: 13 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, layernorm_decomposed 2, linear_add 2, linear_gelu 1, matmul_add_linear 4
 [created bert_layer.json]
@@ -131,6 +136,8 @@ gpt2_block_opset14: 13 sites attention_heads_masked 1, attention_heads_qkv_maske
 [created gpt2_block.x.json]
 [created gpt2_block_opset14.json]
 [created gpt2_block_opset14.x.json]
+[created mha_masked.json]
+[created mha_masked.x.json]
 [created mha_seq_first.json]
 [created mha_seq_first.x.json]
 [created mobilenet_v2.json]
@@ -203,6 +210,12 @@ mha_seq_first cpu-2: checked, ["linear","attention_heads_qkv_seq_first","linear"
 mha_seq_first h100x8: checked, ["matmul","add","attention_heads_qkv_seq_first","linear"]
 [created mha.cpu-2.json]
 [created mha.h100x8.json]
+## nn.MultiheadAttention with a causal float attn_mask: the mask is attention's bias, carried through the heads rules.
+$ for t in cpu-2 h100x8; do tapestry optimize mha_masked.json --target $t --seed 1 --iterations 10 -q -o mham.$t.json && tapestry run mham.$t.json --check -q && echo "mha_masked $t: checked, $(jq -c '[.graph.operations[].kernel]' mham.$t.json)"; done
+mha_masked cpu-2: checked, ["linear","attention_heads_qkv_seq_first","linear","reshape"]
+mha_masked h100x8: checked, ["matmul","add","attention_heads_qkv_seq_first","linear","reshape"]
+[created mham.cpu-2.json]
+[created mham.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
