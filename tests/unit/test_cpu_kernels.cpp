@@ -10,6 +10,9 @@
 // Longer than 800 lines on purpose: tests/unit keeps one file per module, and
 // this module's cases read best side by side (each is short and independent).
 #include <catch2/catch.hpp>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -1493,6 +1496,33 @@ TEST_CASE("attention and its heads forms add their optional bias [s, t] to the s
       R"({"Q": "x", "K": "x", "V": "x", "bias": "m"})", R"({"heads": 4, "divisor": 5.0})");
   checkShards(team, makeInputs(team, 1, {}));
   CpuBackend::setBlasThreads(1);
+}
+
+TEST_CASE("attention on scores that spread past float's normal range: subnormal "
+          "probabilities are flushed, and the caller's MXCSR is restored",
+          "[cpu][kernel]") {
+  // Q and K in [-40, 40): the scores of a row spread by thousands, so most
+  // probabilities underflow (the kernel flushes subnormals while it runs).
+  // The native kernel whole against its body and itself on every split, on
+  // the row path and the team's oneDNN path.
+  cpu(); // made first: making it sets one thread
+  CpuBackend::setBlasThreads(2);
+  for (const Shape& x : {Shape{6, 2, 24}, Shape{64, 2, 384}}) {
+    const graph::ExpandedGraph g =
+        oneOp("attention_heads_qkv_seq_first", {{"x", "float32", x}},
+              R"({"Q": "x", "K": "x", "V": "x"})", R"({"heads": 2, "divisor": 1.0})");
+    INFO("x " << x[0] << " x " << x[1] << " x " << x[2]);
+    checkShards(g, makeInputs(g, 1, {{"x", randomBuffer(DType::Float32, x, 7, -40, 40)}}));
+  }
+  CpuBackend::setBlasThreads(1);
+#if defined(__SSE2__)
+  const unsigned before = _mm_getcsr();
+  const graph::ExpandedGraph small =
+      oneOp("attention_heads_qkv_seq_first", {{"x", "float32", {6, 2, 24}}},
+            R"({"Q": "x", "K": "x", "V": "x"})", R"({"heads": 2})");
+  checkShards(small, makeInputs(small, 2, {}));
+  CHECK(_mm_getcsr() == before); // FTZ and DAZ are the kernel's, not the caller's
+#endif
 }
 
 TEST_CASE("elementwise binary kernels broadcast like NumPy", "[cpu][kernel]") {
