@@ -257,6 +257,12 @@ std::string fuseName(const FuseName& parts) {
          (parts.port.empty() ? "" : "." + parts.port) + ")";
 }
 
+std::string fusePrefix(std::string_view consumer) {
+  std::string prefix = std::string(consumer) + "_";
+  std::replace(prefix.begin(), prefix.end(), '.', '_');
+  return prefix;
+}
+
 bool isFuseKernelName(std::string_view name) {
   const std::optional<FuseName> parts = parseFuseName(name);
   if (!parts || fuseName(*parts) != name) {
@@ -351,8 +357,7 @@ void nameConsumer(const std::string& name, const Metakernel& p, const Metakernel
   const std::string& shapeVar = k.shapeVar;
   const OutputSpec& pout = p.outputs[0];
   const OutputSpec& cout = c.outputs[0];
-  std::string prefix = c.name + "_";
-  std::replace(prefix.begin(), prefix.end(), '.', '_');
+  const std::string prefix = fusePrefix(c.name);
   std::set<std::string> cVars;
   auto collectField = [&](const std::string& text) { collectVars(text, cVars); };
   for (const InputSpec& in : c.inputs) {

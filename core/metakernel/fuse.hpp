@@ -42,6 +42,10 @@ std::optional<FuseName> parseFuseName(std::string_view name);
 // The one spelling of a fused kernel's name: "fuse(P, C)" or "fuse(P, C.PORT)".
 std::string fuseName(const FuseName& parts);
 
+// The prefix of the consumer's other inputs, params and variables in the
+// composed template: its name with '.' as '_', then '_' ("add_", "clip_").
+std::string fusePrefix(std::string_view consumer);
+
 // True for a name the loader accepts as a kernel name because it spells
 // fuse(...) exactly (a -k file or a plan may define one).
 bool isFuseKernelName(std::string_view name);

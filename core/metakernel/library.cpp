@@ -128,10 +128,17 @@ template <class Has> void splitPort(FuseName& parts, Has has) {
   }
 }
 
-std::string consumerPrefix(const std::string& consumer) {
-  std::string prefix = consumer + "_";
-  std::replace(prefix.begin(), prefix.end(), '.', '_');
-  return prefix;
+// What a fused template is made of: the two templates, C's port (its first
+// input unless the name says) and the prefix of C's names.
+std::shared_ptr<const FusedSpec> specOf(const FuseName& parts,
+                                        std::shared_ptr<const Metakernel> producer,
+                                        std::shared_ptr<const Metakernel> consumer) {
+  auto spec = std::make_shared<FusedSpec>();
+  spec->port = parts.port.empty() ? consumer->inputs.front().name : parts.port;
+  spec->prefix = fusePrefix(parts.consumer);
+  spec->producer = std::move(producer);
+  spec->consumer = std::move(consumer);
+  return spec;
 }
 
 } // namespace
@@ -142,28 +149,25 @@ std::shared_ptr<const FusedSpec> MetakernelLibrary::fusedSpecOf(std::string_view
     return nullptr;
   }
   splitPort(*parts, [&](const std::string& n) { return kernels_.count(n) != 0; });
-  auto spec = std::make_shared<FusedSpec>();
-  spec->producer = shared(parts->producer);
-  spec->consumer = shared(parts->consumer);
-  if (!spec->producer || !spec->consumer || spec->consumer->inputs.empty()) {
+  std::shared_ptr<const Metakernel> producer = shared(parts->producer);
+  std::shared_ptr<const Metakernel> consumer = shared(parts->consumer);
+  if (!producer || !consumer || consumer->inputs.empty()) {
     return nullptr;
   }
-  spec->port = parts->port.empty() ? spec->consumer->inputs.front().name : parts->port;
-  spec->prefix = consumerPrefix(parts->consumer);
-  return spec;
+  return specOf(*parts, std::move(producer), std::move(consumer));
 }
 
 std::shared_ptr<const Metakernel> MetakernelLibrary::fused(std::string_view name) const {
-  std::optional<FuseName> parts = parseFuseName(name);
-  if (!parts) {
-    return nullptr;
-  }
   {
     std::lock_guard<std::mutex> lock(fused_->mutex);
     auto it = fused_->kernels.find(name);
     if (it != fused_->kernels.end()) {
       return it->second;
     }
+  }
+  std::optional<FuseName> parts = parseFuseName(name);
+  if (!parts) {
+    return nullptr;
   }
   splitPort(*parts, [&](const std::string& n) { return kernels_.count(n) != 0; });
   const std::string spelled = fuseName(*parts);
@@ -183,12 +187,7 @@ std::shared_ptr<const Metakernel> MetakernelLibrary::fused(std::string_view name
     throw InternalError("fuse: the composed text of " + spelled + " holds " +
                         std::to_string(loaded.size()) + " templates");
   }
-  auto spec = std::make_shared<FusedSpec>();
-  spec->producer = producer;
-  spec->consumer = consumer;
-  spec->port = parts->port.empty() ? consumer->inputs.front().name : parts->port;
-  spec->prefix = consumerPrefix(parts->consumer);
-  loaded.front().fused = std::move(spec);
+  loaded.front().fused = specOf(*parts, producer, consumer);
   std::lock_guard<std::mutex> lock(fused_->mutex);
   auto [it, added] = fused_->kernels.try_emplace(
       spelled, std::make_shared<const Metakernel>(std::move(loaded.front())));
