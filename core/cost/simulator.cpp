@@ -99,8 +99,10 @@ struct ChoiceSimulator::Scratch {
   std::vector<double> linkFree;
   std::vector<double> alloc, ready, lastUse; // per buffer
   std::vector<Interval> shards, transfers, reductions;
-  std::vector<std::uint32_t> starts, cursor; // per device: its events' slice
-  std::vector<MemEvent> events;
+  // Per device: its allocations' and frees' slices of `allocs` and `frees`.
+  std::vector<std::uint32_t> allocStarts, allocEnd, freeStarts, freeEnd;
+  std::vector<MemEvent> allocs, frees;
+  std::vector<std::int64_t> atZero; // per device: bytes allocated at time 0
   std::vector<std::int64_t> peak;
   Objectives objectives;
 
@@ -390,47 +392,79 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   memory(p, t);
 }
 
-// Peak live bytes per device: events bucketed by device (a counting sort), each
-// bucket sorted by time with frees first.
+// Peak live bytes per device: allocations and frees bucketed by device (a
+// counting sort), each bucket ordered by time, then merged with frees first at
+// equal times. Allocations mostly come in time order already (a device's tiles
+// in the order its shards run), so each bucket is sorted only where it is not.
+// What is allocated at time 0 (resident inputs, and whatever starts there) is
+// summed per device instead: it comes after the frees at time 0 and before
+// every other event, and with resident weights it is most of a plan's events.
 void ChoiceSimulator::Scratch::memory(const PlanTasks& p, const Target& t) {
   const std::size_t nDev = devFree.size();
-  starts.assign(nDev + 1, 0);
+  allocStarts.assign(nDev + 1, 0);
+  freeStarts.assign(nDev + 1, 0);
   for (const PlanTasks::Buffer& b : p.buffers) {
     if (b.bytes > 0) {
-      starts[static_cast<std::size_t>(b.device) + 1] += (b.keep ? 1 : 2) + (b.packed > 0 ? 1 : 0);
+      const auto d = static_cast<std::size_t>(b.device) + 1;
+      ++allocStarts[d];
+      freeStarts[d] += b.keep ? 0 : 1;
     }
   }
   for (std::size_t d = 0; d < nDev; ++d) {
-    starts[d + 1] += starts[d];
+    allocStarts[d + 1] += allocStarts[d];
+    freeStarts[d + 1] += freeStarts[d];
   }
-  cursor.assign(starts.begin(), starts.end() - 1);
-  events.resize(starts[nDev]);
+  allocEnd.assign(allocStarts.begin(), allocStarts.end() - 1);
+  freeEnd.assign(freeStarts.begin(), freeStarts.end() - 1);
+  allocs.resize(allocStarts[nDev]);
+  frees.resize(freeStarts[nDev]);
+  atZero.assign(nDev, 0);
+  constexpr std::uint64_t kZeroAlloc = 1; // eventKey(0.0, true)
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanTasks::Buffer& b = p.buffers[i];
     if (b.bytes <= 0) {
       continue;
     }
-    std::uint32_t& at = cursor[static_cast<std::size_t>(b.device)];
-    events[at++] = MemEvent{eventKey(alloc[i], true), b.bytes};
-    if (b.packed > 0) {
-      // The backend's packed copy, made when the input arrives, kept all run.
-      events[at++] = MemEvent{eventKey(alloc[i], true), b.packed};
+    const auto d = static_cast<std::size_t>(b.device);
+    // The backend's packed copy is made when the input arrives, kept all run.
+    const std::int64_t bytes = b.bytes + b.packed;
+    const std::uint64_t key = eventKey(alloc[i], true);
+    if (key == kZeroAlloc) {
+      atZero[d] += bytes;
+    } else {
+      allocs[allocEnd[d]++] = MemEvent{key, bytes};
     }
     if (!b.keep) {
-      events[at++] = MemEvent{eventKey(std::max(ready[i], lastUse[i]), false), -b.bytes};
+      frees[freeEnd[d]++] = MemEvent{eventKey(std::max(ready[i], lastUse[i]), false), -b.bytes};
     }
   }
+  const auto byKey = [](const MemEvent& x, const MemEvent& y) { return x.key < y.key; };
   peak.assign(nDev, 0);
   std::int64_t most = 0;
   bool feasible = true;
   for (std::size_t d = 0; d < nDev; ++d) {
-    const auto first = events.begin() + starts[d];
-    const auto last = events.begin() + starts[d + 1];
-    std::sort(first, last, [](const MemEvent& a, const MemEvent& b) { return a.key < b.key; });
+    const auto a0 = allocs.begin() + allocStarts[d];
+    const auto a1 = allocs.begin() + allocEnd[d];
+    const auto f0 = frees.begin() + freeStarts[d];
+    const auto f1 = frees.begin() + freeEnd[d];
+    if (!std::is_sorted(a0, a1, byKey)) {
+      std::sort(a0, a1, byKey);
+    }
+    if (!std::is_sorted(f0, f1, byKey)) {
+      std::sort(f0, f1, byKey);
+    }
     std::int64_t live = 0;
-    std::int64_t top = 0;
-    for (auto it = first; it != last; ++it) {
-      live += it->delta;
+    auto f = f0;
+    for (; f != f1 && f->key < kZeroAlloc; ++f) {
+      live += f->delta; // frees at time 0
+    }
+    live += atZero[d];
+    std::int64_t top = std::max<std::int64_t>(0, live);
+    for (auto a = a0; a != a1; ++a) {
+      for (; f != f1 && f->key < a->key; ++f) {
+        live += f->delta;
+      }
+      live += a->delta;
       top = std::max(top, live);
     }
     peak[d] = top;
