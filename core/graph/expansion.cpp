@@ -134,13 +134,10 @@ private:
   void resolveOperation(std::size_t i) {
     const OperationDecl& op = decl(i);
     OpState& state = ops_[i];
-    try {
-      state.kernel = library_.find(op.kernel);
-    } catch (const Error& e) { // fuse(P, C) whose templates do not compose
-      if (e.exitCode() != ExitCode::InvalidInput) {
-        throw;
-      }
-      op.where.member("kernel").fail(e.message());
+    std::string why; // fuse(P, C) whose templates do not compose
+    state.kernel = library_.find(op.kernel, why);
+    if (!why.empty()) {
+      op.where.member("kernel").fail(why);
     }
     if (state.kernel == nullptr) {
       std::vector<std::string_view> known;

@@ -107,6 +107,18 @@ const Metakernel* MetakernelLibrary::find(std::string_view name) const {
   return shared(name).get();
 }
 
+const Metakernel* MetakernelLibrary::find(std::string_view name, std::string& why) const {
+  try {
+    return find(name);
+  } catch (const Error& e) {
+    if (e.exitCode() != ExitCode::InvalidInput) {
+      throw;
+    }
+    why = e.message();
+    return nullptr;
+  }
+}
+
 std::shared_ptr<const Metakernel> MetakernelLibrary::shared(std::string_view name) const {
   auto it = kernels_.find(name);
   if (it != kernels_.end()) {

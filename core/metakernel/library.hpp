@@ -64,6 +64,9 @@ public:
   // (core/metakernel/fuse.hpp) and kept; it throws Error when they do not
   // compose, or when the name is spelled otherwise than fuseName() spells it.
   const Metakernel* find(std::string_view name) const;
+  // The same, with the reason fuse(P, C) does not compose put in `why` (and
+  // nullptr returned) rather than thrown: for callers that locate it.
+  const Metakernel* find(std::string_view name, std::string& why) const;
   // Throws Error "unknown kernel \"x\" (known: a, b, ...)" when absent.
   const Metakernel& get(std::string_view name) const;
   // All kernels the files define, sorted by name (not the fused ones made by find).

@@ -84,14 +84,10 @@ std::vector<PortVar> ports(const Reader& r, const YAML::Node& node, const std::s
 const Metakernel& kernelOf(const Reader& r, const YAML::Node& node, const MetakernelLibrary& lib,
                            const std::string& what) {
   const std::string name = r.scalar(node, what + " kernel");
-  const Metakernel* k = nullptr;
-  try {
-    k = lib.find(name);
-  } catch (const Error& e) { // fuse(P, C) whose templates do not compose
-    if (e.exitCode() != ExitCode::InvalidInput) {
-      throw;
-    }
-    r.fail(node, what + ": " + e.message());
+  std::string why; // fuse(P, C) whose templates do not compose
+  const Metakernel* k = lib.find(name, why);
+  if (!why.empty()) {
+    r.fail(node, what + ": " + why);
   }
   if (k == nullptr) {
     r.fail(node, what + ": unknown kernel \"" + name + "\" ('tapestry kernels list' lists them)");
