@@ -179,7 +179,10 @@ std::shared_ptr<const Metakernel> MetakernelLibrary::fused(std::string_view name
   }
   std::optional<FuseName> parts = parseFuseName(name);
   if (!parts) {
-    return nullptr;
+    throw Error("kernel \"" + std::string(name) +
+                "\": not a fused kernel: fuse(PRODUCER, CONSUMER) or fuse(PRODUCER, "
+                "CONSUMER.PORT), where CONSUMER is one kernel's name (nest on the producer's "
+                "side: fuse(fuse(A, B), C))");
   }
   splitPort(*parts, [&](const std::string& n) { return kernels_.count(n) != 0; });
   const std::string spelled = fuseName(*parts);

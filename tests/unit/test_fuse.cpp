@@ -136,6 +136,15 @@ TEST_CASE("fuse says why two templates do not compose", "[metakernel][fuse]") {
   CHECK(fuseError(lib, "fuse(matmul,relu)") ==
         "kernel \"fuse(matmul,relu)\": a fused kernel is spelled \"fuse(matmul, relu)\" "
         "(fuse(PRODUCER, CONSUMER) or fuse(PRODUCER, CONSUMER.PORT))");
+  // A name that starts like one and is not one says how one is written.
+  for (const char* bad : {"fuse(", "fuse()", "fuse(matmul, )", "fuse(matmul, fuse(add, relu))",
+                          "fuse(matmul, relu, tanh)", "fuse(matmul relu)"}) {
+    CHECK(fuseError(lib, bad) == "kernel \"" + std::string(bad) +
+                                     "\": not a fused kernel: fuse(PRODUCER, CONSUMER) or "
+                                     "fuse(PRODUCER, CONSUMER.PORT), where CONSUMER is one "
+                                     "kernel's name (nest on the producer's side: fuse(fuse(A, "
+                                     "B), C))");
+  }
   CHECK(fuseError(lib, "fuse(matmul, nosuch)") ==
         "kernel \"fuse(matmul, nosuch)\": unknown kernel \"nosuch\"");
   CHECK(fuseError(lib, "fuse(matmul, add.C)") ==

@@ -124,3 +124,6 @@ $ tapestry kernels show "fuse(matmul, softmax)"
 $ tapestry kernels show "fuse(matmul,tanh)"
 ! error: kernel "fuse(matmul,tanh)": a fused kernel is spelled "fuse(matmul, tanh)" (fuse(PRODUCER, CONSUMER) or fuse(PRODUCER, CONSUMER.PORT))
 [exit 1]
+$ tapestry kernels show "fuse(matmul, fuse(add, tanh))"
+! error: kernel "fuse(matmul, fuse(add, tanh))": not a fused kernel: fuse(PRODUCER, CONSUMER) or fuse(PRODUCER, CONSUMER.PORT), where CONSUMER is one kernel's name (nest on the producer's side: fuse(fuse(A, B), C))
+[exit 1]
