@@ -59,9 +59,10 @@ class Mlp3(nn.Module):
 
 
 class Gpt2Block(nn.Module):
-    """A plain GPT-2 block: pre-LayerNorm causal self-attention and an MLP."""
+    """A plain GPT-2 block: pre-LayerNorm causal self-attention and an MLP
+    (its GELU exact, or with gelu="tanh" the tanh approximation GPT-2 uses)."""
 
-    def __init__(self, d=32, heads=4, seq=8):
+    def __init__(self, d=32, heads=4, seq=8, gelu="none"):
         super().__init__()
         self.heads = heads
         self.ln1 = nn.LayerNorm(d)
@@ -69,7 +70,7 @@ class Gpt2Block(nn.Module):
         self.proj = nn.Linear(d, d)
         self.ln2 = nn.LayerNorm(d)
         self.fc = nn.Linear(d, 4 * d)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate=gelu)
         self.out = nn.Linear(4 * d, d)
         self.register_buffer("mask", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
 

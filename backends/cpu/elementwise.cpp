@@ -51,6 +51,12 @@ struct Gelu : NoParams {
   static constexpr VUnary kVec = VUnary::Gelu;
   template <class C> C operator()(C x) const { return geluErf(x); }
 };
+struct GeluTanh : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::GeluTanh;
+  template <class C> C operator()(C x) const { return geluTanh(x); }
+};
 struct Tanh : NoParams {
   using NoParams::NoParams;
   static constexpr bool kInts = false;
@@ -775,6 +781,7 @@ void add(CpuRegistry& registry, const char* name) {
 void registerElementwiseKernels(CpuRegistry& registry) {
   add<&prepareUnary<Relu>>(registry, "relu");
   add<&prepareUnary<Gelu>>(registry, "gelu");
+  add<&prepareUnary<GeluTanh>>(registry, "gelu_tanh");
   add<&prepareUnary<Tanh>>(registry, "tanh");
   add<&prepareUnary<Exp>>(registry, "exp");
   add<&prepareUnary<Sigmoid>>(registry, "sigmoid");

@@ -23,6 +23,8 @@ std::optional<dnnl::algorithm> dnnlAlgorithm(VUnary op) {
     return dnnl::algorithm::eltwise_gelu_erf;
   case VUnary::Tanh:
     return dnnl::algorithm::eltwise_tanh;
+  case VUnary::GeluTanh:
+    return dnnl::algorithm::eltwise_gelu_tanh;
   default:
     return std::nullopt;
   }

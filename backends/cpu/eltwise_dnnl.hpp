@@ -1,9 +1,8 @@
 // float32 activations on oneDNN's eltwise primitive where it beats the vector
-// loops of vector_math.hpp: gelu (oneDNN's gelu_erf) and tanh, 3.5x and 3.8x
-// faster than SLEEF's erf and tanh on one core of an Intel Xeon with AVX-512
-// (1M elements: 0.61 against 2.16 ms, 0.40 against 1.51; docs/performance.md).
-// exp and sigmoid were as fast either way and stay on the loops. Not a public
-// header.
+// loops of vector_math.hpp: gelu (oneDNN's gelu_erf), gelu_tanh and tanh; gelu and tanh 3.5x
+// and 3.8x faster than SLEEF's erf and tanh on one core of an Intel Xeon with AVX-512 (1M elements:
+// 0.61 against 2.16 ms, 0.40 against 1.51; docs/performance.md). exp and sigmoid were as fast
+// either way and stay on the loops. Not a public header.
 #pragma once
 
 #include <cstdint>

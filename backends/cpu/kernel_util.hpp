@@ -117,6 +117,12 @@ template <class C> C geluErf(C x) {
   return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
 }
 
+// GELU's tanh approximation in the compute type C: x/2 * (1 + tanh(sqrt(2 /
+// pi) * (x + 0.044715 x^3))). The scalar loop of gelu_tanh.
+template <class C> C geluTanh(C x) {
+  return C(0.5) * x * (C(1) + std::tanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x)));
+}
+
 // Converts a value of one storage type to another (cast): floats round to
 // nearest even; float to int truncates toward zero and saturates (NaN gives 0);
 // int to narrower int wraps; anything to bool is "nonzero" (NaN too, as

@@ -136,6 +136,13 @@ struct Gelu { // the exact form: x/2 * (1 + erf(x / sqrt(2)))
     return vmul(vmul(vset(0.5f), x), vadd(vset(1.0f), e));
   }
 };
+struct GeluTanh { // the tanh approximation: x/2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  VF operator()(VF x) const {
+    const VF inner = vmul(x, vfma(vmul(vset(0.044715f), x), x, vset(1.0f)));
+    const VF t = vtanh(vmul(vset(0.79788456080286535588f), inner));
+    return vmul(vmul(vset(0.5f), x), vadd(vset(1.0f), t));
+  }
+};
 // std::min(std::max(x, lo), hi) as the float64 reference computes it:
 // max(x, lo) is x < lo ? lo : x, i.e. lo > x ? lo : x (NaN stays); then
 // hi < t ? hi : t.
@@ -686,6 +693,7 @@ VectorKernels makeTable() {
   u(VUnary::Relu, &unaryPlain<Relu>);
   u(VUnary::Gelu, &unaryPlain<Gelu>);
   u(VUnary::Tanh, &unaryPlain<Tanh>);
+  u(VUnary::GeluTanh, &unaryPlain<GeluTanh>);
   u(VUnary::Exp, &unaryPlain<Exp>);
   u(VUnary::Sigmoid, &unaryPlain<Sigmoid>);
   u(VUnary::Neg, &unaryPlain<Neg>);

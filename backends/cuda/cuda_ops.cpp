@@ -656,6 +656,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("relu", &unaryKernel<UnaryOp::Relu, true>);
     r.add("gelu", &unaryKernel<UnaryOp::Gelu, false>);
     r.add("tanh", &unaryKernel<UnaryOp::Tanh, false>);
+    r.add("gelu_tanh", &unaryKernel<UnaryOp::GeluTanh, false>);
     r.add("exp", &unaryKernel<UnaryOp::Exp, false>);
     r.add("sigmoid", &unaryKernel<UnaryOp::Sigmoid, false>);
     r.add("neg", &unaryKernel<UnaryOp::Neg, true>);

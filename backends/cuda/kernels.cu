@@ -166,6 +166,9 @@ template <class C> __device__ C applyUnary(UnaryOp op, C x, double p0, double p1
       return C(0.5) * x * (C(1) + mathErf(x * C(0.70710678118654752440)));
     case UnaryOp::Tanh:
       return mathTanh(x);
+    case UnaryOp::GeluTanh:
+      return C(0.5) * x *
+             (C(1) + mathTanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x)));
     case UnaryOp::Exp:
       return mathExp(x);
     case UnaryOp::Sigmoid:

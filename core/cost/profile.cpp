@@ -72,6 +72,7 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"div_scalar", "elementwise"},
     {"where", "elementwise"},
     {"gelu", "activation"},
+    {"gelu_tanh", "activation"},
     {"tanh", "activation"},
     {"exp", "activation"},
     {"sigmoid", "activation"},

@@ -63,6 +63,9 @@ CASES = [
     Case("mha_masked", MaskedSeqFirstAttention, (6, 2, 32), "x", "y"),
     Case("causal_encoder", CausalEncoderLayer, (2, 8, 32), "x", "y"),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
+    # GELU's tanh approximation (GPT-2's own): nine operations, which the
+    # gelu_tanh rewrite turns into one gelu_tanh.
+    Case("gpt2_block_tanh", lambda: Gpt2Block(gelu="tanh"), (2, 8, 32), "x", "y"),
     # At opset 14 LayerNorm is exported as its nine-operation chain, which the
     # layernorm_decomposed rewrite turns back into one layernorm.
     Case("gpt2_block_opset14", Gpt2Block, (2, 8, 32), "x", "y", opset=14),

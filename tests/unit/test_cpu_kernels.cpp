@@ -270,6 +270,9 @@ double applyUnary(const std::string& k, double x) {
   if (k == "tanh") {
     return std::tanh(x);
   }
+  if (k == "gelu_tanh") {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
   if (k == "exp") {
     return std::exp(x);
   }
@@ -388,7 +391,7 @@ std::optional<double> newBinary(const std::string& k, double a, double b) {
 }
 
 bool isUnary(const std::string& k) {
-  for (const char* u : {"relu", "gelu", "tanh", "exp", "sigmoid", "neg", "erf", "sqrt",
+  for (const char* u : {"relu", "gelu", "gelu_tanh", "tanh", "exp", "sigmoid", "neg", "erf", "sqrt",
                         "reciprocal", "log", "abs"}) {
     if (k == u) {
       return true;
@@ -1283,13 +1286,13 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 94);
+  CHECK(names.size() == 95);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
 
 TEST_CASE("elementwise unary kernels", "[cpu][kernel]") {
-  for (const char* k : {"relu", "gelu", "tanh", "exp", "sigmoid", "neg"}) {
+  for (const char* k : {"relu", "gelu", "gelu_tanh", "tanh", "exp", "sigmoid", "neg"}) {
     const bool ints = std::string(k) == "relu" || std::string(k) == "neg";
     for (const std::string& dt : ints ? kAll : kFloats) {
       for (const Shape& s : {Shape{7}, Shape{3, 5}, Shape{2, 3, 4}}) {
@@ -1307,7 +1310,7 @@ TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same 
   // the reference.
   cpu(); // made first: making it sets one thread
   CpuBackend::setBlasThreads(2);
-  for (const char* k : {"relu", "tanh", "gelu"}) {
+  for (const char* k : {"relu", "tanh", "gelu", "gelu_tanh"}) {
     INFO(k);
     checkKernel(oneOp(k, {{"x", "float32", {600, 250}}}, R"({"input": "x"})"));
   }
@@ -1317,7 +1320,7 @@ TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same 
   CpuBackend::setBlasThreads(1);
 }
 
-TEST_CASE("float32 gelu and tanh of 16 Ki elements or more on oneDNN: special values",
+TEST_CASE("float32 gelu, gelu_tanh and tanh of 16 Ki elements or more on oneDNN: special values",
           "[cpu][kernel]") {
   // One dense run of 16384 elements (kDnnlEltwiseFrom: oneDNN's eltwise,
   // eltwise_dnnl.hpp), at one kernel thread and at two: NaN stays NaN, the
@@ -1333,7 +1336,7 @@ TEST_CASE("float32 gelu and tanh of 16 Ki elements or more on oneDNN: special va
                                       -8.0f, 1e-40f, -1e-40f, 3.4e38f, -3.4e38f};
   for (const int threads : {1, 2}) {
     CpuBackend::setBlasThreads(threads);
-    for (const std::string k : {"gelu", "tanh"}) {
+    for (const std::string k : {"gelu", "gelu_tanh", "tanh"}) {
       INFO(k << ", " << threads << " threads");
       const graph::ExpandedGraph g = oneOp(k, {{"x", "float32", {16, 1024}}}, R"({"input": "x"})");
       const graph::Operation& op = g.operations[0];
@@ -1350,8 +1353,9 @@ TEST_CASE("float32 gelu and tanh of 16 Ki elements or more on oneDNN: special va
       const auto* ys = reinterpret_cast<const float*>(y.data());
       for (std::size_t i = 0; i < 16 * 1024; ++i) {
         const double v = xs[i];
-        const double want =
-            k == "gelu" ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : std::tanh(v);
+        const double want = k == "gelu"   ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                            : k == "tanh" ? std::tanh(v)
+                                          : applyUnary(k, v);
         const double got = ys[i];
         INFO("x = " << v << ": got " << got << ", want " << want);
         if (std::isnan(want) || std::isinf(want)) {

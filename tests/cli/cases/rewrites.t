@@ -15,6 +15,10 @@ gelu_erf: div_scalar, erf, add_scalar, mul, mul_scalar -> gelu  [always]
     The exact GELU as PyTorch exports nn.GELU, x * (1 + erf(x / sqrt(2))) * 0.5, five elementwise passes, is one gelu: the same index space, so no split is lost.
 gelu_erf_half_first: mul_scalar, div_scalar, erf, add_scalar, mul -> gelu  [always]
     The exact GELU written x * 0.5 * (1 + erf(x / sqrt(2))) (the half taken first, as Hugging Face's models do) is one gelu.
+gelu_tanh: mul, mul, mul_scalar, add, mul_scalar, tanh, add_scalar, mul, mul_scalar -> gelu_tanh  [always]
+    GELU's tanh approximation as PyTorch exports nn.GELU(approximate="tanh"), x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x * x * x))) * 0.5, nine elementwise passes, is one gelu_tanh: the same index space, so no split is lost.
+gelu_tanh_half_first: mul_scalar, pow_scalar, mul_scalar, add, mul_scalar, tanh, add_scalar, mul -> gelu_tanh  [always]
+    GELU's tanh approximation written 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))) (the half taken first, the cube a pow, as GPT-2's and Hugging Face's NewGELU do) is one gelu_tanh.
 layernorm_decomposed: mean, sub, pow_scalar, mean, add_scalar, sqrt, div, mul, add -> layernorm  [always]
     LayerNorm over the last axis as PyTorch exports nn.LayerNorm below opset 17 (and as many models write it out): the mean, the centred input, its square, their mean, eps, the square root, the division, gamma and beta, nine passes with two [..., 1] intermediates, is one layernorm, a pass over each row with the same split options on the rows.
 relu_relu: relu, relu -> relu  [always]
@@ -68,7 +72,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-33 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+35 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -96,10 +100,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 33 rules, 54 examples (and 86 random shapes; 56 exactly on integers): all passed
+checked 35 rules, 57 examples (and 92 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
