@@ -54,12 +54,16 @@ MemoryDesc matrixDesc(dnnl::memory::data_type type, bool batched, std::int64_t b
                     Dims{broadcast ? std::max(rs * rows, cs * cols) : bs, rs, cs});
 }
 
-// The activation as eltwise post-ops: the exact GELU, then the clip as
+// The activation as eltwise post-ops: the exact GELU (or its tanh
+// approximation), then the clip as
 // conv2d_act's (appendClip: relu for [0, inf), else clip).
 dnnl::post_ops activationPostOps(const GemmActivation& a) {
   dnnl::post_ops ops;
   if (a.gelu) {
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+  }
+  if (a.geluTanh) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
   }
   if (a.clips()) {
     appendClip(ops, a.lo, a.hi);
@@ -161,6 +165,9 @@ public:
     std::string post;
     if (activation_.gelu) {
       post += " gelu_erf";
+    }
+    if (activation_.geluTanh) {
+      post += " gelu_tanh";
     }
     if (activation_.clips()) {
       post += activation_.relu() ? " relu" : " clip";

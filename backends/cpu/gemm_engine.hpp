@@ -27,12 +27,13 @@ struct GemmActivation {
   bool gelu = false;
   double lo = std::numeric_limits<double>::lowest();
   double hi = std::numeric_limits<double>::max();
+  bool geluTanh = false; // GELU's tanh approximation instead (never with gelu)
   bool clips() const {
     return lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max();
   }
   // min 0 and no max.
   bool relu() const { return lo == 0 && hi >= std::numeric_limits<double>::max(); }
-  bool any() const { return gelu || clips(); }
+  bool any() const { return gelu || geluTanh || clips(); }
 };
 
 // A gemm made ready once: run() takes the operands' first elements (storage

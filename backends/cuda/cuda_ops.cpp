@@ -429,10 +429,12 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
   }
   const bool residual =
       call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present();
-  const bool gelu = intBinding(call.op, "gelu") != 0;
+  const EpilogueGelu gelu = intBinding(call.op, "gelu") != 0        ? EpilogueGelu::Exact
+                            : intBinding(call.op, "gelu_tanh") != 0 ? EpilogueGelu::Tanh
+                                                                    : EpilogueGelu::None;
   const double lo = clipBoundOf(floatParam(call.op, "min"));
   const double hi = clipBoundOf(floatParam(call.op, "max"));
-  if (!residual && !gelu && lo == -std::numeric_limits<double>::infinity() &&
+  if (!residual && gelu == EpilogueGelu::None && lo == -std::numeric_limits<double>::infinity() &&
       hi == std::numeric_limits<double>::infinity()) {
     return;
   }

@@ -318,8 +318,8 @@ __global__ void binaryKernel(BinaryOp op, const T* a, const T* b, T* y, DeviceWa
 }
 
 template <class T>
-__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, bool gelu, double lo,
-                               double hi) {
+__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueGelu gelu,
+                               double lo, double hi) {
   using C = typename Num<T>::C;
   const bool clips = lo > -INFINITY || hi < INFINITY;
   TAPESTRY_GRID_LOOP(i, w.count) {
@@ -329,8 +329,10 @@ __global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, bool gelu,
     if (residual != nullptr) {
       v += Num<T>::load(residual[off[1]]);
     }
-    if (gelu) {
+    if (gelu == EpilogueGelu::Exact) {
       v = applyUnary(UnaryOp::Gelu, v, 0, 0);
+    } else if (gelu == EpilogueGelu::Tanh) {
+      v = applyUnary(UnaryOp::GeluTanh, v, 0, 0);
     }
     if (clips) {
       const double d = static_cast<double>(v);
@@ -613,7 +615,7 @@ cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const voi
 }
 
 cudaError_t launchEpilogue(ElementType type, void* y, const void* residual, const DeviceWalk& w,
-                           bool gelu, double lo, double hi, cudaStream_t stream) {
+                           EpilogueGelu gelu, double lo, double hi, cudaStream_t stream) {
   if (w.count == 0) {
     return cudaSuccess;
   }

@@ -225,8 +225,11 @@ std::string_view epilogueKernel(const graph::Operation& op) {
     return {};
   }
   const Json& params = op.application.params;
-  const auto gelu = params.find("gelu");
-  return gelu != params.end() && gelu->is_boolean() && gelu->get<bool>() ? "gelu" : "";
+  const auto on = [&](const char* name) {
+    const auto it = params.find(name);
+    return it != params.end() && it->is_boolean() && it->get<bool>();
+  };
+  return on("gelu") ? "gelu" : on("gelu_tanh") ? "gelu_tanh" : "";
 }
 
 const char* inputsOnName(InputsOn where) {

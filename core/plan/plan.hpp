@@ -86,11 +86,10 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 // The kernel whose measured table prices the pass `op`'s kernel makes over
 // its result after its main work, or empty: linear_act with `gelu` runs the
 // exact GELU over its result (in oneDNN's product or a pass after it), at
-// the gelu kernel's speed, which the matmul table its product is priced by
-// does not hold (a transformer block's [1024, 1024] GELU: 0.45 ms on top of
-// a 1.6 ms product; docs/cost-model.md). A composed fuse(P, C) (the parts
-// run one after the other, core/metakernel/fuse.hpp): C, a pass over P's
-// result per consumer in the chain.
+// the gelu kernel's speed (with `gelu_tanh`, gelu_tanh's), which the matmul table its product is
+// priced by does not hold (a transformer block's [1024, 1024] GELU: 0.45 ms on top of a 1.6 ms
+// product; docs/cost-model.md). A composed fuse(P, C) (the parts run one after the other,
+// core/metakernel/fuse.hpp): C, a pass over P's result per consumer in the chain.
 std::string_view epilogueKernel(const graph::Operation& op);
 
 // The index dims along which `op` makes separate matrix products: for
@@ -323,7 +322,7 @@ struct PlanTasks {
     std::string_view dtype;  // its compute dtype (its first output's)
     std::string_view kernel; // its kernel's name (the cost model's profile family)
     // The kernel whose table prices a pass the kernel makes over its result
-    // after its own work (epilogueKernel): "gelu" for linear_act's GELU;
+    // after its own work (epilogueKernel): "gelu" or "gelu_tanh" for linear_act's GELU;
     // empty for none.
     std::string_view epilogue;
     bool operator==(const Op&) const = default;

@@ -596,6 +596,9 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
         if (params["gelu"].get<bool>()) {
           s = 0.5 * s * (1 + std::erf(s / std::sqrt(2.0)));
         }
+        if (params["gelu_tanh"].get<bool>()) {
+          s = applyUnary("gelu_tanh", s);
+        }
         s = std::min(std::max(s, params["min"].get<double>()), params["max"].get<double>());
       }
       r.v[i] = s;
@@ -1969,6 +1972,14 @@ TEST_CASE("linear_act: clip(gelu?(X·W + bias + residual)), whole and sharded, e
                   1, {}, constant ? std::set<std::string>{"w"} : std::set<std::string>{});
     }
     checkKernel(oneOp("linear_act", {{"x", dt, {4, 5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb));
+    // GELU's tanh approximation: in oneDNN's post-ops, and in the pass after
+    // a residual
+    checkKernel(oneOp("linear_act", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}}, xwb,
+                      R"({"gelu_tanh": true, "max": 0.5})"));
+    checkKernel(
+        oneOp("linear_act",
+              {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}}, xwbr,
+              R"({"gelu_tanh": true})"));
   }
 }
 

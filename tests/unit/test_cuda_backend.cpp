@@ -109,7 +109,8 @@ void manyPlans(const std::string& label, const graph::ExpandedGraph& g) {
 }
 
 // Every float kernel in one graph, for one dtype (linear_act: linear's product,
-// then the residual, the GELU and the clip in place).
+// then the residual, the GELU (exact, or its tanh approximation) and the clip
+// in place).
 std::string sweepGraph(const std::string& dt) {
   return R"({"tapestry": "graph/v1", "name": "sweep_)" + dt + R"(",
   "tensors": {"x": {"dtype": "DT", "shape": [4, 16, 40]}, "w": {"dtype": "DT", "shape": [4, 40, 24]},
@@ -135,8 +136,10 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "tr", "kernel": "transpose", "params": {"perm": [0, 2, 1]}, "inputs": {"input": "n1"}, "outputs": {"result": "tt"}},
     {"name": "ca", "kernel": "cast", "params": {"dtype": "OTHER"}, "inputs": {"input": "tt"}, "outputs": {"result": "c"}},
     {"name": "dv", "kernel": "div", "inputs": {"A": "a8", "B": "e"}, "outputs": {"result": "d"}},
-    {"name": "la", "kernel": "linear_act", "params": {"gelu": true, "min": -0.1, "max": 2}, "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f"}}],
-  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f"]})";
+    {"name": "la", "kernel": "linear_act", "params": {"gelu": true, "min": -0.1, "max": 2}, "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f"}},
+    {"name": "gt", "kernel": "gelu_tanh", "inputs": {"input": "a8"}, "outputs": {"result": "g1"}},
+    {"name": "lt", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "h", "W": "w2", "bias": "b2"}, "outputs": {"result": "f2"}}],
+  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2"]})";
 }
 
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {

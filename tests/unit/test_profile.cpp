@@ -402,6 +402,10 @@ TEST_CASE("simulator: linear_act's GELU is priced at the gelu table over its res
   plain.replace(plain.find(R"("gelu": true)"), 12, R"("min": 0.0)");
   const graph::ExpandedGraph h = expandText(plain);
   CHECK(plan::epilogueKernel(h.operations[0]).empty());
+  // GELU's tanh approximation: priced at gelu_tanh's table (its family's here).
+  std::string tanhGelu = text;
+  tanhGelu.replace(tanhGelu.find(R"("gelu": true)"), 12, R"("gelu_tanh": true)");
+  CHECK(plan::epilogueKernel(expandText(tanhGelu).operations[0]) == "gelu_tanh");
   t.profile->kernels["gelu"] = ProfileTable{WorkMeasure::Bytes, {{512, 4e-3}}, {}};
   const plan::ShardPlan relu = plan::buildPlan(h, 2, plan::singleDeviceChoice(h), free);
   CHECK(simulate(h, t, relu).objectives.timeS == Approx(1e-3));
