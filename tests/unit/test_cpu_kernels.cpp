@@ -1356,9 +1356,7 @@ TEST_CASE("float32 gelu, gelu_tanh and tanh of 16 Ki elements or more on oneDNN:
       const auto* ys = reinterpret_cast<const float*>(y.data());
       for (std::size_t i = 0; i < 16 * 1024; ++i) {
         const double v = xs[i];
-        const double want = k == "gelu"   ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
-                            : k == "tanh" ? std::tanh(v)
-                                          : applyUnary(k, v);
+        const double want = applyUnary(k, v);
         const double got = ys[i];
         INFO("x = " << v << ": got " << got << ", want " << want);
         if (std::isnan(want) || std::isinf(want)) {
