@@ -201,6 +201,12 @@ CheckReference unshardedReference(Backend& baselineBackend, const graph::Expande
                                   const TensorBuffers& inputs) {
   CheckReference result;
   result.baseline = outputsOnHost(baselineBackend, g, evaluateGraph(baselineBackend, g, inputs, 0));
+  result.reference = float64Reference(baselineBackend, g, inputs);
+  return result;
+}
+
+TensorBuffers float64Reference(Backend& inputsBackend, const graph::ExpandedGraph& g,
+                               const TensorBuffers& inputs) {
   const graph::ExpandedGraph wide = widenToFloat64(g);
   TensorBuffers wideInputs;
   for (const auto& [name, buffer] : inputs) {
@@ -208,16 +214,15 @@ CheckReference unshardedReference(Backend& baselineBackend, const graph::Expande
       wideInputs.emplace(name, widened(buffer));
     } else {
       Buffer host = Buffer::host(buffer.dtype(), buffer.region());
-      baselineBackend.copyRegion(buffer.view(), host.view(), buffer.region());
-      baselineBackend.synchronize();
+      inputsBackend.copyRegion(buffer.view(), host.view(), buffer.region());
+      inputsBackend.synchronize();
       wideInputs.emplace(name, widened(host));
     }
   }
   // The reference runs every kernel that has a body from its body: the
   // template's meaning, not the native kernel the sharded run used.
   CpuBackend cpu(1, CpuKernels::Bodies);
-  result.reference = outputsOnHost(cpu, wide, evaluateGraph(cpu, wide, wideInputs, 0));
-  return result;
+  return outputsOnHost(cpu, wide, evaluateGraph(cpu, wide, wideInputs, 0));
 }
 
 double checkBound(DType precision, double baselineError) {
@@ -262,8 +267,13 @@ std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const Ten
 }
 
 std::string describeCheck(const OutputCheck& c) {
-  return "max error " + sci(c.error) + ", unsharded " + sci(c.baselineError) + ", bound " +
-         sci(c.bound);
+  std::string text = "max error " + sci(c.error) + ", unsharded " + sci(c.baselineError) +
+                     ", bound " + sci(c.bound);
+  if (c.approximation) {
+    text += ", approximation " + sci(*c.approximation) + " (at most " + sci(kApproximateTolerance) +
+            ")";
+  }
+  return text;
 }
 
 } // namespace tapestry::backend

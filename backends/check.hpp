@@ -10,6 +10,7 @@
 // whichever is larger. Integer outputs must equal the baseline exactly.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ namespace tapestry::backend {
 // measurements these come from.
 inline constexpr double kBaselineMultiple = 16;
 inline constexpr double kFloorUnits = 8;
+// Approximate rewrite rules (docs/rewrites.md): `rewrites check` holds an
+// approximate rule's two sides to this relative error in float64, and `run
+// --check` holds a plan made with approximate rewrites to it, the rewritten
+// graph's float64 outputs against the original graph's.
+inline constexpr double kApproximateTolerance = 1e-3;
 
 // The unit roundoff of a float dtype (half the distance from 1 to the next
 // value); 0 for integers.
@@ -51,6 +57,11 @@ struct CheckReference {
 CheckReference unshardedReference(Backend& baselineBackend, const graph::ExpandedGraph& g,
                                   const TensorBuffers& inputs);
 
+// The reference alone: `g`'s outputs in float64 (`inputs` may live on
+// `inputsBackend`'s devices).
+TensorBuffers float64Reference(Backend& inputsBackend, const graph::ExpandedGraph& g,
+                               const TensorBuffers& inputs);
+
 struct OutputCheck {
   std::string tensor;
   DType dtype = DType::Float32;
@@ -59,6 +70,9 @@ struct OutputCheck {
   double baselineError = 0;         // the unsharded output against the reference
   double bound = 0;                 // max(kBaselineMultiple · baselineError, kFloorUnits · u)
   bool ok = false;
+  // After approximate rewrites: the rewritten graph's float64 output against
+  // the original graph's (max relative error); unset otherwise.
+  std::optional<double> approximation;
 };
 
 // The bound for an output of `precision` whose baseline error is `baselineError`
@@ -70,7 +84,8 @@ std::vector<OutputCheck> compareOutputs(const graph::ExpandedGraph& g, const Ten
                                         const CheckReference& reference);
 
 // "max error 2.4e-05, unsharded 1.1e-05, bound 4.4e-05": numbers with 2
-// significant digits, nan for NaN.
+// significant digits, nan for NaN; then ", approximation 3.1e-05 (at most
+// 0.001)" after approximate rewrites.
 std::string describeCheck(const OutputCheck& c);
 
 } // namespace tapestry::backend

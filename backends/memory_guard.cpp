@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "backends/dtype.hpp"
 #include "core/cost/units.hpp"
@@ -65,24 +66,36 @@ std::optional<std::int64_t> readCgroupLimit() {
 
 HostMemoryNeed hostMemoryNeed(const plan::LoadedPlan& loaded, bool devicesOnHost, bool check) {
   const graph::ExpandedGraph& g = loaded.graph;
+  // A rewritten plan's inputs are drawn for, and checked against, the graph it
+  // was made from (run_command.cpp).
+  const graph::ExpandedGraph& source = loaded.origin ? loaded.origin->graph : g;
   HostMemoryNeed need;
-  std::int64_t baseline = 0; // every tensor in its dtype
-  std::int64_t wide = 0;     // every tensor with floats widened to float64
-  for (const graph::Tensor& t : g.tensors) {
-    const std::int64_t bytes = tensorBytes(t.type);
+  for (const graph::Tensor& t : source.tensors) {
     if (t.isGraphInput()) {
-      need.inputs = add(need.inputs, bytes);
+      need.inputs = add(need.inputs, tensorBytes(t.type));
     }
-    baseline = add(baseline, bytes);
-    metakernel::TensorType widened = t.type;
-    if (isFloat(parseDType(t.type.dtype))) {
-      widened.dtype = dtypeName(DType::Float64);
-    }
-    wide = add(wide, tensorBytes(widened));
   }
   if (check) {
-    // The two unsharded evaluations run one after the other (backends/check.hpp).
-    need.reference = std::max(baseline, wide);
+    // The unsharded evaluations run one after the other (backends/check.hpp),
+    // of the original graph, and after approximate rewrites of the plan's own
+    // graph too: each needs every tensor once, in its dtype or widened.
+    std::vector<const graph::ExpandedGraph*> evaluatedGraphs = {&source};
+    if (loaded.origin && !loaded.origin->approximateRules().empty()) {
+      evaluatedGraphs.push_back(&g);
+    }
+    for (const graph::ExpandedGraph* evaluated : evaluatedGraphs) {
+      std::int64_t baseline = 0; // every tensor in its dtype
+      std::int64_t wide = 0;     // every tensor with floats widened to float64
+      for (const graph::Tensor& t : evaluated->tensors) {
+        baseline = add(baseline, tensorBytes(t.type));
+        metakernel::TensorType widened = t.type;
+        if (isFloat(parseDType(t.type.dtype))) {
+          widened.dtype = dtypeName(DType::Float64);
+        }
+        wide = add(wide, tensorBytes(widened));
+      }
+      need.reference = std::max({need.reference, baseline, wide});
+    }
   }
   for (std::size_t t : g.outputs) {
     need.outputs = add(need.outputs, tensorBytes(g.tensors[t].type));

@@ -52,6 +52,7 @@ void registerKernels(CLI::App* sub, Action& action);
 void registerRewrites(CLI::App* sub, Action& action);
 // -r/--rules on the commands that take rewrite rules.
 void addRulePaths(CLI::App* sub, std::vector<std::string>& paths);
+void addApproximate(CLI::App* sub, bool& approximate);
 void registerOptimize(CLI::App* sub, Action& action);
 void registerRender(CLI::App* sub, Action& action);
 void registerRun(CLI::App* sub, Action& action);

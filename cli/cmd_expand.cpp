@@ -24,6 +24,7 @@ void registerExpand(CLI::App* sub, Action& action) {
                   "marked always or search), or a rule file whose rules all apply")
       ->capture_default_str();
   addRulePaths(sub, config->rulePaths);
+  addApproximate(sub, config->approximate);
   runDriverOnSelect(*sub, action, config, driver::expandCommand);
 }
 

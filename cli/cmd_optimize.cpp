@@ -36,6 +36,7 @@ void registerOptimize(CLI::App* sub, Action& action) {
                   "choices of the search), none, or a rule file whose rules apply besides")
       ->capture_default_str();
   addRulePaths(sub, config->rulePaths);
+  addApproximate(sub, config->approximate);
   sub->add_option("--seed", config->seed, "Random seed (the search is deterministic per seed)");
   auto* budget = sub->add_option("--budget-seconds", args->budgetSeconds, "Time budget")
                      ->check(positiveNumber());

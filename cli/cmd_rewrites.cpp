@@ -27,6 +27,12 @@ void addRulePaths(CLI::App* sub, std::vector<std::string>& paths) {
       ->allow_extra_args(false);
 }
 
+void addApproximate(CLI::App* sub, bool& approximate) {
+  sub->add_flag("--approximate", approximate,
+                "Also apply the rules marked approximate (equal only approximately, as "
+                "gelu_as_tanh; run --check then reports how far they moved the outputs)");
+}
+
 void registerRewrites(CLI::App* sub, Action& action) {
   auto config = std::make_shared<driver::RewritesConfig>();
   sub->require_subcommand(1);

@@ -323,8 +323,25 @@ metakernel::MetakernelLibrary withEmbeddedKernels(const json::Value& kernels,
   return out;
 }
 
+} // namespace
+
+std::vector<std::string> PlanOrigin::approximateRules() const {
+  std::vector<std::string> rules;
+  for (const Json& site : sites) {
+    const std::string& rule = site.at("rule").get_ref<const std::string&>();
+    if (site.value("approximate", false) &&
+        std::find(rules.begin(), rules.end(), rule) == rules.end()) {
+      rules.push_back(rule);
+    }
+  }
+  return rules;
+}
+
+namespace {
+
 // "rewrites": the original graph (expanded again and checked like "graph")
-// and the sites, each {"rule": NAME, "replaced": [NAME...], "added": [NAME...]}.
+// and the sites, each {"rule": NAME, "replaced": [NAME...], "added": [NAME...]},
+// "approximate": true on a site of an approximate rule.
 PlanOrigin decodeOrigin(const json::Value& rewrites, const metakernel::MetakernelLibrary& library) {
   rewrites.expectObject();
   rewrites.expectKeys({"original", "sites"});
@@ -335,8 +352,11 @@ PlanOrigin decodeOrigin(const json::Value& rewrites, const metakernel::Metakerne
   sites.expectArray();
   for (const json::Value& site : sites.elements()) {
     site.expectObject();
-    site.expectKeys({"rule", "replaced", "added"});
+    site.expectKeys({"rule", "replaced", "added", "approximate"});
     site.member("rule").asString();
+    if (const std::optional<json::Value> approximate = site.find("approximate")) {
+      approximate->asBool();
+    }
     for (const char* key : {"replaced", "added"}) {
       const json::Value names = site.member(key);
       names.expectArray();

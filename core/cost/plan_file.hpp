@@ -40,11 +40,16 @@ Json scheduleToJson(const graph::ExpandedGraph& g, const ShardPlan& p, const cos
 
 // Where a plan's graph came from when rewrite rules changed it
 // (docs/rewrites.md): the graph as it was given, and the sites rewritten
-// ([{"rule", "replaced": [names], "added": [names]}]). `run --check` compares
-// the plan's outputs with the original graph's float64 result.
+// ([{"rule", "replaced": [names], "added": [names]}], "approximate": true on
+// the sites of approximate rules). `run --check` compares the plan's outputs
+// with the original graph's float64 result (docs/check.md says how, after
+// approximate rewrites).
 struct PlanOrigin {
   graph::ExpandedGraph graph;
   Json sites = Json::array();
+
+  // The distinct rules of the approximate sites, in site order.
+  std::vector<std::string> approximateRules() const;
 };
 
 // The whole plan/v1 document; `s` must be simulate(g, t, p). With `library`

@@ -46,7 +46,7 @@ int expandCommand(const ExpandConfig& config, std::ostream& out, std::ostream& e
       metakernel::MetakernelLibrary::load(config.kernelPaths, options);
   ExpandedGraph graph = loadAndExpand(config.graphPath, library);
   const std::vector<rewrite::AppliedSite> rewrites =
-      preRewrite(graph, config.rewrites, config.rulePaths, library);
+      preRewrite(graph, config.rewrites, config.rulePaths, library, config.approximate);
   writeFileAtomically(config.outputPath, writeExpanded(graph), out);
 
   Json summary = Json::object();

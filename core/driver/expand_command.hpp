@@ -14,6 +14,7 @@ struct ExpandConfig {
   std::string outputPath = "-";         // "-" writes the expanded graph to `out`
   std::string rewrites = "none";        // --rewrites none|default|FILE (rewrite_pass.hpp)
   std::vector<std::string> rulePaths;   // -r files and directories
+  bool approximate = false;             // --approximate: rules marked approximate too
   bool overrideKernels = false;
   bool json = false;    // --format json: a summary document on `out` when -o is a file
   bool quiet = false;   // no text summary

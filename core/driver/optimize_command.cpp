@@ -424,7 +424,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   // The graphs searched: the pre-pass's, and one per subset of the rules that
   // are choices of the search (one graph, as given, with --rewrites none).
   const RewriteVariants variants =
-      rewriteVariants(given, config.rewrites, config.rulePaths, library);
+      rewriteVariants(given, config.rewrites, config.rulePaths, library, config.approximate);
   std::string calibration; // --target local: the saved calibration used, if any
   cost::Target target;
   if (config.target == "local") {

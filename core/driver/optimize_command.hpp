@@ -22,6 +22,7 @@ struct OptimizeConfig {
   // the pre-pass too (docs/rewrites.md).
   std::string rewrites = "default";
   std::vector<std::string> rulePaths; // -r files and directories
+  bool approximate = false;           // --approximate: rules marked approximate too
   std::uint64_t seed = 0;
   std::optional<double> budgetSeconds;    // --budget-seconds
   std::optional<std::int64_t> iterations; // --iterations (generations)

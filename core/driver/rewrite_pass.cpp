@@ -20,7 +20,7 @@ struct SelectedRules {
 };
 
 SelectedRules selectRules(const std::string& mode, const std::vector<std::string>& rulePaths,
-                          const metakernel::MetakernelLibrary& library) {
+                          const metakernel::MetakernelLibrary& library, bool approximate) {
   std::vector<std::string> paths = rulePaths;
   const bool file = mode != "default";
   std::error_code ec;
@@ -35,7 +35,10 @@ SelectedRules selectRules(const std::string& mode, const std::vector<std::string
   for (const auto& r : out.set.rules()) {
     const bool builtIn = metakernel::isStandardLibraryFile(r->location.file);
     const bool asked = file && !builtIn; // a rule of the --rewrites file
-    if (r->search && (!r->approximate || asked)) {
+    if (r->approximate && !asked && !approximate) {
+      continue; // approximate rules are off unless asked for
+    }
+    if (r->search) {
       out.search.push_back(r.get());
     } else if (r->always || asked) {
       out.always.push_back(r.get());
@@ -60,9 +63,12 @@ bool contains(const std::vector<const rewrite::Rule*>& rules, const rewrite::Rul
   return std::find(rules.begin(), rules.end(), r) != rules.end();
 }
 
-void checkNone(const std::vector<std::string>& rulePaths) {
+void checkNone(const std::vector<std::string>& rulePaths, bool approximate) {
   if (!rulePaths.empty()) {
     throw UsageError("-r/--rules cannot go with --rewrites none");
+  }
+  if (approximate) {
+    throw UsageError("--approximate cannot go with --rewrites none");
   }
 }
 
@@ -74,12 +80,13 @@ bool sameSite(const rewrite::AppliedSite& a, const rewrite::AppliedSite& b) {
 
 std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const std::string& mode,
                                              const std::vector<std::string>& rulePaths,
-                                             const metakernel::MetakernelLibrary& library) {
+                                             const metakernel::MetakernelLibrary& library,
+                                             bool approximate) {
   if (mode == "none") {
-    checkNone(rulePaths);
+    checkNone(rulePaths, approximate);
     return {};
   }
-  const SelectedRules rules = selectRules(mode, rulePaths, library);
+  const SelectedRules rules = selectRules(mode, rulePaths, library, approximate);
   const std::vector<const rewrite::Rule*> chosen =
       inFileOrder(rules.set, [&](const rewrite::Rule* r) {
         return contains(rules.always, r) || contains(rules.search, r);
@@ -191,17 +198,17 @@ std::vector<std::uint32_t> variantMasks(const std::vector<SearchUnit>& units) {
 
 RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::string& mode,
                                 const std::vector<std::string>& rulePaths,
-                                const metakernel::MetakernelLibrary& library) {
+                                const metakernel::MetakernelLibrary& library, bool approximate) {
   RewriteVariants out;
   if (mode == "none") {
-    checkNone(rulePaths);
+    checkNone(rulePaths, approximate);
     out.masks = {0};
     out.graphs.push_back(given);
     out.sites.emplace_back();
     out.siteIndices.emplace_back();
     return out;
   }
-  const SelectedRules rules = selectRules(mode, rulePaths, library);
+  const SelectedRules rules = selectRules(mode, rulePaths, library, approximate);
   rewrite::RewriteResult base = rewrite::rewriteGraph(given, rules.always, library);
   std::vector<const rewrite::Rule*> matching;
   std::vector<std::vector<rewrite::Site>> matchingSites; // each rule's own, disjoint
@@ -337,6 +344,9 @@ Json rewritesJson(const std::vector<rewrite::AppliedSite>& sites) {
     j["rule"] = a.rule;
     j["replaced"] = a.replaced;
     j["added"] = a.added;
+    if (a.approximate) {
+      j["approximate"] = true;
+    }
     return j;
   });
 }

@@ -15,11 +15,14 @@ namespace tapestry::driver {
 
 // `mode`: "none" (nothing; -r files are then a UsageError), "default" (every
 // rule marked always or search, standard and from `rulePaths`), or a rule file
-// whose rules all run too. Rewrites `graph` in place; returns the sites
-// rewritten. (What `expand --rewrites` shows: every choice of the search taken.)
+// whose rules all run too. Rules marked approximate run only when asked for:
+// `approximate` (--approximate), or as rules of the --rewrites file. Rewrites
+// `graph` in place; returns the sites rewritten. (What `expand --rewrites`
+// shows: every choice of the search taken.)
 std::vector<rewrite::AppliedSite> preRewrite(graph::ExpandedGraph& graph, const std::string& mode,
                                              const std::vector<std::string>& rulePaths,
-                                             const metakernel::MetakernelLibrary& library);
+                                             const metakernel::MetakernelLibrary& library,
+                                             bool approximate = false);
 
 // The graphs `optimize` searches (docs/rewrites.md): the pre-pass (rules marked
 // always, and a rule file's unmarked rules) applied to the given graph, with
@@ -56,9 +59,11 @@ struct RewriteVariants {
 
 RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::string& mode,
                                 const std::vector<std::string>& rulePaths,
-                                const metakernel::MetakernelLibrary& library);
+                                const metakernel::MetakernelLibrary& library,
+                                bool approximate = false);
 
-// The sites as JSON: [{rule, replaced, added}].
+// The sites as JSON: [{rule, replaced, added}], with "approximate": true on a
+// site of an approximate rule.
 Json rewritesJson(const std::vector<rewrite::AppliedSite>& sites);
 // "rewrites: 17 sites (conv_add_relu 8, conv_relu 9)".
 std::string rewritesText(const std::vector<rewrite::AppliedSite>& sites);

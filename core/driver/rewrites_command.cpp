@@ -25,9 +25,8 @@ namespace {
 using rewrite::Rule;
 
 // An exact rule's two sides agree in float64 to this relative error (sums
-// taken in another order); an approximate one to kApproximateTolerance.
+// taken in another order); an approximate one to backend::kApproximateTolerance.
 constexpr double kExactTolerance = 1e-10;
-constexpr double kApproximateTolerance = 1e-3;
 // Input draws per example.
 constexpr std::uint64_t kSeeds = 3;
 // Random shapes per example (each checked on one draw of inputs), the draws
@@ -235,6 +234,35 @@ std::optional<std::string> checkHalves(const graph::ExpandedGraph& right,
   return std::nullopt;
 }
 
+// The replacement's native (unsharded) outputs checked as run --check checks a
+// plan: against the pattern's float64 result. An approximate rule's sides
+// differ by more than rounding, so its replacement is checked against its own
+// float64 result, within the bound that the pattern's native kernels earn on
+// theirs.
+std::vector<backend::OutputCheck> nativeChecks(const Rule& rule, const graph::ExpandedGraph& left,
+                                               const graph::ExpandedGraph& right,
+                                               const backend::CheckReference& l,
+                                               const backend::CheckReference& r) {
+  if (!rule.approximate) {
+    return backend::compareOutputs(right, r.baseline, l);
+  }
+  std::vector<backend::OutputCheck> checks = backend::compareOutputs(right, r.baseline, r);
+  const std::vector<backend::OutputCheck> pattern = backend::compareOutputs(left, l.baseline, l);
+  for (backend::OutputCheck& c : checks) {
+    const auto own =
+        std::find_if(pattern.begin(), pattern.end(),
+                     [&](const backend::OutputCheck& p) { return p.tensor == c.tensor; });
+    if (own == pattern.end() || !backend::isFloat(c.dtype)) {
+      continue; // integers: compared with the replacement's own baseline, exactly
+    }
+    c.error = backend::maxRelativeError(r.baseline.at(c.tensor), r.reference.at(c.tensor));
+    c.baselineError = own->baselineError;
+    c.bound = own->bound;
+    c.ok = !std::isnan(c.error) && c.error <= c.bound;
+  }
+  return checks;
+}
+
 // nullopt when the rule's pattern built from `ex` (expanded: `left`, where
 // the rule has matched once, `sites`) passes on `seeds` draws of inputs, else
 // the counter-example.
@@ -274,7 +302,7 @@ std::optional<std::string> checkInstance(const Rule& rule, const graph::Expanded
     const backend::TensorBuffers inputs = backend::drawInputs(left, seed);
     const backend::CheckReference l = backend::unshardedReference(cpu, left, inputs);
     const backend::CheckReference r = backend::unshardedReference(cpu, right, inputs);
-    const double tolerance = rule.approximate ? kApproximateTolerance : kExactTolerance;
+    const double tolerance = rule.approximate ? backend::kApproximateTolerance : kExactTolerance;
     for (const std::string& var : rule.exits) {
       const double error = backend::maxRelativeError(r.reference.at(var), l.reference.at(var));
       if (!(error <= tolerance)) {
@@ -286,15 +314,19 @@ std::optional<std::string> checkInstance(const Rule& rule, const graph::Expanded
       }
     }
     // The replacement's native kernels against the pattern's float64 result,
-    // within run --check's bound.
-    for (const backend::OutputCheck& c : backend::compareOutputs(right, r.baseline, l)) {
+    // within run --check's bound; an approximate replacement's against its
+    // own float64 result, within the bound of the pattern's native kernels.
+    for (const backend::OutputCheck& c : nativeChecks(rule, left, right, l, r)) {
       if (!c.ok) {
         return "on inputs of seed " + std::to_string(seed) + ", the replacement's " +
                std::string(backend::dtypeName(c.dtype)) + " output " + c.tensor +
-               " on the CPU backend: " + backend::describeCheck(c);
+               " on the CPU backend" +
+               (rule.approximate ? " (against its own float64 result)" : "") + ": " +
+               backend::describeCheck(c);
       }
     }
-    if (std::optional<std::string> problem = checkHalves(right, inputs, l)) {
+    // Cut in halves, against the unsharded result of the side it computes.
+    if (std::optional<std::string> problem = checkHalves(right, inputs, rule.approximate ? r : l)) {
       return "on inputs of seed " + std::to_string(seed) + ", " + *problem;
     }
   }

@@ -96,6 +96,9 @@ Json checkToJson(const std::vector<OutputCheck>& checks, bool ok) {
     item["max_error"] = std::isnan(c.error) ? Json(nullptr) : Json(c.error);
     item["unsharded_error"] = std::isnan(c.baselineError) ? Json(nullptr) : Json(c.baselineError);
     item["bound"] = c.bound;
+    if (c.approximation) {
+      item["approximation"] = std::isnan(*c.approximation) ? Json(nullptr) : Json(*c.approximation);
+    }
     item["ok"] = c.ok;
     list.push_back(item);
   }
@@ -200,6 +203,15 @@ void printRunText(const RunReport& r, std::ostream& err) {
     err << "check " << c.tensor << " (" << dtypeName(c.dtype) << "): " << describeCheck(c) << " "
         << (c.ok ? "ok" : "MISMATCH") << "\n";
   }
+  if (r.loaded.origin && !r.checks.empty() && r.checks.front().approximation) {
+    std::string rules;
+    for (const std::string& rule : r.loaded.origin->approximateRules()) {
+      rules += (rules.empty() ? "" : ", ") + rule;
+    }
+    err << "approximate rewrites (" << rules
+        << "): outputs checked against the rewritten graph; approximation: its float64 result "
+           "against the original graph's\n";
+  }
   if (!r.config.outputsDir.empty()) {
     err << "wrote " << plural(g.outputs.size(), "output", "outputs") << " to "
         << r.config.outputsDir << "\n";
@@ -207,6 +219,36 @@ void printRunText(const RunReport& r, std::ostream& err) {
   if (!r.config.tracePath.empty()) {
     err << "trace (measured beside predicted) -> " << r.config.tracePath << "\n";
   }
+}
+
+// The checks of a run's outputs (docs/check.md): against the unsharded
+// original graph. After approximate rewrites the plan computes another graph
+// on purpose, so its outputs are checked against that graph's unsharded
+// result, and each output's approximation (the rewritten graph's float64
+// result against the original's) must be at most kApproximateTolerance.
+std::vector<OutputCheck> checkOutputs(const plan::LoadedPlan& loaded, Backend& backend,
+                                      const TensorBuffers& inputs, const TensorBuffers& outputs) {
+  const graph::ExpandedGraph& g = loaded.graph;
+  if (!loaded.origin) {
+    return compareOutputs(g, outputs, unshardedReference(backend, g, inputs));
+  }
+  const graph::ExpandedGraph& source = loaded.origin->graph;
+  if (loaded.origin->approximateRules().empty()) {
+    return compareOutputs(g, outputs, unshardedReference(backend, source, inputs));
+  }
+  const CheckReference own = unshardedReference(backend, g, inputs);
+  std::vector<OutputCheck> checks = compareOutputs(g, outputs, own);
+  const TensorBuffers original = float64Reference(backend, source, inputs);
+  for (OutputCheck& c : checks) {
+    const auto at = original.find(c.tensor);
+    if (at == original.end()) {
+      throw InternalError("run --check: the original graph has no output " + c.tensor);
+    }
+    const double approximation = maxRelativeError(own.reference.at(c.tensor), at->second);
+    c.approximation = approximation;
+    c.ok = c.ok && approximation <= kApproximateTolerance; // NaN fails
+  }
+  return checks;
 }
 
 } // namespace
@@ -263,7 +305,7 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
     // backend, with every core inside the CPU's matrix products; the float64
     // reference runs on the CPU (docs/check.md).
     CpuBackend::setBlasThreads(usableHardwareThreads());
-    checks = compareOutputs(g, run.outputs, unshardedReference(backend, source, inputs));
+    checks = checkOutputs(loaded, backend, inputs, run.outputs);
   }
   const bool ok =
       std::all_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return c.ok; });
@@ -277,13 +319,18 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
   }
   const std::string file = displayName(config.planPath);
   for (const OutputCheck& c : checks) {
-    if (!c.ok) {
-      err << Error(SourceLocation{file, 0, 0, ""},
-                   "run --check: output " + c.tensor +
-                       " differs from the unsharded graph: " + describeCheck(c),
-                   ExitCode::CheckFailed)
-                 .what();
+    if (c.ok) {
+      continue;
     }
+    // After approximate rewrites the sharded run may be right and the
+    // approximation too far: say which.
+    const bool runOk = !std::isnan(c.error) && c.error <= c.bound;
+    const std::string what =
+        runOk ? " is too far from the original graph's result after approximate rewrites: "
+              : " differs from the unsharded graph: ";
+    err << Error(SourceLocation{file, 0, 0, ""},
+                 "run --check: output " + c.tensor + what + describeCheck(c), ExitCode::CheckFailed)
+               .what();
   }
   return ok ? 0 : static_cast<int>(ExitCode::CheckFailed);
 }

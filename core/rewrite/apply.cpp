@@ -422,6 +422,7 @@ Rewritten applyWith(const ExpandedGraph& g, const std::vector<Site>& sites,
     done[it->second] = true;
     AppliedSite applied;
     applied.rule = sites[it->second].rule->name;
+    applied.approximate = sites[it->second].rule->approximate;
     for (Json& op : replacement(g, sites[it->second], library, taken, applied)) {
       operations.push_back(std::move(op));
     }

@@ -37,6 +37,7 @@ struct AppliedSite {
   std::string rule;
   std::vector<std::string> replaced;
   std::vector<std::string> added;
+  bool approximate = false; // the rule's sides are equal only approximately
 };
 
 struct Rewritten {

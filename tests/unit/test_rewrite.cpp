@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/cost/plan_file.hpp"
 #include "core/cost/target.hpp"
 #include "core/driver/rewrite_pass.hpp"
 #include "core/driver/rewrites_command.hpp"
@@ -37,11 +38,11 @@ const rewrite::RuleSet& standard() {
 }
 
 // The rules `expand --rewrites default` applies: the pre-pass's and the
-// search's.
+// search's (approximate rules only with --approximate).
 std::vector<const rewrite::Rule*> always() {
   std::vector<const rewrite::Rule*> out;
   for (const auto& r : standard().rules()) {
-    if (r->always || r->search) {
+    if ((r->always || r->search) && !r->approximate) {
       out.push_back(r.get());
     }
   }
@@ -568,4 +569,48 @@ TEST_CASE("the exhaustive search over graph variants is the front of every varia
   }
   CHECK(all.evaluations == evaluations + static_cast<std::int64_t>(all.baselines.size()));
   CHECK(all.baselines.front().baseline.choice.variant == 1);
+}
+
+TEST_CASE("approximate rules run only when asked for, and their sites say so", "[rewrite]") {
+  const char* text = R"({"tapestry": "graph/v1", "name": "g",
+    "tensors": {"x": {"dtype": "float32", "shape": [4, 8]}}, "operations": [
+    {"name": "act", "kernel": "gelu", "inputs": {"input": "x"}, "outputs": {"result": "y"}}],
+    "outputs": ["y"]})";
+  graph::ExpandedGraph exact = expandText(text);
+  CHECK(driver::preRewrite(exact, "default", {}, lib()).empty());
+  CHECK(exact.operations[0].kernel == "gelu");
+  CHECK(driver::rewriteVariants(expandText(text), "default", {}, lib())
+            .graphs.back()
+            .operations[0]
+            .kernel == "gelu");
+
+  graph::ExpandedGraph asked = expandText(text);
+  const std::vector<rewrite::AppliedSite> sites =
+      driver::preRewrite(asked, "default", {}, lib(), true);
+  REQUIRE(sites.size() == 1);
+  CHECK(sites[0].rule == "gelu_as_tanh");
+  CHECK(sites[0].approximate);
+  CHECK(asked.operations[0].kernel == "gelu_tanh");
+  const Json json = driver::rewritesJson(sites);
+  CHECK(json[0].at("approximate") == true);
+  const driver::RewriteVariants v =
+      driver::rewriteVariants(expandText(text), "default", {}, lib(), true);
+  CHECK(v.graphs.back().operations[0].kernel == "gelu_tanh");
+
+  // An exact site carries no "approximate" key; a plan's origin lists the
+  // approximate rules once each, in site order.
+  CHECK_FALSE(driver::rewritesJson({rewrite::AppliedSite{"relu_relu", {"a"}, {"b"}}})[0].contains(
+      "approximate"));
+  plan::PlanOrigin origin;
+  origin.sites = Json::array({Json{{"rule", "b"}, {"approximate", true}}, Json{{"rule", "a"}},
+                              Json{{"rule", "b"}, {"approximate", true}},
+                              Json{{"rule", "c"}, {"approximate", true}}});
+  CHECK(origin.approximateRules() == std::vector<std::string>{"b", "c"});
+
+  try {
+    driver::preRewrite(exact, "none", {}, lib(), true);
+    FAIL("--approximate with --rewrites none was accepted");
+  } catch (const UsageError& e) {
+    CHECK(e.message() == "--approximate cannot go with --rewrites none");
+  }
 }

@@ -41,6 +41,7 @@ Options:
   --override-kernels          Let -k files redefine standard-library kernels
   --rewrites TEXT=none        Rewrite the graph after expanding it: none (the default), default (every rule marked always or search), or a rule file whose rules all apply
   -r,--rules TEXT=[] ...      Extra rewrite rule YAML file or directory (repeatable)
+  --approximate               Also apply the rules marked approximate (equal only approximately, as gelu_as_tanh; run --check then reports how far they moved the outputs)
 
 $ tapestry kernels --help
 List, print or validate metakernels (the standard library and any -k files)
@@ -82,6 +83,7 @@ Options:
   --target TEXT=local         Built-in target name or target YAML file
   --rewrites TEXT=default     Rewrite the graph: default (rules marked always before the search; rules marked search, the fusions of conv2d with its residual add and activation, as choices of the search), none, or a rule file whose rules apply besides
   -r,--rules TEXT=[] ...      Extra rewrite rule YAML file or directory (repeatable)
+  --approximate               Also apply the rules marked approximate (equal only approximately, as gelu_as_tanh; run --check then reports how far they moved the outputs)
   --seed UINT=0               Random seed (the search is deterministic per seed)
   --budget-seconds FLOAT:POSITIVE=0 Excludes: --iterations
                               Time budget

@@ -19,6 +19,10 @@ gelu_tanh: mul, mul, mul_scalar, add, mul_scalar, tanh, add_scalar, mul, mul_sca
     GELU's tanh approximation as PyTorch exports nn.GELU(approximate="tanh"), x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x * x * x))) * 0.5, nine elementwise passes, is one gelu_tanh: the same index space, so no split is lost.
 gelu_tanh_half_first: mul_scalar, pow_scalar, mul_scalar, add, mul_scalar, tanh, add_scalar, mul -> gelu_tanh  [always]
     GELU's tanh approximation written 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)))) (the half taken first, the cube a pow, as GPT-2's and Hugging Face's NewGELU do) is one gelu_tanh.
+gelu_as_tanh: gelu -> gelu_tanh  [always]  [approximate]
+    The exact GELU computed as its tanh approximation, gelu_tanh (what cuBLASLt's GELU epilogue and many runtimes compute; the two differ by at most 4.8e-4 in absolute terms, near x = -2.7 and x = 2.7). Approximate: off unless asked for with --approximate; run --check then reports how far it moved the outputs. Before the linear fusions, so that a linear layer's GELU fuses as gelu_tanh.
+linear_act_gelu_as_tanh: linear_act -> linear_act  [always]  [approximate]
+    A linear_act with the exact GELU as one with its tanh approximation (a graph given with linear_act already fused; gelu_as_tanh's approximation).
 layernorm_decomposed: mean, sub, pow_scalar, mean, add_scalar, sqrt, div, mul, add -> layernorm  [always]
     LayerNorm over the last axis as PyTorch exports nn.LayerNorm below opset 17 (and as many models write it out): the mean, the centred input, its square, their mean, eps, the square root, the division, gamma and beta, nine passes with two [..., 1] intermediates, is one layernorm, a pass over each row with the same split options on the rows.
 relu_relu: relu, relu -> relu  [always]
@@ -74,7 +78,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-36 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+38 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -102,10 +106,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 36 rules, 58 examples (and 94 random shapes; 56 exactly on integers): all passed
+checked 38 rules, 62 examples (and 102 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -271,6 +275,24 @@ cpu-2: checked
 h100x8: checked
 [created fused_ops.cpu-2.json]
 [created fused_ops.h100x8.json]
+## Approximate rules (gelu_as_tanh) are off unless asked for with --approximate; a plan made with them is checked against its own graph, and the approximation (its float64 result against the original graph's) is held to 1e-3.
+$ for a in "" --approximate; do tapestry optimize $TESTDATA/graphs/transformer_block.json --target cpu-2 --seed 1 --iterations 5 -q $a -o approx.json && jq -c '[.rewrites.sites[] | [.rule, .approximate]]' approx.json; done
+[["linear_add",null],["linear_gelu",null],["linear_add",null]]
+[["linear_add",null],["gelu_as_tanh",true],["linear_add",null],["linear_gelu_tanh",null]]
+[created approx.json]
+$ tapestry run approx.json --check 2>&1 | grep -E '^(check|approximate)' | sed -E 's/(max error|unsharded|bound) [^,]*/\1 E/g'
+check y (float32): max error E, unsharded E, bound E, approximation 2.3e-05 (at most 0.001) ok
+approximate rewrites (gelu_as_tanh): outputs checked against the rewritten graph; approximation: its float64 result against the original graph's
+$ tapestry --format json run approx.json --check | jq -c '[.check.ok, (.check.outputs[] | [.tensor, .approximation < 1e-4, .ok])]'
+[true,["y",true,true]]
+$ tapestry optimize $TESTDATA/graphs/transformer_block.json --rewrites none --approximate -o never.json
+! tapestry: error: --approximate cannot go with --rewrites none
+[exit 2]
+## A wrong rule marked approximate (a linear layer's GELU as a ReLU), applied anyway with --rewrites FILE, fails the check on its approximation.
+$ tapestry optimize $TESTDATA/graphs/transformer_block.json --target cpu-2 --seed 1 --iterations 5 -q --rewrites $TESTDATA/bad/rewrites/approximate_too_far.yaml -o far.json && tapestry run far.json --check -q 2>&1 | sed -E 's/(max error|unsharded|bound) [0-9.e+-]+/\1 E/g'
+far.json: error: run --check: output y is too far from the original graph's result after approximate rewrites: max error E, unsharded E, bound E, approximation 0.0082 (at most 0.001)
+[exit 3]
+[created far.json]
 ## A site's result is named after the operations it replaces, joined with '+'; past 64 characters (attention rewritten round after round) only the first and last stay.
 $ jq -r '.operations[].name' bert_layer.x.json
 /self_attn/Transpose+...+/self_attn/Transpose_5/proj2

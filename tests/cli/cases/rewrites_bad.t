@@ -118,7 +118,7 @@ $ cd $TESTDATA && tapestry --format json rewrites check -r bad/rewrites/wrong_ax
 [exit 3]
 ## A rule whose name the standard rules already use.
 $ cd $TESTDATA && printf 'relu_relu:\n  doc: again\n  match:\n    a: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  replace:\n    b: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  examples:\n    - inputs: {x: {shape: [2], dtype: float32}}\n' > /tmp/tapestry_dup_rule.yaml && tapestry rewrites list -r /tmp/tapestry_dup_rule.yaml 2>&1 | sed 's#/tmp/##'
-tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:253:1
+tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:292:1
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites none -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json
 ! tapestry: error: -r/--rules cannot go with --rewrites none
@@ -165,6 +165,12 @@ $ cd $TESTDATA && tapestry rewrites list -r bad/rewrites/list_in_replace.yaml
 $ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/gelu_as_clip.yaml linear_gelu_as_clip
 checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
 ! bad/rewrites/gelu_as_clip.yaml:10:7: error: rule linear_gelu_as_clip, example 1: on inputs of seed 1, output z differs in float64: max relative error 0.31 (allowed 1e-10)
+!     - inputs:
+!       ^
+[exit 3]
+$ cd $TESTDATA && tapestry rewrites check -r bad/rewrites/approximate_too_far.yaml linear_gelu_as_relu
+checked 1 rule, 1 example (and 0 random shapes; 0 exactly on integers): 1 failed
+! bad/rewrites/approximate_too_far.yaml:13:7: error: rule linear_gelu_as_relu, example 1: on inputs of seed 1, output y differs in float64: max relative error 0.053 (allowed 0.001)
 !     - inputs:
 !       ^
 [exit 3]
