@@ -312,7 +312,13 @@ std::vector<Json> replacement(const ExpandedGraph& g, const Site& site,
                               std::set<std::string>& taken, AppliedSite& applied) {
   const Rule& rule = *site.rule;
   for (std::size_t op : site.ops) {
-    applied.replaced.push_back(g.operations[op].name);
+    const std::string& name = g.operations[op].name;
+    applied.replaced.push_back(name);
+    // The operation goes: its name is free again (one operation replaced by
+    // one keeps its name), unless a tensor has it.
+    if (!g.tensorIndex(name)) {
+      taken.erase(name);
+    }
   }
   const std::string joined = joinedName(applied.replaced);
   std::map<std::string, std::string> names; // variable -> tensor name

@@ -591,6 +591,9 @@ TEST_CASE("approximate rules run only when asked for, and their sites say so", "
   CHECK(sites[0].rule == "gelu_as_tanh");
   CHECK(sites[0].approximate);
   CHECK(asked.operations[0].kernel == "gelu_tanh");
+  // One operation replaced by one keeps its name.
+  CHECK(sites[0].replaced == std::vector<std::string>{"act"});
+  CHECK(sites[0].added == std::vector<std::string>{"act"});
   const Json json = driver::rewritesJson(sites);
   CHECK(json[0].at("approximate") == true);
   const driver::RewriteVariants v =
