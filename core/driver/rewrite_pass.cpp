@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "core/diag/error.hpp"
@@ -353,14 +354,19 @@ Json rewritesJson(const std::vector<rewrite::AppliedSite>& sites) {
 
 std::string rewritesText(const std::vector<rewrite::AppliedSite>& sites) {
   std::map<std::string, int> byRule;
+  std::set<std::string> approximate;
   for (const rewrite::AppliedSite& a : sites) {
     ++byRule[a.rule];
+    if (a.approximate) {
+      approximate.insert(a.rule);
+    }
   }
   std::string out =
       "rewrites: " + std::to_string(sites.size()) + (sites.size() == 1 ? " site" : " sites");
   std::string parts;
   for (const auto& [rule, n] : byRule) {
-    parts += (parts.empty() ? "" : ", ") + rule + " " + std::to_string(n);
+    parts += (parts.empty() ? "" : ", ") + rule + " " + std::to_string(n) +
+             (approximate.count(rule) > 0 ? " approximate" : "");
   }
   return out + (parts.empty() ? "" : " (" + parts + ")");
 }

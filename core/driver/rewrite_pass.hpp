@@ -65,7 +65,8 @@ RewriteVariants rewriteVariants(const graph::ExpandedGraph& given, const std::st
 // The sites as JSON: [{rule, replaced, added}], with "approximate": true on a
 // site of an approximate rule.
 Json rewritesJson(const std::vector<rewrite::AppliedSite>& sites);
-// "rewrites: 17 sites (conv_add_relu 8, conv_relu 9)".
+// "rewrites: 17 sites (conv_add_relu 8, conv_relu 9)"; "gelu_as_tanh 1
+// approximate" for an approximate rule's sites.
 std::string rewritesText(const std::vector<rewrite::AppliedSite>& sites);
 
 } // namespace tapestry::driver
