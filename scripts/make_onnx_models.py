@@ -89,6 +89,40 @@ class Gpt2Block(nn.Module):
         return x + self.out(self.gelu(self.fc(self.ln2(x))))
 
 
+class PaddedSelfAttention(nn.Module):
+    """Self-attention as Hugging Face's BERT computes it, with a padding mask:
+    separate q, k and v projections split into heads, the scores divided by
+    sqrt(d), the extended mask (1 - mask[:, None, None, :]) * -10000 added,
+    a softmax, then the output projection and the residual. The mask is a
+    buffer (batch 1's last three tokens are padding), so the export folds the
+    extended mask into a [b, 1, 1, t] constant."""
+
+    def __init__(self, d=32, heads=4, batch=2, seq=8):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.o = nn.Linear(d, d)
+        mask = torch.ones(batch, seq)
+        mask[1, seq - 3:] = 0
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.heads
+
+        def split(t):
+            return t.view(b, s, h, d // h).permute(0, 2, 1, 3)
+
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // h)
+        scores = scores + (1.0 - self.mask[:, None, None, :]) * -10000.0
+        probs = torch.softmax(scores, dim=-1)
+        y = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous().view(b, s, d)
+        return self.o(y) + x
+
+
 class SeqFirstAttention(nn.Module):
     """nn.MultiheadAttention's self-attention on sequence-first [s, b, d]
     tensors (batch_first=False, PyTorch's default): its export slices q, k and

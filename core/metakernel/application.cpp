@@ -438,10 +438,16 @@ std::string mentionedValues(const std::string& text, const expr::Bindings& b) {
 
 void Applier::checkWhere(bool afterLet) {
   for (const WhereSpec& w : k_.where) {
-    if (w.afterLet != afterLet) {
-      continue;
+    if (w.afterLet != afterLet || (!w.given.empty() && op_.inputs.count(w.given) == 0)) {
+      continue; // a clause about an optional input that was left out holds
     }
-    expr::Value v = eval(w.expression, w.field, a_.bindings);
+    expr::Value v;
+    try { // a clause with a message that cannot be evaluated on these values fails
+      v = w.message.empty() ? eval(w.expression, w.field, a_.bindings)
+                            : expr::evaluate(w.expression, {&a_.bindings, std::nullopt, {}});
+    } catch (const expr::ExprError& e) { // (eval() rethrows as a located Error)
+      failAt(w.field, w.message + " (" + e.message() + ")");
+    }
     if (!v.isBool()) {
       failAt(w.field, "where clause \"" + w.field.text + "\" gives " + v.typeName() + " " +
                           v.toString() + ", expected true or false");

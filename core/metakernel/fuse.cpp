@@ -608,15 +608,17 @@ std::string templateTail(const Metakernel& p, const Metakernel& c, const Compose
     y += "    " + vars.at(let.name) + ": " + yamlString(rewriteExpr(let.field.text, vars)) + "\n";
   }
   y += "  where:\n";
-  auto whereYaml = [&](const std::string& check, const std::string& message) {
+  auto whereYaml = [&](const std::string& check, const std::string& message,
+                       const std::string& given = "") {
     if (message.empty()) {
       y += "    - " + yamlString(check) + "\n";
     } else {
-      y += "    - {check: " + yamlString(check) + ", message: " + yamlString(message) + "}\n";
+      y += "    - {check: " + yamlString(check) + ", message: " + yamlString(message) +
+           (given.empty() ? "" : ", given: " + yamlString(given)) + "}\n";
     }
   };
   for (const WhereSpec& w : p.where) {
-    whereYaml(w.field.text, w.message);
+    whereYaml(w.field.text, w.message, w.given);
   }
   const std::string cIndex = rewriteExpr(c.indexField.text, vars);
   if (withoutSpaces(cIndex) != "$" + shapeLet) {
@@ -625,7 +627,8 @@ std::string templateTail(const Metakernel& p, const Metakernel& c, const Compose
                                                " (fuse does not broadcast it)");
   }
   for (const WhereSpec& w : c.where) {
-    whereYaml(rewriteExpr(w.field.text, vars), rewriteExpr(w.message, vars));
+    whereYaml(rewriteExpr(w.field.text, vars), rewriteExpr(w.message, vars),
+              w.given.empty() ? "" : k.prefix + w.given);
   }
   y += "  index: " + yamlString(pIndex) + "\n";
   y += "  outputs:\n";

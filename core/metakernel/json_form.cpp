@@ -84,8 +84,10 @@ Json toJson(const Metakernel& k) {
   for (const WhereSpec& w : k.where) {
     if (w.message.empty()) {
       where.push_back(w.field.text);
-    } else {
+    } else if (w.given.empty()) {
       where.push_back(Json{{"check", w.field.text}, {"message", w.message}});
+    } else {
+      where.push_back(Json{{"check", w.field.text}, {"message", w.message}, {"given", w.given}});
     }
   }
   out["where"] = where;

@@ -598,9 +598,11 @@ Metakernel parseKernel(const Reader& r, const Entry& e, const std::string& direc
     for (const YAML::Node& clause : r.sequence(w->value, "where", true)) {
       WhereSpec spec;
       if (clause.IsMap()) {
-        // {check: EXPR, message: TEXT}: the message is what a failure says.
+        // {check: EXPR, message: TEXT}: the message is what a failure says;
+        // with given: PORT, the clause holds when optional input PORT is left
+        // out (its variables are then unbound).
         std::vector<Entry> parts = r.entries(clause, "where clause", false);
-        r.expectKeys(parts, {"check", "message"}, "where clause");
+        r.expectKeys(parts, {"check", "message", "given"}, "where clause");
         const Entry* check = yaml::findEntry(parts, "check");
         const Entry* message = yaml::findEntry(parts, "message");
         if (check == nullptr || message == nullptr) {
@@ -608,6 +610,15 @@ Metakernel parseKernel(const Reader& r, const Entry& e, const std::string& direc
                          "\"message\" (what a failure says)");
         }
         spec.message = r.scalar(message->value, "where clause message");
+        if (const Entry* given = yaml::findEntry(parts, "given")) {
+          spec.given = r.scalar(given->value, "where clause given");
+          const InputSpec* port = k.findInput(spec.given);
+          if (port == nullptr || !port->optional) {
+            r.fail(given->value, "where clause: given: " + spec.given +
+                                     " is not an optional input of the kernel (given names "
+                                     "the optional input the clause is about)");
+          }
+        }
         spec.expression = parseExprField(r, check->value, "where clause", spec.field);
       } else {
         spec.expression = parseExprField(r, clause, "where clause", spec.field);

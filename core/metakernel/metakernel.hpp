@@ -131,6 +131,7 @@ struct WhereSpec {
   FieldInfo field;
   bool afterLet = false; // mentions a `let` variable, so it is checked after them
   std::string message;   // the {check, message} form: what a failure says ("" for a bare clause)
+  std::string given;     // {..., given: PORT}: checked only when optional input PORT is given
 };
 
 // `body`: what one shard computes (core/expr/body.hpp), and where it is written.

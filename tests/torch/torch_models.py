@@ -14,7 +14,8 @@ import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from make_onnx_models import (  # noqa: E402
-    OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, SeqFirstAttention)
+    OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, PaddedSelfAttention,
+    SeqFirstAttention)
 
 
 class Case:
@@ -62,6 +63,9 @@ CASES = [
     # Float attention masks added to the scores: the biased attention kernels.
     Case("mha_masked", MaskedSeqFirstAttention, (6, 2, 32), "x", "y"),
     Case("causal_encoder", CausalEncoderLayer, (2, 8, 32), "x", "y"),
+    # Hugging Face's BERT self-attention with a padding mask [b, 1, 1, t]
+    # added to the scores: attention_scaled_biased, a broadcast bias.
+    Case("bert_padded_attention", PaddedSelfAttention, (2, 8, 32), "x", "y"),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
     # GELU's tanh approximation (GPT-2's own): nine operations, which the
     # gelu_tanh rewrite turns into one gelu_tanh.

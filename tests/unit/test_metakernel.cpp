@@ -585,11 +585,54 @@ TEST_CASE("A where clause may carry the message its failure gives", "[metakernel
         "      ^\n");
   CHECK(loadError(head + "    - {check: \"$a == $b\", mesage: square}\n")
             .starts_with("k.yaml:8:27: error: unknown key \"mesage\" in where clause (expected "
-                         "one of: check, message)"));
+                         "one of: check, message, given)"));
   CHECK(
       loadError(head + "    - {check: \"$a ==\", message: square}\n")
           .starts_with(
               "k.yaml:8:21: error: in where clause \"$a ==\": expected an expression at column 6"));
+}
+
+TEST_CASE("A where clause given an optional input holds when the input is left out",
+          "[metakernel]") {
+  const std::string head =
+      "k:\n"
+      "  inputs:\n"
+      "    x: {shape: \"[$n, $t]\", ipf: \"[@[0], 0] :> [1, $t]\"}\n"
+      "    bias: {shape: \"[$m..., $t]\", ipf: \"[broadcast_rows(@, $m)..., 0] "
+      ":> [1..., $t]\", optional: true}\n"
+      "  index: \"[$n]\"\n"
+      "  outputs:\n"
+      "    result: {shape: \"[$n, $t]\", dtype: float32, ipf: \"[@[0], 0] :> "
+      "[1, $t]\"}\n"
+      "  where:\n";
+  const Metakernel k = loadOne(head + "    - check: \"broadcast([$n], $m) == [$n]\"\n"
+                                      "      message: \"bias must broadcast against the rows\"\n"
+                                      "      given: bias\n");
+  REQUIRE(k.where.size() == 1);
+  CHECK(k.where[0].given == "bias");
+  CHECK(toJson(k)["where"][0] == Json{{"check", "broadcast([$n], $m) == [$n]"},
+                                      {"message", "bias must broadcast against the rows"},
+                                      {"given", "bias"}});
+  Operation bare; // $m unbound: the clause is not evaluated
+  bare.inputs["x"] = {tensor({4, 3})};
+  CHECK(apply(k, bare).index.size() == 4);
+  Operation row;
+  row.inputs["x"] = {tensor({4, 3})};
+  row.inputs["bias"] = {tensor({1, 3})};
+  CHECK(apply(k, row).index.size() == 4);
+  // An expression that cannot be evaluated on the shapes fails with the
+  // clause's message and why.
+  Operation wrong;
+  wrong.inputs["x"] = {tensor({4, 3})};
+  wrong.inputs["bias"] = {tensor({2, 3})};
+  CHECK(applyError(k, wrong) ==
+        "k: bias must broadcast against the rows (cannot broadcast [4] with [2])");
+
+  CHECK(loadError(head + "    - {check: \"$n > 0\", message: m, given: x}\n")
+            .starts_with("k.yaml:9:44: error: where clause: given: x is not an optional input of "
+                         "the kernel"));
+  CHECK(loadError(head + "    - {check: \"$n > 0\", message: m, given: nope}\n")
+            .starts_with("k.yaml:9:44: error: where clause: given: nope is not an optional input"));
 }
 
 TEST_CASE("The embedded standard library loads", "[metakernel]") {

@@ -55,6 +55,8 @@ attention_biased_times_one: matmul, mul_scalar, add, softmax, matmul -> reshape,
     Attention with an additive float mask, as PyTorch 1.13 exports nn.MultiheadAttention's float attn_mask (baddbmm: q @ k, times 1, plus the mask): the product, the multiplication by 1, the add of a [s, t] mask (or [1, s, t]: PyTorch adds a leading dim), a softmax along the last axis and the product with v become one attention with that mask as its bias, which never stores the [..., s, t] scores. A choice of the search, as attention.
 attention_biased: matmul, add, softmax, matmul -> reshape, attention  [search]
     attention_biased_times_one without the multiplication: q @ k, the add of a [s, t] float mask, a softmax along the last axis and the product with v become one attention with the mask as its bias.
+attention_scaled_biased: matmul, div_scalar, add, softmax, matmul -> attention  [search]
+    Attention as Hugging Face's BERT-style models compute it: q @ k, a division by a constant, the add of a float mask that broadcasts against the scores (a padding mask [b, 1, 1, t]: 0 where a key is seen, a large negative number where it is padding), a softmax along the last axis and the product with v become one attention with the mask as its bias. A choice of the search, as attention.
 attention_scaled: matmul, div_scalar, softmax, matmul -> attention  [search]
     Attention with the scores divided after the product and no mask: q @ k, a division by a constant, a softmax along the last axis and the product with v become one attention. A choice of the search, as attention_masked.
 attention: matmul, softmax, matmul -> attention  [search]
@@ -78,7 +80,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-38 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+39 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -106,10 +108,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 38 rules, 62 examples (and 102 random shapes; 56 exactly on integers): all passed
+checked 39 rules, 64 examples (and 106 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
