@@ -160,6 +160,9 @@ void printRunJson(const RunReport& r, std::ostream& out) {
   doc["outputs"] = outputs;
   if (r.config.check) {
     doc["check"] = checkToJson(r.checks, r.ok);
+    if (r.loaded.origin && !r.checks.empty() && r.checks.front().approximation) {
+      doc["check"]["approximate_rules"] = r.loaded.origin->approximateRules();
+    }
   }
   if (!r.config.tracePath.empty()) {
     doc["trace"] = r.config.tracePath;

@@ -285,8 +285,8 @@ $ for a in "" --approximate; do tapestry optimize $TESTDATA/graphs/transformer_b
 $ tapestry run approx.json --check 2>&1 | grep -E '^(check|approximate)' | sed -E 's/(max error|unsharded|bound) [^,]*/\1 E/g'
 check y (float32): max error E, unsharded E, bound E, approximation 2.3e-05 (at most 0.001) ok
 approximate rewrites (gelu_as_tanh): outputs checked against the rewritten graph; approximation: its float64 result against the original graph's
-$ tapestry --format json run approx.json --check | jq -c '[.check.ok, (.check.outputs[] | [.tensor, .approximation < 1e-4, .ok])]'
-[true,["y",true,true]]
+$ tapestry --format json run approx.json --check | jq -c '[.check.ok, .check.approximate_rules, (.check.outputs[] | [.tensor, .approximation < 1e-4, .ok])]'
+[true,["gelu_as_tanh"],["y",true,true]]
 $ tapestry expand $TESTDATA/graphs/transformer_block.json --rewrites default --approximate -o approx.x.json
 expanded transformer_block: 21 operations, 40 tensors, 1.76 GFLOP -> approx.x.json
   rewrites: 4 sites (gelu_as_tanh 1 approximate, linear_add 2, linear_gelu_tanh 1)
