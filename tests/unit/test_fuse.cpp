@@ -3,6 +3,7 @@
 // the errors that say why two templates do not compose.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "core/metakernel/application.hpp"
@@ -198,4 +199,39 @@ TEST_CASE("fuse keeps list and optional ports, and any port of the consumer",
   CHECK(b.fused->consumerInputs == std::vector<int>{3, -1});
   CHECK(b.fused->consumer->outputs[0].tensors == std::vector<TensorType>{tensor({2, 4, 4, 4})});
   CHECK(b.input("add_A")->ipfs == b.output("result")->ipfs); // read where written
+}
+
+TEST_CASE("fuse keeps a consumer's where clause about an optional input", "[metakernel][fuse]") {
+  MetakernelLibrary lib = MetakernelLibrary::standard();
+  lib.addFile(SourceFile("shift.yaml", R"yaml(shift:
+  inputs:
+    input: {shape: "[$n...]", dtype: "$dtype"}
+    offset: {shape: "[$m...]", dtype: "$dtype", ipf: "[broadcast_rows(@, $m)...] :> [1...]", optional: true}
+  where:
+    - check: "broadcast($n, $m) == $n"
+      message: "offset must broadcast against the input"
+      given: offset
+  index: "[$n...]"
+  outputs:
+    result: {dtype: "$dtype"}
+)yaml"));
+  const Metakernel* fused = lib.find("fuse(relu, shift)");
+  REQUIRE(fused != nullptr);
+  const auto clause = std::find_if(fused->where.begin(), fused->where.end(),
+                                   [](const WhereSpec& w) { return !w.given.empty(); });
+  REQUIRE(clause != fused->where.end());
+  CHECK(clause->given == "shift_offset"); // the consumer's port under its fused name
+  CHECK(fused->findInput(clause->given)->optional);
+  Operation bare;
+  bare.inputs["input"] = {tensor({2, 3})};
+  CHECK(apply(*fused, bare).outputs[0].tensors == std::vector<TensorType>{tensor({2, 3})});
+  Operation row;
+  row.inputs["input"] = {tensor({2, 3})};
+  row.inputs[clause->given] = {tensor({3})};
+  CHECK(apply(*fused, row).outputs[0].tensors == std::vector<TensorType>{tensor({2, 3})});
+  Operation wrong;
+  wrong.inputs["input"] = {tensor({2, 3})};
+  wrong.inputs[clause->given] = {tensor({2})};
+  CHECK(applyError(*fused, wrong).find("offset must broadcast against the input") !=
+        std::string::npos);
 }
