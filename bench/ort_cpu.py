@@ -57,6 +57,7 @@ MODELS = {
     "resnet50": ["image"],
     "mobilenet_v2": ["image"],
     "bert_layer": ["x"],
+    "bert_padded_layer": ["x"],  # Hugging Face's BERT layer, a padding mask on the scores
     "gpt2_block": ["x"],
     "gpt2_block_opset14": ["x"],  # the same block, LayerNorm as its opset-14 chain
 }
@@ -169,7 +170,7 @@ def export_cnn(name, side, work):
 
 
 # The transformer layers, which --layer-size exports anew at that size.
-TRANSFORMERS = ["bert_layer", "gpt2_block", "gpt2_block_opset14"]
+TRANSFORMERS = ["bert_layer", "bert_padded_layer", "gpt2_block", "gpt2_block_opset14"]
 
 
 def export_transformer(name, d, s, work):
@@ -184,6 +185,9 @@ def export_transformer(name, d, s, work):
     if name == "bert_layer":
         model = nn.TransformerEncoderLayer(d_model=d, nhead=heads, dim_feedforward=4 * d,
                                            dropout=0.0, batch_first=True)
+    elif name == "bert_padded_layer":  # one sequence, its last eighth padding
+        model = make_onnx_models.PaddedBertLayer(d=d, heads=heads, batch=1, seq=s)
+        model.attention.mask[0, s - max(1, s // 8):] = 0
     else:
         model = make_onnx_models.Gpt2Block(d=d, heads=heads, seq=s)
     path = os.path.join(work, f"{name}_{d}_{s}.onnx")

@@ -94,18 +94,19 @@ class PaddedSelfAttention(nn.Module):
     separate q, k and v projections split into heads, the scores divided by
     sqrt(d), the extended mask (1 - mask[:, None, None, :]) * -10000 added,
     a softmax, then the output projection and the residual. The mask is a
-    buffer (batch 1's last three tokens are padding), so the export folds the
+    buffer (the last batch's last three tokens are padding), so the export folds the
     extended mask into a [b, 1, 1, t] constant."""
 
     def __init__(self, d=32, heads=4, batch=2, seq=8):
         super().__init__()
         self.heads = heads
+        self.scale = math.sqrt(d // heads)
         self.q = nn.Linear(d, d)
         self.k = nn.Linear(d, d)
         self.v = nn.Linear(d, d)
         self.o = nn.Linear(d, d)
         mask = torch.ones(batch, seq)
-        mask[1, seq - 3:] = 0
+        mask[-1, seq - 3:] = 0
         self.register_buffer("mask", mask)
 
     def forward(self, x):
@@ -116,11 +117,33 @@ class PaddedSelfAttention(nn.Module):
             return t.view(b, s, h, d // h).permute(0, 2, 1, 3)
 
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // h)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / self.scale
         scores = scores + (1.0 - self.mask[:, None, None, :]) * -10000.0
         probs = torch.softmax(scores, dim=-1)
         y = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous().view(b, s, d)
         return self.o(y) + x
+
+
+class PaddedBertLayer(nn.Module):
+    """A whole Hugging Face BERT layer (post-LayerNorm) with a padding mask:
+    PaddedSelfAttention, its output projection plus the residual and a
+    LayerNorm, then the intermediate projection with the exact GELU written
+    as Hugging Face writes it (x * 0.5 * (1 + erf(x / sqrt(2)))), the output
+    projection plus the residual and a LayerNorm."""
+
+    def __init__(self, d=32, heads=4, batch=2, seq=8):
+        super().__init__()
+        self.attention = PaddedSelfAttention(d, heads, batch, seq)
+        self.ln1 = nn.LayerNorm(d, eps=1e-12)
+        self.up = nn.Linear(d, 4 * d)
+        self.down = nn.Linear(4 * d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, x):
+        h = self.ln1(self.attention(x))
+        u = self.up(h)
+        u = u * 0.5 * (1.0 + torch.erf(u / math.sqrt(2.0)))
+        return self.ln2(self.down(u) + h)
 
 
 class SeqFirstAttention(nn.Module):
@@ -194,6 +217,9 @@ def good_models(out):
            ["y"])
     torch.manual_seed(0)
     export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block.onnx", ["x"], ["y"])
+    # Hugging Face's BERT layer with a padding mask added to the scores.
+    torch.manual_seed(0)
+    export(PaddedBertLayer(), torch.randn(2, 8, 32), f"{out}/bert_padded_layer.onnx", ["x"], ["y"])
     # The same block at torch 1.13's default opset, 14: LayerNorm comes out as
     # its nine-operation chain (the layernorm_decomposed rewrite's pattern).
     torch.manual_seed(0)

@@ -14,8 +14,8 @@ import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from make_onnx_models import (  # noqa: E402
-    OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, PaddedSelfAttention,
-    SeqFirstAttention)
+    OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, PaddedBertLayer,
+    PaddedSelfAttention, SeqFirstAttention)
 
 
 class Case:
@@ -66,6 +66,8 @@ CASES = [
     # Hugging Face's BERT self-attention with a padding mask [b, 1, 1, t]
     # added to the scores: attention_scaled_biased, a broadcast bias.
     Case("bert_padded_attention", PaddedSelfAttention, (2, 8, 32), "x", "y"),
+    # The whole post-LayerNorm layer around it, GELU written as HF writes it.
+    Case("bert_padded_layer", PaddedBertLayer, (2, 8, 32), "x", "y"),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
     # GELU's tanh approximation (GPT-2's own): nine operations, which the
     # gelu_tanh rewrite turns into one gelu_tanh.

@@ -133,17 +133,20 @@ $ tapestry expand $TESTDATA/graphs/convnet.json -r $TESTDATA/bad/rewrites/wrong_
 ! tapestry: error: -r/--rules cannot go with --rewrites none
 [exit 2]
 ## Golden site counts of the pre-pass on the ONNX models (docs/rewrites.md).
-$ for m in resnet18 resnet50 mobilenet_v2 bert_layer mha_seq_first mha_masked gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
+$ for m in resnet18 resnet50 mobilenet_v2 bert_layer bert_padded_layer mha_seq_first mha_masked gpt2_block gpt2_block_opset14; do tapestry import $TESTDATA/onnx/$m.onnx -q -o $m.json && tapestry --format json expand $m.json --rewrites default -o $m.x.json | jq -r --arg m $m '"\($m): \(.rewrites | length) sites \([.rewrites[].rule] | group_by(.) | map("\(.[0]) \(length)") | join(", "))"'; done
 resnet18: 17 sites conv_add_relu 8, conv_relu 9
 resnet50: 49 sites conv_add_relu 16, conv_relu 33
 mobilenet_v2: 45 sites conv_add 10, conv_clip 35
 bert_layer: 13 sites attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
+bert_padded_layer: 12 sites attention_heads 1, attention_scaled_biased 1, gelu_erf_half_first 1, linear_add 2, linear_gelu 1, matmul_add_linear 6
 mha_seq_first: 7 sites attention 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, matmul_add_linear 1, reshape_linear_reshape 1, reshape_reshape 1
 mha_masked: 7 sites attention_biased_times_one 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, matmul_add_linear 1, reshape_linear_reshape 1, reshape_reshape 1
 gpt2_block: 11 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, linear_add 2, linear_gelu 1, matmul_add_linear 4
 gpt2_block_opset14: 13 sites attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, layernorm_decomposed 2, linear_add 2, linear_gelu 1, matmul_add_linear 4
 [created bert_layer.json]
 [created bert_layer.x.json]
+[created bert_padded_layer.json]
+[created bert_padded_layer.x.json]
 [created gpt2_block.json]
 [created gpt2_block.x.json]
 [created gpt2_block_opset14.json]
@@ -217,6 +220,11 @@ bert_layer h100x8: checked, 13 sites
 [created bert_layer.cpu-2.json]
 [created bert_layer.h100x8.json]
 ## nn.MultiheadAttention on sequence-first [s, b, d] tensors: its slices, head reshapes and transposes and the reshapes around its out-projection are gone (three operations where the search also fuses the in-projection's matmul and add), and the plans pass run --check.
+$ for t in cpu-2 h100x8; do tapestry optimize bert_padded_layer.json --target $t --seed 1 --iterations 10 -q -o bert_padded_layer.$t.json && tapestry run bert_padded_layer.$t.json --check -q && echo "bert_padded_layer $t: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' bert_padded_layer.$t.json)"; done
+bert_padded_layer cpu-2: checked, attention_heads 1, attention_scaled_biased 1, gelu_erf_half_first 1, linear_add 2, linear_gelu 1, matmul_add_linear 6
+bert_padded_layer h100x8: checked, attention_heads 1, attention_scaled_biased 1, gelu_erf_half_first 1, linear_add 2, linear_gelu 1, matmul_add_linear 6
+[created bert_padded_layer.cpu-2.json]
+[created bert_padded_layer.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize mha_seq_first.json --target $t --seed 1 --iterations 10 -q -o mha.$t.json && tapestry run mha.$t.json --check -q && echo "mha_seq_first $t: checked, $(jq -c '[.graph.operations[].kernel]' mha.$t.json)"; done
 mha_seq_first cpu-2: checked, ["linear","attention_heads_qkv_seq_first","linear"]
 mha_seq_first h100x8: checked, ["matmul","add","attention_heads_qkv_seq_first","linear"]
