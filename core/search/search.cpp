@@ -179,6 +179,9 @@ std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, Sear
   if (state.generation % kPolishEvery == kPolishEvery - 1) {
     polishCandidates(state, hooks, candidates);
   }
+  // Assigned anew from a parent on each attempt, and kept until taken: a
+  // redraw reuses its vectors' storage (as polishCandidates' child).
+  plan::PlanChoice child;
   for (std::size_t slot = candidates.size(); slot < state.batch; ++slot) {
     Rng rng = Rng::forSlot(seed, static_cast<std::uint64_t>(state.generation), slot);
     for (int attempt = 0; attempt < kDrawAttempts; ++attempt) {
@@ -189,7 +192,7 @@ std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, Sear
         const std::vector<Evaluated>& pool = members.empty() ? state.lowMemory : members;
         return pool[rng.below(pool.size())].choice;
       };
-      plan::PlanChoice child = parent();
+      child = parent();
       // With graph variants, a child sometimes moves to another variant, and
       // crosses only with a parent of its own variant. (One graph draws
       // nothing for this, so its searches stay as they were.)
@@ -272,9 +275,13 @@ void polishCandidates(SearchState& state, SearchHooks& hooks,
     return;
   }
   std::size_t step = 0;
+  // One child, assigned anew from the best plan for each pair: its vectors keep
+  // their storage until it is taken, so a pair that changes nothing or gives a
+  // plan already seen costs no allocation.
+  plan::PlanChoice child;
   for (; step < pairs.size() && candidates.size() < state.batch; ++step) {
     const auto [i, k] = pairs[(state.polishCursor + step) % pairs.size()];
-    plan::PlanChoice child = best->choice;
+    child = best->choice;
     if (!copyNeighbour(space, child, i, space.neighbours(i)[k])) {
       continue;
     }
