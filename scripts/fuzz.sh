@@ -3,7 +3,7 @@
 # ASan and UBSan) for SECONDS each, one after another, and prints executions,
 # coverage and findings per target. Exit status 1 when any target found
 # something; the reproducer is then under build/fuzz/findings/TARGET/.
-#   scripts/fuzz.sh [SECONDS=60] [TARGET...]        (targets: expr metakernel graph target plan onnx)
+#   scripts/fuzz.sh [SECONDS=60] [TARGET...]        (targets: expr metakernel graph target plan rewrite onnx)
 # A finding is fixed, then kept as a regression input in testdata/bad/ (or
 # testdata/fuzz/expr/ for the expression fuzzer), which every build's
 # `fuzz replay` tests run from then on.
@@ -14,7 +14,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(expr metakernel graph target plan onnx)
+  targets=(expr metakernel graph target plan rewrite onnx)
 fi
 
 bash scripts/install-deps.sh
@@ -27,6 +27,7 @@ declare -A seeds=(
   [graph]="testdata/graphs testdata/expanded testdata/bad/graphs"
   [target]="core/cost/targets testdata/targets testdata/bad/targets"
   [plan]="testdata/plans testdata/bad/plans"
+  [rewrite]="metakernels/rewrites testdata/rewrites testdata/bad/rewrites testdata/graphs testdata/fuzz/rewrite"
   [onnx]="testdata/onnx testdata/bad/onnx"
 )
 
