@@ -3,6 +3,8 @@
 // (plan::PlanTasks), then a memory sweep per device.
 #include "core/cost/simulator.hpp"
 
+#include "core/cost/peak_memory.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -14,24 +16,12 @@
 
 namespace tapestry::cost {
 
-namespace {
+namespace detail {
 
-using plan::PlanTasks;
-using u32 = std::uint32_t;
+std::uint64_t eventKey(double time, bool alloc) {
+  return (std::bit_cast<std::uint64_t>(time) << 1) | (alloc ? 1u : 0u);
+}
 
-constexpr double kNever = std::numeric_limits<double>::infinity();
-
-// A memory event: time (as its order-preserving bits) and whether it frees, so
-// that at equal times frees sort first.
-struct MemEvent {
-  std::uint64_t key;
-  std::int64_t delta;
-};
-
-// How many of the time-ordered events a[0, n) come before `key` (no event
-// has that key: a free's and an allocation's keys differ in their last bit),
-// searched outward from `at` with doubling steps, then by halving: a few
-// comparisons when the answer is near `at`, as it mostly is.
 std::size_t placeNear(const MemEvent* a, std::size_t n, std::size_t at, std::uint64_t key) {
   const auto before = [](const MemEvent& e, std::uint64_t k) { return e.key < k; };
   std::size_t lo = 0;
@@ -56,10 +46,50 @@ std::size_t placeNear(const MemEvent* a, std::size_t n, std::size_t at, std::uin
   return static_cast<std::size_t>(std::lower_bound(a + lo, a + hi, key, before) - a);
 }
 
-std::uint64_t eventKey(double time, bool alloc) {
-  // Times are >= 0, whose IEEE bits order like the values; the sign bit is free.
-  return (std::bit_cast<std::uint64_t>(time) << 1) | (alloc ? 1u : 0u);
+std::int64_t peakLive(MemEvent* allocs, std::size_t n, const MemEvent* frees, std::size_t m,
+                      std::int64_t atZero, PeakScratch& scratch) {
+  const auto byKey = [](const MemEvent& x, const MemEvent& y) { return x.key < y.key; };
+  const MemEvent* a0 = allocs;
+  MemEvent* const unsorted = std::is_sorted_until(allocs, allocs + n, byKey);
+  if (unsorted != allocs + n) {
+    std::sort(unsorted, allocs + n, byKey);
+    scratch.merged.resize(n);
+    std::merge(a0, static_cast<const MemEvent*>(unsorted), unsorted, allocs + n,
+               scratch.merged.begin(), byKey);
+    a0 = scratch.merged.data();
+  }
+  // gap[j]: the bytes freed after allocation j - 1 and before allocation j.
+  std::vector<std::int64_t>& gap = scratch.gap;
+  gap.assign(n + 1, 0);
+  std::int64_t live = atZero;
+  std::size_t at = 0; // the last free's place: where to look for the next one's
+  for (const MemEvent* f = frees; f != frees + m; ++f) {
+    if (f->key < kZeroAlloc) {
+      live += f->delta; // freed at time 0, before what is allocated then
+      continue;
+    }
+    at = placeNear(a0, n, at, f->key);
+    gap[at] += f->delta;
+  }
+  std::int64_t top = std::max<std::int64_t>(0, live);
+  for (std::size_t j = 0; j < n; ++j) {
+    live += gap[j] + a0[j].delta;
+    top = std::max(top, live);
+  }
+  return top;
 }
+
+} // namespace detail
+
+namespace {
+
+using detail::eventKey;
+using detail::kZeroAlloc;
+using detail::MemEvent;
+using plan::PlanTasks;
+using u32 = std::uint32_t;
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
 
 // The seconds per byte of a graph's constant inputs read from memory: where
 // they outgrow the machine's last-level cache (Profile::cacheBytes), each run
@@ -132,7 +162,7 @@ struct ChoiceSimulator::Scratch {
   std::vector<MemEvent> allocs, frees;
   std::vector<MemEvent> merged;     // one device's allocations, when they need a merge
   std::vector<std::int64_t> atZero; // per device: bytes allocated at time 0
-  std::vector<std::int64_t> gap;    // per allocation of a device: bytes freed just before it
+  detail::PeakScratch peakScratch;
   std::vector<std::int64_t> peak;
   Objectives objectives;
 
@@ -422,20 +452,8 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   memory(p, t);
 }
 
-// Peak live bytes per device. Allocations and frees are bucketed by device
-// (a counting sort), in buffer order: a device's shard outputs (the tiles, op
-// by op) come first and in time order (its queue runs them one after
-// another), then its transfers, less ordered. So only what follows the
-// longest ordered start is sorted, then merged with it. Frees are not sorted:
-// they too come nearly in time order, so a search outward from the last
-// one's place (placeNear) finds each one's place among the allocations, and
-// its bytes go to the gap before the first allocation that comes after it (at
-// equal times frees come first: their keys are smaller); one pass over the
-// allocations then sees every free at its place. A free after the last
-// allocation cannot raise the peak and is dropped. (On ResNet-50 b32 for
-// h100x8, about 180 allocations per device and as many frees, in 27 and 17
-// ordered runs: a default search 10-14% faster than with both sorted and
-// merged.)
+// Peak live bytes per device: allocations and frees bucketed by device (a
+// counting sort), in buffer order, then detail::peakLive per device.
 // What is allocated at time 0 (resident inputs, and whatever starts there) is
 // summed per device instead: it comes after the frees at time 0 and before
 // every other event, and with resident weights it is most of a plan's events.
@@ -459,7 +477,6 @@ void ChoiceSimulator::Scratch::memory(const PlanTasks& p, const Target& t) {
   allocs.resize(allocStarts[nDev]);
   frees.resize(freeStarts[nDev]);
   atZero.assign(nDev, 0);
-  constexpr std::uint64_t kZeroAlloc = 1; // eventKey(0.0, true)
   for (std::size_t i = 0; i < p.buffers.size(); ++i) {
     const PlanTasks::Buffer& b = p.buffers[i];
     if (b.bytes <= 0) {
@@ -478,41 +495,13 @@ void ChoiceSimulator::Scratch::memory(const PlanTasks& p, const Target& t) {
       frees[freeEnd[d]++] = MemEvent{eventKey(std::max(ready[i], lastUse[i]), false), -b.bytes};
     }
   }
-  const auto byKey = [](const MemEvent& x, const MemEvent& y) { return x.key < y.key; };
   peak.assign(nDev, 0);
   std::int64_t most = 0;
   bool feasible = true;
   for (std::size_t d = 0; d < nDev; ++d) {
-    const MemEvent* a0 = allocs.data() + allocStarts[d];
-    const std::size_t n = allocEnd[d] - allocStarts[d];
-    MemEvent* const unsorted =
-        std::is_sorted_until(allocs.data() + allocStarts[d], allocs.data() + allocEnd[d], byKey);
-    if (unsorted != allocs.data() + allocEnd[d]) {
-      std::sort(unsorted, allocs.data() + allocEnd[d], byKey);
-      merged.resize(n);
-      std::merge(a0, static_cast<const MemEvent*>(unsorted), unsorted, allocs.data() + allocEnd[d],
-                 merged.begin(), byKey);
-      a0 = merged.data();
-    }
-    // gap[j]: the bytes freed after allocation j - 1 and before allocation j.
-    gap.assign(n + 1, 0);
-    std::int64_t live = atZero[d];
-    // The frees come nearly in time order (buffer order), so the place of
-    // the last one is where to look for the next one's.
-    std::size_t at = 0;
-    for (const MemEvent* f = frees.data() + freeStarts[d]; f != frees.data() + freeEnd[d]; ++f) {
-      if (f->key < kZeroAlloc) {
-        live += f->delta; // freed at time 0, before what is allocated then
-        continue;
-      }
-      at = placeNear(a0, n, at, f->key);
-      gap[at] += f->delta;
-    }
-    std::int64_t top = std::max<std::int64_t>(0, live);
-    for (std::size_t j = 0; j < n; ++j) {
-      live += gap[j] + a0[j].delta;
-      top = std::max(top, live);
-    }
+    const std::int64_t top = detail::peakLive(
+        allocs.data() + allocStarts[d], allocEnd[d] - allocStarts[d], frees.data() + freeStarts[d],
+        freeEnd[d] - freeStarts[d], atZero[d], peakScratch);
     peak[d] = top;
     most = std::max(most, top);
     feasible = feasible && top <= t.devices.memory;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/peak_memory.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
 #include "core/graph/expansion.hpp"
@@ -377,6 +378,78 @@ TEST_CASE("a reused builder's remembered tiles give the plan a fresh one does", 
     }
   }
   CHECK(checked > 60);
+}
+
+// The per-device peak sweep (detail::peakLive) against the plain way: every
+// event sorted by key (a free's key is even, an allocation's odd, so frees come
+// first at equal times; what is allocated at time 0 goes in at key 1), then
+// the running sum's maximum, never below 0. Allocations and frees in every
+// order the simulator can hand it: sorted, a sorted start then any order,
+// reversed, shuffled, nearly sorted; times from a few values, so many tie.
+TEST_CASE("the peak-memory sweep agrees with sorting every event", "[simulator]") {
+  using detail::eventKey;
+  using detail::MemEvent;
+  std::mt19937 rng(17);
+  detail::PeakScratch scratch;
+  int checked = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::size_t n = rng() % 40;
+    const std::size_t m = rng() % 40;
+    const int times = 1 + static_cast<int>(rng() % 12);
+    auto time = [&](bool zeroAllowed) {
+      const int k = static_cast<int>(rng() % static_cast<unsigned>(times)) + (zeroAllowed ? 0 : 1);
+      return 0.25 * k;
+    };
+    std::vector<MemEvent> allocs, frees;
+    for (std::size_t i = 0; i < n; ++i) {
+      allocs.push_back(MemEvent{eventKey(time(false), true), 1 + static_cast<int>(rng() % 100)});
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      frees.push_back(MemEvent{eventKey(time(true), false), -1 - static_cast<int>(rng() % 100)});
+    }
+    const std::int64_t atZero = rng() % 3 == 0 ? 0 : static_cast<std::int64_t>(rng() % 500);
+    const auto byKey = [](const MemEvent& x, const MemEvent& y) { return x.key < y.key; };
+    for (std::vector<MemEvent>* events : {&allocs, &frees}) {
+      switch (rng() % 5) {
+      case 0:
+        std::sort(events->begin(), events->end(), byKey);
+        break;
+      case 1: { // a sorted start, then any order
+        const std::size_t cut = events->empty() ? 0 : rng() % events->size();
+        std::sort(events->begin(), events->begin() + static_cast<std::ptrdiff_t>(cut), byKey);
+        break;
+      }
+      case 2:
+        std::sort(events->begin(), events->end(), byKey);
+        std::reverse(events->begin(), events->end());
+        break;
+      case 3:
+        break; // as drawn
+      default: // nearly sorted: a few neighbours swapped
+        std::sort(events->begin(), events->end(), byKey);
+        for (std::size_t i = 0; i + 1 < events->size(); ++i) {
+          if (rng() % 6 == 0) {
+            std::swap((*events)[i], (*events)[i + 1]);
+          }
+        }
+      }
+    }
+    std::vector<MemEvent> all = allocs;
+    all.insert(all.end(), frees.begin(), frees.end());
+    all.push_back(MemEvent{detail::kZeroAlloc, atZero});
+    std::stable_sort(all.begin(), all.end(), byKey);
+    std::int64_t live = 0;
+    std::int64_t expected = 0;
+    for (const MemEvent& e : all) {
+      live += e.delta;
+      expected = std::max(expected, live);
+    }
+    INFO("round " << round << ": " << n << " allocations, " << m << " frees");
+    CHECK(detail::peakLive(allocs.data(), allocs.size(), frees.data(), frees.size(), atZero,
+                           scratch) == expected);
+    ++checked;
+  }
+  CHECK(checked == 400);
 }
 
 // buildPlan + simulate throughput on the transformer block, 8 devices (what the
