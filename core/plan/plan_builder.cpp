@@ -642,7 +642,7 @@ struct PlanBuilder::Workspace {
   // Adds the read unless the shard has it already. The source comes as its
   // fields, not as a Source built on the stack: copying one that was just
   // written field by field stalls on store forwarding (8% of a search's time
-  // on ResNet-50 went to that copy here, and as much to TransferRecords').
+  // on ResNet-50 went to that copy here, and 5% to TransferRecords').
   void addRead(u32 shard, Source::Kind kind, std::size_t index, std::size_t producer,
                std::size_t tensor) {
     for (u32 i = readBegin[shard]; i < reads.size(); ++i) {
