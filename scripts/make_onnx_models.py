@@ -173,6 +173,21 @@ class MaskedSeqFirstAttention(nn.Module):
         return self.att(x, x, x, attn_mask=self.mask, need_weights=False)[0]
 
 
+class PerHeadMaskedAttention(nn.Module):
+    """SeqFirstAttention with a float attn_mask per batch and head
+    ([batch * heads, seq, seq], random: each head biased its own way), which
+    the export adds to the [batch * heads, seq, seq] scores as it is."""
+
+    def __init__(self, d=32, heads=4, seq=6, batch=2):
+        super().__init__()
+        self.att = nn.MultiheadAttention(d, heads)
+        g = torch.Generator().manual_seed(5)
+        self.register_buffer("mask", torch.randn(batch * heads, seq, seq, generator=g))
+
+    def forward(self, x):
+        return self.att(x, x, x, attn_mask=self.mask, need_weights=False)[0]
+
+
 class CausalEncoderLayer(nn.Module):
     """nn.TransformerEncoderLayer (batch_first) with a causal float src_mask:
     a decoder-only transformer written with PyTorch's encoder layers."""
