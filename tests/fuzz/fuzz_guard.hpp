@@ -43,6 +43,19 @@ template <class Body> int guarded(Body&& body) {
   return 0;
 }
 
+// Runs `body`; an input error (exit 1) it throws is a rejection, not a
+// finding, as for a graph made from the input whose shapes its kernels
+// refuse. Any other error goes on to `guarded`.
+template <class Body> void rejectingInput(Body&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    if (e.exitCode() != ExitCode::InvalidInput) {
+      throw;
+    }
+  }
+}
+
 inline std::string text(const std::uint8_t* data, std::size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }

@@ -18,13 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           op.inputs[port] = tensors;
         }
         op.params = example.params;
-        try {
-          (void)metakernel::apply(kernel, op);
-        } catch (const Error& e) {
-          if (e.exitCode() != ExitCode::InvalidInput) {
-            throw;
-          }
-        }
+        fuzz::rejectingInput([&] { (void)metakernel::apply(kernel, op); });
       }
     }
   });

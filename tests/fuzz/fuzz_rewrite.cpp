@@ -24,24 +24,12 @@ using namespace tapestry;
 
 namespace {
 
-// An input error of a graph made from the input (a shape its kernels refuse)
-// is a rejection, not a finding.
-template <class Body> void rejectingInput(Body&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    if (e.exitCode() != ExitCode::InvalidInput) {
-      throw;
-    }
-  }
-}
-
 void ruleFile(const std::uint8_t* data, std::size_t size,
               const metakernel::MetakernelLibrary& library) {
   const SourceFile file("fuzz.yaml", fuzz::text(data, size));
   for (const rewrite::Rule& rule : rewrite::loadRules(file, library)) {
     for (const rewrite::Example& example : rule.examples) {
-      rejectingInput([&] {
+      fuzz::rejectingInput([&] {
         const graph::ExpandedGraph g = rewrite::expandDocument(rewrite::exampleGraph(rule, example),
                                                                library, "<" + rule.name + ">");
         (void)rewrite::findSites(g, rule);
@@ -54,10 +42,13 @@ void ruleFile(const std::uint8_t* data, std::size_t size,
 void graphFile(const std::uint8_t* data, std::size_t size,
                const metakernel::MetakernelLibrary& library) {
   static const rewrite::RuleSet standard = rewrite::RuleSet::load({}, library);
-  std::vector<const rewrite::Rule*> rules;
-  for (const auto& rule : standard.rules()) {
-    rules.push_back(rule.get());
-  }
+  static const std::vector<const rewrite::Rule*> rules = [] {
+    std::vector<const rewrite::Rule*> all;
+    for (const auto& rule : standard.rules()) {
+      all.push_back(rule.get());
+    }
+    return all;
+  }();
   const json::Document document = fuzz::parseJson(data, size);
   const graph::ExpandedGraph g = graph::expand(graph::decodeGraph(json::Value(document)), library);
   // What a rewrite writes is expanded again inside rewriteGraph: an error
