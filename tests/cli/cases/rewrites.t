@@ -73,6 +73,8 @@ attention_divided_queries: div_scalar, attention -> attention  [always]
     Queries divided by a constant before an attention that divides nothing (PyTorch's nn.MultiheadAttention export scales q before q @ k): the division becomes the attention's divisor, and its pass over q is gone.
 attention_heads_seq_first: attention, transpose, reshape, transpose, reshape, transpose, reshape, transpose -> attention_heads_seq_first, reshape  [always]
     The heads of a sequence-first transformer (PyTorch's nn.MultiheadAttention without batch_first): each of q, k and v reshaped from [s, b, heads*d] to [s, b*heads, d] and transposed into [b*heads, s, d] (k to [b*heads, d, t]), the attention, and its result transposed back to [s, b*heads, e], become one attention_heads_seq_first that reads the heads in place and a reshape of its [s, b, heads*e] result (which reshape_reshape joins with the reshape that follows). It matches only where attention has fused the products, and always pays there: seven moves are gone, and the fused kernel splits the batch and the heads apart.
+attention_heads_seq_first_head_bias: attention, transpose, reshape, transpose, reshape, transpose, reshape, transpose -> reshape, attention_heads_seq_first, reshape  [always]
+    attention_heads_seq_first where the scores' bias is one [s, t] (or [1, t]) per batch and head: nn.MultiheadAttention's 3-D float attn_mask of [b*heads, s, t], which a relative position bias (ALiBi's, T5's) takes. The attention's scores are [b*heads, s, t] and the fused kernel's [b, heads, s, t], so the bias is reshaped to [b, heads, s, t] (a view: b*heads rows become b times heads, the same order) and the head reshapes and transposes are gone as in attention_heads_seq_first.
 attention_heads_qkv_seq_first: attention_heads_seq_first, slice, slice, slice -> attention_heads_qkv_seq_first  [always]
     Three slices of a packed sequence-first projection [s, b, 3*heads*d] into its q, k and v columns, read only by an attention_heads_seq_first, become one attention_heads_qkv_seq_first that reads the three in place: the slices' copies are gone. PyTorch's nn.MultiheadAttention exports its in-projection so.
 reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
@@ -80,7 +82,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-39 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+40 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -108,10 +110,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 39 rules, 66 examples (and 110 random shapes; 56 exactly on integers): all passed
+checked 40 rules, 68 examples (and 110 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -236,6 +238,12 @@ mha_masked cpu-2: checked, ["linear","attention_heads_qkv_seq_first","linear"]
 mha_masked h100x8: checked, ["matmul","add","attention_heads_qkv_seq_first","linear"]
 [created mham.cpu-2.json]
 [created mham.h100x8.json]
+## One float mask per batch and head ([b*heads, s, t]): reshaped to [b, heads, s, t] for the heads kernel, checked split across devices.
+$ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/mha_masked_per_head.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o mhap.$t.json && tapestry run mhap.$t.json --check -q && echo "mha_masked_per_head $t: checked, $(jq -c '[.graph.operations[].kernel]' mhap.$t.json), $(jq -c '[.operations[].split]' mhap.$t.json)"; done
+mha_masked_per_head cpu-2: checked, ["linear","attention_heads_qkv_seq_first","reshape","linear"], [[2,1,1],[2,1,1],[2,1,1,1],[2,1,1]]
+mha_masked_per_head h100x8: checked, ["linear","attention_heads_qkv_seq_first","reshape","linear"], [[6,1,1],[2,1,1],[2,1,1,1],[6,1,1]]
+[created mhap.cpu-2.json]
+[created mhap.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
