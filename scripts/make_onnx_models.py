@@ -188,6 +188,21 @@ class PerHeadMaskedAttention(nn.Module):
         return self.att(x, x, x, attn_mask=self.mask, need_weights=False)[0]
 
 
+class PerHeadMaskedBatchFirstAttention(nn.Module):
+    """PerHeadMaskedAttention with batch_first=True: PyTorch transposes x to
+    [seq, batch, d] around the same sequence-first attention, so the export
+    is the same graph between two transposes ([batch, seq, d] in and out)."""
+
+    def __init__(self, d=32, heads=4, seq=6, batch=2):
+        super().__init__()
+        self.att = nn.MultiheadAttention(d, heads, batch_first=True)
+        g = torch.Generator().manual_seed(6)
+        self.register_buffer("mask", torch.randn(batch * heads, seq, seq, generator=g))
+
+    def forward(self, x):
+        return self.att(x, x, x, attn_mask=self.mask, need_weights=False)[0]
+
+
 class CausalEncoderLayer(nn.Module):
     """nn.TransformerEncoderLayer (batch_first) with a causal float src_mask:
     a decoder-only transformer written with PyTorch's encoder layers."""

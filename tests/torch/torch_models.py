@@ -15,7 +15,8 @@ import torchvision
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from make_onnx_models import (  # noqa: E402
     OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, PaddedBertLayer,
-    PaddedSelfAttention, PerHeadMaskedAttention, SeqFirstAttention)
+    PaddedSelfAttention, PerHeadMaskedAttention, PerHeadMaskedBatchFirstAttention,
+    SeqFirstAttention)
 
 
 class Case:
@@ -65,6 +66,7 @@ CASES = [
     Case("causal_encoder", CausalEncoderLayer, (2, 8, 32), "x", "y"),
     # One mask per batch and head ([b * heads, s, t]), added as it is.
     Case("mha_masked_per_head", PerHeadMaskedAttention, (6, 2, 32), "x", "y"),
+    Case("mha_masked_per_head_batch_first", PerHeadMaskedBatchFirstAttention, (2, 6, 32), "x", "y"),
     # Hugging Face's BERT self-attention with a padding mask [b, 1, 1, t]
     # added to the scores: attention_scaled_biased, a broadcast bias.
     Case("bert_padded_attention", PaddedSelfAttention, (2, 8, 32), "x", "y"),

@@ -238,12 +238,16 @@ mha_masked cpu-2: checked, ["linear","attention_heads_qkv_seq_first","linear"]
 mha_masked h100x8: checked, ["matmul","add","attention_heads_qkv_seq_first","linear"]
 [created mham.cpu-2.json]
 [created mham.h100x8.json]
-## One float mask per batch and head ([b*heads, s, t]): reshaped to [b, heads, s, t] for the heads kernel, checked split across devices.
-$ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/mha_masked_per_head.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o mhap.$t.json && tapestry run mhap.$t.json --check -q && echo "mha_masked_per_head $t: checked, $(jq -c '[.graph.operations[].kernel]' mhap.$t.json), $(jq -c '[.operations[].split]' mhap.$t.json)"; done
+## One float mask per batch and head ([b*heads, s, t]): reshaped to [b, heads, s, t] for the heads kernel, checked split across devices; batch_first too (the block rule makes it the batch-first heads kernel).
+$ for m in mha_masked_per_head mha_masked_per_head_batch_first; do for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/$m.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o $m.$t.json && tapestry run $m.$t.json --check -q && echo "$m $t: checked, $(jq -c '[.graph.operations[].kernel]' $m.$t.json), $(jq -c '[.operations[].split]' $m.$t.json)"; done; done
 mha_masked_per_head cpu-2: checked, ["linear","attention_heads_qkv_seq_first","reshape","linear"], [[2,1,1],[2,1,1],[2,1,1,1],[2,1,1]]
 mha_masked_per_head h100x8: checked, ["linear","attention_heads_qkv_seq_first","reshape","linear"], [[6,1,1],[2,1,1],[2,1,1,1],[6,1,1]]
-[created mhap.cpu-2.json]
-[created mhap.h100x8.json]
+mha_masked_per_head_batch_first cpu-2: checked, ["linear","attention_heads_qkv","linear","reshape"], [[2,1,1],[2,1,1],[2,1,1],[2,1,1,1]]
+mha_masked_per_head_batch_first h100x8: checked, ["linear","attention_heads_qkv","linear","reshape"], [[2,1,1],[2,1,1],[2,1,1],[2,1,1,1]]
+[created mha_masked_per_head.cpu-2.json]
+[created mha_masked_per_head.h100x8.json]
+[created mha_masked_per_head_batch_first.cpu-2.json]
+[created mha_masked_per_head_batch_first.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
