@@ -203,6 +203,37 @@ class PerHeadMaskedBatchFirstAttention(nn.Module):
         return self.att(x, x, x, attn_mask=self.mask, need_weights=False)[0]
 
 
+class RMSNorm(nn.Module):
+    """RMSNorm as LLaMA's code writes it (the rsqrt form), or with a division
+    (`divided`): no nn.RMSNorm in PyTorch 1.13."""
+
+    def __init__(self, d, eps=1e-6, divided=False):
+        super().__init__()
+        self.eps, self.divided = eps, divided
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+
+    def forward(self, x):
+        ms = x.pow(2).mean(-1, keepdim=True)
+        if self.divided:
+            return x / torch.sqrt(ms + self.eps) * self.weight
+        return self.weight * (x * torch.rsqrt(ms + self.eps))
+
+
+class RmsNormMlp(nn.Module):
+    """A LLaMA-style pre-norm MLP block: x + W2(silu(W1(rmsnorm(x)))), then a
+    final RMSNorm written with a division."""
+
+    def __init__(self, d=32, hidden=64):
+        super().__init__()
+        self.norm = RMSNorm(d)
+        self.up = nn.Linear(d, hidden)
+        self.down = nn.Linear(hidden, d)
+        self.final = RMSNorm(d, eps=1e-5, divided=True)
+
+    def forward(self, x):
+        return self.final(x + self.down(nn.functional.silu(self.up(self.norm(x)))))
+
+
 class CausalEncoderLayer(nn.Module):
     """nn.TransformerEncoderLayer (batch_first) with a causal float src_mask:
     a decoder-only transformer written with PyTorch's encoder layers."""

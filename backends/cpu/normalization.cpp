@@ -146,22 +146,24 @@ private:
   void (*softmax_)(const float*, float*, std::int64_t);
 };
 
-// layernorm over the last axis. float32 rows go through vector_math.hpp's
-// layernorm (moments in float, two passes); the other dtypes take the two
-// passes in double.
-template <class T> class Layernorm final : public PreparedKernel {
+// layernorm (Centred) and rmsnorm over the last axis. float32 rows go
+// through vector_math.hpp's layernorm or rmsnorm (moments in float, 4
+// vectors wide); the other dtypes take the passes in double (rmsnorm: the
+// mean of squares, then the scaled row).
+template <class T, bool Centred> class RowNorm final : public PreparedKernel {
 public:
   using C = typename Num<T>::C;
-  explicit Layernorm(const KernelCall& call)
+  static constexpr std::size_t kParams = Centred ? 2 : 1; // gamma (and beta)
+  explicit RowNorm(const KernelCall& call)
       : rows_(call, call.inputs[0][0].strides.size() - 1), d_(intBinding(call.op, "d")),
-        eps_(floatParam(call.op, "eps")), gamma_(static_cast<std::size_t>(d_)),
-        beta_(static_cast<std::size_t>(d_)), row_(scratchRows<Row>(d_)),
-        layernorm_(vectorKernels().layernorm) {
+        eps_(floatParam(call.op, "eps")), row_(scratchRows<Row>(d_)),
+        layernorm_(vectorKernels().layernorm), rmsnorm_(vectorKernels().rmsnorm) {
     // gamma and beta: element i of each view, [d] from 0.
-    for (std::size_t p = 0; p < 2; ++p) {
+    for (std::size_t p = 0; p < kParams; ++p) {
       const TensorView& v = call.inputs[1 + p][0];
       const std::int64_t zero = 0;
       params_[p] = {(v.at<T>(std::span(&zero, 1)) - reinterpret_cast<T*>(v.data)), v.strides[0]};
+      copies_[p].resize(static_cast<std::size_t>(d_));
     }
   }
 
@@ -170,7 +172,7 @@ public:
     // gamma and beta as contiguous rows of C: in place where they are, else
     // copied (every run: their data may change).
     std::array<const C*, 2> gb{};
-    for (std::size_t p = 0; p < 2; ++p) {
+    for (std::size_t p = 0; p < kParams; ++p) {
       const T* v = reinterpret_cast<const T*>(call.inputs[1 + p][0].data) + params_[p].offset;
       if constexpr (std::is_same_v<T, C>) {
         if (params_[p].stride == 1) {
@@ -178,7 +180,7 @@ public:
           continue;
         }
       }
-      C* to = p == 0 ? gamma_.data() : beta_.data();
+      C* to = copies_[p].data();
       for (std::int64_t i = 0; i < d; ++i) {
         to[i] = Num<T>::load(v[i * params_[p].stride]);
       }
@@ -188,19 +190,21 @@ public:
     const C* beta = gb[1];
     if constexpr (std::is_same_v<T, float>) {
       const float eps = static_cast<float>(eps_);
-      if (rows_.onTeam(call, d, row_, [&](const float* in, float* out) {
-            layernorm_(in, out, d, gamma, beta, eps);
-          })) {
+      auto norm = [&](const float* in, float* out) {
+        if constexpr (Centred) {
+          layernorm_(in, out, d, gamma, beta, eps);
+        } else {
+          rmsnorm_(in, out, d, gamma, eps);
+        }
+      };
+      if (rows_.onTeam(call, d, row_, norm)) {
         return;
       }
-    }
-    rows_.forEach<T>(call, [&](const T* x, T* y) {
-      if constexpr (std::is_same_v<T, float>) {
-        const float eps = static_cast<float>(eps_);
-        contiguousRow(x, rows_.sx, y, rows_.sy, d, row_.data(), [&](const float* in, float* out) {
-          layernorm_(in, out, d, gamma, beta, eps);
-        });
-      } else {
+      rows_.forEach<T>(call, [&](const T* x, T* y) {
+        contiguousRow(x, rows_.sx, y, rows_.sy, d, row_.data(), norm);
+      });
+    } else {
+      rows_.forEach<T>(call, [&](const T* x, T* y) {
         double* row = row_.data();
         double sum = 0;
         for (std::int64_t i = 0; i < d; ++i) {
@@ -208,7 +212,7 @@ public:
           row[i] = v;
           sum += v;
         }
-        const double mean = sum / static_cast<double>(d);
+        const double mean = Centred ? sum / static_cast<double>(d) : 0.0;
         double sq = 0;
         for (std::int64_t i = 0; i < d; ++i) {
           const double c = row[i] - mean;
@@ -217,10 +221,14 @@ public:
         const double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps_);
         for (std::int64_t i = 0; i < d; ++i) {
           const C norm = static_cast<C>((row[i] - mean) * inv);
-          y[i * rows_.sy] = Num<T>::store(norm * gamma[i] + beta[i]);
+          if constexpr (Centred) {
+            y[i * rows_.sy] = Num<T>::store(norm * gamma[i] + beta[i]);
+          } else {
+            y[i * rows_.sy] = Num<T>::store(norm * gamma[i]);
+          }
         }
-      }
-    });
+      });
+    }
   }
 
 private:
@@ -232,17 +240,23 @@ private:
   std::int64_t d_;
   double eps_;
   std::array<Param, 2> params_{};
-  std::vector<C> gamma_, beta_; // scratch of run()
+  std::array<std::vector<C>, 2> copies_; // scratch of run(): gamma and beta
+  // float32 rows are float (the vector kernels'); the rest double.
   using Row = std::conditional_t<std::is_same_v<T, float>, float, double>;
   std::vector<Row> row_; // scratch of run(): a row per thread of its team
   void (*layernorm_)(const float*, float*, std::int64_t, const float*, const float*, float);
+  void (*rmsnorm_)(const float*, float*, std::int64_t, const float*, float);
 };
+
+template <class T> using Layernorm = RowNorm<T, true>;
+template <class T> using Rmsnorm = RowNorm<T, false>;
 
 } // namespace
 
 void registerNormalizationKernels(CpuRegistry& registry) {
   registry.add("softmax", &runPrepared<&prepareFloat<Softmax>>, &prepareFloat<Softmax>);
   registry.add("layernorm", &runPrepared<&prepareFloat<Layernorm>>, &prepareFloat<Layernorm>);
+  registry.add("rmsnorm", &runPrepared<&prepareFloat<Rmsnorm>>, &prepareFloat<Rmsnorm>);
 }
 
 } // namespace tapestry::backend::cpu

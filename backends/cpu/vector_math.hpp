@@ -117,6 +117,9 @@ struct VectorKernels {
   // passes for the moments (float accumulators, 4 vectors wide).
   void (*layernorm)(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
                     float eps);
+  // One rmsnorm row: y = x / sqrt(mean(x^2) + eps) * gamma, the same passes
+  // without the mean.
+  void (*rmsnorm)(const float* x, float* y, std::int64_t n, const float* gamma, float eps);
   // A transposing copy of 4- or 8-byte elements, bitwise (any dtype of that
   // size): to[a * toStride + b] = from[b * fromStride + a] for a < na, b < nb,
   // strides in elements. In register tiles (8 x 8 4-byte elements with AVX,

@@ -452,10 +452,13 @@ void softmax(const float* x, float* y, std::int64_t n) {
   mapUnary(y, y, n, MulScalar{vset(inv)});
 }
 
-void layernorm(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
-               float eps) {
+// layernorm (Centred) or rmsnorm (beta unused): the mean of squares about
+// the mean (or about 0), then the scaled (and shifted) row.
+template <bool Centred>
+void normRow(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
+             float eps) {
   const float count = static_cast<float>(n);
-  const float mean = sum(x, n) / count;
+  const float mean = Centred ? sum(x, n) / count : 0.0f;
   const VF vmean = vset(mean);
   VF q0 = vset(0.0f);
   VF q1 = q0;
@@ -487,7 +490,11 @@ void layernorm(const float* x, float* y, std::int64_t n, const float* gamma, con
   i = 0;
   for (; i + W <= n; i += W) {
     const VF norm = vmul(vsub(vload(x + i), vmean), inv);
-    vstore(y + i, vadd(vmul(norm, vload(gamma + i)), vload(beta + i)));
+    if constexpr (Centred) {
+      vstore(y + i, vadd(vmul(norm, vload(gamma + i)), vload(beta + i)));
+    } else {
+      vstore(y + i, vmul(norm, vload(gamma + i)));
+    }
   }
   if (i < n) {
     alignas(64) float bx[W];
@@ -495,11 +502,24 @@ void layernorm(const float* x, float* y, std::int64_t n, const float* gamma, con
     alignas(64) float bb[W];
     fill(bx, x + i, n - i, 0.0f);
     fill(bg, gamma + i, n - i, 0.0f);
-    fill(bb, beta + i, n - i, 0.0f);
     const VF norm = vmul(vsub(vload(bx), vmean), inv);
-    vstore(bx, vadd(vmul(norm, vload(bg)), vload(bb)));
+    if constexpr (Centred) {
+      fill(bb, beta + i, n - i, 0.0f);
+      vstore(bx, vadd(vmul(norm, vload(bg)), vload(bb)));
+    } else {
+      vstore(bx, vmul(norm, vload(bg)));
+    }
     drain(y + i, bx, n - i);
   }
+}
+
+void layernorm(const float* x, float* y, std::int64_t n, const float* gamma, const float* beta,
+               float eps) {
+  normRow<true>(x, y, n, gamma, beta, eps);
+}
+
+void rmsnorm(const float* x, float* y, std::int64_t n, const float* gamma, float eps) {
+  normRow<false>(x, y, n, gamma, nullptr, eps);
 }
 
 // ---------------------------------------------------------------- transposes
@@ -730,6 +750,7 @@ VectorKernels makeTable() {
   t.panelProduct = &panelProduct;
   t.softmax = &softmax;
   t.layernorm = &layernorm;
+  t.rmsnorm = &rmsnorm;
   t.transpose4 = &transposeCopy<float, std::uint32_t, kTile4, &tile4>;
   t.transpose8 = &transposeCopy<double, std::uint64_t, kTile8, &tile8>;
   return t;

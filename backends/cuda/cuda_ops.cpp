@@ -542,6 +542,7 @@ void softmaxKernel(const KernelCall& call, const KernelContext& c) {
             what(call));
 }
 
+// layernorm, and rmsnorm (no beta: launchLayernorm's null beta).
 void layernormKernel(const KernelCall& call, const KernelContext& c) {
   const DType dtype = floatOutput(call);
   const std::int64_t d = intBinding(call.op, "d");
@@ -549,14 +550,15 @@ void layernormKernel(const KernelCall& call, const KernelContext& c) {
   const TensorView& inView = call.inputs[0][0];
   const TensorView& outView = call.outputs[0][0];
   const TensorView& gamma = call.inputs[1][0];
-  const TensorView& beta = call.inputs[2][0];
+  const bool centred = call.inputs.size() > 2;
   const std::size_t last = inView.strides.size() - 1;
   const ViewWalk in = walkThrough(inView, inputIpf(call, 0), call.index);
   const ViewWalk out = walkThrough(outView, outputIpf(call, 0), call.index);
   const std::int64_t zero = 0;
   checkCuda(launchLayernorm(elementType(dtype), in.base, out.base,
                             pointAt(gamma, std::span(&zero, 1)), gamma.strides[0],
-                            pointAt(beta, std::span(&zero, 1)), beta.strides[0],
+                            centred ? pointAt(call.inputs[2][0], std::span(&zero, 1)) : nullptr,
+                            centred ? call.inputs[2][0].strides[0] : 0,
                             walkOf(call.index, {&in, &out}), d, inView.strides[last],
                             outView.strides[last], eps, c.stream),
             what(call));
@@ -695,6 +697,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("prod", &reduceKernel<ReduceOp::Prod>);
     r.add("softmax", &softmaxKernel);
     r.add("layernorm", &layernormKernel);
+    r.add("rmsnorm", &layernormKernel);
     r.add("batchnorm", &batchnormKernel);
     r.add("transpose", &transposeKernel);
     r.add("slice", &transposeKernel); // a copy through the IPFs, as transpose

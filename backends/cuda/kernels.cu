@@ -318,8 +318,8 @@ __global__ void binaryKernel(BinaryOp op, const T* a, const T* b, T* y, DeviceWa
 }
 
 template <class T>
-__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueGelu gelu,
-                               double lo, double hi) {
+__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueGelu gelu, double lo,
+                               double hi) {
   using C = typename Num<T>::C;
   const bool clips = lo > -INFINITY || hi < INFINITY;
   TAPESTRY_GRID_LOOP(i, w.count) {
@@ -509,6 +509,7 @@ __global__ void softmaxKernel(const T* x, T* y, DeviceWalk w, i64 n, i64 sx, i64
   }
 }
 
+// layernorm, or rmsnorm without beta (null): no centring, no shift.
 template <class T>
 __global__ void layernormKernel(const T* x, T* y, const T* gamma, i64 gs, const T* beta, i64 bs,
                                 DeviceWalk w, i64 d, i64 sx, i64 sy, double eps) {
@@ -522,10 +523,10 @@ __global__ void layernormKernel(const T* x, T* y, const T* gamma, i64 gs, const 
     const T* row = x + off[0];
     T* out = y + off[1];
     double sum = 0;
-    for (i64 i = lane; i < d; i += 32) {
+    for (i64 i = lane; i < d && beta != nullptr; i += 32) {
       sum += static_cast<double>(Num<T>::load(row[i * sx]));
     }
-    const double mean = warpSum(sum) / static_cast<double>(d);
+    const double mean = beta != nullptr ? warpSum(sum) / static_cast<double>(d) : 0.0;
     double sq = 0;
     for (i64 i = lane; i < d; i += 32) {
       const double c = static_cast<double>(Num<T>::load(row[i * sx])) - mean;
@@ -534,7 +535,8 @@ __global__ void layernormKernel(const T* x, T* y, const T* gamma, i64 gs, const 
     const double inv = 1.0 / sqrt(warpSum(sq) / static_cast<double>(d) + eps);
     for (i64 i = lane; i < d; i += 32) {
       const C norm = static_cast<C>((static_cast<double>(Num<T>::load(row[i * sx])) - mean) * inv);
-      out[i * sy] = Num<T>::store(norm * Num<T>::load(gamma[i * gs]) + Num<T>::load(beta[i * bs]));
+      const C shift = beta != nullptr ? Num<T>::load(beta[i * bs]) : C(0);
+      out[i * sy] = Num<T>::store(norm * Num<T>::load(gamma[i * gs]) + shift);
     }
   }
 }

@@ -142,7 +142,8 @@ cudaError_t launchReduce(ReduceOp op, ElementType type, const void* x, void* y, 
 cudaError_t launchSoftmax(ElementType type, const void* x, void* y, const DeviceWalk& w,
                           std::int64_t n, std::int64_t sx, std::int64_t sy, cudaStream_t stream);
 // The same rows normalized over d elements in double (two passes), then
-// y = norm·gamma[i] + beta[i] (gamma / beta: element 0 and stride).
+// y = norm·gamma[i] + beta[i] (gamma / beta: element 0 and stride). A null
+// beta is rmsnorm: no mean taken away, no shift.
 cudaError_t launchLayernorm(ElementType type, const void* x, void* y, const void* gamma,
                             std::int64_t gammaStride, const void* beta, std::int64_t betaStride,
                             const DeviceWalk& w, std::int64_t d, std::int64_t sx, std::int64_t sy,

@@ -26,7 +26,7 @@ const std::vector<KernelFamily>& kernelFamilies() {
       {"reduction", WorkMeasure::Bytes,
        "reductions along a dim (sum, mean, max) and pooling (maxpool2d, avgpool2d, "
        "global_avgpool)"},
-      {"normalization", WorkMeasure::Bytes, "softmax, layernorm and batchnorm"},
+      {"normalization", WorkMeasure::Bytes, "softmax, layernorm, rmsnorm and batchnorm"},
       {"copy", WorkMeasure::Bytes, "contiguous copies (concat, split, reshape, embedding, gather)"},
       {"transpose", WorkMeasure::Bytes, "strided copies (transpose)"},
   };
@@ -142,6 +142,7 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"attention_heads_qkv_seq_first", "matmul"},
     {"softmax", "normalization"},
     {"layernorm", "normalization"},
+    {"rmsnorm", "normalization"},
     {"batchnorm", "normalization"},
     {"concat", "copy"},
     {"split", "copy"},

@@ -1,6 +1,6 @@
 /* An example library of external kernels (backends/tapestry_kernel.h), built
  * by the tests and loaded through `extern:` in a template:
- * - example_rmsnorm: the RMS norm of testdata/metakernels/rmsnorm.yaml, for
+ * - example_rmsnorm: the RMS norm of testdata/metakernels/my_rmsnorm.yaml, for
  *   float32 and float64 blocks of any rank and layout;
  * - example_fail: always fails, with a message (the error path). */
 #include <math.h>

@@ -15,7 +15,7 @@ import torchvision
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from make_onnx_models import (  # noqa: E402
     OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, PaddedBertLayer,
-    PaddedSelfAttention, PerHeadMaskedAttention, PerHeadMaskedBatchFirstAttention,
+    PaddedSelfAttention, PerHeadMaskedAttention, PerHeadMaskedBatchFirstAttention, RmsNormMlp,
     SeqFirstAttention)
 
 
@@ -72,6 +72,9 @@ CASES = [
     Case("bert_padded_attention", PaddedSelfAttention, (2, 8, 32), "x", "y"),
     # The whole post-LayerNorm layer around it, GELU written as HF writes it.
     Case("bert_padded_layer", PaddedBertLayer, (2, 8, 32), "x", "y"),
+    # LLaMA-style RMSNorm (rsqrt and division forms) around a SiLU MLP:
+    # rmsnorm_decomposed and rmsnorm_divided.
+    Case("rmsnorm_mlp", RmsNormMlp, (2, 8, 32), "x", "y"),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
     # GELU's tanh approximation (GPT-2's own): nine operations, which the
     # gelu_tanh rewrite turns into one gelu_tanh.

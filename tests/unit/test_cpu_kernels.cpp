@@ -679,6 +679,19 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
             (in[0].v[row * d + j] - mean) / std::sqrt(var + eps) * in[1].v[j] + in[2].v[j];
       }
     }
+  } else if (k == "rmsnorm") {
+    const std::int64_t d = in[0].shape.back();
+    const double eps = params["eps"].get<double>();
+    for (std::int64_t row = 0; row < count / d; ++row) {
+      double ms = 0;
+      for (std::int64_t j = 0; j < d; ++j) {
+        ms += in[0].v[row * d + j] * in[0].v[row * d + j];
+      }
+      ms /= static_cast<double>(d);
+      for (std::int64_t j = 0; j < d; ++j) {
+        r.v[row * d + j] = in[0].v[row * d + j] / std::sqrt(ms + eps) * in[1].v[j];
+      }
+    }
   } else if (k == "transpose") {
     const auto perm = params["perm"].get<std::vector<std::int64_t>>();
     for (std::int64_t i = 0; i < count; ++i) {
@@ -1289,7 +1302,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 95);
+  CHECK(names.size() == 96);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1396,6 +1409,8 @@ TEST_CASE("memory-bound loops of many runs or rows on the kernel threads' team: 
   check(oneOp("layernorm",
               {{"x", "float32", {1024, 256}}, {"g", "float32", {256}}, {"b", "float32", {256}}},
               R"({"input": "x", "gamma": "g", "beta": "b"})", R"({"eps": 1e-5})"));
+  check(oneOp("rmsnorm", {{"x", "float32", {1024, 256}}, {"g", "float32", {256}}},
+              R"({"input": "x", "gamma": "g"})", R"({"eps": 1e-5})"));
   for (const char* perm : {"[2, 0, 1]", "[0, 2, 1]", "[1, 0, 2]"}) {
     INFO("transpose " << perm);
     check(oneOp("transpose", {{"x", "float32", {240, 30, 30}}}, R"({"input": "x"})",
@@ -2276,7 +2291,7 @@ TEST_CASE("argmax and argmin: int64 indices, first or last, the axis never split
   }
 }
 
-TEST_CASE("softmax and layernorm keep rows whole", "[cpu][kernel]") {
+TEST_CASE("softmax, layernorm and rmsnorm keep rows whole", "[cpu][kernel]") {
   for (const std::string& dt : kFloats) {
     INFO(dt);
     checkKernel(oneOp("softmax", {{"x", dt, {4, 9}}}, R"({"input": "x"})"));
@@ -2288,6 +2303,12 @@ TEST_CASE("softmax and layernorm keep rows whole", "[cpu][kernel]") {
                       R"({"input": "x", "gamma": "g", "beta": "b"})", R"({"eps": 0.001})"));
     checkKernel(oneOp("layernorm", {{"x", dt, {6}}, {"g", dt, {6}}, {"b", dt, {6}}},
                       R"({"input": "x", "gamma": "g", "beta": "b"})"));
+    checkKernel(
+        oneOp("rmsnorm", {{"x", dt, {5, 8}}, {"g", dt, {8}}}, R"({"input": "x", "gamma": "g"})"));
+    checkKernel(oneOp("rmsnorm", {{"x", dt, {2, 3, 6}}, {"g", dt, {6}}},
+                      R"({"input": "x", "gamma": "g"})", R"({"eps": 0.001})"));
+    checkKernel(
+        oneOp("rmsnorm", {{"x", dt, {6}}, {"g", dt, {6}}}, R"({"input": "x", "gamma": "g"})"));
   }
   // Stability: huge logits do not overflow.
   graph::ExpandedGraph g = oneOp("softmax", {{"x", "float32", {1, 3}}}, R"({"input": "x"})");

@@ -128,6 +128,7 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "sb", "kernel": "sub", "inputs": {"A": "a6", "B": "a4"}, "outputs": {"result": "a7"}},
     {"name": "ml", "kernel": "mul", "inputs": {"A": "a7", "B": "a3"}, "outputs": {"result": "a8"}},
     {"name": "ln", "kernel": "layernorm", "inputs": {"input": "a8", "gamma": "g", "beta": "bb"}, "outputs": {"result": "n1"}},
+    {"name": "rn", "kernel": "rmsnorm", "inputs": {"input": "a8", "gamma": "g"}, "outputs": {"result": "n2"}},
     {"name": "sm", "kernel": "softmax", "params": {"axis": -1}, "inputs": {"input": "n1"}, "outputs": {"result": "p"}},
     {"name": "ex", "kernel": "exp", "inputs": {"input": "n1"}, "outputs": {"result": "e"}},
     {"name": "su", "kernel": "sum", "params": {"axis": 1}, "inputs": {"input": "e"}, "outputs": {"result": "s1"}},
@@ -139,7 +140,7 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "la", "kernel": "linear_act", "params": {"gelu": true, "min": -0.1, "max": 2}, "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f"}},
     {"name": "gt", "kernel": "gelu_tanh", "inputs": {"input": "a8"}, "outputs": {"result": "g1"}},
     {"name": "lt", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "h", "W": "w2", "bias": "b2"}, "outputs": {"result": "f2"}}],
-  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2"]})";
+  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2", "n2"]})";
 }
 
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {
@@ -202,7 +203,7 @@ const char* kUserKernels = R"({"tapestry": "graph/v1", "name": "bodies",
   "tensors": {"x": {"dtype": "DT", "shape": [4, 8, 16]}, "w": {"dtype": "DT", "shape": [4, 16, 5]},
               "g": {"dtype": "DT", "shape": [16]}, "r": {"dtype": "DT", "shape": [6, 9]}},
   "operations": [
-    {"name": "norm", "kernel": "rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "n"}},
+    {"name": "norm", "kernel": "my_rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "n"}},
     {"name": "mk", "kernel": "draft_matmul_k", "inputs": {"X": "n", "W": "w"}, "outputs": {"result": "m"}},
     {"name": "md", "kernel": "draft_matmul", "inputs": {"X": "n", "W": "w"}, "outputs": {"result": "m2"}},
     {"name": "sc", "kernel": "scale", "inputs": {"input": "m"}, "outputs": {"result": "s"}},
@@ -212,7 +213,7 @@ const char* kUserKernels = R"({"tapestry": "graph/v1", "name": "bodies",
 graph::ExpandedGraph expandUser(const std::string& text) {
   const std::string dir = std::string(TAPESTRY_TESTDATA_DIR) + "/metakernels/";
   static const metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(
-      {dir + "rmsnorm.yaml", dir + "matmul_draft.yaml", dir + "user_ops.yaml"});
+      {dir + "my_rmsnorm.yaml", dir + "matmul_draft.yaml", dir + "user_ops.yaml"});
   json::Document doc = json::Document::parse(SourceFile("bodies.json", text));
   return graph::expand(graph::decodeGraph(json::Value(doc)), library);
 }

@@ -646,7 +646,7 @@ TEST_CASE("a row-split convolution copies only its halo rows and a column split 
 TEST_CASE("user kernels without a native kernel run from their bodies, sharded",
           "[executor][body]") {
   metakernel::MetakernelLibrary library = lib();
-  for (const char* file : {"rmsnorm.yaml", "matmul_draft.yaml"}) {
+  for (const char* file : {"my_rmsnorm.yaml", "matmul_draft.yaml"}) {
     library.addFile(SourceFile::read(std::string(TAPESTRY_TESTDATA_DIR) + "/metakernels/" + file));
   }
   const std::string text = R"({"tapestry": "graph/v1", "name": "user",
@@ -655,7 +655,7 @@ TEST_CASE("user kernels without a native kernel run from their bodies, sharded",
                 "w": {"dtype": "float32", "shape": [6, 16, 12]},
                 "v": {"dtype": "float64", "shape": [6, 16, 12]}},
     "operations": [
-      {"name": "norm", "kernel": "rmsnorm", "inputs": {"input": "x", "gamma": "g"},
+      {"name": "norm", "kernel": "my_rmsnorm", "inputs": {"input": "x", "gamma": "g"},
        "outputs": {"result": "y"}},
       {"name": "mm", "kernel": "draft_matmul", "inputs": {"X": "y", "W": "w"},
        "outputs": {"result": "z"}},

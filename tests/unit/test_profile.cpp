@@ -48,11 +48,11 @@ TEST_CASE("kernel families: every standard kernel has one, user kernels none") {
   CHECK(familyOfKernel("layernorm")->measure == WorkMeasure::Bytes);
   CHECK(familyOfKernel("conv2d")->measure == WorkMeasure::Flops);
   CHECK(familyOfKernel("conv2d_act")->name == "conv"); // the fused epilogue: conv2d's flops
-  CHECK(familyOfKernel("rmsnorm") == nullptr);
+  CHECK(familyOfKernel("my_rmsnorm") == nullptr);
   // A composed fuse(P, C) is P's work; C prices as an epilogue pass.
   CHECK(familyOfKernel("fuse(conv2d, sigmoid)")->name == "conv");
   CHECK(familyOfKernel("fuse(fuse(matmul, add.A), clip)")->name == "matmul");
-  CHECK(familyOfKernel("fuse(rmsnorm, relu)") == nullptr);
+  CHECK(familyOfKernel("fuse(my_rmsnorm, relu)") == nullptr);
 }
 
 TEST_CASE("interpolation: log-log between points, flat below, proportional above") {
@@ -124,7 +124,7 @@ TEST_CASE("profile: YAML and JSON read the same, and toYaml reads back equal") {
   CHECK(p.table("sigmoid")->alone[0].seconds == 2e-7);
   CHECK(p.tableFor("linear") == p.table("matmul"));
   CHECK(p.tableFor("tanh") == nullptr); // no activation table
-  CHECK(p.tableFor("rmsnorm") == nullptr);
+  CHECK(p.tableFor("my_rmsnorm") == nullptr);
 
   const json::Document doc = json::Document::parse(SourceFile("t.json", toJson(t).dump()));
   CHECK(targetFromJson(json::Value(doc)) == t);
@@ -278,7 +278,7 @@ TEST_CASE("the floor of a FLOPs-measured kernel: conv_weights for convolutions")
   CHECK(p.floorFor("matmul") == p.table("elementwise"));
   CHECK(p.floorFor("linear") == p.table("elementwise"));
   CHECK(p.floorFor("add") == nullptr);             // measured by bytes itself
-  CHECK(p.floorFor("rmsnorm") == nullptr);         // no family: the roofline, no floor
+  CHECK(p.floorFor("my_rmsnorm") == nullptr);         // no family: the roofline, no floor
   CHECK(familyOfKernel("conv2d")->name == "conv"); // conv_weights has no kernels of its own
   CHECK(kernelsOfFamily("conv_weights").empty());
   CHECK(findKernelFamily("conv_weights")->measure == WorkMeasure::Bytes);

@@ -149,7 +149,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 88);
+  CHECK(bodies == 89);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -592,6 +592,25 @@ TEST_CASE("stdlib: layernorm", "[stdlib]") {
   CHECK_THAT(errorOf("layernorm", {{"input", {T({4, 8})}}, {"gamma", {T({8})}}, {"beta", {T({8})}}},
                      {{"eps", "small"}}),
              Contains("param eps: expected float"));
+}
+
+TEST_CASE("stdlib: rmsnorm", "[stdlib]") {
+  Application a = run("rmsnorm", {{"input", {T({4, 8})}}, {"gamma", {T({8})}}}, {{"eps", 1e-5}});
+  CHECK(bindInt(a, "d") == 8);
+  CHECK(indexShape(a) == Ints{4});
+  CHECK(outT(a) == T({4, 8}));
+  CHECK(inIpf(a, "input") == ipf({{1}, {0}}, {0, 0}, {1, 8}));
+  CHECK(inIpf(a, "gamma") == ipf({{0}}, {0}, {8}));
+  CHECK(outIpf(a, "result") == ipf({{1}, {0}}, {0, 0}, {1, 8}));
+  CHECK(a.reductionDims.empty());
+  CHECK(a.params["eps"] == 1e-5);
+  CHECK(run("rmsnorm", {{"input", {T({4, 8})}}, {"gamma", {T({8})}}}).params["eps"] == 1e-6);
+  CHECK(indexShape(run("rmsnorm", {{"input", {T({2, 3, 8})}}, {"gamma", {T({8})}}})) == Ints{2, 3});
+  CHECK(run("rmsnorm", {{"input", {T({8})}}, {"gamma", {T({8})}}}).index.rank() == 0);
+  CHECK_THAT(errorOf("rmsnorm", {{"input", {T({4, 8})}}, {"gamma", {T({7})}}}),
+             Contains("$d is 8 from input but 7 from gamma"));
+  CHECK_THAT(errorOf("rmsnorm", {{"input", {T({4, 8}, "int32")}}, {"gamma", {T({8}, "int32")}}}),
+             Contains("expected one of"));
 }
 
 // ---------------------------------------------------------------- shape kernels
@@ -1352,6 +1371,10 @@ Case randomCase(const std::string& k, Rng& rng) {
     Ints s = randShape(rng, 1, 3);
     Ints d = {s.back()};
     return {k, {{"input", {T(s)}}, {"gamma", {T(d)}}, {"beta", {T(d)}}}};
+  }
+  if (k == "rmsnorm") {
+    Ints s = randShape(rng, 1, 3);
+    return {k, {{"input", {T(s)}}, {"gamma", {T({s.back()})}}}};
   }
   if (k == "transpose") {
     Ints s = randShape(rng, 0, 4);

@@ -1,11 +1,11 @@
 ## Kernels with a body and no native kernel run on the CPU backend: the RMS norm
 ## of docs/language.md and the matmul draft of the design notes, end to end.
-$ cd $TESTDATA && tapestry kernels check -k metakernels/rmsnorm.yaml -k metakernels/matmul_draft.yaml | sed -E 's/[0-9]+ kernels, [0-9]+ examples/N kernels, M examples/'
+$ cd $TESTDATA && tapestry kernels check -k metakernels/my_rmsnorm.yaml -k metakernels/matmul_draft.yaml | sed -E 's/[0-9]+ kernels, [0-9]+ examples/N kernels, M examples/'
 checked N kernels, M examples: all passed
-$ printf '%s' '{"tapestry": "graph/v1", "name": "rms", "tensors": {"x": {"dtype": "float32", "shape": [8, 4, 32]}, "g": {"dtype": "float32", "shape": [32]}}, "operations": [{"name": "norm", "kernel": "rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "y"}}]}' > g.json && tapestry expand g.json -k $TESTDATA/metakernels/rmsnorm.yaml -o e.json && tapestry optimize g.json -k $TESTDATA/metakernels/rmsnorm.yaml --target cpu-2 --seed 1 -q -o p.json && tapestry --format json run p.json --check | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["check"]["ok"], [o["tensor"] for o in d["check"]["outputs"]])' && tapestry --format json bench p.json --repeat 2 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["plan"]["measured_s"] > 0, d["plan"]["predicted_s"] > 0, [o["kernel"] for o in d["operations"]])'
+$ printf '%s' '{"tapestry": "graph/v1", "name": "rms", "tensors": {"x": {"dtype": "float32", "shape": [8, 4, 32]}, "g": {"dtype": "float32", "shape": [32]}}, "operations": [{"name": "norm", "kernel": "my_rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "y"}}]}' > g.json && tapestry expand g.json -k $TESTDATA/metakernels/my_rmsnorm.yaml -o e.json && tapestry optimize g.json -k $TESTDATA/metakernels/my_rmsnorm.yaml --target cpu-2 --seed 1 -q -o p.json && tapestry --format json run p.json --check | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["check"]["ok"], [o["tensor"] for o in d["check"]["outputs"]])' && tapestry --format json bench p.json --repeat 2 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["plan"]["measured_s"] > 0, d["plan"]["predicted_s"] > 0, [o["kernel"] for o in d["operations"]])'
 expanded rms: 1 operations, 3 tensors, 4.1 kFLOP -> e.json
 ok True ['y']
-ok True True ['rmsnorm']
+ok True True ['my_rmsnorm']
 [created e.json]
 [created g.json]
 [created p.json]
@@ -29,7 +29,7 @@ $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_unassigned.yaml
 !          ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_errors.yaml
-checked 99 kernels, 277 examples: 2 failed
+checked 100 kernels, 280 examples: 2 failed
 ! bad/metakernels/body_errors.yaml:22:7: error: kernel by_shape, example 1: by_shape: in body "result = input / $shape": '/' needs blocks or numbers, got a list at column 18
 !     - inputs: {input: {shape: [3, 7], dtype: float32}}
 !       ^
@@ -52,11 +52,11 @@ $ cd $TESTDATA && printf '%s' '{"tapestry": "graph/v1", "name": "bad", "tensors"
 !          ^
 [exit 1]
 ## A plan whose embedded body was edited after optimize: the run stops at load, located in the plan.
-$ printf '%s' '{"tapestry": "graph/v1", "name": "rms", "tensors": {"x": {"dtype": "float32", "shape": [8, 4, 32]}, "g": {"dtype": "float32", "shape": [32]}}, "operations": [{"name": "norm", "kernel": "rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "y"}}]}' > g.json && tapestry optimize g.json -k $TESTDATA/metakernels/rmsnorm.yaml --target cpu-2 --seed 1 -q -o p.json && python3 -c 'import json; d=json.load(open("p.json")); k=d["kernels"]["rmsnorm"]; k["source"]=k["source"].replace("keepdims=true", "keepdims=false"); json.dump(d, open("p2.json", "w"), indent=1)' && tapestry run p2.json
-! p2.json:40:4: error: at /graph/operations/0: norm (rmsnorm): in body "result = input / sqrt(mean(input * input, axis=-1, keepdims=false) + $eps) * gamma": '/' cannot broadcast [8, 4, 32] with [8, 4] at column 16
+$ printf '%s' '{"tapestry": "graph/v1", "name": "rms", "tensors": {"x": {"dtype": "float32", "shape": [8, 4, 32]}, "g": {"dtype": "float32", "shape": [32]}}, "operations": [{"name": "norm", "kernel": "my_rmsnorm", "inputs": {"input": "x", "gamma": "g"}, "outputs": {"result": "y"}}]}' > g.json && tapestry optimize g.json -k $TESTDATA/metakernels/my_rmsnorm.yaml --target cpu-2 --seed 1 -q -o p.json && python3 -c 'import json; d=json.load(open("p.json")); k=d["kernels"]["my_rmsnorm"]; k["source"]=k["source"].replace("keepdims=true", "keepdims=false"); json.dump(d, open("p2.json", "w"), indent=1)' && tapestry run p2.json
+! p2.json:40:4: error: at /graph/operations/0: norm (my_rmsnorm): in body "result = input / sqrt(mean(input * input, axis=-1, keepdims=false) + $eps) * gamma": '/' cannot broadcast [8, 4, 32] with [8, 4] at column 16
 !    {
 !    ^
-! p2.json#/kernels/rmsnorm:10:25: note: in kernel rmsnorm, body "result = input / sqrt(mean(input * input, axis=-1, keepdims=false) + $eps) * gamma"
+! p2.json#/kernels/my_rmsnorm:10:25: note: in kernel my_rmsnorm, body "result = input / sqrt(mean(input * input, axis=-1, keepdims=false) + $eps) * gamma"
 !   body: "result = input / sqrt(mean(input * input, axis=-1, keepdims=false) + $eps) * gamma"
 !                         ^
 [exit 1]
