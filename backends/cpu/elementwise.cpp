@@ -75,6 +75,12 @@ struct Sigmoid : NoParams {
   static constexpr VUnary kVec = VUnary::Sigmoid;
   template <class C> C operator()(C x) const { return C(1) / (C(1) + std::exp(-x)); }
 };
+struct Silu : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::Silu;
+  template <class C> C operator()(C x) const { return x * (C(1) / (C(1) + std::exp(-x))); }
+};
 struct Neg : NoParams {
   using NoParams::NoParams;
   static constexpr bool kInts = true;
@@ -785,6 +791,7 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   add<&prepareUnary<Tanh>>(registry, "tanh");
   add<&prepareUnary<Exp>>(registry, "exp");
   add<&prepareUnary<Sigmoid>>(registry, "sigmoid");
+  add<&prepareUnary<Silu>>(registry, "silu");
   add<&prepareUnary<Neg>>(registry, "neg");
   add<&prepareBinary<Add>>(registry, "add");
   add<&prepareBinary<Sub>>(registry, "sub");

@@ -42,8 +42,9 @@ enum class VUnary : std::uint8_t {
   PowScalar,  // pow(x, p)
   DivScalar,  // x / p
   GeluTanh,   // x/2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  Silu,       // x * sigmoid(x)
 };
-inline constexpr int kVUnaryCount = 19;
+inline constexpr int kVUnaryCount = 20;
 
 // y = f(a, b). MaxNan is the reductions' max: b where b > a or b is NaN.
 enum class VBinary : std::uint8_t { Add, Sub, Mul, Div, Pow, MaxNan };

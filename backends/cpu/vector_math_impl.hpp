@@ -130,6 +130,9 @@ struct Sigmoid {
     return vselect(vgt(vset(0.0f), x), vmul(e, s), s);
   }
 };
+struct Silu { // x * sigmoid(x), sigmoid as Sigmoid's
+  VF operator()(VF x) const { return vmul(x, Sigmoid{}(x)); }
+};
 struct Gelu { // the exact form: x/2 * (1 + erf(x / sqrt(2)))
   VF operator()(VF x) const {
     const VF e = verf(erfArgument(vmul(x, vset(0.70710678118654752440f))));
@@ -714,6 +717,7 @@ VectorKernels makeTable() {
   u(VUnary::Gelu, &unaryPlain<Gelu>);
   u(VUnary::Tanh, &unaryPlain<Tanh>);
   u(VUnary::GeluTanh, &unaryPlain<GeluTanh>);
+  u(VUnary::Silu, &unaryPlain<Silu>);
   u(VUnary::Exp, &unaryPlain<Exp>);
   u(VUnary::Sigmoid, &unaryPlain<Sigmoid>);
   u(VUnary::Neg, &unaryPlain<Neg>);

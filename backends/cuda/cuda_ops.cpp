@@ -663,6 +663,7 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("gelu_tanh", &unaryKernel<UnaryOp::GeluTanh, false>);
     r.add("exp", &unaryKernel<UnaryOp::Exp, false>);
     r.add("sigmoid", &unaryKernel<UnaryOp::Sigmoid, false>);
+    r.add("silu", &unaryKernel<UnaryOp::Silu, false>);
     r.add("neg", &unaryKernel<UnaryOp::Neg, true>);
     r.add("add", &binaryKernel<BinaryOp::Add, true>);
     r.add("sub", &binaryKernel<BinaryOp::Sub, true>);

@@ -173,6 +173,8 @@ template <class C> __device__ C applyUnary(UnaryOp op, C x, double p0, double p1
       return mathExp(x);
     case UnaryOp::Sigmoid:
       return C(1) / (C(1) + mathExp(-x));
+    case UnaryOp::Silu:
+      return x * (C(1) / (C(1) + mathExp(-x)));
     case UnaryOp::Erf:
       return mathErf(x);
     case UnaryOp::Sqrt:

@@ -73,7 +73,8 @@ enum class UnaryOp : int {
   RdivScalar,
   PowScalar,
   DivScalar,
-  GeluTanh // x/2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  GeluTanh, // x/2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  Silu      // x * sigmoid(x)
 };
 // Add .. Pow also native on integers; the rest, for kernel bodies, on floats
 // only: Mod has the divisor's sign, Fmod the dividend's; the comparisons and

@@ -76,6 +76,7 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"tanh", "activation"},
     {"exp", "activation"},
     {"sigmoid", "activation"},
+    {"silu", "activation"},
     {"erf", "activation"},
     {"log", "activation"},
     {"pow", "activation"},

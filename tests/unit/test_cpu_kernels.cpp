@@ -276,6 +276,9 @@ double applyUnary(const std::string& k, double x) {
   if (k == "exp") {
     return std::exp(x);
   }
+  if (k == "silu") {
+    return x / (1 + std::exp(-x));
+  }
   if (k == "sigmoid") {
     return 1 / (1 + std::exp(-x));
   }
@@ -391,8 +394,8 @@ std::optional<double> newBinary(const std::string& k, double a, double b) {
 }
 
 bool isUnary(const std::string& k) {
-  for (const char* u : {"relu", "gelu", "gelu_tanh", "tanh", "exp", "sigmoid", "neg", "erf", "sqrt",
-                        "reciprocal", "log", "abs"}) {
+  for (const char* u : {"relu", "gelu", "gelu_tanh", "tanh", "exp", "sigmoid", "silu", "neg", "erf",
+                        "sqrt", "reciprocal", "log", "abs"}) {
     if (k == u) {
       return true;
     }
@@ -1302,13 +1305,13 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 96);
+  CHECK(names.size() == 97);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
 
 TEST_CASE("elementwise unary kernels", "[cpu][kernel]") {
-  for (const char* k : {"relu", "gelu", "gelu_tanh", "tanh", "exp", "sigmoid", "neg"}) {
+  for (const char* k : {"relu", "gelu", "gelu_tanh", "tanh", "exp", "sigmoid", "silu", "neg"}) {
     const bool ints = std::string(k) == "relu" || std::string(k) == "neg";
     for (const std::string& dt : ints ? kAll : kFloats) {
       for (const Shape& s : {Shape{7}, Shape{3, 5}, Shape{2, 3, 4}}) {
@@ -1326,7 +1329,7 @@ TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same 
   // the reference.
   cpu(); // made first: making it sets one thread
   CpuBackend::setBlasThreads(2);
-  for (const char* k : {"relu", "tanh", "gelu", "gelu_tanh"}) {
+  for (const char* k : {"relu", "tanh", "gelu", "gelu_tanh", "silu"}) {
     INFO(k);
     checkKernel(oneOp(k, {{"x", "float32", {600, 250}}}, R"({"input": "x"})"));
   }
