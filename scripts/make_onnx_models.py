@@ -220,18 +220,21 @@ class RMSNorm(nn.Module):
 
 
 class RmsNormMlp(nn.Module):
-    """A LLaMA-style pre-norm MLP block: x + W2(silu(W1(rmsnorm(x)))), then a
-    final RMSNorm written with a division."""
+    """A LLaMA-style pre-norm SwiGLU MLP block, x + down(silu(gate(h)) *
+    up(h)) with h = rmsnorm(x), then a final RMSNorm written with a
+    division."""
 
     def __init__(self, d=32, hidden=64):
         super().__init__()
         self.norm = RMSNorm(d)
+        self.gate = nn.Linear(d, hidden)
         self.up = nn.Linear(d, hidden)
         self.down = nn.Linear(hidden, d)
         self.final = RMSNorm(d, eps=1e-5, divided=True)
 
     def forward(self, x):
-        return self.final(x + self.down(nn.functional.silu(self.up(self.norm(x)))))
+        h = self.norm(x)
+        return self.final(x + self.down(nn.functional.silu(self.gate(h)) * self.up(h)))
 
 
 class CausalEncoderLayer(nn.Module):

@@ -79,7 +79,7 @@ struct Silu : NoParams {
   using NoParams::NoParams;
   static constexpr bool kInts = false;
   static constexpr VUnary kVec = VUnary::Silu;
-  template <class C> C operator()(C x) const { return x * (C(1) / (C(1) + std::exp(-x))); }
+  template <class C> C operator()(C x) const { return cpu::silu(x); }
 };
 struct Neg : NoParams {
   using NoParams::NoParams;

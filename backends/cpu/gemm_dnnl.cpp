@@ -55,7 +55,7 @@ MemoryDesc matrixDesc(dnnl::memory::data_type type, bool batched, std::int64_t b
 }
 
 // The activation as eltwise post-ops: the exact GELU (or its tanh
-// approximation), then the clip as
+// approximation, or SiLU), then the clip as
 // conv2d_act's (appendClip: relu for [0, inf), else clip).
 dnnl::post_ops activationPostOps(const GemmActivation& a) {
   dnnl::post_ops ops;
@@ -64,6 +64,9 @@ dnnl::post_ops activationPostOps(const GemmActivation& a) {
   }
   if (a.geluTanh) {
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+  }
+  if (a.silu) { // swish with alpha 1: x * sigmoid(x)
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
   }
   if (a.clips()) {
     appendClip(ops, a.lo, a.hi);
@@ -168,6 +171,9 @@ public:
     }
     if (activation_.geluTanh) {
       post += " gelu_tanh";
+    }
+    if (activation_.silu) {
+      post += " silu";
     }
     if (activation_.clips()) {
       post += activation_.relu() ? " relu" : " clip";

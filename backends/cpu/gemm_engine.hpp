@@ -28,12 +28,13 @@ struct GemmActivation {
   double lo = std::numeric_limits<double>::lowest();
   double hi = std::numeric_limits<double>::max();
   bool geluTanh = false; // GELU's tanh approximation instead (never with gelu)
+  bool silu = false;     // x * sigmoid(x) instead (never with a GELU)
   bool clips() const {
     return lo > std::numeric_limits<double>::lowest() || hi < std::numeric_limits<double>::max();
   }
   // min 0 and no max.
   bool relu() const { return lo == 0 && hi >= std::numeric_limits<double>::max(); }
-  bool any() const { return gelu || geluTanh || clips(); }
+  bool any() const { return gelu || geluTanh || silu || clips(); }
 };
 
 // A gemm made ready once: run() takes the operands' first elements (storage

@@ -123,6 +123,11 @@ template <class C> C geluTanh(C x) {
   return C(0.5) * x * (C(1) + std::tanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x)));
 }
 
+// SiLU in the compute type C: x * sigmoid(x). The scalar loop of silu.
+template <class C> C silu(C x) {
+  return x * (C(1) / (C(1) + std::exp(-x)));
+}
+
 // Converts a value of one storage type to another (cast): floats round to
 // nearest even; float to int truncates toward zero and saturates (NaN gives 0);
 // int to narrower int wraps; anything to bool is "nonzero" (NaN too, as

@@ -526,7 +526,8 @@ void productKernel(const KernelCall& call) {
 // its engine can (oneDNN's eltwise post-ops: gelu_erf, relu or clip); else
 // the product, then its epilogue as one pass over the shard's
 // output box while it is still in cache: y = clip(act(y + residual), min, max),
-// act the exact GELU with `gelu`, its tanh approximation with `gelu_tanh`. The pass walks the box
+// act the exact GELU with `gelu`, its tanh approximation with `gelu_tanh`, SiLU with `silu`. The
+// pass walks the box
 // in memory order and, from kTeamFrom elements, on the kernel threads' team like the elementwise
 // kernels (a GPT-2 MLP's [128, 3072] GELU on one thread took 0.3 ms more than
 // the separate gelu on the team). float32 runs the vector loops (SLEEF's
@@ -536,7 +537,8 @@ public:
   explicit PreparedLinearAct(const KernelCall& call)
       : residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
         act_{intBinding(call.op, "gelu") != 0, floatParam(call.op, "min"),
-             floatParam(call.op, "max"), intBinding(call.op, "gelu_tanh") != 0},
+             floatParam(call.op, "max"), intBinding(call.op, "gelu_tanh") != 0,
+             intBinding(call.op, "silu") != 0},
         product_(prepareProductOf(call, residual_ ? GemmActivation{} : act_)),
         fused_(!residual_ && product_->engine().appliesActivation()), vec_(&vectorKernels()),
         loop_(residual_ ? ipfLoop<2>(call, {&call.inputs[3][0], &call.outputs[0][0]},
@@ -582,6 +584,9 @@ private:
         if (act_.geluTanh) {
           vec_->unary[static_cast<int>(VUnary::GeluTanh)](y, y, n, 0.0f, 0.0f);
         }
+        if (act_.silu) {
+          vec_->unary[static_cast<int>(VUnary::Silu)](y, y, n, 0.0f, 0.0f);
+        }
         if (act_.clips()) {
           vec_->unary[static_cast<int>(VUnary::Clip)](y, y, n, clipBound<float>(act_.lo),
                                                       clipBound<float>(act_.hi));
@@ -603,6 +608,9 @@ private:
       if (act_.geluTanh) {
         v = geluTanh(v);
       }
+      if (act_.silu) {
+        v = silu(v);
+      }
       if (act_.clips()) {
         v = ConvEpilogue::clip(v, lo, hi);
       }
@@ -611,7 +619,7 @@ private:
   }
 
   bool residual_;
-  GemmActivation act_; // gelu, min, max and gelu_tanh
+  GemmActivation act_; // gelu, min, max, gelu_tanh and silu
   std::unique_ptr<PreparedProduct> product_;
   bool fused_; // the product's engine applies the activation (no residual)
   const VectorKernels* vec_;

@@ -431,6 +431,7 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
       call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present();
   const EpilogueGelu gelu = intBinding(call.op, "gelu") != 0        ? EpilogueGelu::Exact
                             : intBinding(call.op, "gelu_tanh") != 0 ? EpilogueGelu::Tanh
+                            : intBinding(call.op, "silu") != 0      ? EpilogueGelu::Silu
                                                                     : EpilogueGelu::None;
   const double lo = clipBoundOf(floatParam(call.op, "min"));
   const double hi = clipBoundOf(floatParam(call.op, "max"));

@@ -335,6 +335,8 @@ __global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueGe
       v = applyUnary(UnaryOp::Gelu, v, 0, 0);
     } else if (gelu == EpilogueGelu::Tanh) {
       v = applyUnary(UnaryOp::GeluTanh, v, 0, 0);
+    } else if (gelu == EpilogueGelu::Silu) {
+      v = applyUnary(UnaryOp::Silu, v, 0, 0);
     }
     if (clips) {
       const double d = static_cast<double>(v);

@@ -106,7 +106,7 @@ cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, co
 cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const void* b, void* y,
                          const DeviceWalk& w, cudaStream_t stream);
 // The GELU of linear_act's epilogue: none, the exact one, its tanh approximation.
-enum class EpilogueGelu : int { None, Exact, Tanh };
+enum class EpilogueGelu : int { None, Exact, Tanh, Silu }; // Silu: x * sigmoid(x), not a GELU
 // linear_act's epilogue in one pass: y = clip(gelu(y + residual), lo, hi) in
 // the compute type, rounded once (no residual when null; infinities clip
 // nothing, NaN stays NaN, a lo above hi gives hi); operands 0: y, 1:

@@ -602,6 +602,9 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
         if (params["gelu_tanh"].get<bool>()) {
           s = applyUnary("gelu_tanh", s);
         }
+        if (params["silu"].get<bool>()) {
+          s = applyUnary("silu", s);
+        }
         s = std::min(std::max(s, params["min"].get<double>()), params["max"].get<double>());
       }
       r.v[i] = s;
@@ -1996,6 +1999,13 @@ TEST_CASE("linear_act: clip(gelu?(X·W + bias + residual)), whole and sharded, e
         oneOp("linear_act",
               {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}}, xwbr,
               R"({"gelu_tanh": true})"));
+    // SiLU: in oneDNN's post-ops (swish), and in the pass after a residual
+    checkKernel(oneOp("linear_act", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}}, xwb,
+                      R"({"silu": true, "min": -0.2})"));
+    checkKernel(
+        oneOp("linear_act",
+              {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}}, xwbr,
+              R"({"silu": true})"));
   }
 }
 

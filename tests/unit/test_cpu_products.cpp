@@ -228,6 +228,7 @@ TEST_CASE("products: linear_act without a residual applies its activation in one
   using Catch::Matchers::EndsWith;
   CHECK_THAT(nameOf(R"({"gelu": true})", false), StartsWith("onednn ") && EndsWith(" + gelu_erf"));
   CHECK_THAT(nameOf(R"({"gelu_tanh": true})", false), EndsWith(" + gelu_tanh"));
+  CHECK_THAT(nameOf(R"({"silu": true})", false), EndsWith(" + silu"));
   CHECK_THAT(nameOf(R"({"min": 0})", false), EndsWith(" + relu"));
   CHECK_THAT(nameOf(R"({"gelu": true, "min": -1, "max": 1})", false), EndsWith(" + gelu_erf clip"));
   CHECK_THAT(nameOf("{}", false), !Contains("+") && !Contains("epilogue"));

@@ -53,6 +53,8 @@ linear_gelu: linear, gelu -> linear_act  [always]
     A linear layer whose result only a GELU reads (a GPT-2 or BERT MLP's first projection) is one linear_act with gelu: the GELU runs on the product's output while it is in cache.
 linear_gelu_tanh: linear, gelu_tanh -> linear_act  [always]
     A linear layer whose result only GELU's tanh approximation reads (GPT-2's MLP, after gelu_tanh has collapsed the exported chain) is one linear_act with gelu_tanh.
+linear_silu: linear, silu -> linear_act  [always]
+    A linear layer whose result only a SiLU reads (the gate projection of LLaMA's SwiGLU MLP, after silu has collapsed the exported sigmoid and product) is one linear_act with silu.
 linear_relu: linear, relu -> linear_act  [always]
     A linear layer whose result only a ReLU reads (a BERT layer's feed-forward projection as nn.TransformerEncoderLayer exports it) is one linear_act with min 0.
 attention_masked: matmul, div_scalar, where, softmax, matmul -> attention_masked  [search]
@@ -88,7 +90,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-43 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+44 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -116,10 +118,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 43 rules, 73 examples (and 120 random shapes; 56 exactly on integers): all passed
+checked 44 rules, 74 examples (and 122 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -256,8 +258,8 @@ mha_masked_per_head_batch_first h100x8: checked, ["linear","attention_heads_qkv"
 [created mha_masked_per_head_batch_first.h100x8.json]
 ## LLaMA-style RMSNorm (the rsqrt form and the division form) around a SiLU MLP: two rmsnorm kernels, checked split across devices.
 $ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/rmsnorm_mlp.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o rms.$t.json && tapestry run rms.$t.json --check -q && echo "rmsnorm_mlp $t: checked, $(jq -c '[.graph.operations[].kernel]' rms.$t.json), $(jq -c '[.operations[].split]' rms.$t.json)"; done
-rmsnorm_mlp cpu-2: checked, ["rmsnorm","linear","silu","linear_act","rmsnorm"], [[2,1],[2,1,1],[2,1,1],[2,1,1],[2,1]]
-rmsnorm_mlp h100x8: checked, ["rmsnorm","linear","silu","linear_act","rmsnorm"], [[2,1],[2,1,1],[2,1,1],[2,1,1],[2,1]]
+rmsnorm_mlp cpu-2: checked, ["rmsnorm","linear_act","linear","mul","linear_act","rmsnorm"], [[2,1],[2,1,1],[2,1,1],[2,1,1],[2,1,1],[2,1]]
+rmsnorm_mlp h100x8: checked, ["rmsnorm","linear_act","linear","mul","linear_act","rmsnorm"], [[2,1],[2,1,1],[2,1,1],[2,1,1],[2,1,1],[2,1]]
 [created rms.cpu-2.json]
 [created rms.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
