@@ -29,6 +29,8 @@ rmsnorm_decomposed: pow_scalar, mean, add_scalar, sqrt, rdiv_scalar, mul, mul ->
     RMSNorm over the last axis as LLaMA's and T5's code writes it (`x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`, times the weight) and PyTorch exports it: the square, its mean, eps, the square root, its reciprocal, the product with the input and the weight, seven passes with three [..., 1] intermediates, are one rmsnorm, a pass over each row with the same split options on the rows.
 rmsnorm_divided: pow_scalar, mean, add_scalar, sqrt, div, mul -> rmsnorm  [always]
     RMSNorm written with a division, `x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)` times the weight: the same rmsnorm as rmsnorm_decomposed's.
+rmsnorm_squared_by_product: mul, mean, add_scalar, sqrt, rdiv_scalar, mul, mul -> rmsnorm  [always]
+    rmsnorm_decomposed with the square written as a product, `x * x` instead of `x.pow(2)`: the same rmsnorm.
 silu: sigmoid, mul -> silu  [always]
     x * sigmoid(x), as PyTorch exports nn.SiLU and F.silu (a Sigmoid and a Mul, the activation of LLaMA's SwiGLU MLP), is one silu: one pass instead of two, and no sigmoid tensor.
 relu_relu: relu, relu -> relu  [always]
@@ -90,7 +92,7 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-44 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+45 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -118,10 +120,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
 [exit 1]
 $ tapestry rewrites check
-checked 44 rules, 74 examples (and 122 random shapes; 56 exactly on integers): all passed
+checked 45 rules, 75 examples (and 124 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
