@@ -1,10 +1,10 @@
-// softmax and layernorm (batchnorm: batchnorm.cpp). Both leave the normalized axis
-// out of the index space, so every index point owns one whole row (SPEC §4.3,
-// docs/metakernels-design.md): a shard walks its points through the IPFs to
-// each row's first element and normalizes the row along the view's axis
-// stride. Both are numerically stable (softmax subtracts the row max;
-// layernorm takes two passes) and prepared once per call (run_loop.hpp);
-// float32 rows run through vector_math.hpp. batchnorm is in batchnorm.cpp.
+// softmax, layernorm and rmsnorm (batchnorm: batchnorm.cpp). All leave the
+// normalized axis out of the index space, so every index point owns one whole
+// row (SPEC §4.3, docs/metakernels-design.md): a shard walks its points
+// through the IPFs to each row's first element and normalizes the row along
+// the view's axis stride. All are numerically stable (softmax subtracts the
+// row max; layernorm takes two passes) and prepared once per call
+// (run_loop.hpp); float32 rows run through vector_math.hpp.
 #include <cmath>
 #include <limits>
 #include <memory>
