@@ -666,12 +666,14 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
         r.v[static_cast<std::size_t>(ravel(idx, s))] = std::exp(in[0].at(idx)) / total;
       }
     }
-  } else if (k == "layernorm") {
+  } else if (k == "layernorm" || k == "rmsnorm") {
+    // rmsnorm: layernorm without the mean taken away and without beta.
+    const bool centred = k == "layernorm";
     const std::int64_t d = in[0].shape.back();
     const double eps = params["eps"].get<double>();
     for (std::int64_t row = 0; row < count / d; ++row) {
       double mean = 0;
-      for (std::int64_t j = 0; j < d; ++j) {
+      for (std::int64_t j = 0; j < d && centred; ++j) {
         mean += in[0].v[row * d + j];
       }
       mean /= static_cast<double>(d);
@@ -681,21 +683,8 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
       }
       var /= static_cast<double>(d);
       for (std::int64_t j = 0; j < d; ++j) {
-        r.v[row * d + j] =
-            (in[0].v[row * d + j] - mean) / std::sqrt(var + eps) * in[1].v[j] + in[2].v[j];
-      }
-    }
-  } else if (k == "rmsnorm") {
-    const std::int64_t d = in[0].shape.back();
-    const double eps = params["eps"].get<double>();
-    for (std::int64_t row = 0; row < count / d; ++row) {
-      double ms = 0;
-      for (std::int64_t j = 0; j < d; ++j) {
-        ms += in[0].v[row * d + j] * in[0].v[row * d + j];
-      }
-      ms /= static_cast<double>(d);
-      for (std::int64_t j = 0; j < d; ++j) {
-        r.v[row * d + j] = in[0].v[row * d + j] / std::sqrt(ms + eps) * in[1].v[j];
+        r.v[row * d + j] = (in[0].v[row * d + j] - mean) / std::sqrt(var + eps) * in[1].v[j] +
+                           (centred ? in[2].v[j] : 0.0);
       }
     }
   } else if (k == "transpose") {
@@ -1991,21 +1980,18 @@ TEST_CASE("linear_act: clip(gelu?(X·W + bias + residual)), whole and sharded, e
                   1, {}, constant ? std::set<std::string>{"w"} : std::set<std::string>{});
     }
     checkKernel(oneOp("linear_act", {{"x", dt, {4, 5}}, {"w", dt, {5, 3}}, {"b", dt, {3}}}, xwb));
-    // GELU's tanh approximation: in oneDNN's post-ops, and in the pass after
-    // a residual
-    checkKernel(oneOp("linear_act", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}}, xwb,
-                      R"({"gelu_tanh": true, "max": 0.5})"));
-    checkKernel(
-        oneOp("linear_act",
-              {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}}, xwbr,
-              R"({"gelu_tanh": true})"));
-    // SiLU: in oneDNN's post-ops (swish), and in the pass after a residual
-    checkKernel(oneOp("linear_act", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}}, xwb,
-                      R"({"silu": true, "min": -0.2})"));
-    checkKernel(
-        oneOp("linear_act",
-              {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}}, xwbr,
-              R"({"silu": true})"));
+    // GELU's tanh approximation and SiLU (swish): in oneDNN's post-ops (with
+    // a clip), and in the pass after a residual
+    for (const auto& [act, clip] : {std::pair{R"("gelu_tanh": true)", R"("max": 0.5)"},
+                                    std::pair{R"("silu": true)", R"("min": -0.2)"}}) {
+      INFO(act);
+      checkKernel(oneOp("linear_act", {{"x", dt, {6, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}}, xwb,
+                        std::string("{") + act + ", " + clip + "}"));
+      checkKernel(
+          oneOp("linear_act",
+                {{"x", dt, {2, 3, 5}}, {"w", dt, {5, 4}}, {"b", dt, {4}}, {"r", dt, {2, 3, 4}}},
+                xwbr, std::string("{") + act + "}"));
+    }
   }
 }
 
