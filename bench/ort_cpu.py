@@ -60,6 +60,7 @@ MODELS = {
     "bert_padded_layer": ["x"],  # Hugging Face's BERT layer, a padding mask on the scores
     "gpt2_block": ["x"],
     "gpt2_block_opset14": ["x"],  # the same block, LayerNorm as its opset-14 chain
+    "llama_layer": ["x"],  # RMSNorm, rotary embedding, causal attention, SwiGLU (opset 14)
 }
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
@@ -170,12 +171,14 @@ def export_cnn(name, side, work):
 
 
 # The transformer layers, which --layer-size exports anew at that size.
-TRANSFORMERS = ["bert_layer", "bert_padded_layer", "gpt2_block", "gpt2_block_opset14"]
+TRANSFORMERS = ["bert_layer", "bert_padded_layer", "gpt2_block", "gpt2_block_opset14",
+                "llama_layer"]
 
 
 def export_transformer(name, d, s, work):
-    """testdata's transformer layer `name` at width d (d/64 heads, a 4d MLP) on
-    one sequence of s tokens, with its seeded weights; returns the .onnx path."""
+    """testdata's transformer layer `name` at width d (d/64 heads, a 4d MLP;
+    LLaMA's SwiGLU MLP 8d/3 wide, rounded up to a multiple of 64) on one
+    sequence of s tokens, with its seeded weights; returns the .onnx path."""
     import torch
     import torch.nn as nn
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -188,11 +191,15 @@ def export_transformer(name, d, s, work):
     elif name == "bert_padded_layer":  # one sequence, its last eighth padding
         model = make_onnx_models.PaddedBertLayer(d=d, heads=heads, batch=1, seq=s)
         model.attention.mask[0, s - max(1, s // 8):] = 0
+    elif name == "llama_layer":
+        hidden = (8 * d // 3 + 63) // 64 * 64
+        model = make_onnx_models.LlamaLayer(d=d, heads=heads, hidden=hidden, seq=s)
     else:
         model = make_onnx_models.Gpt2Block(d=d, heads=heads, seq=s)
     path = os.path.join(work, f"{name}_{d}_{s}.onnx")
     make_onnx_models.export(model, torch.randn(1, s, d), path, ["x"], ["y"],
-                            opset=14 if name.endswith("opset14") else make_onnx_models.OPSET)
+                            opset=14 if name.endswith("opset14") or name == "llama_layer"
+                            else make_onnx_models.OPSET)
     return path
 
 

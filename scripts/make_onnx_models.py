@@ -12,7 +12,8 @@ them). Writes, deterministically (torch.manual_seed(0), opset 17):
                        bert_layer_dynamic: batch and seq dims named),
                        mha_seq_first (nn.MultiheadAttention on [s, b, d]), mha_masked
                        (the same with a causal float attn_mask), gpt2_block
-                       (and gpt2_block_opset14, exported at opset 14)
+                       (and gpt2_block_opset14, exported at opset 14),
+                       llama_layer (a LLaMA-style decoder layer, opset 14)
   testdata/bad/onnx/   one file per bad input of tests/cli/cases/import_errors.t,
                        most made by hand with onnx.helper
 
@@ -237,6 +238,49 @@ class RmsNormMlp(nn.Module):
         return self.final(x + self.down(nn.functional.silu(self.gate(h)) * self.up(h)))
 
 
+def rotate_half(x):
+    """GPT-NeoX's and LLaMA's rotate_half: [-x2, x1] of the last dim's halves."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaLayer(nn.Module):
+    """A LLaMA-style decoder layer as Hugging Face's code writes it: RMSNorm,
+    bias-free q, k and v projections split into heads, the rotary embedding
+    (rotate-half form, cos and sin tables for positions 0 to seq - 1) on q
+    and k, causal attention with the mask added after the scaling, the
+    out-projection and a residual; then RMSNorm, the SwiGLU MLP and a
+    residual."""
+
+    def __init__(self, d=32, heads=4, hidden=64, seq=8):
+        super().__init__()
+        self.heads, self.dh = heads, d // heads
+        self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.dh, 2).float() / self.dh))
+        freqs = torch.outer(torch.arange(seq).float(), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos()[None, None])
+        self.register_buffer("sin", emb.sin()[None, None])
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), -1e9), 1)[None, None])
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.norm1(x)
+        q, k, v = (p(h).view(b, s, self.heads, self.dh).transpose(1, 2)
+                   for p in (self.q, self.k, self.v))
+        q = q * self.cos + rotate_half(q) * self.sin
+        k = k * self.cos + rotate_half(k) * self.sin
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.dh) + self.mask
+        a = torch.matmul(nn.functional.softmax(w, dim=-1), v)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        h = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
 class CausalEncoderLayer(nn.Module):
     """nn.TransformerEncoderLayer (batch_first) with a causal float src_mask:
     a decoder-only transformer written with PyTorch's encoder layers."""
@@ -289,6 +333,10 @@ def good_models(out):
     torch.manual_seed(0)
     export(Gpt2Block(), torch.randn(2, 8, 32), f"{out}/gpt2_block_opset14.onnx", ["x"], ["y"],
            opset=14)
+    # A LLaMA-style decoder layer (RMSNorm, rotary embedding, causal attention,
+    # SwiGLU MLP) at opset 14, as torch 1.13 exports it by default.
+    torch.manual_seed(0)
+    export(LlamaLayer(), torch.randn(2, 8, 32), f"{out}/llama_layer.onnx", ["x"], ["y"], opset=14)
 
 
 def save(model, path):

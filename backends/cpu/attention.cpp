@@ -110,8 +110,10 @@ public:
       kt_ = k.strides[rows];
       vt_ = v.strides[rows];
     } else {
-      kd_ = k.strides[r - 2];
-      kt_ = k.strides[r - 1];
+      // K is [..., d, t], or [..., t, d] (keys as rows) with transpose_k.
+      const bool keysAsRows = intBinding(call.op, "transpose_k") != 0;
+      kd_ = k.strides[keysAsRows ? r - 1 : r - 2];
+      kt_ = k.strides[keysAsRows ? r - 2 : r - 1];
       vt_ = v.strides[r - 2];
     }
     if constexpr (Masked) {
@@ -328,7 +330,7 @@ private:
     const auto* v = reinterpret_cast<const float*>(at[kV]);
     auto* y = reinterpret_cast<float*>(at[kOut]);
     // K is [d, t] with t contiguous (the exported layout), or [t, d] with d
-    // contiguous (attention_heads: keys as rows).
+    // contiguous (attention_heads or transpose_k: keys as rows).
     const bool keysAsRows = kt_ != 1;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, keysAsRows ? CblasTrans : CblasNoTrans, toBlasInt(len),
                 toBlasInt(t), toBlasInt(d_), 1.0f, q, toBlasInt(step[kQ]), k,

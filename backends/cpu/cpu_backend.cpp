@@ -29,6 +29,7 @@ const cpu::CpuRegistry& registry() {
     cpu::registerReduceKernels(r);
     cpu::registerNormalizationKernels(r);
     cpu::registerAttentionKernels(r);
+    cpu::registerRopeKernel(r);
     cpu::registerBatchnormKernels(r);
     cpu::registerShapeKernels(r);
     cpu::registerEmbeddingKernels(r);

@@ -53,6 +53,7 @@ void registerConvKernels(CpuRegistry& registry);
 void registerReduceKernels(CpuRegistry& registry);
 void registerNormalizationKernels(CpuRegistry& registry);
 void registerAttentionKernels(CpuRegistry& registry);
+void registerRopeKernel(CpuRegistry& registry);
 void registerBatchnormKernels(CpuRegistry& registry);
 void registerShapeKernels(CpuRegistry& registry);
 void registerEmbeddingKernels(CpuRegistry& registry);

@@ -761,6 +761,9 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("attention_heads_qkv_masked", &runBodyOnDevice);
     r.add("attention_heads_seq_first", &runBodyOnDevice);
     r.add("attention_heads_qkv_seq_first", &runBodyOnDevice);
+    // The rotary embedding: slices, a negation, a concat, products and a sum
+    // of its body on the device.
+    r.add("rope", &runBodyOnDevice);
     return r;
   }();
   return kernels;

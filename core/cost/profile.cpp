@@ -141,6 +141,8 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"attention_heads_qkv_masked", "matmul"},
     {"attention_heads_seq_first", "matmul"},
     {"attention_heads_qkv_seq_first", "matmul"},
+    // rope: one pass of products and sums over its rows, like an elementwise op
+    {"rope", "elementwise"},
     {"softmax", "normalization"},
     {"layernorm", "normalization"},
     {"rmsnorm", "normalization"},

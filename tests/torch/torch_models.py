@@ -15,8 +15,8 @@ import torchvision
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 from make_onnx_models import (  # noqa: E402
     OPSET, CausalEncoderLayer, Gpt2Block, MaskedSeqFirstAttention, Mlp3, PaddedBertLayer,
-    PaddedSelfAttention, PerHeadMaskedAttention, PerHeadMaskedBatchFirstAttention, RmsNormMlp,
-    SeqFirstAttention)
+    LlamaLayer, PaddedSelfAttention, PerHeadMaskedAttention, PerHeadMaskedBatchFirstAttention,
+    RmsNormMlp, SeqFirstAttention)
 
 
 class Case:
@@ -75,6 +75,10 @@ CASES = [
     # LLaMA-style RMSNorm (rsqrt and division forms) around a SiLU MLP:
     # rmsnorm_decomposed and rmsnorm_divided.
     Case("rmsnorm_mlp", RmsNormMlp, (2, 8, 32), "x", "y"),
+    # A LLaMA-style decoder layer at torch 1.13's default opset 14: RMSNorm,
+    # the rotary embedding (rope_rotate_half), attention whose K transpose
+    # folds into the product (transpose_k) and the SwiGLU MLP.
+    Case("llama_layer", LlamaLayer, (2, 8, 32), "x", "y", opset=14),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
     # GELU's tanh approximation (GPT-2's own): nine operations, which the
     # gelu_tanh rewrite turns into one gelu_tanh.

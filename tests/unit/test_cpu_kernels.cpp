@@ -687,6 +687,26 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
                            (centred ? in[2].v[j] : 0.0);
       }
     }
+  } else if (k == "rope") {
+    // x * cos + [-x2, x1] * sin along the last dim, the tables broadcast.
+    const std::int64_t d = in[0].shape.back();
+    for (std::int64_t i = 0; i < count; ++i) {
+      Shape o = unravel(i, r.shape);
+      const std::int64_t j = o.back();
+      Shape partner = o;
+      partner.back() = j < d / 2 ? j + d / 2 : j - d / 2;
+      const double rotated = j < d / 2 ? -in[0].at(partner) : in[0].at(partner);
+      double table[2];
+      for (int t = 0; t < 2; ++t) {
+        const Shape& s = in[1 + t].shape;
+        Shape idx(s.size());
+        for (std::size_t a = 0; a < s.size(); ++a) {
+          idx[a] = s[a] == 1 ? 0 : o[o.size() - s.size() + a];
+        }
+        table[t] = in[1 + t].at(idx);
+      }
+      r.v[i] = in[0].v[i] * table[0] + rotated * table[1];
+    }
   } else if (k == "transpose") {
     const auto perm = params["perm"].get<std::vector<std::int64_t>>();
     for (std::int64_t i = 0; i < count; ++i) {
@@ -1297,7 +1317,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 97);
+  CHECK(names.size() == 98);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1406,6 +1426,13 @@ TEST_CASE("memory-bound loops of many runs or rows on the kernel threads' team: 
               R"({"input": "x", "gamma": "g", "beta": "b"})", R"({"eps": 1e-5})"));
   check(oneOp("rmsnorm", {{"x", "float32", {1024, 256}}, {"g", "float32", {256}}},
               R"({"input": "x", "gamma": "g"})", R"({"eps": 1e-5})"));
+  // The rotary embedding's rows, its cos and sin tables broadcast over batch
+  // and heads.
+  check(oneOp("rope",
+              {{"x", "float32", {2, 4, 128, 64}},
+               {"c", "float32", {1, 1, 128, 64}},
+               {"s", "float32", {1, 1, 128, 64}}},
+              R"({"X": "x", "cos": "c", "sin": "s"})"));
   for (const char* perm : {"[2, 0, 1]", "[0, 2, 1]", "[1, 0, 2]"}) {
     INFO("transpose " << perm);
     check(oneOp("transpose", {{"x", "float32", {240, 30, 30}}}, R"({"input": "x"})",

@@ -149,7 +149,7 @@ TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][
       ++bodies;
     }
   }
-  CHECK(bodies == 90);
+  CHECK(bodies == 91);
 }
 
 TEST_CASE("stdlib: every example applies", "[stdlib]") {
@@ -1304,8 +1304,9 @@ Case randomCase(const std::string& k, Rng& rng) {
     return {k, {{"input", {T(s)}}}, params};
   }
   if (k == "attention" || k == "attention_masked") {
-    // Q [b..., s, d], K [b..., d, t], V [b..., t, e]; a mask of the scores'
-    // trailing dims (t broadcast half the time), a one-element fill.
+    // Q [b..., s, d], K [b..., d, t] (half the time [b..., t, d] with
+    // transpose_k), V [b..., t, e]; a mask of the scores' trailing dims (t
+    // broadcast half the time), a one-element fill.
     const Ints b = randShape(rng, 0, 2);
     const std::int64_t sq = uni(rng, 1, 4), d = uni(rng, 1, 4), t = uni(rng, 1, 4),
                        e = uni(rng, 1, 4);
@@ -1314,9 +1315,12 @@ Case randomCase(const std::string& k, Rng& rng) {
       out.insert(out.end(), tail.begin(), tail.end());
       return out;
     };
+    const bool keysAsRows = uni(rng, 0, 1) == 1;
     Case c{k,
-           {{"Q", {T(with({sq, d}))}}, {"K", {T(with({d, t}))}}, {"V", {T(with({t, e}))}}},
-           {{"divisor", 2.0}}};
+           {{"Q", {T(with({sq, d}))}},
+            {"K", {T(with(keysAsRows ? Ints{t, d} : Ints{d, t}))}},
+            {"V", {T(with({t, e}))}}},
+           {{"divisor", 2.0}, {"transpose_k", keysAsRows}}};
     if (k == "attention_masked") {
       c.inputs.push_back({"mask", {T({sq, uni(rng, 0, 1) == 0 ? t : 1}, "bool")}});
       c.inputs.push_back({"fill", {T({})}});
@@ -1375,6 +1379,19 @@ Case randomCase(const std::string& k, Rng& rng) {
   if (k == "rmsnorm") {
     Ints s = randShape(rng, 1, 3);
     return {k, {{"input", {T(s)}}, {"gamma", {T({s.back()})}}}};
+  }
+  if (k == "rope") {
+    // X [b..., d] with d even; cos and sin of X's trailing dims, each
+    // leading one 1 half the time (broadcast).
+    Ints x = randShape(rng, 1, 3);
+    x.push_back(2 * uni(rng, 1, 3));
+    Ints table(x.begin() + uni(rng, 0, static_cast<std::int64_t>(x.size()) - 1), x.end());
+    for (std::size_t i = 0; i + 1 < table.size(); ++i) {
+      if (uni(rng, 0, 1) == 0) {
+        table[i] = 1;
+      }
+    }
+    return {k, {{"X", {T(x)}}, {"cos", {T(table)}}, {"sin", {T(table)}}}};
   }
   if (k == "transpose") {
     Ints s = randShape(rng, 0, 4);

@@ -91,8 +91,10 @@ reshape_linear_reshape: reshape, linear, reshape -> linear  [always]
     A linear layer between a reshape that flattens the leading dims of x into rows ([..., k] to [rows, k]) and one that restores them ([rows, n] to [..., n]) becomes one linear of x (linear takes batch dims): the two moves are gone. nn.MultiheadAttention's out-projection is exported so.
 attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, linear, transpose -> linear, attention_heads_qkv, linear  [always]
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
+rope_rotate_half: neg, slice, concat, slice, mul, add, mul -> rope  [always]
+    The rotary position embedding as GPT-NeoX's and LLaMA's code writes it, x * cos + rotate_half(x) * sin with rotate_half(x) = cat(-x2, x1) of the two halves of the last dim: two slices, a negation, a concat, two products and a sum (seven passes over the queries or keys) become one rope. Always pays: rope splits the leading dims as the chain can (a plan that split d would cut the halves apart).
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-45 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+46 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -120,10 +122,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half)
 [exit 1]
 $ tapestry rewrites check
-checked 45 rules, 75 examples (and 124 random shapes; 56 exactly on integers): all passed
+checked 46 rules, 78 examples (and 126 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -264,6 +266,18 @@ rmsnorm_mlp cpu-2: checked, ["rmsnorm","linear_act","linear","mul","linear_act",
 rmsnorm_mlp h100x8: checked, ["rmsnorm","linear_act","linear","mul","linear_act","rmsnorm"], [[2,1],[2,1,1],[2,1,1],[2,1,1],[2,1,1],[2,1]]
 [created rms.cpu-2.json]
 [created rms.h100x8.json]
+## A LLaMA-style decoder layer exported at opset 14: RMSNorm, the rotary embedding of q and k (rope_rotate_half), the attention whose k.transpose(2, 3) folded into the product (transpose_k) with the causal mask added after the scaling, and the SwiGLU MLP; its plans split across devices pass run --check against the imported graph.
+$ tapestry expand $TESTDATA/fuzz/rewrite/llama_layer.json --rewrites default -o llama.x.json && jq -c '[.operations[].kernel | select(. == "rope" or . == "attention")]' llama.x.json && jq -c '[.operations[] | select(.kernel == "attention") | .params.transpose_k]' llama.x.json
+expanded llama_layer: 24 operations, 37 tensors, 361 kFLOP -> llama.x.json
+  rewrites: 7 sites (attention_scaled_biased 1, rmsnorm_decomposed 2, rope_rotate_half 2, silu 1, transpose_matmul_weight 1)
+["rope","rope","attention"]
+[true]
+[created llama.x.json]
+$ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/llama_layer.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o llama.$t.json && tapestry run llama.$t.json --check -q && echo "llama_layer $t: checked, $(jq '.graph.operations | length' llama.$t.json) operations, $(jq -c '[.operations[].split[0]] | unique' llama.$t.json)"; done
+llama_layer cpu-2: checked, 24 operations, [2]
+llama_layer h100x8: checked, 24 operations, [2]
+[created llama.cpu-2.json]
+[created llama.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
