@@ -244,19 +244,33 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+def repeat_kv(x, groups):
+    """Hugging Face's repeat_kv: [b, kv, s, d] to [b, kv * groups, s, d], each
+    K or V head repeated for its group of query heads (an expand, then a
+    reshape)."""
+    if groups == 1:
+        return x
+    b, kv, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, kv, groups, s, d).reshape(b, kv * groups, s, d)
+
+
 class LlamaLayer(nn.Module):
     """A LLaMA-style decoder layer as Hugging Face's code writes it: RMSNorm,
     bias-free q, k and v projections split into heads, the rotary embedding
     (rotate-half form, cos and sin tables for positions 0 to seq - 1) on q
     and k, causal attention with the mask added after the scaling, the
     out-projection and a residual; then RMSNorm, the SwiGLU MLP and a
-    residual."""
+    residual. With kv_heads below heads, grouped-query attention (LLaMA 2
+    70B's, Mistral's): k and v have kv_heads heads, repeated for the
+    attention."""
 
-    def __init__(self, d=32, heads=4, hidden=64, seq=8):
+    def __init__(self, d=32, heads=4, hidden=64, seq=8, kv_heads=None):
         super().__init__()
         self.heads, self.dh = heads, d // heads
+        self.kv_heads = kv_heads or heads
         self.norm1, self.norm2 = RMSNorm(d), RMSNorm(d)
-        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        kv = self.kv_heads * self.dh
+        self.q, self.k, self.v, self.o = (nn.Linear(d, n, bias=False) for n in (d, kv, kv, d))
         self.gate = nn.Linear(d, hidden, bias=False)
         self.up = nn.Linear(d, hidden, bias=False)
         self.down = nn.Linear(hidden, d, bias=False)
@@ -270,10 +284,11 @@ class LlamaLayer(nn.Module):
     def forward(self, x):
         b, s, d = x.shape
         h = self.norm1(x)
-        q, k, v = (p(h).view(b, s, self.heads, self.dh).transpose(1, 2)
-                   for p in (self.q, self.k, self.v))
+        q = self.q(h).view(b, s, self.heads, self.dh).transpose(1, 2)
+        k, v = (p(h).view(b, s, self.kv_heads, self.dh).transpose(1, 2) for p in (self.k, self.v))
         q = q * self.cos + rotate_half(q) * self.sin
         k = k * self.cos + rotate_half(k) * self.sin
+        k, v = (repeat_kv(t, self.heads // self.kv_heads) for t in (k, v))
         w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.dh) + self.mask
         a = torch.matmul(nn.functional.softmax(w, dim=-1), v)
         x = x + self.o(a.transpose(1, 2).reshape(b, s, d))

@@ -99,7 +99,7 @@ public:
     ipfs[kOut] = &outputIpf(call, 0);
     const std::size_t r = q.strides.size();
     qd_ = q.strides[r - 1];
-    ve_ = v.strides[r - 1];
+    ve_ = v.strides.back();
     oe_ = out.strides[r - 1];
     if (call.op.kernel.rfind("attention_heads", 0) == 0) {
       // [b, s|t, heads*d] (attention_heads_qkv: [b, s, 3*heads*d]), or
@@ -110,11 +110,13 @@ public:
       kt_ = k.strides[rows];
       vt_ = v.strides[rows];
     } else {
-      // K is [..., d, t], or [..., t, d] (keys as rows) with transpose_k.
+      // K is [..., d, t], or [..., t, d] (keys as rows) with transpose_k; K's
+      // and V's batch dims may be fewer than Q's (they broadcast).
       const bool keysAsRows = intBinding(call.op, "transpose_k") != 0;
-      kd_ = k.strides[keysAsRows ? r - 1 : r - 2];
-      kt_ = k.strides[keysAsRows ? r - 2 : r - 1];
-      vt_ = v.strides[r - 2];
+      const std::size_t rk = k.strides.size();
+      kd_ = k.strides[keysAsRows ? rk - 1 : rk - 2];
+      kt_ = k.strides[keysAsRows ? rk - 2 : rk - 1];
+      vt_ = v.strides[v.strides.size() - 2];
     }
     if constexpr (Masked) {
       const TensorView& mask = call.inputs[3][0];

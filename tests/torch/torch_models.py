@@ -79,6 +79,9 @@ CASES = [
     # the rotary embedding (rope_rotate_half), attention whose K transpose
     # folds into the product (transpose_k) and the SwiGLU MLP.
     Case("llama_layer", LlamaLayer, (2, 8, 32), "x", "y", opset=14),
+    # The same with grouped-query attention (2 K and V heads for 4 query
+    # heads): attention_grouped_kv reads k and v unrepeated.
+    Case("llama_gqa_layer", lambda: LlamaLayer(kv_heads=2), (2, 8, 32), "x", "y", opset=14),
     Case("gpt2_block", Gpt2Block, (2, 8, 32), "x", "y"),
     # GELU's tanh approximation (GPT-2's own): nine operations, which the
     # gelu_tanh rewrite turns into one gelu_tanh.

@@ -1472,6 +1472,34 @@ TEST_CASE("attention on the kernel threads' team: runs of query rows as one-thre
   CpuBackend::setBlasThreads(1);
 }
 
+TEST_CASE("attention reads keys as rows (transpose_k) and K and V broadcast over query heads",
+          "[cpu][kernel]") {
+  // Grouped-query attention: 2 K and V heads for 6 query heads, K stored
+  // [..., t, d]; whole against shards and the body, every split in every view
+  // mode. The larger one runs its query rows as oneDNN products on the team.
+  for (const char* dtype : {"float32", "float64"}) {
+    const graph::ExpandedGraph small = oneOp("attention",
+                                             {{"q", dtype, {2, 2, 3, 5, 4}},
+                                              {"k", dtype, {2, 2, 1, 7, 4}},
+                                              {"v", dtype, {2, 1, 7, 3}},
+                                              {"m", dtype, {5, 7}}},
+                                             R"({"Q": "q", "K": "k", "V": "v", "bias": "m"})",
+                                             R"({"divisor": 2.0, "transpose_k": true})");
+    INFO(dtype);
+    checkShards(small, makeInputs(small, 3, {}));
+  }
+  cpu();
+  CpuBackend::setBlasThreads(2);
+  const graph::ExpandedGraph large =
+      oneOp("attention",
+            {{"q", "float32", {1, 2, 4, 128, 64}},
+             {"k", "float32", {1, 2, 1, 128, 64}},
+             {"v", "float32", {1, 2, 1, 128, 64}}},
+            R"({"Q": "q", "K": "k", "V": "v"})", R"({"divisor": 8.0, "transpose_k": true})");
+  checkShards(large, makeInputs(large, 4, {}));
+  CpuBackend::setBlasThreads(1);
+}
+
 TEST_CASE("attention_heads_seq_first and its packed form read [s, b, heads*d] in place",
           "[cpu][kernel]") {
   // The native kernel whole (the reference) against itself on shards and

@@ -1304,22 +1304,31 @@ Case randomCase(const std::string& k, Rng& rng) {
     return {k, {{"input", {T(s)}}}, params};
   }
   if (k == "attention" || k == "attention_masked") {
-    // Q [b..., s, d], K [b..., d, t] (half the time [b..., t, d] with
-    // transpose_k), V [b..., t, e]; a mask of the scores' trailing dims (t
-    // broadcast half the time), a one-element fill.
+    // Q [b..., s, d], K [bk..., d, t] (half the time [bk..., t, d] with
+    // transpose_k), V [bv..., t, e], bk and bv b or shapes that broadcast
+    // against it (grouped-query attention); a mask of the scores' trailing
+    // dims (t broadcast half the time), a one-element fill.
     const Ints b = randShape(rng, 0, 2);
     const std::int64_t sq = uni(rng, 1, 4), d = uni(rng, 1, 4), t = uni(rng, 1, 4),
                        e = uni(rng, 1, 4);
-    auto with = [&b](Ints tail) {
-      Ints out = b;
-      out.insert(out.end(), tail.begin(), tail.end());
+    auto with = [](Ints batch, Ints tail) {
+      batch.insert(batch.end(), tail.begin(), tail.end());
+      return batch;
+    };
+    auto broadcasting = [&](const Ints& full) { // drop leading dims, or make some 1
+      Ints out(full.begin() + uni(rng, 0, static_cast<std::int64_t>(full.size())), full.end());
+      for (std::int64_t& x : out) {
+        x = uni(rng, 0, 2) == 0 ? 1 : x;
+      }
       return out;
     };
     const bool keysAsRows = uni(rng, 0, 1) == 1;
+    const Ints bk = uni(rng, 0, 1) == 0 ? b : broadcasting(b);
+    const Ints bv = uni(rng, 0, 1) == 0 ? b : broadcasting(b);
     Case c{k,
-           {{"Q", {T(with({sq, d}))}},
-            {"K", {T(with(keysAsRows ? Ints{t, d} : Ints{d, t}))}},
-            {"V", {T(with({t, e}))}}},
+           {{"Q", {T(with(b, {sq, d}))}},
+            {"K", {T(with(bk, keysAsRows ? Ints{t, d} : Ints{d, t}))}},
+            {"V", {T(with(bv, {t, e}))}}},
            {{"divisor", 2.0}, {"transpose_k", keysAsRows}}};
     if (k == "attention_masked") {
       c.inputs.push_back({"mask", {T({sq, uni(rng, 0, 1) == 0 ? t : 1}, "bool")}});

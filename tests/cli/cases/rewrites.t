@@ -93,8 +93,12 @@ attention_block_seq_first: transpose, linear, attention_heads_qkv_seq_first, lin
     A sequence-first self-attention block between batch-first tensors (PyTorch's nn.TransformerEncoderLayer with batch_first: x transposed to [s, b, d], the packed in-projection, attention_heads_qkv_seq_first, the out-projection and its result transposed back to [b, s, n]) becomes the batch-first block: the in-projection of x itself, attention_heads_qkv, and the out-projection. A linear layer works row by row, so the transposes move through both projections and cancel: both moves are gone, and linear_add can then take the shortcut into the out-projection.
 rope_rotate_half: neg, slice, concat, slice, mul, add, mul -> rope  [always]
     The rotary position embedding as GPT-NeoX's and LLaMA's code writes it, x * cos + rotate_half(x) * sin with rotate_half(x) = cat(-x2, x1) of the two halves of the last dim: two slices, a negation, a concat, two products and a sum (seven passes over the queries or keys) become one rope. Always pays: rope splits the leading dims as the chain can (a plan that split d would cut the halves apart).
+attention_grouped_kv: attention, reshape, where, reshape, where -> reshape, reshape, attention, reshape  [always]
+    Grouped-query attention (LLaMA 2 70B's, Mistral's: fewer K and V heads than query heads) as Hugging Face's repeat_kv exports it: each of k and v [b, kv, t, d] gains a unit dim, is expanded to [b, kv, group, t, d] and reshaped to [b, kv*group, t, d] for the attention. The attention reads the unexpanded k and v instead, broadcast over each group of query heads: q is viewed as [b, kv, group, s, d], the mask as [b, 1, 1, s, t], and the result reshaped back. The two copies of k and v repeated group times are gone.
+attention_grouped_kv_unmasked: attention, reshape, where, reshape, where -> reshape, attention, reshape  [always]
+    attention_grouped_kv for an attention without a mask.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-46 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+48 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -122,10 +126,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_unmasked)
 [exit 1]
 $ tapestry rewrites check
-checked 46 rules, 78 examples (and 126 random shapes; 56 exactly on integers): all passed
+checked 48 rules, 81 examples (and 126 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -278,6 +282,17 @@ llama_layer cpu-2: checked, 24 operations, [2]
 llama_layer h100x8: checked, 24 operations, [2]
 [created llama.cpu-2.json]
 [created llama.h100x8.json]
+## The same layer with grouped-query attention (2 K and V heads for 4 query heads, repeated by an expand and a reshape each): attention_grouped_kv makes the attention read k and v unrepeated, broadcast over each group of query heads.
+$ tapestry expand $TESTDATA/fuzz/rewrite/llama_gqa_layer.json --rewrites default -o gqa.x.json && jq -c '[.operations[] | select(.kernel == "attention" or .kernel == "where") | [.kernel, .params.transpose_k]]' gqa.x.json
+expanded llama_gqa_layer: 29 operations, 44 tensors, 327 kFLOP -> gqa.x.json
+  rewrites: 8 sites (attention_grouped_kv 1, attention_scaled_biased 1, rmsnorm_decomposed 2, rope_rotate_half 2, silu 1, transpose_matmul_weight 1)
+[["attention",true]]
+[created gqa.x.json]
+$ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/llama_gqa_layer.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o gqa.$t.json && tapestry run gqa.$t.json --check -q && echo "llama_gqa_layer $t: checked, $(jq '.graph.operations | length' gqa.$t.json) operations, $(jq -c '[.operations[].split[0]] | unique' gqa.$t.json)"; done
+llama_gqa_layer cpu-2: checked, 29 operations, [2]
+llama_gqa_layer h100x8: checked, 29 operations, [2,8]
+[created gqa.cpu-2.json]
+[created gqa.h100x8.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
