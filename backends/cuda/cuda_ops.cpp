@@ -418,7 +418,7 @@ void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
 
 // linear_act: linear's cuBLASLt product, then its epilogue in one pass in
 // place over the shard's output box (the result's coordinates are the
-// index's): clip(gelu(result + residual), min, max) in the compute type,
+// index's): clip(act(result + residual), min, max) in the compute type,
 // rounded once. Not cuBLASLt's own epilogues: its GELU is the tanh
 // approximation, linear_act's the exact erf form, and its ReLU would not keep
 // NaN.
@@ -429,13 +429,13 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
   }
   const bool residual =
       call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present();
-  const EpilogueGelu gelu = intBinding(call.op, "gelu") != 0        ? EpilogueGelu::Exact
-                            : intBinding(call.op, "gelu_tanh") != 0 ? EpilogueGelu::Tanh
-                            : intBinding(call.op, "silu") != 0      ? EpilogueGelu::Silu
-                                                                    : EpilogueGelu::None;
+  const EpilogueAct act = intBinding(call.op, "gelu") != 0        ? EpilogueAct::Gelu
+                          : intBinding(call.op, "gelu_tanh") != 0 ? EpilogueAct::GeluTanh
+                          : intBinding(call.op, "silu") != 0      ? EpilogueAct::Silu
+                                                                  : EpilogueAct::None;
   const double lo = clipBoundOf(floatParam(call.op, "min"));
   const double hi = clipBoundOf(floatParam(call.op, "max"));
-  if (!residual && gelu == EpilogueGelu::None && lo == -std::numeric_limits<double>::infinity() &&
+  if (!residual && act == EpilogueAct::None && lo == -std::numeric_limits<double>::infinity() &&
       hi == std::numeric_limits<double>::infinity()) {
     return;
   }
@@ -444,7 +444,7 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
   const ViewWalk res = residual ? walkRegion(call.inputs[3][0], call.index) : out;
   const std::vector<std::int64_t> strides[2] = {out.stride, res.stride};
   checkCuda(launchEpilogue(elementType(call.outputs[0][0].dtype), out.base,
-                           residual ? res.base : nullptr, makeWalk(extent, strides), gelu, lo, hi,
+                           residual ? res.base : nullptr, makeWalk(extent, strides), act, lo, hi,
                            c.stream),
             what(call) + ": the epilogue");
 }

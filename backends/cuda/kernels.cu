@@ -320,7 +320,7 @@ __global__ void binaryKernel(BinaryOp op, const T* a, const T* b, T* y, DeviceWa
 }
 
 template <class T>
-__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueGelu gelu, double lo,
+__global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueAct act, double lo,
                                double hi) {
   using C = typename Num<T>::C;
   const bool clips = lo > -INFINITY || hi < INFINITY;
@@ -331,11 +331,11 @@ __global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueGe
     if (residual != nullptr) {
       v += Num<T>::load(residual[off[1]]);
     }
-    if (gelu == EpilogueGelu::Exact) {
+    if (act == EpilogueAct::Gelu) {
       v = applyUnary(UnaryOp::Gelu, v, 0, 0);
-    } else if (gelu == EpilogueGelu::Tanh) {
+    } else if (act == EpilogueAct::GeluTanh) {
       v = applyUnary(UnaryOp::GeluTanh, v, 0, 0);
-    } else if (gelu == EpilogueGelu::Silu) {
+    } else if (act == EpilogueAct::Silu) {
       v = applyUnary(UnaryOp::Silu, v, 0, 0);
     }
     if (clips) {
@@ -621,14 +621,14 @@ cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const voi
 }
 
 cudaError_t launchEpilogue(ElementType type, void* y, const void* residual, const DeviceWalk& w,
-                           EpilogueGelu gelu, double lo, double hi, cudaStream_t stream) {
+                           EpilogueAct act, double lo, double hi, cudaStream_t stream) {
   if (w.count == 0) {
     return cudaSuccess;
   }
   return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
     epilogueKernel<T><<<blocksFor(w.count), kThreads, 0, stream>>>(
-        static_cast<T*>(y), static_cast<const T*>(residual), w, gelu, lo, hi);
+        static_cast<T*>(y), static_cast<const T*>(residual), w, act, lo, hi);
     return cudaGetLastError();
   });
 }

@@ -105,14 +105,15 @@ cudaError_t launchUnary(UnaryOp op, ElementType type, const void* x, void* y, co
 // y = op(a, b); operands 0: a, 1: b, 2: y (a zero stride broadcasts).
 cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const void* b, void* y,
                          const DeviceWalk& w, cudaStream_t stream);
-// The GELU of linear_act's epilogue: none, the exact one, its tanh approximation.
-enum class EpilogueGelu : int { None, Exact, Tanh, Silu }; // Silu: x * sigmoid(x), not a GELU
-// linear_act's epilogue in one pass: y = clip(gelu(y + residual), lo, hi) in
+// The activation of linear_act's epilogue: none, the exact GELU, its tanh
+// approximation, or SiLU (x * sigmoid(x)).
+enum class EpilogueAct : int { None, Gelu, GeluTanh, Silu };
+// linear_act's epilogue in one pass: y = clip(act(y + residual), lo, hi) in
 // the compute type, rounded once (no residual when null; infinities clip
 // nothing, NaN stays NaN, a lo above hi gives hi); operands 0: y, 1:
 // residual. Floats only.
 cudaError_t launchEpilogue(ElementType type, void* y, const void* residual, const DeviceWalk& w,
-                           EpilogueGelu gelu, double lo, double hi, cudaStream_t stream);
+                           EpilogueAct act, double lo, double hi, cudaStream_t stream);
 // result = condition ? x : y (select_kernels.cu); operands 0: condition (bool
 // bytes), 1: x, 2: y, 3: result, all elementSize bytes (2, 4 or 8) but the
 // condition; elements are copied as stored.
