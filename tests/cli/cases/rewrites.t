@@ -129,7 +129,7 @@ $ tapestry rewrites show conv_rleu
 ! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_unmasked)
 [exit 1]
 $ tapestry rewrites check
-checked 48 rules, 81 examples (and 126 random shapes; 56 exactly on integers): all passed
+checked 48 rules, 82 examples (and 126 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -293,6 +293,18 @@ llama_gqa_layer cpu-2: checked, 29 operations, [2]
 llama_gqa_layer h100x8: checked, 29 operations, [2,8]
 [created gqa.cpu-2.json]
 [created gqa.h100x8.json]
+## attention_grouped_kv views a mask the same for every head as [b, 1, 1, s, t] and one per head as [b, kv, group, s, t]; a mask of one row [t] is left as it is (the rule does not match).
+$ tapestry expand $TESTDATA/rewrites/gqa_mask_per_head.json --rewrites default -o gqa_ph.x.json && jq -c '[.operations[] | [.kernel, .params.shape]]' gqa_ph.x.json && tapestry optimize $TESTDATA/rewrites/gqa_mask_per_head.json --target h100x8 --seed 1 --iterations 5 -q -o gqa_ph.plan.json && tapestry run gqa_ph.plan.json --check -q && echo checked
+expanded gqa_mask_per_head: 4 operations, 10 tensors, 4.08 kFLOP -> gqa_ph.x.json
+  rewrites: 1 site (attention_grouped_kv 1)
+[["reshape",[2,2,2,5,3]],["reshape",[2,2,2,5,6]],["attention",null],["reshape",[2,4,5,3]]]
+checked
+[created gqa_ph.plan.json]
+[created gqa_ph.x.json]
+$ tapestry expand $TESTDATA/rewrites/gqa_mask_row.json --rewrites default -o gqa_row.x.json && jq -c '[.operations[].kernel]' gqa_row.x.json
+expanded gqa_mask_row: 5 operations, 11 tensors, 4.37 kFLOP -> gqa_row.x.json
+["where","reshape","where","reshape","attention"]
+[created gqa_row.x.json]
 $ for t in cpu-2 h100x8; do tapestry optimize gpt2_block.json --target $t --seed 1 --iterations 10 -q -o gpt2_block.$t.json && tapestry run gpt2_block.$t.json --check -q && echo "gpt2_block $t: checked, $(jq '[.rewrites.sites[]?] | length' gpt2_block.$t.json) sites"; done
 gpt2_block cpu-2: checked, 11 sites
 gpt2_block h100x8: checked, 11 sites
