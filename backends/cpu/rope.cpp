@@ -41,34 +41,42 @@ public:
                  {call.inputs[0][0].data, call.inputs[1][0].data, call.inputs[2][0].data,
                   call.outputs[0][0].data},
                  d_, 1, [&](const auto& at, std::int64_t m) {
-                   for (std::int64_t r = 0; r < m; ++r) {
-                     const T* x = reinterpret_cast<const T*>(at[0]) + r * step[0];
-                     const T* c = reinterpret_cast<const T*>(at[1]) + r * step[1];
-                     const T* s = reinterpret_cast<const T*>(at[2]) + r * step[2];
-                     T* y = reinterpret_cast<T*>(at[3]) + r * step[3];
-                     if constexpr (std::is_same_v<T, float>) {
-                       if (contiguous_) {
-                         rowContiguous(x, c, s, y);
-                         continue;
-                       }
+                   const T* x = reinterpret_cast<const T*>(at[0]);
+                   const T* c = reinterpret_cast<const T*>(at[1]);
+                   const T* s = reinterpret_cast<const T*>(at[2]);
+                   T* y = reinterpret_cast<T*>(at[3]);
+                   if constexpr (std::is_same_v<T, float>) {
+                     if (contiguous_) {
+                       rowsContiguous(x, c, s, y, m, step);
+                       return;
                      }
-                     row(x, c, s, y);
+                   }
+                   for (std::int64_t r = 0; r < m; ++r) {
+                     row(x + r * step[0], c + r * step[1], s + r * step[2], y + r * step[3]);
                    }
                  });
   }
 
 private:
-  // Reads both halves of a pair before writing either: a row may be
-  // rotated in place.
-  void rowContiguous(const float* x, const float* c, const float* s, float* y) const {
+  // m rows at `step` apart, each row's last dim contiguous. The output never
+  // overlaps an input (rope is never a fused consumer run in place: those
+  // read their input element by element), so the pointers are __restrict and
+  // the inner loop vectorizes without overlap checks.
+  void rowsContiguous(const float* __restrict x, const float* __restrict c,
+                      const float* __restrict s, float* __restrict y, std::int64_t m,
+                      const std::array<std::int64_t, 4>& step) const {
     const std::int64_t h = d_ / 2;
-    const float* __restrict x1 = x;
-    const float* __restrict x2 = x + h;
-    for (std::int64_t i = 0; i < h; ++i) {
-      const float a = x1[i];
-      const float b = x2[i];
-      y[i] = a * c[i] - b * s[i];
-      y[i + h] = b * c[i + h] + a * s[i + h];
+    for (std::int64_t r = 0; r < m; ++r) {
+      const float* xr = x + r * step[0];
+      const float* cr = c + r * step[1];
+      const float* sr = s + r * step[2];
+      float* yr = y + r * step[3];
+      for (std::int64_t i = 0; i < h; ++i) {
+        const float a = xr[i];
+        const float b = xr[i + h];
+        yr[i] = a * cr[i] - b * sr[i];
+        yr[i + h] = b * cr[i + h] + a * sr[i + h];
+      }
     }
   }
 
