@@ -95,10 +95,12 @@ rope_rotate_half: neg, slice, concat, slice, mul, add, mul -> rope  [always]
     The rotary position embedding as GPT-NeoX's and LLaMA's code writes it, x * cos + rotate_half(x) * sin with rotate_half(x) = cat(-x2, x1) of the two halves of the last dim: two slices, a negation, a concat, two products and a sum (seven passes over the queries or keys) become one rope. Always pays: rope splits the leading dims as the chain can (a plan that split d would cut the halves apart).
 attention_grouped_kv: attention, reshape, where, reshape, where -> reshape, reshape, attention, reshape  [always]
     Grouped-query attention (LLaMA 2 70B's, Mistral's: fewer K and V heads than query heads) as Hugging Face's repeat_kv exports it: each of k and v [b, kv, t, d] gains a unit dim, is expanded to [b, kv, group, t, d] and reshaped to [b, kv*group, t, d] for the attention. The attention reads the unexpanded k and v instead, broadcast over each group of query heads: q is viewed as [b, kv, group, s, d], the mask as [b, 1, 1, s, t], and the result reshaped back. The two copies of k and v repeated group times are gone.
+attention_grouped_kv_masked: attention_masked, reshape, where, reshape, where -> reshape, reshape, attention_masked, reshape  [always]
+    attention_grouped_kv for an attention_masked (a bool mask, true where a score is replaced by fill): the mask is viewed as attention_grouped_kv's float mask is.
 attention_grouped_kv_unmasked: attention, reshape, where, reshape, where -> reshape, attention, reshape  [always]
     attention_grouped_kv for an attention without a mask.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-48 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+49 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -126,10 +128,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_unmasked)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_masked, attention_grouped_kv_unmasked)
 [exit 1]
 $ tapestry rewrites check
-checked 48 rules, 82 examples (and 126 random shapes; 56 exactly on integers): all passed
+checked 49 rules, 84 examples (and 126 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
