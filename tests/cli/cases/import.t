@@ -95,6 +95,10 @@ $ tapestry import $TESTDATA/onnx/gpt2_block.onnx -o gpt2_block.json --weights wg
 imported gpt2_block: 43 ONNX nodes (12 folded) -> 31 operations, 15 inputs (14 constant) -> gpt2_block.json
 [created gpt2_block.json]
 [created wg]
+$ tapestry import $TESTDATA/onnx/llama_layer.onnx -o llama_layer.json && jq -r '[.operations[].kernel] | unique | join(" ")' llama_layer.json
+imported llama_layer: 81 ONNX nodes (27 folded) -> 54 operations, 13 inputs (12 constant) -> llama_layer.json
+add add_scalar concat div_scalar matmul mean mul neg pow_scalar rdiv_scalar reshape sigmoid slice softmax sqrt transpose
+[created llama_layer.json]
 $ ls wg | grep Where && od -A d -t x1 -j 128 wg/onnx%3A%3AWhere_127.npy | sed -n 1p
 onnx%3A%3AWhere_127.npy
 0000128 00 01 01 01 01 01 01 01 00 00 01 01 01 01 01 01
