@@ -98,7 +98,9 @@ ShardProduct matmulProduct(const KernelCall& call) {
 ShardProduct linearProduct(const KernelCall& call) {
   const TensorView& X = call.inputs[0][0];
   const TensorView& W = call.inputs[1][0];
-  const TensorView& Bias = call.inputs[2][0];
+  // linear_act's bias is optional (a bias-free projection's epilogue).
+  const bool hasBias =
+      call.inputs.size() > 2 && !call.inputs[2].empty() && call.inputs[2][0].present();
   const TensorView& R = call.outputs[0][0];
   const ZRange& idx = call.index;
   const std::size_t nb = idx.rank() - 1;
@@ -106,7 +108,6 @@ ShardProduct linearProduct(const KernelCall& call) {
   const bool tw = intBinding(call.op, "transpose_w") != 0;
   const Walk x = walkThrough(X, inputIpf(call, 0), idx);
   const Walk w = walkThrough(W, inputIpf(call, 1), idx);
-  const Walk b = walkThrough(Bias, inputIpf(call, 2), idx);
   const Walk r = walkThrough(R, outputIpf(call, 0), idx);
   ShardProduct p;
   auto dim = [&](std::size_t d) {
@@ -124,9 +125,13 @@ ShardProduct linearProduct(const KernelCall& call) {
   p.x0 = offsetOf(x, X);
   p.w0 = offsetOf(w, W);
   p.r0 = offsetOf(r, R);
-  p.bias = true;
-  p.bias0 = offsetOf(b, Bias);
-  p.biasStride = b.stride[nb];
+  if (hasBias) {
+    const TensorView& Bias = call.inputs[2][0];
+    const Walk b = walkThrough(Bias, inputIpf(call, 2), idx);
+    p.bias = true;
+    p.bias0 = offsetOf(b, Bias);
+    p.biasStride = b.stride[nb];
+  }
   return p;
 }
 

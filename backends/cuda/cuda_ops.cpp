@@ -326,7 +326,8 @@ void productKernel(const KernelCall& call, const KernelContext& c) {
   const std::byte* x = call.inputs[0][0].data;
   const std::byte* w = call.inputs[1][0].data;
   std::byte* r = call.outputs[0][0].data;
-  const std::byte* bias = linear ? call.inputs[2][0].data + plan.bias0 * size : nullptr;
+  const std::byte* bias =
+      g.bias ? call.inputs[2][0].data + plan.bias0 * size : nullptr; // linear_act's is optional
   for (const auto& o : plan.outer) {
     for (std::int64_t b = 0; b < g.batch; ++b) {
       gemm(c, dtype, g.M, g.N, g.K, x + (o[0] + b * g.bsA) * size, g.rsA, g.csA,

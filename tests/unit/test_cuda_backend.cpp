@@ -110,7 +110,7 @@ void manyPlans(const std::string& label, const graph::ExpandedGraph& g) {
 
 // Every float kernel in one graph, for one dtype (linear_act: linear's product,
 // then the residual, the GELU (exact, or its tanh approximation) and the clip
-// in place).
+// in place; with and without a bias).
 std::string sweepGraph(const std::string& dt) {
   return R"({"tapestry": "graph/v1", "name": "sweep_)" + dt + R"(",
   "tensors": {"x": {"dtype": "DT", "shape": [4, 16, 40]}, "w": {"dtype": "DT", "shape": [4, 40, 24]},
@@ -131,6 +131,8 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "rn", "kernel": "rmsnorm", "inputs": {"input": "a8", "gamma": "g"}, "outputs": {"result": "n2"}},
     {"name": "si", "kernel": "silu", "inputs": {"input": "a8"}, "outputs": {"result": "n3"}},
     {"name": "ls", "kernel": "linear_act", "params": {"silu": true}, "inputs": {"X": "h", "W": "w2", "bias": "b2"}, "outputs": {"result": "f3"}},
+    {"name": "lnb", "kernel": "linear_act", "params": {"silu": true}, "inputs": {"X": "h", "W": "w2"}, "outputs": {"result": "f4"}},
+    {"name": "lrb", "kernel": "linear_act", "inputs": {"X": "h", "W": "w2", "residual": "a5"}, "outputs": {"result": "f5"}},
     {"name": "sm", "kernel": "softmax", "params": {"axis": -1}, "inputs": {"input": "n1"}, "outputs": {"result": "p"}},
     {"name": "ex", "kernel": "exp", "inputs": {"input": "n1"}, "outputs": {"result": "e"}},
     {"name": "su", "kernel": "sum", "params": {"axis": 1}, "inputs": {"input": "e"}, "outputs": {"result": "s1"}},
@@ -142,7 +144,7 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "la", "kernel": "linear_act", "params": {"gelu": true, "min": -0.1, "max": 2}, "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f"}},
     {"name": "gt", "kernel": "gelu_tanh", "inputs": {"input": "a8"}, "outputs": {"result": "g1"}},
     {"name": "lt", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "h", "W": "w2", "bias": "b2"}, "outputs": {"result": "f2"}}],
-  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2", "n2", "n3", "f3"]})";
+  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2", "n2", "n3", "f3", "f4", "f5"]})";
 }
 
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {

@@ -20,15 +20,13 @@ out%2Fy.1.npy
 [created plan.json]
 $ tapestry render x.json -o g.svg && tapestry render plan.json -o p.svg && grep -c 'w&lt;&amp;&gt;|{}:' g.svg
 rendered odd<names>&{x} (graph view, 6 nodes) -> g.svg (svg)
-rendered odd<names>&{x} (plan view, 6 nodes) -> p.svg (svg)
+rendered odd<names>&{x} (plan view, 4 nodes) -> p.svg (svg)
 6
 [created g.svg]
 [created p.svg]
 $ tapestry trace plan.json -o tr.json -q && jq -r '[.traceEvents[] | select(.ph == "X") | .name] | unique | .[]' tr.json
-/fc1/Gemm:<b>&{}| #0
-/fc1/Gemm:<b>&{}| #1
-act%20 #0
-act%20 #1
+/fc1/Gemm:<b>&{}|+act%20 #0
+/fc1/Gemm:<b>&{}|+act%20 #1
 onnx::In_1 host->0
 onnx::In_1 host->1
 w<&>|{}: host->0

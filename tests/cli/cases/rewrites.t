@@ -59,6 +59,12 @@ linear_silu: linear, silu -> linear_act  [always]
     A linear layer whose result only a SiLU reads (the gate projection of LLaMA's SwiGLU MLP, after silu has collapsed the exported sigmoid and product) is one linear_act with silu.
 linear_relu: linear, relu -> linear_act  [always]
     A linear layer whose result only a ReLU reads (a BERT layer's feed-forward projection as nn.TransformerEncoderLayer exports it) is one linear_act with min 0.
+matmul_silu: matmul, silu -> linear_act  [search]
+    A product by a 2-D weight whose result only a SiLU reads (the gate projection of LLaMA's SwiGLU MLP, which has no bias; W stored [n, k] once transpose_matmul_weight has folded its transpose) is one linear_act with silu and no bias. A choice of the search: linear_act cannot split k, the product can.
+matmul_relu: matmul, relu -> linear_act  [search]
+    A product by a 2-D weight whose result only a ReLU reads (T5's bias-free feed-forward projection) is one linear_act with min 0 and no bias. A choice of the search, as matmul_silu.
+matmul_residual: matmul, add -> linear_act  [search]
+    A product by a 2-D weight and a residual add of a tensor of its result's shape (LLaMA's attention output and MLP down projections, which have no bias, and their shortcuts) become one linear_act that adds the residual as the product's epilogue. A choice of the search, as matmul_silu.
 attention_masked: matmul, div_scalar, where, softmax, matmul -> attention_masked  [search]
     A causal transformer's attention as PyTorch exports it: the scores q @ k, divided by a constant, masked (where(mask, fill, scores)), a softmax along the last axis and the product with v become one attention_masked, which never stores the [..., s, t] scores. A choice of the search: the fused kernel splits only batch dims and query rows.
 attention_biased_times_one: matmul, mul_scalar, add, softmax, matmul -> attention  [search]
@@ -100,7 +106,7 @@ attention_grouped_kv_masked: attention_masked, reshape, where, reshape, where ->
 attention_grouped_kv_unmasked: attention, reshape, where, reshape, where -> reshape, attention, reshape  [always]
     attention_grouped_kv for an attention without a mask.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-49 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+52 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -128,10 +134,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_masked, attention_grouped_kv_unmasked)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, matmul_silu, matmul_relu, matmul_residual, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_masked, attention_grouped_kv_unmasked)
 [exit 1]
 $ tapestry rewrites check
-checked 49 rules, 84 examples (and 126 random shapes; 56 exactly on integers): all passed
+checked 52 rules, 90 examples (and 138 random shapes; 56 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",
@@ -274,25 +280,25 @@ rmsnorm_mlp h100x8: checked, ["rmsnorm","linear_act","linear","mul","linear_act"
 [created rms.h100x8.json]
 ## A LLaMA-style decoder layer exported at opset 14: RMSNorm, the rotary embedding of q and k (rope_rotate_half), the attention whose k.transpose(2, 3) folded into the product (transpose_k) with the causal mask added after the scaling, and the SwiGLU MLP; its plans split across devices pass run --check against the imported graph.
 $ tapestry expand $TESTDATA/fuzz/rewrite/llama_layer.json --rewrites default -o llama.x.json && jq -c '[.operations[].kernel | select(. == "rope" or . == "attention")]' llama.x.json && jq -c '[.operations[] | select(.kernel == "attention") | .params.transpose_k]' llama.x.json
-expanded llama_layer: 24 operations, 37 tensors, 361 kFLOP -> llama.x.json
-  rewrites: 7 sites (attention_scaled_biased 1, rmsnorm_decomposed 2, rope_rotate_half 2, silu 1, transpose_matmul_weight 1)
+expanded llama_layer: 21 operations, 34 tensors, 359 kFLOP -> llama.x.json
+  rewrites: 10 sites (attention_scaled_biased 1, matmul_residual 2, matmul_silu 1, rmsnorm_decomposed 2, rope_rotate_half 2, silu 1, transpose_matmul_weight 1)
 ["rope","rope","attention"]
 [true]
 [created llama.x.json]
 $ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/llama_layer.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o llama.$t.json && tapestry run llama.$t.json --check -q && echo "llama_layer $t: checked, $(jq '.graph.operations | length' llama.$t.json) operations, $(jq -c '[.operations[].split[0]] | unique' llama.$t.json)"; done
-llama_layer cpu-2: checked, 24 operations, [2]
-llama_layer h100x8: checked, 24 operations, [2]
+llama_layer cpu-2: checked, 21 operations, [2]
+llama_layer h100x8: checked, 21 operations, [2]
 [created llama.cpu-2.json]
 [created llama.h100x8.json]
 ## The same layer with grouped-query attention (2 K and V heads for 4 query heads, repeated by an expand and a reshape each): attention_grouped_kv makes the attention read k and v unrepeated, broadcast over each group of query heads.
 $ tapestry expand $TESTDATA/fuzz/rewrite/llama_gqa_layer.json --rewrites default -o gqa.x.json && jq -c '[.operations[] | select(.kernel == "attention" or .kernel == "where") | [.kernel, .params.transpose_k]]' gqa.x.json
-expanded llama_gqa_layer: 29 operations, 44 tensors, 327 kFLOP -> gqa.x.json
-  rewrites: 8 sites (attention_grouped_kv 1, attention_scaled_biased 1, rmsnorm_decomposed 2, rope_rotate_half 2, silu 1, transpose_matmul_weight 1)
+expanded llama_gqa_layer: 26 operations, 41 tensors, 325 kFLOP -> gqa.x.json
+  rewrites: 11 sites (attention_grouped_kv 1, attention_scaled_biased 1, matmul_residual 2, matmul_silu 1, rmsnorm_decomposed 2, rope_rotate_half 2, silu 1, transpose_matmul_weight 1)
 [["attention",true]]
 [created gqa.x.json]
 $ for t in cpu-2 h100x8; do tapestry optimize $TESTDATA/fuzz/rewrite/llama_gqa_layer.json --target $t --seed 1 --iterations 10 --baseline data_parallel -q -o gqa.$t.json && tapestry run gqa.$t.json --check -q && echo "llama_gqa_layer $t: checked, $(jq '.graph.operations | length' gqa.$t.json) operations, $(jq -c '[.operations[].split[0]] | unique' gqa.$t.json)"; done
-llama_gqa_layer cpu-2: checked, 29 operations, [2]
-llama_gqa_layer h100x8: checked, 29 operations, [2,8]
+llama_gqa_layer cpu-2: checked, 26 operations, [2]
+llama_gqa_layer h100x8: checked, 26 operations, [2,8]
 [created gqa.cpu-2.json]
 [created gqa.h100x8.json]
 ## attention_grouped_kv views a mask the same for every head as [b, 1, 1, s, t] and one per head as [b, kv, group, s, t]; a mask of one row [t] is left as it is (the rule does not match).
