@@ -157,6 +157,11 @@ int main(int argc, char** argv) {
       {"rows64_fc", 1, 64, 512, 128, true},
       {"square_512", 1, 512, 512, 512, false},
       {"square_2048", 1, 2048, 2048, 2048, false},
+      // a LLaMA-like layer's projections (d 1024, hidden 2752, 128 tokens),
+      // W stored [n, k] as PyTorch's Linear keeps it
+      {"llama_proj", 1, 128, 1024, 1024, true},
+      {"llama_gate", 1, 128, 1024, 2752, true},
+      {"llama_down", 1, 128, 2752, 1024, true},
   };
   // As the backend runs: its constructor stops OpenBLAS's pool threads from
   // spinning for 0.1 s after each product (cpu_backend.cpp).

@@ -3,8 +3,11 @@
 // prepared gemm, so a run only sets data pointers and executes. A constant B
 // may be reordered once into the blocked layout oneDNN picks for the shape
 // (WeightUse::Packed), which OpenBLAS cannot keep between calls; any other B
-// read by many rows is reordered on every call (WeightUse::Repacked).
+// read by many rows is reordered on every call (WeightUse::Repacked). Where
+// a constant B's layout is a plain one whose rows are 2 KiB apart or a
+// multiple, the packed rows get a cache line between them (padAliasedRows).
 #include <array>
+#include <string_view>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -74,6 +77,48 @@ dnnl::post_ops activationPostOps(const GemmActivation& a) {
   return ops;
 }
 
+// Rows of a packed B this many bytes apart (or a multiple) all fall in the
+// same sets of a 4 KiB-periodic L1 cache, and a kernel streaming its panels
+// stalls on them.
+constexpr std::int64_t kAliasedRowBytes = 2048;
+// The padding that moves such rows apart: one cache line.
+constexpr std::int64_t kRowPadBytes = 64;
+
+// The layout oneDNN chose for a packed B when it is a plain one (no inner
+// blocks: the stored matrix transposed or not, as on CPUs without AVX-512)
+// whose rows are kAliasedRowBytes apart: the same layout with a cache line
+// between rows. Otherwise `chosen` itself. (On an AMD EPYC with AVX2 only, a
+// [128, 1024] x [1024, 1024] product with B packed row-major, rows 4 KiB apart, took
+// 6.2 ms against 3.8 with B read as stored; docs/cpu-products.md.)
+MemoryDesc padAliasedRows(const MemoryDesc& chosen, std::int64_t elementBytes) {
+  const dnnl_memory_desc_t& md = chosen.data;
+  if (md.format_kind != dnnl_blocked || md.format_desc.blocking.inner_nblks != 0 || md.ndims < 2 ||
+      md.ndims > 3) {
+    return chosen;
+  }
+  const int nd = md.ndims;
+  const dnnl_dim_t rows = md.dims[nd - 2];
+  const dnnl_dim_t cols = md.dims[nd - 1];
+  const dnnl_dim_t rs = md.format_desc.blocking.strides[nd - 2];
+  const dnnl_dim_t cs = md.format_desc.blocking.strides[nd - 1];
+  const bool rowMajor = cs == 1;
+  if (!rowMajor && rs != 1) {
+    return chosen;
+  }
+  const dnnl_dim_t ld = rowMajor ? rs : cs;
+  if (rows < 2 || cols < 2 || (ld * elementBytes) % kAliasedRowBytes != 0) {
+    return chosen;
+  }
+  const dnnl_dim_t padded = ld + kRowPadBytes / elementBytes;
+  Dims strides = rowMajor ? Dims{padded, 1} : Dims{1, padded};
+  Dims dims = {rows, cols};
+  if (nd == 3) {
+    dims.insert(dims.begin(), md.dims[0]);
+    strides.insert(strides.begin(), padded * (rowMajor ? rows : cols));
+  }
+  return MemoryDesc(dims, static_cast<dnnl::memory::data_type>(md.data_type), strides);
+}
+
 class DnnlGemm final : public GemmEngine {
 public:
   DnnlGemm(DType dtype, const GemmGeometry& g, WeightUse weights, int threads,
@@ -109,6 +154,25 @@ public:
       pd = dnnl::matmul::primitive_desc(desc, attr, cpuEngine());
     } catch (const dnnl::error&) {
       return false;
+    }
+    // Only a B packed once: one reordered on every call would pay the copy
+    // each time (cpu-products.md: about what the aliasing costs).
+    if (weights_ == WeightUse::Packed) {
+      const MemoryDesc padded =
+          padAliasedRows(pd.weights_desc(), dtype_ == DType::BFloat16 ? 2 : 4);
+      if (padded != pd.weights_desc()) {
+        try {
+          const dnnl::matmul::desc desc =
+              g_.bias ? dnnl::matmul::desc(a, padded, bias, c) : dnnl::matmul::desc(a, padded, c);
+          dnnl::matmul::primitive_desc other(desc, attr, cpuEngine());
+          if (std::string_view(other.impl_info_str()).rfind("ref", 0) != 0) {
+            pd = other;
+            padded_ = true;
+          }
+        } catch (const dnnl::error&) {
+          // keep oneDNN's own layout
+        }
+      }
     }
     impl_ = pd.impl_info_str();
     if (impl_.rfind("ref", 0) == 0) {
@@ -164,7 +228,10 @@ public:
   bool appliesActivation() const override { return activation_.any(); }
 
   std::string name() const override {
-    const char* layout = !packed_ ? "" : weights_ == WeightUse::Repacked ? "repacked " : "packed ";
+    const char* layout = !packed_                          ? ""
+                         : weights_ == WeightUse::Repacked ? "repacked "
+                         : padded_                         ? "packed padded "
+                                                           : "packed ";
     std::string post;
     if (activation_.gelu) {
       post += " gelu_erf";
@@ -193,6 +260,7 @@ private:
   dnnl::memory a_, b_, c_, bias_, scratch_, packed_;
   dnnl::reorder pack_;
   const std::byte* packedFrom_ = nullptr; // the B that packed_ holds
+  bool padded_ = false;                   // packed_'s rows padded apart (padAliasedRows)
   std::array<dnnl_exec_arg_t, 5> args_{};
   int nargs_ = 0;
 };

@@ -2133,6 +2133,24 @@ TEST_CASE("few rows against a large constant W: panel products, whole and sharde
   CpuBackend::setBlasThreads(1);
 }
 
+TEST_CASE("a constant W packed with its rows 2 KiB apart is padded apart: the same numbers",
+          "[cpu][kernel][products]") {
+  // W stored [n, k] with n = 512: where oneDNN packs it row-major ([k, n],
+  // rows 2 KiB apart, as on CPUs without AVX-512), the engine packs it with a
+  // cache line between rows instead. Whole and sharded, bias or not, float32
+  // and bfloat16, against the reference.
+  cpu();
+  for (const std::string dt : {"float32", "bfloat16"}) {
+    INFO(dt);
+    checkKernel(oneOp("linear", {{"x", dt, {16, 64}}, {"w", dt, {512, 64}}, {"b", dt, {512}}},
+                      R"({"X": "x", "W": "w", "bias": "b"})", R"({"transpose_w": true})"),
+                2, {}, {"w"});
+    checkKernel(oneOp("matmul", {{"x", dt, {2, 16, 64}}, {"w", dt, {1024, 64}}},
+                      R"({"X": "x", "W": "w"})", R"({"transpose_w": true})"),
+                3, {}, {"w"});
+  }
+}
+
 TEST_CASE("matmul and linear read transposed operands in place", "[cpu][kernel][products]") {
   // transpose_x / transpose_w (ONNX Gemm's transA / transB): against the naive
   // reference, sharded along every index dim (k included) and from the body.
