@@ -90,10 +90,13 @@ constexpr std::int64_t kRowPadBytes = 64;
 // between rows. Otherwise `chosen` itself. (On an AMD EPYC with AVX2 only, a
 // [128, 1024] x [1024, 1024] product with B packed row-major, rows 4 KiB apart, took
 // 6.2 ms against 3.8 with B read as stored; docs/cpu-products.md.)
+bool isPlain(const MemoryDesc& d) {
+  return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
+}
+
 MemoryDesc padAliasedRows(const MemoryDesc& chosen, std::int64_t elementBytes) {
   const dnnl_memory_desc_t& md = chosen.data;
-  if (md.format_kind != dnnl_blocked || md.format_desc.blocking.inner_nblks != 0 || md.ndims < 2 ||
-      md.ndims > 3) {
+  if (!isPlain(chosen) || md.ndims < 2 || md.ndims > 3) {
     return chosen;
   }
   const int nd = md.ndims;
@@ -138,22 +141,53 @@ public:
     const MemoryDesc bias = batched
                                 ? MemoryDesc(Dims{1, 1, g_.N}, type, Dims{g_.N, g_.N, biasStride})
                                 : MemoryDesc(Dims{1, g_.N}, type, Dims{g_.N, biasStride});
-    const MemoryDesc weights = weights_ != WeightUse::InPlace
-                                   ? MemoryDesc(b.dims(), type, dnnl::memory::format_tag::any)
-                                   : b;
+    const MemoryDesc any(b.dims(), type, dnnl::memory::format_tag::any);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (activation_.any()) {
       attr.set_post_ops(activationPostOps(activation_));
     }
     onednn::useThreads(threads_); // oneDNN partitions the work for the creating thread's team size
-    dnnl::matmul::primitive_desc pd;
-    try {
+    auto describe = [&](const MemoryDesc& weights) {
       const dnnl::matmul::desc desc =
           g_.bias ? dnnl::matmul::desc(a, weights, bias, c) : dnnl::matmul::desc(a, weights, c);
-      pd = dnnl::matmul::primitive_desc(desc, attr, cpuEngine());
+      return dnnl::matmul::primitive_desc(desc, attr, cpuEngine());
+    };
+    // A B read in place whose rows alias, by kPadInPlaceRows rows or more,
+    // where oneDNN has no blocked layout for it (the one it prefers is
+    // plain, as on CPUs without AVX-512): copied on every run into its own
+    // layout with the rows padded apart.
+    MemoryDesc weights = weights_ != WeightUse::InPlace ? any : b;
+    const MemoryDesc paddedB = padAliasedRows(b, dtype_ == DType::BFloat16 ? 2 : 4);
+    if (weights_ == WeightUse::InPlace && paddedB != b &&
+        (g_.bsB == 0 ? g_.batch : 1) * g_.M >= kPadInPlaceRows) {
+      try {
+        if (isPlain(describe(any).weights_desc())) {
+          weights = paddedB;
+          weights_ = WeightUse::Repacked;
+          padded_ = true;
+        }
+      } catch (const dnnl::error&) {
+        // read B in place
+      }
+    }
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = describe(weights);
+      if (padded_ && std::string_view(pd.impl_info_str()).rfind("ref", 0) == 0) {
+        throw dnnl::error(dnnl_unimplemented, "only the reference kernel for the padded copy");
+      }
     } catch (const dnnl::error&) {
-      return false;
+      if (!padded_) {
+        return false;
+      }
+      weights_ = WeightUse::InPlace; // no fast kernel for the padded copy: read B in place
+      padded_ = false;
+      try {
+        pd = describe(b);
+      } catch (const dnnl::error&) {
+        return false;
+      }
     }
     // Only a B packed once: one reordered on every call would pay the copy
     // each time (cpu-products.md: about what the aliasing costs).
@@ -162,9 +196,7 @@ public:
           padAliasedRows(pd.weights_desc(), dtype_ == DType::BFloat16 ? 2 : 4);
       if (padded != pd.weights_desc()) {
         try {
-          const dnnl::matmul::desc desc =
-              g_.bias ? dnnl::matmul::desc(a, padded, bias, c) : dnnl::matmul::desc(a, padded, c);
-          dnnl::matmul::primitive_desc other(desc, attr, cpuEngine());
+          dnnl::matmul::primitive_desc other = describe(padded);
           if (std::string_view(other.impl_info_str()).rfind("ref", 0) != 0) {
             pd = other;
             padded_ = true;
@@ -228,10 +260,10 @@ public:
   bool appliesActivation() const override { return activation_.any(); }
 
   std::string name() const override {
-    const char* layout = !packed_                          ? ""
-                         : weights_ == WeightUse::Repacked ? "repacked "
-                         : padded_                         ? "packed padded "
-                                                           : "packed ";
+    const char* layout = !packed_ ? ""
+                         : weights_ == WeightUse::Repacked
+                             ? (padded_ ? "repacked padded " : "repacked ")
+                             : (padded_ ? "packed padded " : "packed ");
     std::string post;
     if (activation_.gelu) {
       post += " gelu_erf";

@@ -70,6 +70,12 @@ enum class WeightUse { InPlace, Packed, Repacked };
 // it saves (0.73-0.83x).
 inline constexpr std::int64_t kRepackRows = 512;
 
+// From these rows of A per B, a B read in place whose rows are 2 KiB apart or
+// a multiple is copied on every run into a layout with its rows padded
+// apart, where oneDNN has no blocked layout for it (CPUs without AVX-512;
+// gemm_dnnl.cpp). Measured on such a CPU (docs/cpu-products.md).
+inline constexpr std::int64_t kPadInPlaceRows = 32;
+
 // Whether OpenBLAS runs AVX-512 kernels on this CPU (its core is SkylakeX,
 // Cooperlake or SapphireRapids, as openblas_get_corename says; the
 // OPENBLAS_CORETYPE variable picks another). Then a float32 product of

@@ -2133,13 +2133,22 @@ TEST_CASE("few rows against a large constant W: panel products, whole and sharde
   CpuBackend::setBlasThreads(1);
 }
 
-TEST_CASE("a constant W packed with its rows 2 KiB apart is padded apart: the same numbers",
+TEST_CASE("a W whose rows are 2 KiB apart is padded apart: the same numbers",
           "[cpu][kernel][products]") {
-  // W stored [n, k] with n = 512: where oneDNN packs it row-major ([k, n],
-  // rows 2 KiB apart, as on CPUs without AVX-512), the engine packs it with a
-  // cache line between rows instead. Whole and sharded, bias or not, float32
-  // and bfloat16, against the reference.
+  // W stored [n, k] with n = 512, constant: where oneDNN packs it row-major
+  // ([k, n], rows 2 KiB apart, as on CPUs without AVX-512), the engine packs
+  // it with a cache line between rows instead. W [k, 512] not constant, read
+  // by 32 rows or more: there, copied so on every run. Whole and sharded,
+  // bias or not, float32 and bfloat16, against the reference.
   cpu();
+  for (const std::string dt : {"float32", "bfloat16"}) {
+    INFO(dt << ", W not constant");
+    checkKernel(oneOp("linear", {{"x", dt, {64, 48}}, {"w", dt, {48, 512}}, {"b", dt, {512}}},
+                      R"({"X": "x", "W": "w", "bias": "b"})"));
+    checkKernel(
+        oneOp("matmul", {{"x", dt, {2, 40, 24}}, {"w", dt, {24, 1024}}}, R"({"X": "x", "W": "w"})"),
+        2);
+  }
   for (const std::string dt : {"float32", "bfloat16"}) {
     INFO(dt);
     checkKernel(oneOp("linear", {{"x", dt, {16, 64}}, {"w", dt, {512, 64}}, {"b", dt, {512}}},

@@ -61,6 +61,15 @@ TEST_CASE("products: which engine runs what", "[cpu][kernel][products]") {
   // CPU prefers: without AVX-512 it reads the dense blocks as they are).
   CHECK_THAT(engineOf("float16", true), StartsWith("float32 blocks, onednn "));
   CHECK(engineOf("int32", false) == "integer loops");
+  // A W whose rows are 2 KiB apart (W [512, k] stored [n, k] packed as [k,
+  // n]; W [n, 512] read as stored by 32 rows or more): without AVX-512, where
+  // oneDNN's layouts for it are plain, its rows padded apart, once when
+  // constant, on every run when not (docs/cpu-products.md).
+  if (!backend::cpuHasIsa(backend::CpuIsa::Avx512)) {
+    CHECK_THAT(engineOf("float32", true, 16, 64, 512), StartsWith("onednn packed padded "));
+    CHECK_THAT(engineOf("float32", false, 64, 512, 96), StartsWith("onednn repacked padded "));
+    CHECK_THAT(engineOf("float32", false, 16, 512, 96), StartsWith("onednn gemm"));
+  }
   // bfloat16: oneDNN where the CPU has AVX512 (native bfloat16 or emulated),
   // float32 blocks otherwise.
   const std::string bf16 = engineOf("bfloat16", false);
