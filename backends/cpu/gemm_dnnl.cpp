@@ -77,6 +77,16 @@ dnnl::post_ops activationPostOps(const GemmActivation& a) {
   return ops;
 }
 
+// A plain layout: strides alone, no inner blocks.
+bool isPlain(const MemoryDesc& d) {
+  return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
+}
+
+// Whether oneDNN answered with its reference kernel (loops, slower than any BLAS).
+bool isReference(const dnnl::matmul::primitive_desc& pd) {
+  return std::string_view(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
 // Rows of a packed B this many bytes apart (or a multiple) all fall in the
 // same sets of a 4 KiB-periodic L1 cache, and a kernel streaming its panels
 // stalls on them.
@@ -90,10 +100,6 @@ constexpr std::int64_t kRowPadBytes = 64;
 // between rows. Otherwise `chosen` itself. (On an AMD EPYC with AVX2 only, a
 // [128, 1024] x [1024, 1024] product with B packed row-major, rows 4 KiB apart, took
 // 6.2 ms against 3.8 with B read as stored; docs/cpu-products.md.)
-bool isPlain(const MemoryDesc& d) {
-  return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0;
-}
-
 MemoryDesc padAliasedRows(const MemoryDesc& chosen, std::int64_t elementBytes) {
   const dnnl_memory_desc_t& md = chosen.data;
   if (!isPlain(chosen) || md.ndims < 2 || md.ndims > 3) {
@@ -157,8 +163,9 @@ public:
     // where oneDNN has no blocked layout for it (the one it prefers is
     // plain, as on CPUs without AVX-512): copied on every run into its own
     // layout with the rows padded apart.
+    const std::int64_t elementBytes = dtype_ == DType::BFloat16 ? 2 : 4;
     MemoryDesc weights = weights_ != WeightUse::InPlace ? any : b;
-    const MemoryDesc paddedB = padAliasedRows(b, dtype_ == DType::BFloat16 ? 2 : 4);
+    const MemoryDesc paddedB = padAliasedRows(b, elementBytes);
     if (weights_ == WeightUse::InPlace && paddedB != b &&
         (g_.bsB == 0 ? g_.batch : 1) * g_.M >= kPadInPlaceRows) {
       try {
@@ -174,7 +181,7 @@ public:
     dnnl::matmul::primitive_desc pd;
     try {
       pd = describe(weights);
-      if (padded_ && std::string_view(pd.impl_info_str()).rfind("ref", 0) == 0) {
+      if (padded_ && isReference(pd)) {
         throw dnnl::error(dnnl_unimplemented, "only the reference kernel for the padded copy");
       }
     } catch (const dnnl::error&) {
@@ -192,12 +199,11 @@ public:
     // Only a B packed once: one reordered on every call would pay the copy
     // each time (cpu-products.md: about what the aliasing costs).
     if (weights_ == WeightUse::Packed) {
-      const MemoryDesc padded =
-          padAliasedRows(pd.weights_desc(), dtype_ == DType::BFloat16 ? 2 : 4);
+      const MemoryDesc padded = padAliasedRows(pd.weights_desc(), elementBytes);
       if (padded != pd.weights_desc()) {
         try {
           dnnl::matmul::primitive_desc other = describe(padded);
-          if (std::string_view(other.impl_info_str()).rfind("ref", 0) != 0) {
+          if (!isReference(other)) {
             pd = other;
             padded_ = true;
           }
@@ -207,7 +213,7 @@ public:
       }
     }
     impl_ = pd.impl_info_str();
-    if (impl_.rfind("ref", 0) == 0) {
+    if (isReference(pd)) {
       return false; // the reference kernel: loops, slower than any BLAS
     }
     primitive_ = dnnl::matmul(pd);
