@@ -198,6 +198,12 @@ struct KernelCall {
   std::span<const PortViews> inputs;  // parallel to op.inputs
   std::span<const PortViews> outputs; // parallel to op.outputs
   int device = 0;
+
+  // Whether optional input port `port` (a `?` port: a bias, a residual) is
+  // bound in this call: the port exists and its first view holds a tensor.
+  bool hasInput(std::size_t port) const {
+    return port < inputs.size() && !inputs[port].empty() && inputs[port][0].present();
+  }
 };
 
 // A kernel call checked and made ready once, then run any number of times

@@ -99,8 +99,7 @@ ShardProduct linearProduct(const KernelCall& call) {
   const TensorView& X = call.inputs[0][0];
   const TensorView& W = call.inputs[1][0];
   // linear_act's bias is optional (a bias-free projection's epilogue).
-  const bool hasBias =
-      call.inputs.size() > 2 && !call.inputs[2].empty() && call.inputs[2][0].present();
+  const bool hasBias = call.hasInput(2);
   const TensorView& R = call.outputs[0][0];
   const ZRange& idx = call.index;
   const std::size_t nb = idx.rank() - 1;

@@ -51,7 +51,7 @@ ConvEpilogue ConvEpilogue::of(const KernelCall& call) {
     return e;
   }
   e.active_ = true;
-  e.residual_ = call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present();
+  e.residual_ = call.hasInput(3);
   e.lo_ = floatParam(call.op, "min");
   e.hi_ = floatParam(call.op, "max");
   return e;

@@ -535,10 +535,10 @@ void productKernel(const KernelCall& call) {
 class PreparedLinearAct final : public PreparedKernel {
 public:
   explicit PreparedLinearAct(const KernelCall& call)
-      : residual_(call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()),
-        act_{intBinding(call.op, "gelu") != 0, floatParam(call.op, "min"),
-             floatParam(call.op, "max"), intBinding(call.op, "gelu_tanh") != 0,
-             intBinding(call.op, "silu") != 0},
+      : residual_(call.hasInput(3)), act_{intBinding(call.op, "gelu") != 0,
+                                          floatParam(call.op, "min"), floatParam(call.op, "max"),
+                                          intBinding(call.op, "gelu_tanh") != 0,
+                                          intBinding(call.op, "silu") != 0},
         product_(prepareProductOf(call, residual_ ? GemmActivation{} : act_)),
         fused_(!residual_ && product_->engine().appliesActivation()), vec_(&vectorKernels()),
         loop_(residual_ ? ipfLoop<2>(call, {&call.inputs[3][0], &call.outputs[0][0]},

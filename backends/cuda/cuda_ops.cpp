@@ -409,7 +409,7 @@ double clipBoundOf(double bound) {
 // clip(conv + bias + residual, min, max) in the compute type, rounded once.
 void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
   ConvParams p = convParams(call);
-  if (call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present()) {
+  if (call.hasInput(3)) {
     p.residual = convView(call.inputs[3][0]);
   }
   p.lo = clipBoundOf(floatParam(call.op, "min"));
@@ -428,8 +428,7 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
   if (call.index.isEmpty()) {
     return;
   }
-  const bool residual =
-      call.inputs.size() > 3 && !call.inputs[3].empty() && call.inputs[3][0].present();
+  const bool residual = call.hasInput(3);
   const EpilogueAct act = intBinding(call.op, "gelu") != 0        ? EpilogueAct::Gelu
                           : intBinding(call.op, "gelu_tanh") != 0 ? EpilogueAct::GeluTanh
                           : intBinding(call.op, "silu") != 0      ? EpilogueAct::Silu
