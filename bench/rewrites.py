@@ -11,6 +11,12 @@ none` on the same graph, seed and budget:
              the optimize time, and whether the front with rewrites is at
              least as good as the one without, point by point (every point of
              the front without is weakly dominated by a point with).
+             Two controls put those figures in scale: how many points of the
+             front without rewrites the same search finds again with the next
+             seed (point-by-point cover between two runs of one search), and
+             how soon the search with rewrites reaches the front the search
+             without them ends at (its hypervolume, over all three
+             objectives): the optimize time to a front as good.
              `--inputs-on constants` exports the issue's models with their
              weights (constant graph inputs) and optimizes with the weights
              resident on the devices, as a served model's are; by default
@@ -130,29 +136,74 @@ def hypervolume_gain(with_rw, without):
     return hypervolume(with_rw, lo, ref) / hypervolume(without, lo, ref)
 
 
-def optimize_both(binary, graph, target, work, name, seed, iterations, inputs_on="host"):
+DEFAULT_ITERATIONS = 300  # optimize's default budget (core/search/search.hpp)
+
+
+def optimize_once(binary, graph, target, work, name, mode, seed, iterations, inputs_on):
+    """One optimize run: its wall time, summary and front points."""
+    tag = f"{name}.{mode}.s{seed}.i{iterations}"
+    front = os.path.join(work, tag + ".front.json")
+    cmd = [binary, "--format", "json", "optimize", graph, "--target", target, "--seed",
+           str(seed), "--rewrites", mode, "--front", front, "-o",
+           os.path.join(work, tag + ".plan.json"), "--inputs-on", inputs_on]
+    if iterations:
+        cmd += ["--iterations", str(iterations)]
+    start = time.perf_counter()
+    summary = json.loads(run(cmd))
+    seconds = time.perf_counter() - start
+    points = front_points(front)
+    return {
+        "seconds": seconds,
+        "sites": len(summary.get("rewrites", [])),
+        "fastest_s": min(p[0] for p in points),
+        "least_memory_bytes": min(p[1] for p in points),
+        "points": points,
+    }
+
+
+def time_to_front(once, target_points, final_points, iterations):
+    """The shortest run with rewrites (a ladder of budgets; the search is
+    deterministic per seed and generation count, so a shorter run is a prefix
+    of the longer one) up to two thirds of the budget whose front has at
+    least the hypervolume of `target_points`, in the box of both final
+    fronts: (generations, seconds), or None when none of them does."""
+    both = final_points + target_points
+    lo = [min(p[k] for p in both) for k in range(3)]
+    ref = [1.1 * max(p[k] for p in both) or 1.0 for k in range(3)]
+    goal = hypervolume(target_points, lo, ref)
+    for fraction in (1 / 12, 1 / 6, 1 / 3, 1 / 2, 2 / 3):
+        generations = max(1, round(iterations * fraction))
+        r = once(generations)
+        if hypervolume(r["points"], lo, ref) >= goal:
+            return generations, r["seconds"]
+    return None
+
+
+def optimize_both(binary, graph, target, work, name, seed, iterations, inputs_on="host",
+                  controls=True):
     out = {}
     for mode in ("default", "none"):
-        front = os.path.join(work, f"{name}.{mode}.front.json")
-        cmd = [binary, "--format", "json", "optimize", graph, "--target", target, "--seed",
-               str(seed), "--rewrites", mode, "--front", front, "-o",
-               os.path.join(work, f"{name}.{mode}.plan.json"), "--inputs-on", inputs_on]
-        if iterations:
-            cmd += ["--iterations", str(iterations)]
-        start = time.perf_counter()
-        summary = json.loads(run(cmd))
-        seconds = time.perf_counter() - start
-        points = front_points(front)
-        out[mode] = {
-            "seconds": seconds,
-            "sites": len(summary.get("rewrites", [])),
-            "fastest_s": min(p[0] for p in points),
-            "least_memory_bytes": min(p[1] for p in points),
-            "points": points,
-        }
+        out[mode] = optimize_once(binary, graph, target, work, name, mode, seed, iterations,
+                                  inputs_on)
     d, n = out["default"], out["none"]
     c3 = covered(d["points"], n["points"])
+    row_controls = {}
+    if controls:
+        again = optimize_once(binary, graph, target, work, name, "none", seed + 1, iterations,
+                              inputs_on)
+        row_controls["next_seed_covers"] = covered(again["points"], n["points"])
+        budget = iterations or DEFAULT_ITERATIONS
+        reached = time_to_front(
+            lambda g: optimize_once(binary, graph, target, work, name, "default", seed, g,
+                                    inputs_on), n["points"], d["points"], budget)
+        if reached is None and hypervolume_gain(d["points"], n["points"]) >= 1.0:
+            reached = (budget, d["seconds"])
+        row_controls["time_to_front"] = (
+            None if reached is None else {
+                "generations": reached[0], "seconds": reached[1],
+                "speedup": n["seconds"] / reached[1]})
     return {
+        **row_controls,
         "model": name,
         "sites": d["sites"],
         "fastest_gain": n["fastest_s"] / d["fastest_s"],
@@ -181,18 +232,34 @@ def predicted(args, work):
         run([args.bin, "import", model, "-o", graph, "-q"])
         print(f"rewrites: {name} on {args.target}", file=sys.stderr)
         rows.append(optimize_both(args.bin, graph, args.target, work, name, args.seed,
-                                  args.iterations, args.inputs_on))
+                                  args.iterations, args.inputs_on, not args.no_controls))
     print(f"predicted on {args.target}, seed {args.seed}, inputs on {args.inputs_on}: "
           "none / default (above 1: rewrites win)")
-    print("| model | sites | fastest plan | least memory | optimize time | front covers | "
-          "points covered | in time x memory | hypervolume |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    head = ("| model | sites | fastest plan | least memory | optimize time | front covers | "
+            "points covered | in time x memory | hypervolume |")
+    rule = "| --- " * 9 + "|"
+    if not args.no_controls:
+        head += " next seed covers | time to its front |"
+        rule += " --- | --- |"
+    print(head)
+    print(rule)
     for r in rows:
         c3, c2, n = r["covered"]
-        print(f"| {r['model']} | {r['sites']} | {r['fastest_gain']:.2f}x | "
-              f"{r['memory_gain']:.2f}x | {r['optimize_speedup']:.2f}x | "
-              f"{'yes' if r['front_covers'] else 'no'} | {c3} of {n} | {c2} of {n} | "
-              f"{r['hypervolume_gain']:.2f}x |")
+        line = (f"| {r['model']} | {r['sites']} | {r['fastest_gain']:.2f}x | "
+                f"{r['memory_gain']:.2f}x | {r['optimize_speedup']:.2f}x | "
+                f"{'yes' if r['front_covers'] else 'no'} | {c3} of {n} | {c2} of {n} | "
+                f"{r['hypervolume_gain']:.2f}x |")
+        if not args.no_controls:
+            t = r["time_to_front"]
+            reach = ("never" if t is None else
+                     f"{t['speedup']:.2f}x ({t['generations']} generations)")
+            line += f" {r['next_seed_covers']} of {n} | {reach} |"
+        print(line)
+    if not args.no_controls:
+        print("next seed covers: points of the front without rewrites that the same search "
+              "with the next seed weakly dominates; time to its front: optimize time without "
+              "rewrites over the time of the shortest run with them whose front has the "
+              "hypervolume of the front without")
     return rows
 
 
@@ -270,6 +337,9 @@ def main():
     ap.add_argument("--inputs-on", choices=["host", "constants"], default="host",
                     help="predicted: optimize --inputs-on; constants also exports the issue's "
                     "models with their weights")
+    ap.add_argument("--no-controls", action="store_true",
+                    help="predicted: skip the two controls (the next seed's cover, the time "
+                    "to the front without rewrites)")
     ap.add_argument("--skip-export", action="store_true",
                     help="predicted: only the testdata models (no PyTorch export)")
     ap.add_argument("--models", default="resnet18,gpt2_block", help="measured: which models")
