@@ -15,11 +15,16 @@
 # Writes $OUT/gpu-measure.md (date, device, commands, tables; paste it into
 # docs/cuda.md) and $OUT/gpu-measure.json, with every bench output beside them.
 #
-#   scripts/gpu-measure.sh [--build DIR] [--out DIR] [--repeat N] [--size N]
+#   scripts/gpu-measure.sh [--build DIR | --bin DIR] [--out DIR] [--repeat N] [--size N]
+#
+# --bin DIR takes tapestry and bench_plans_cuda from DIR, built elsewhere (a
+# GPU machine without the build's libraries: scripts/gpu-first-light.sh),
+# and skips the build and the tests.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build/gpu-measure"
+BIN=""
 OUT=""
 REPEAT=20
 WARMUP=5
@@ -27,10 +32,11 @@ SIZE=8192
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD="$2"; shift 2 ;;
+    --bin) BIN="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
     --size) SIZE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "gpu-measure.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,22 +54,28 @@ GPU_COUNT="$(nvidia-smi -L | wc -l)"
 log "$GPU_COUNT GPU(s): $GPU_NAME, $GPU_MEM_MIB MiB"
 
 # ---------------------------------------------------------------- build and test
-JOBS="$(nproc)"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAPESTRY_WERROR=ON \
-  -DTAPESTRY_CUDA=ON >"$OUT/cmake.log"
-grep -q "CUDA backend ON" "$OUT/cmake.log" || { log "the CUDA backend is not built (see $OUT/cmake.log)"; exit 1; }
-cmake --build "$BUILD" -j"$JOBS" >"$OUT/build.log"
-TAPESTRY="$BUILD/bin/tapestry"
-log "running the cuda-labelled tests"
-ctest --test-dir "$BUILD" -L cuda --output-on-failure -j1 | tee "$OUT/ctest-cuda.log" >&2
-if grep -q "Skipped" "$OUT/ctest-cuda.log"; then
-  log "the GPU tests were skipped on a GPU machine: the backend cannot use this GPU"
-  exit 1
+if [[ -n "$BIN" ]]; then
+  TAPESTRY="$BIN/tapestry"
+  BENCH_PLANS="$BIN/bench_plans_cuda"
+else
+  JOBS="$(nproc)"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAPESTRY_WERROR=ON \
+    -DTAPESTRY_CUDA=ON >"$OUT/cmake.log"
+  grep -q "CUDA backend ON" "$OUT/cmake.log" || { log "the CUDA backend is not built (see $OUT/cmake.log)"; exit 1; }
+  cmake --build "$BUILD" -j"$JOBS" >"$OUT/build.log"
+  TAPESTRY="$BUILD/bin/tapestry"
+  BENCH_PLANS="$BUILD/bin/bench_plans_cuda"
+  log "running the cuda-labelled tests"
+  ctest --test-dir "$BUILD" -L cuda --output-on-failure -j1 | tee "$OUT/ctest-cuda.log" >&2
+  if grep -q "Skipped" "$OUT/ctest-cuda.log"; then
+    log "the GPU tests were skipped on a GPU machine: the backend cannot use this GPU"
+    exit 1
+  fi
+  # The rest of the suite too; a failure is reported but does not stop the
+  # measurements (tests written for GPU-less machines may assume there is none).
+  ctest --test-dir "$BUILD" -j"$JOBS" >"$OUT/ctest-all.log" 2>&1 ||
+    log "WARNING: the full suite has failures on this machine (see $OUT/ctest-all.log)"
 fi
-# The rest of the suite too; a failure is reported but does not stop the
-# measurements (tests written for GPU-less machines may assume there is none).
-ctest --test-dir "$BUILD" -j"$JOBS" >"$OUT/ctest-all.log" 2>&1 ||
-  log "WARNING: the full suite has failures on this machine (see $OUT/ctest-all.log)"
 
 # ---------------------------------------------------------------- targets
 # Figures per GPU (dense tensor-core peaks). One GPU as 1 device, and as 4
@@ -121,7 +133,7 @@ optimize() { # NAME GRAPH TARGET
 : >"$OUT/commands.txt"
 
 # ---------------------------------------------------------------- (a)
-"$BUILD/bin/bench_plans_cuda" "$OUT/gpu-4.yaml" "$OUT/gpu-1.yaml" "$OUT" --size "$SIZE" \
+"$BENCH_PLANS" "$OUT/gpu-4.yaml" "$OUT/gpu-1.yaml" "$OUT" --size "$SIZE" \
   --dtype bfloat16 --parts 4 >&2
 bench matmul_split "$OUT/matmul_split.json"
 bench matmul_single "$OUT/matmul_single.json"
