@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "core/cost/busiest.hpp"
 #include "core/cost/plan_file.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
@@ -41,6 +42,63 @@ namespace {
 std::string objectivesText(const cost::Objectives& o) {
   return cost::formatTime(o.timeS) + ", peak " + cost::formatSize(o.peakMemoryBytes) + ", moved " +
          cost::formatSize(o.transferBytes);
+}
+
+bool hasConstantInputs(const graph::ExpandedGraph& g) {
+  return std::any_of(g.tensors.begin(), g.tensors.end(),
+                     [](const graph::Tensor& t) { return t.isGraphInput() && t.constant; });
+}
+
+std::string placeName(int place) {
+  return place == plan::kHost ? std::string("host") : std::to_string(place);
+}
+
+std::string percent(double share) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%.0f%%", share * 100);
+  return buffer;
+}
+
+// "device 0 busy 71% of the time (55 shards); link host -> 0 busy 98% (60
+// transfers, 23.13MiB)"
+std::string busiestText(const cost::Busiest& b) {
+  std::string text = b.device < 0 ? std::string("no device runs a shard")
+                                  : "device " + std::to_string(b.device) + " busy " +
+                                        percent(b.deviceShare()) + " of the time (" +
+                                        std::to_string(b.deviceShards) + " shards)";
+  if (b.linkTo >= 0) {
+    text += "; link " + placeName(b.linkFrom) + " -> " + placeName(b.linkTo) + " busy " +
+            percent(b.linkShare()) + " (" + std::to_string(b.linkTransfers) + " transfer" +
+            (b.linkTransfers == 1 ? "" : "s") + ", " + cost::formatSize(b.linkBytes) + ")";
+  }
+  return text;
+}
+
+Json busiestToJson(const cost::Busiest& b) {
+  Json out = Json::object();
+  if (b.device >= 0) {
+    Json device = Json::object();
+    device["index"] = b.device;
+    device["busy_s"] = b.deviceSeconds;
+    device["share"] = b.deviceShare();
+    device["shards"] = b.deviceShards;
+    out["device"] = std::move(device);
+  } else {
+    out["device"] = nullptr;
+  }
+  if (b.linkTo >= 0) {
+    Json link = Json::object();
+    link["from"] = b.linkFrom == plan::kHost ? Json("host") : Json(b.linkFrom);
+    link["to"] = b.linkTo;
+    link["busy_s"] = b.linkSeconds;
+    link["share"] = b.linkShare();
+    link["transfers"] = b.linkTransfers;
+    link["bytes"] = b.linkBytes;
+    out["link"] = std::move(link);
+  } else {
+    out["link"] = nullptr;
+  }
+  return out;
 }
 
 std::string padded(std::string s, std::size_t width) {
@@ -264,6 +322,9 @@ struct Outcome {
   std::vector<std::size_t> searchGroups;      // per search rule, its site groups
   std::size_t variants = 1;                   // graphs searched
   std::size_t writtenSites = 0;               // of `rewrites`, the written plan's
+  cost::Busiest busiest;                      // of the selected plan
+  bool inputsFromHost = false;                // --inputs-on host
+  bool constantInputs = false;                // the graph has constant inputs
 };
 
 // "one device selected: the fastest plan on 2 devices is predicted 1.08x faster
@@ -302,6 +363,7 @@ void printJsonSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   sel["index"] = o.info.selected;
   sel["policy"] = selectPolicyName(o.info.policy);
   sel["objectives"] = cost::objectivesToJson(o.chosen.objectives);
+  sel["busiest"] = busiestToJson(o.busiest);
   summary["selected"] = std::move(sel);
   summary["baselines"] = baselinesToJson(o.result.baselines);
   summary["sharding_pays"] = shardingPays(o.result);
@@ -364,6 +426,14 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
   }
   to << "  " << padded(std::string("selected (") + selectPolicyName(o.info.policy) + ")", 20)
      << objectivesText(o.chosen.objectives) << "\n";
+  to << "  " << padded("busiest", 20) << busiestText(o.busiest) << "\n";
+  if (o.inputsFromHost && o.busiest.linkFrom == plan::kHost && o.busiest.linkTo >= 0 &&
+      o.busiest.linkSeconds > o.busiest.deviceSeconds) {
+    to << "  " << padded("", 20) << "(it waits on graph inputs sent from the host on every run; "
+       << (o.constantInputs ? "--inputs-on constants keeps the constant ones (weights) on the "
+                              "devices)\n"
+                            : "--inputs-on free prices them as resident on the devices)\n");
+  }
   for (const BaselineResult& b : result.baselines) {
     to << "  " << padded(b.baseline.name, 20)
        << (b.objectives ? objectivesText(*b.objectives) : std::string("not a valid plan"))
@@ -397,6 +467,37 @@ void printTextSummary(const OptimizeConfig& config, const Outcome& o, std::ostre
     }
     to << "\n";
   }
+}
+
+} // namespace
+
+namespace {
+
+// What the front file and the summary say of the search besides its plans.
+void describeSearch(FrontInfo& info, const RewriteVariants& variants, const OptimizeConfig& config,
+                    const CheckedFlags& flags) {
+  info.policy = flags.policy;
+  info.rewrites = rewritesJson(variants.allSites);
+  for (const graph::ExpandedGraph& g : variants.graphs) {
+    info.graphs.push_back(&g);
+  }
+  info.variantSites = variants.siteIndices;
+  info.exhaustive = config.exhaustive;
+  info.seed = config.seed;
+  info.threads = config.threads;
+  if (flags.distributed) {
+    info.ranks = config.islands->size();
+    info.exchangeEvery = config.exchangeEvery;
+  }
+}
+
+// Where a choice's plan spends its time, the plan built and simulated anew.
+cost::Busiest busiestOf(const ChoiceScorer& evaluator, const graph::ExpandedGraph& graph,
+                        const cost::Target& target, const plan::PlanChoice& choice,
+                        const plan::PlanOptions& options) {
+  const plan::ShardPlan p =
+      plan::buildPlan(evaluator.context(choice.variant), target.deviceCount(), choice, options);
+  return cost::busiest(p, cost::simulate(graph, target, p));
 }
 
 } // namespace
@@ -462,19 +563,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   if (oneDevice.applies && oneDevice.index) {
     info.selected = *oneDevice.index;
   }
-  info.policy = flags.policy;
-  info.rewrites = rewritesJson(variants.allSites);
-  for (const graph::ExpandedGraph& g : variants.graphs) {
-    info.graphs.push_back(&g);
-  }
-  info.variantSites = variants.siteIndices;
-  info.exhaustive = config.exhaustive;
-  info.seed = config.seed;
-  info.threads = config.threads;
-  if (flags.distributed) {
-    info.ranks = config.islands->size();
-    info.exchangeEvery = config.exchangeEvery;
-  }
+  describeSearch(info, variants, config, flags);
 
   // The selected plan, rebuilt in full with its schedule on its variant's
   // graph, then the front.
@@ -493,6 +582,12 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
   plan::ShardPlan plan = plan::buildPlan(evaluator.context(written.variant), target.deviceCount(),
                                          written, flags.planOptions);
   cost::Simulation simulation = cost::simulate(graph, target, plan);
+  // Where the selected plan's time goes (the written one's, unless a baseline
+  // was written instead).
+  const cost::Busiest busiest = writtenBaseline.empty()
+                                    ? cost::busiest(plan, simulation)
+                                    : busiestOf(evaluator, variants.graphs[chosen.choice.variant],
+                                                target, chosen.choice, flags.planOptions);
   writeFileAtomically(
       config.outputPath,
       plan::writePlan(graph, target, plan, simulation, &library, origin ? &*origin : nullptr), out);
@@ -514,7 +609,10 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
                         variants.searchRules,
                         variants.groups,
                         variants.graphs.size(),
-                        variants.siteIndices[written.variant].size()};
+                        variants.siteIndices[written.variant].size(),
+                        busiest,
+                        flags.planOptions.inputsOn == plan::InputsOn::Host,
+                        hasConstantInputs(graph)};
   const bool planOnStdout = config.outputPath == "-";
   if (config.json && !planOnStdout) {
     printJsonSummary(config, outcome, out);

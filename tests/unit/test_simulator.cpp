@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost/busiest.hpp"
 #include "core/cost/peak_memory.hpp"
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
@@ -166,6 +167,41 @@ TEST_CASE("resharding between ops: device links", "[simulator]") {
   // Device 0: 256 at t = 7; at 9.5 x and w go (96 left) and the received 48 B
   // arrive (144); at 11 the y tile (96) makes 240. Peak 256.
   CHECK(s.peakPerDevice == std::vector<std::int64_t>{256, 256});
+}
+
+// The schedules above, summed per device and per link.
+TEST_CASE("busiest: the device and the link that are busy longest", "[simulator]") {
+  const graph::ExpandedGraph g = mmRelu();
+  // Aligned row split: each device runs mm (2.5 s) and act (1.25 s); each host
+  // link moves x's part and w (3 + 4 s, 160 B). Ties go to device 0 and to
+  // the first link, host -> 0.
+  const plan::ShardPlan rows =
+      plan::buildPlan(g, 2, choose({{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}}));
+  const Busiest b = busiest(rows, simulate(g, tiny(2), rows));
+  CHECK(b.seconds == 10.75);
+  CHECK(b.device == 0);
+  CHECK(b.deviceSeconds == 3.75);
+  CHECK(b.deviceShards == 2);
+  CHECK(b.linkFrom == plan::kHost);
+  CHECK(b.linkTo == 0);
+  CHECK(b.linkSeconds == 7);
+  CHECK(b.linkTransfers == 2);
+  CHECK(b.linkBytes == 160);
+  CHECK(b.linkShare() == 7 / 10.75);
+  CHECK(b.deviceShare() == 3.75 / 10.75);
+
+  // Everything on device 1 with free inputs: device 0 idle, nothing moved.
+  const plan::ShardPlan one = plan::buildPlan(g, 2, choose({{{1, 1, 1}, {1}}, {{1, 1}, {1}}}),
+                                              plan::PlanOptions{plan::InputsOn::Free});
+  const Busiest c = busiest(one, simulate(g, tiny(2), one));
+  CHECK(c.device == 1);
+  CHECK(c.deviceShards == 2);
+  CHECK(c.linkTo == -1);
+  CHECK(c.linkTransfers == 0);
+  CHECK(c.linkShare() == 0);
+
+  // A simulation of another plan is refused.
+  CHECK_THROWS_AS(busiest(one, simulate(g, tiny(2), rows)), InternalError);
 }
 
 // mm split on k across two devices: each shard reads x[:, k part] (64 B, 3 s)

@@ -51,6 +51,22 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
       "peak_memory_bytes": 732200,
       "transfer_bytes": 3481128,
       "feasible": true
+    },
+    "busiest": {
+      "device": {
+        "index": 6,
+        "busy_s": 8.274291104477616e-06,
+        "share": 0.13843864941172385,
+        "shards": 2
+      },
+      "link": {
+        "from": "host",
+        "to": 6,
+        "busy_s": 4.973803636363636e-05,
+        "share": 0.8321760126189979,
+        "transfers": 4,
+        "bytes": 535592
+      }
     }
   },
   "baselines": {
@@ -102,6 +118,7 @@ $ tapestry optimize $TESTDATA/graphs/tiny.json --target cpu-2 --iterations 2 --s
 plan/v1 ['norm_in', 'fc', 'norm_out', 'probs']
 ! tiny on cpu-2 (2 devices): 13 plans on the front after 2 iterations (128 plans)
 !   selected (smallest) 88.02us, peak 145.2KiB, moved 278.5KiB
+!   busiest             device 0 busy 86% of the time (4 shards); link host -> 0 busy 19% (7 transfers, 99.25KiB)
 !   single              140.3us, peak 259.5KiB, moved 195.5KiB
 !   data_parallel       85.32us, peak 194KiB, moved 327KiB
 !   tensor_parallel     108.5us, peak 195.2KiB, moved 275.5KiB
@@ -113,6 +130,7 @@ $ tapestry optimize $TESTDATA/graphs/tiny.json --target cpu-2 --iterations 2 -q 
 $ tapestry optimize $TESTDATA/graphs/tiny.json --target cpu-2 --exhaustive -o plan.json
 tiny on cpu-2 (2 devices): 13 plans on the front (exhaustive, 387 plans)
   selected (fastest)  85.32us, peak 194KiB, moved 327KiB
+  busiest             device 0 busy 88% of the time (4 shards); link host -> 0 busy 28% (7 transfers, 163.5KiB)
   single              140.3us, peak 259.5KiB, moved 195.5KiB
   data_parallel       85.32us, peak 194KiB, moved 327KiB
   tensor_parallel     108.5us, peak 195.2KiB, moved 275.5KiB

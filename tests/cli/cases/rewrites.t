@@ -193,6 +193,7 @@ convnet on cpu-2 (2 devices): 13 plans on the front after 5 iterations (326 plan
   rewrites: 4 sites (conv_bias 2, conv_relu 2)
   searched with and without conv_relu in 2 site groups (4 graphs); the written plan rewrote 4 of the 4 sites
   selected (fastest)  318.7us, peak 403.4KiB, moved 138.3KiB
+  busiest             device 0 busy 99% of the time (8 shards); link host -> 0 busy 4% (7 transfers, 69.07KiB)
   single              597us, peak 787.4KiB, moved 117.2KiB
   data_parallel       318.7us, peak 403.4KiB, moved 138.3KiB
   tensor_parallel     599us, peak 786.8KiB, moved 118.3KiB
