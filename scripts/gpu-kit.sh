@@ -5,12 +5,14 @@
 # test and bench binaries (stripped), and every shared library they load
 # except the C library's own, into one compressed archive.
 #
-#   scripts/gpu-kit.sh [--build DIR] [--kit DIR]
+#   scripts/gpu-kit.sh [--build DIR] [--kit DIR] [--no-build] [--fast]
 #
 # --build: a release build with the CUDA backend (default build/release; it
-# is brought up to date first). --kit: where to write kit.tar.xz and
-# manifest.txt (default .gpukit, which git ignores). Copy the repository and
-# the kit to the GPU machine, then there: bash scripts/gpu-first-light.sh.
+# is brought up to date first, unless --no-build). --kit: where to write
+# kit.tar.xz and manifest.txt (default .gpukit, which git ignores). --fast:
+# the quickest xz level (a larger kit; the scripts' own test uses it). Copy
+# the repository and the kit to the GPU machine, then there: bash
+# scripts/gpu-first-light.sh.
 #
 # The binaries find testdata/ by the absolute path of the checkout they were
 # built in (the manifest's source_dir); gpu-first-light.sh links that path to
@@ -22,11 +24,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$ROOT/build/release"
 KIT="$ROOT/.gpukit"
+BRING_UP=1
+XZ_LEVEL=-6
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD="$2"; shift 2 ;;
     --kit) KIT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --no-build) BRING_UP=0; shift ;;
+    --fast) XZ_LEVEL=-0; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu-kit.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -35,8 +41,10 @@ log() { echo "gpu-kit: $*" >&2; }
 [[ -f "$BUILD/CMakeCache.txt" ]] || { log "no build in $BUILD (cmake --preset release first)"; exit 2; }
 grep -q "^TAPESTRY_CUDA:BOOL=ON" "$BUILD/CMakeCache.txt" ||
   { log "$BUILD is not built with the CUDA backend (TAPESTRY_CUDA=ON)"; exit 2; }
-log "bringing $BUILD up to date"
-cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+if [[ $BRING_UP -eq 1 ]]; then
+  log "bringing $BUILD up to date"
+  cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+fi
 
 # The binaries the first-light script runs, by their place in the build.
 BINARIES=(
@@ -90,7 +98,7 @@ SOURCE_DIR="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.t
 
 mkdir -p "$KIT"
 log "compressing $(du -sh "$STAGE/kit" | cut -f1) (a minute or two)"
-XZ_OPT="-6 -T0" tar -cJf "$KIT/kit.tar.xz.part" -C "$STAGE" kit
+XZ_OPT="$XZ_LEVEL -T0" tar -cJf "$KIT/kit.tar.xz.part" -C "$STAGE" kit
 mv "$KIT/kit.tar.xz.part" "$KIT/kit.tar.xz"
 cp "$STAGE/kit/manifest.txt" "$KIT/manifest.txt"
 log "wrote $KIT/kit.tar.xz ($(du -h "$KIT/kit.tar.xz" | cut -f1)) and $KIT/manifest.txt"
