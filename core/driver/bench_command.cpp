@@ -1,5 +1,6 @@
-// `tapestry bench`: the stopping rule, the breakdown of a plan's time, and
-// the command (core/driver/run_command.hpp declares them with run).
+// `tapestry bench`: the breakdown of a plan's time, and the command
+// (core/driver/run_command.hpp declares them with run; the stopping rule is in
+// bench_stopping.cpp).
 #include "core/driver/run_command.hpp"
 
 #include <algorithm>
@@ -42,50 +43,6 @@
 namespace tapestry::driver {
 
 using namespace tapestry::backend;
-
-// ---------------------------------------------------------------- bench: stopping rule
-
-MedianStability medianStability(const std::vector<double>& times, double tolerance) {
-  MedianStability s;
-  const std::size_t n = times.size();
-  if (n == 0) {
-    return s;
-  }
-  s.median = median(times);
-  if (n < 2 || !(s.median > 0)) {
-    return s; // one run has nothing to compare with
-  }
-  s.lastRuns = (n + 3) / 4;
-  const auto kept = static_cast<std::ptrdiff_t>(n - s.lastRuns);
-  const double before = median(std::vector<double>(times.begin(), times.begin() + kept));
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const double q1 = sorted[(n - 1) / 4];
-  const double q3 = sorted[(3 * (n - 1) + 3) / 4]; // ceil(3(n-1)/4)
-  s.moved = std::fabs(s.median - before) / s.median;
-  s.uncertainty = 0.93 * (q3 - q1) / std::sqrt(static_cast<double>(n)) / s.median;
-  s.stable = s.moved <= tolerance && s.uncertainty <= tolerance;
-  return s;
-}
-
-RepeatLimits repeatLimits(const BenchConfig& config) {
-  RepeatLimits limits;
-  limits.fewest = config.repeat;
-  limits.most = config.maxRepeat > 0 ? config.maxRepeat : std::max(config.repeat, 50);
-  limits.seconds = config.maxSeconds;
-  return limits;
-}
-
-bool repeatAgain(const std::vector<double>& times, double elapsed, const RepeatLimits& limits) {
-  const auto n = static_cast<int>(times.size());
-  if (n < limits.fewest) {
-    return true;
-  }
-  if (n >= limits.most || elapsed >= limits.seconds) {
-    return false;
-  }
-  return !medianStability(times).stable;
-}
 
 // ---------------------------------------------------------------- bench: breakdown
 
@@ -545,6 +502,26 @@ std::string instabilityNote(const std::string& label, const Timing& t, const Rep
          "); the runs took " + cost::formatTime(t.min) + " to " + cost::formatTime(t.max);
 }
 
+// Bytes of weights the plan's shards read through packed ports from graph
+// inputs not marked constant (plan::Shard::repacked): the CPU backend's
+// products pack them anew on every run.
+std::int64_t repackedBytes(const plan::ShardPlan& p) {
+  std::int64_t bytes = 0;
+  for (const plan::OpPlan& op : p.ops) {
+    for (const plan::Shard& shard : op.shards) {
+      bytes += shard.repacked;
+    }
+  }
+  return bytes;
+}
+
+std::string repackNote(std::int64_t bytes) {
+  return "note: " + cost::formatSize(bytes) +
+         " of weights come from graph inputs not marked constant, so the CPU products pack "
+         "them anew on every run; mark them \"constant\": true (import marks an ONNX model's "
+         "initializers) and they are packed once";
+}
+
 void printBenchText(const BenchReport& r, std::ostream& out) {
   const RepeatLimits limits = repeatLimits(r.config);
   const std::int64_t flops = r.g.totalFlops();
@@ -608,6 +585,10 @@ void printBenchText(const BenchReport& r, std::ostream& out) {
   if (r.call && !r.call->stability.stable) {
     out << instabilityNote("cuBLASLt call", *r.call, RepeatLimits{limits.fewest, limits.fewest, 0})
         << "\n";
+  }
+  if (const std::int64_t repacked = repackedBytes(r.loaded.plan);
+      r.backend == "cpu" && repacked > 0) {
+    out << repackNote(repacked) << "\n";
   }
 
   // Where the plan's time goes, worst first.
@@ -696,6 +677,9 @@ Json benchJson(const BenchReport& r, const Timing* callTiming, std::int64_t flop
     doc["single_call"] = timingJson(*callTiming, flops, 1);
     doc["plan_over_single_call"] =
         planTiming.measured > 0 ? Json(callTiming->measured / planTiming.measured) : Json(nullptr);
+  }
+  if (r.backend == "cpu") {
+    doc["repacked_bytes"] = repackedBytes(loaded.plan);
   }
   breakdownJson(planTiming, doc);
   if (!config.tracePath.empty()) {

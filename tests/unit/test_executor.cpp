@@ -1720,12 +1720,16 @@ TEST_CASE("bench times the plan and the single-device baseline", "[executor][com
   std::ostringstream err;
   CHECK(benchCommand(config, out, err) == 0);
   const Json doc = Json::parse(out.str());
-  for (const char* key : {"status", "plan_file", "graph", "backend", "target", "repeat",
-                          "max_repeat", "max_seconds", "warmup", "flops", "plan", "single_device",
-                          "speedup", "operations", "transfers", "reductions", "totals"}) {
+  for (const char* key :
+       {"status", "plan_file", "graph", "backend", "target", "repeat", "max_repeat", "max_seconds",
+        "warmup", "flops", "plan", "single_device", "speedup", "repacked_bytes", "operations",
+        "transfers", "reductions", "totals"}) {
     INFO(key);
     CHECK(doc.contains(key));
   }
+  // w (24 B, not constant) is read through matmul's packed port by each of mm's
+  // 4 shards, a half of it each (split 2 along k), for both halves of m.
+  CHECK(doc["repacked_bytes"].get<std::int64_t>() == 48);
   for (const char* part : {"plan", "single_device"}) {
     for (const char* key : {"devices", "workers", "measured_s", "predicted_s",
                             "measured_over_predicted", "flops_per_s", "times_s", "min_s",
@@ -1792,7 +1796,9 @@ TEST_CASE("bench times the plan and the single-device baseline", "[executor][com
                             Contains("where the plan's time goes") &&
                             Contains("\nop mm (matmul, 4 shards) ") &&
                             Contains("\nreduction h of mm (sum, 2 regions) ") &&
-                            Contains("\ntotal operations (8 shards) "));
+                            Contains("\ntotal operations (8 shards) ") &&
+                            Contains("\nnote: 48B of weights come from graph inputs not marked "
+                                     "constant, so the CPU products pack them anew on every run"));
 
   // --max-seconds 0: no run past --repeat; --max-repeat below --repeat, or a
   // negative budget, are usage errors.

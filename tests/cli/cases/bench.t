@@ -39,8 +39,9 @@ bench plans/mm_relu_2dev.json (graph mm_relu, cpu, target test-gpu-2): median of
 $ tapestry bench $TESTDATA/graphs/tiny.json --repeat 1 --max-repeat 1 | grep '^note: '
 note: plan: one timed run cannot tell whether its time is stable (--max-repeat)
 note: single device: one timed run cannot tell whether its time is stable (--max-repeat)
+note: 128KiB of weights come from graph inputs not marked constant, so the CPU products pack them anew on every run; mark them "constant": true (import marks an ONNX model's initializers) and they are packed once
 $ tapestry --format json bench $TESTDATA/plans/mlp_2dev.json --repeat 2 --max-repeat 2 --warmup 0 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(list(d)); print(list(d["plan"])); print(d["status"], d["graph"], d["repeat"], d["max_repeat"], d["warmup"], d["flops"], d["plan"]["devices"], d["single_device"]["devices"], len(d["plan"]["times_s"]), d["plan"]["flops_per_s"] > 0, d["plan"]["min_s"] <= d["plan"]["median_s"] <= d["plan"]["max_s"], type(d["plan"]["stable"]).__name__); print(list(d["operations"][0])); print(sorted(o["name"] for o in d["operations"])); print(list(d["transfers"][0])); print(len(d["transfers"]), d["reductions"]); print({k: list(v) for k, v in d["totals"].items()})'
-['status', 'plan_file', 'graph', 'backend', 'target', 'repeat', 'max_repeat', 'max_seconds', 'warmup', 'flops', 'plan', 'single_device', 'speedup', 'operations', 'transfers', 'reductions', 'totals', 'devices']
+['status', 'plan_file', 'graph', 'backend', 'target', 'repeat', 'max_repeat', 'max_seconds', 'warmup', 'flops', 'plan', 'single_device', 'speedup', 'repacked_bytes', 'operations', 'transfers', 'reductions', 'totals', 'devices']
 ['devices', 'workers', 'blas_threads', 'measured_s', 'predicted_s', 'measured_over_predicted', 'flops_per_s', 'peak_bytes_per_device', 'times_s', 'min_s', 'median_s', 'max_s', 'stable', 'median_moved', 'median_uncertainty']
 ok mlp 2 2 0 68587264 2 1 2 True True bool
 ['name', 'kernel', 'shards', 'measured_s', 'predicted_s', 'ratio']
