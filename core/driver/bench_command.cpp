@@ -390,17 +390,13 @@ std::string percent(double fraction) {
   return buffer;
 }
 
-std::string placeText(int place) {
-  return place == plan::kHost ? "host" : std::to_string(place);
-}
-
 std::string rowLabel(const BenchRow& row) {
   switch (row.kind) {
   case BenchRow::Kind::Operation:
     return "op " + row.name + " (" + row.kernel + ", " + plural(row.count, "shard", "shards") + ")";
   case BenchRow::Kind::Transfers:
     return std::string(row.partials ? "partials " : "transfer ") + row.name + " " +
-           placeText(row.from) + "->" + placeText(row.to) + " (" +
+           plan::placeName(row.from) + "->" + plan::placeName(row.to) + " (" +
            plural(row.count, "region", "regions") + ", " + cost::formatSize(row.bytes) + ")";
   case BenchRow::Kind::Reduction:
     return "reduction " + row.name + " of " + row.operation + " (" + row.kernel + ", " +

@@ -49,10 +49,6 @@ bool hasConstantInputs(const graph::ExpandedGraph& g) {
                      [](const graph::Tensor& t) { return t.isGraphInput() && t.constant; });
 }
 
-std::string placeName(int place) {
-  return place == plan::kHost ? std::string("host") : std::to_string(place);
-}
-
 std::string percent(double share) {
   char buffer[16];
   std::snprintf(buffer, sizeof buffer, "%.0f%%", share * 100);
@@ -67,9 +63,10 @@ std::string busiestText(const cost::Busiest& b) {
                                         percent(b.deviceShare()) + " of the time (" +
                                         std::to_string(b.deviceShards) + " shards)";
   if (b.linkTo >= 0) {
-    text += "; link " + placeName(b.linkFrom) + " -> " + placeName(b.linkTo) + " busy " +
-            percent(b.linkShare()) + " (" + std::to_string(b.linkTransfers) + " transfer" +
-            (b.linkTransfers == 1 ? "" : "s") + ", " + cost::formatSize(b.linkBytes) + ")";
+    text += "; link " + plan::placeName(b.linkFrom) + " -> " + plan::placeName(b.linkTo) +
+            " busy " + percent(b.linkShare()) + " (" + std::to_string(b.linkTransfers) +
+            " transfer" + (b.linkTransfers == 1 ? "" : "s") + ", " + cost::formatSize(b.linkBytes) +
+            ")";
   }
   return text;
 }

@@ -52,6 +52,11 @@ namespace tapestry::plan {
 // Where a region lives: a device of the target, or the host.
 inline constexpr int kHost = -1;
 
+// "host", or the device's number (reports, traces, summaries).
+inline std::string placeName(int place) {
+  return place == kHost ? std::string("host") : std::to_string(place);
+}
+
 // Bytes per element of a dtype (bool and the float8 types are 1 byte). An
 // unknown dtype is a bug (InternalError): expansion only lets known ones through.
 std::int64_t dtypeSize(std::string_view dtype);

@@ -17,10 +17,6 @@ TaskIntervals intervalsOf(const cost::Simulation& simulation) {
 
 namespace {
 
-std::string placeName(int place) {
-  return place == plan::kHost ? "host" : std::to_string(place);
-}
-
 void checkParallel(const plan::ShardPlan& p, const TaskIntervals& times) {
   bool ok = times.shards.size() == p.ops.size() && times.transfers.size() == p.transfers.size() &&
             times.reductions.size() == p.reductions.size();
@@ -63,7 +59,7 @@ public:
       track.kind = Track::Kind::Link;
       track.from = key.first;
       track.to = key.second;
-      track.name = "link " + placeName(key.first) + "->" + placeName(key.second);
+      track.name = "link " + plan::placeName(key.first) + "->" + plan::placeName(key.second);
       t.tracks.push_back(track);
     }
   }
@@ -125,7 +121,7 @@ SliceIndex addSlices(const plan::LoadedPlan& loaded, const TaskIntervals& times,
     s.index = i;
     s.op = ops[i];
     s.name = (tr.reduction ? "partial " : "") + g.tensors[tr.tensor].name + " " +
-             placeName(tr.from) + "->" + placeName(tr.to);
+             plan::placeName(tr.from) + "->" + plan::placeName(tr.to);
     index.transfers.push_back(add(std::move(s), times.transfers[i]));
   }
   for (std::size_t r = 0; r < p.reductions.size(); ++r) {
