@@ -82,7 +82,7 @@ bool Executor::aliasesInput(u32 s) const {
   if (s >= transferBase_) {
     const std::size_t i = s - transferBase_;
     const plan::Transfer& t = p_.transfers[i];
-    return !t.afterShard && !t.afterReduction;
+    return !t.afterShard && !t.afterReduction && !t.afterTransfer;
   }
   return false;
 }

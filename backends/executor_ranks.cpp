@@ -208,7 +208,7 @@ void Executor::sendTransfer(const Task& task) {
     return; // nothing to send, and its receiver expects nothing
   }
   const Slot& source = slots_[task.reads[0]];
-  const TensorView from = buffers_[task.reads[0]].view();
+  const TensorView from = slotView(task.reads[0]); // a relayed input may alias the host's
   if (transport_ == Transport::Nccl) {
     // The call returns once sent, so a contiguous region is sent in place.
     const bool reached = deviceLink_->reaches(source.device);

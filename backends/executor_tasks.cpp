@@ -273,6 +273,12 @@ void Executor::submitTransfer(std::size_t i) {
     task.reads.push_back(tile(t.afterShard->first, t.afterShard->second, t.tensor));
   } else if (t.afterReduction) {
     task.reads.push_back(root(*t.afterReduction));
+  } else if (t.afterTransfer) {
+    if (*t.afterTransfer >= i || transferSubmitted_[*t.afterTransfer] == 0) {
+      throw InternalError("executor: transfer " + std::to_string(i) + " relays transfer " +
+                          std::to_string(*t.afterTransfer) + ", not submitted before it");
+    }
+    task.reads.push_back(transferBase_ + static_cast<u32>(*t.afterTransfer));
   } else if (!g_.tensors[t.tensor].isGraphInput()) {
     throw InternalError("executor: transfer " + std::to_string(i) + " of " +
                         g_.tensors[t.tensor].name + " has no source");

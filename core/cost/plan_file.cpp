@@ -142,6 +142,9 @@ Json planToJson(const graph::ExpandedGraph& g, const cost::Target& t, const Shar
   append(out, "target", cost::toJson(t));
   Json options = Json::object();
   append(options, "inputs_on", inputsOnName(p.options.inputsOn));
+  if (!p.options.relayGroups.empty()) {
+    append(options, "relay_groups", p.options.relayGroups);
+  }
   append(out, "options", std::move(options));
   append(out, "operations", operationsToJson(g, p));
   append(out, "reductions", reductionsToJson(g, p));
@@ -369,6 +372,26 @@ PlanOrigin decodeOrigin(const json::Value& rewrites, const metakernel::Metakerne
   return origin;
 }
 
+// options.relay_groups: one group number per device of the target.
+std::vector<int> decodeRelayGroups(const json::Value& groups, int devices) {
+  groups.expectArray();
+  if (groups.size() != static_cast<std::size_t>(devices)) {
+    groups.fail("relay_groups has " + std::to_string(groups.size()) + " entries; the target has " +
+                std::to_string(devices) + " devices (one group number per device)");
+  }
+  std::vector<int> out;
+  for (std::size_t d = 0; d < groups.size(); ++d) {
+    const json::Value v = groups.at(d);
+    const std::int64_t group = v.asInt64();
+    if (group < 0 || group >= devices) {
+      v.fail("relay group " + std::to_string(group) + " of device " + std::to_string(d) +
+             " is not in [0, " + std::to_string(devices) + ")");
+    }
+    out.push_back(static_cast<int>(group));
+  }
+  return out;
+}
+
 } // namespace
 
 LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library) {
@@ -396,7 +419,7 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   PlanOptions options;
   if (std::optional<json::Value> opts = root.find("options")) {
     opts->expectObject();
-    opts->expectKeys({"inputs_on"});
+    opts->expectKeys({"inputs_on", "relay_groups"});
     if (std::optional<json::Value> where = opts->find("inputs_on")) {
       if (const std::optional<InputsOn> mode = inputsOnFromName(where->asString())) {
         options.inputsOn = *mode;
@@ -404,6 +427,9 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
         where->fail("unknown inputs_on " + json::brief(where->json()) +
                     " (expected \"host\", \"free\" or \"constants\")");
       }
+    }
+    if (std::optional<json::Value> groups = opts->find("relay_groups")) {
+      options.relayGroups = decodeRelayGroups(*groups, target.deviceCount());
     }
   }
 

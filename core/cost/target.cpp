@@ -39,6 +39,22 @@ const LinkSpec& Target::linkBetween(int a, int b) const {
   return same || !nodes ? links : nodes->interNode;
 }
 
+std::vector<int> relayGroups(const Target& target) {
+  const LinkSpec& link = target.links;
+  const LinkSpec& host = target.hostLink();
+  const int devices = target.deviceCount();
+  if (devices < 2 || target.nodeCount() == devices || link.bandwidth <= host.bandwidth ||
+      link.latency > host.latency) {
+    return {};
+  }
+  std::vector<int> groups;
+  groups.reserve(static_cast<std::size_t>(devices));
+  for (int d = 0; d < devices; ++d) {
+    groups.push_back(target.nodeOf(d));
+  }
+  return groups;
+}
+
 double Target::flopsFor(std::string_view dtype) const {
   auto it = devices.flops.find(dtype);
   if (it == devices.flops.end()) {

@@ -89,6 +89,14 @@ struct Target {
   bool operator==(const Target&) const = default;
 };
 
+// Per device, the group of devices that relay graph inputs from the host
+// among themselves (plan::PlanOptions::relayGroups): the devices of one node,
+// when the link between two of them is faster than the host link (more
+// bandwidth, no more latency: h100x8's NVLink against its PCIe). Empty when
+// no two devices relay (the CPU targets, whose host copies cost the same as
+// copies between devices, or nothing where the backend reads the host in place).
+std::vector<int> relayGroups(const Target& target);
+
 // One line: "h100x8: 8 gpu x 80GiB, 3.35TB/s, float32 67T; links 450GB/s 2us; host 55GB/s 10us".
 std::string toString(const Target& target);
 

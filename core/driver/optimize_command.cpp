@@ -516,7 +516,7 @@ std::map<std::string, double, std::less<>> timeByFamily(const graph::ExpandedGra
 }
 
 int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostream& err) {
-  const CheckedFlags flags = checkFlags(config);
+  CheckedFlags flags = checkFlags(config);
   metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load(config.kernelPaths);
   const graph::ExpandedGraph given = graph::loadAndExpand(config.graphPath, library);
   // The graphs searched: the pre-pass's, and one per subset of the rules that
@@ -533,6 +533,7 @@ int optimizeCommand(const OptimizeConfig& config, std::ostream& out, std::ostrea
     target = cost::loadTarget(config.target);
   }
 
+  flags.planOptions.relayGroups = cost::relayGroups(target);
   ChoiceScorer evaluator(variants.links(), target, flags.planOptions);
   const SearchResult result = searchPlans(evaluator, config, flags, err);
   if (flags.distributed && config.islands->rank() != 0) {

@@ -25,9 +25,10 @@
 //   (tensor, producer region, destination device), carrying the bounding box
 //   of everything that device needs from that region; it is submitted with the
 //   first op that needs it. Graph inputs come from the host the same way (one
-//   transfer per tensor and device), or with InputsOn::Free (InputsOn::Constants:
-//   the constant ones) are resident on every device that reads them. Graph
-//   outputs stay where they are computed.
+//   transfer per tensor and device; with relay groups, one per group for the
+//   devices that read the same region, forwarded between them), or with
+//   InputsOn::Free (InputsOn::Constants: the constant ones) are resident on
+//   every device that reads them. Graph outputs stay where they are computed.
 // - Lists are in submission order: op by op in topological order, each op's
 //   input transfers, then its partial moves; the simulator and backends replay
 //   them in that order.
@@ -123,6 +124,14 @@ std::uint32_t outputElementOf(const graph::ExpandedGraph& g, std::size_t op, std
 
 struct PlanOptions {
   InputsOn inputsOn = InputsOn::Host;
+  // Per device, its relay group (empty: none; cost::relayGroups picks them
+  // from the target). A graph input region that several devices of one group
+  // read from the host whole and alike crosses the host link once, to the
+  // group member that has had the fewest bytes from the host so far in the
+  // plan, which forwards it to the others over the faster device links
+  // (Transfer::afterTransfer): a weight read by 8 GPUs is one PCIe copy and
+  // seven NVLink copies, not eight PCIe copies.
+  std::vector<int> relayGroups;
   bool operator==(const PlanOptions&) const = default;
 };
 
@@ -225,6 +234,8 @@ struct Transfer {
   // reduction that added into it).
   std::optional<std::pair<std::size_t, std::size_t>> afterShard;
   std::optional<std::size_t> afterReduction;
+  // A relay: the transfer (from the host) whose arrival on `from` it forwards.
+  std::optional<std::size_t> afterTransfer;
   // Partial moves only: the reduction whose step this is.
   std::optional<std::size_t> reduction;
 };

@@ -63,7 +63,7 @@ struct TransferRecord {
   u32 box = 0;
   int from = kHost;
   int to = 0;
-  enum class After : std::uint8_t { None, Shard, Reduction } after = After::None;
+  enum class After : std::uint8_t { None, Shard, Reduction, Transfer } after = After::None;
   u32 afterA = 0, afterB = 0; // (op, shard) or (reduction)
   std::int64_t reduction = -1;
   std::int64_t bytes = 0;
@@ -255,11 +255,110 @@ struct PlanBuilder::Workspace {
     for (ResidentRecord& r : res) {
       r.bytes = boxSize(r.box, g.tensors[r.tensor].type.shape.size()) * ctx.elemBytes[r.tensor];
     }
+    if (!options.relayGroups.empty()) {
+      relay();
+    }
+  }
+
+  bool boxesEqual(u32 a, u32 b, std::size_t rank) const {
+    return std::equal(co.begin() + a, co.begin() + a + 2 * rank, co.begin() + b);
+  }
+
+  std::vector<std::int64_t> lastHost, nextSame, swapWith, hostBytes;
+  std::vector<std::size_t> inputEnd; // per transfer: the end of its op's input transfers
+  std::vector<char> visited;
+
+  void relay() {
+    const std::size_t n = trs.size();
+    lastHost.assign(g.tensors.size(), -1);
+    nextSame.assign(n, -1);
+    swapWith.assign(n, -1);
+    visited.assign(n, 0);
+    hostBytes.assign(static_cast<std::size_t>(devices), 0);
+    inputEnd.assign(n, 0);
+    for (const OpSlices& sl : slices) {
+      for (u32 k = sl.transferBegin; k < sl.transferEnd; ++k) {
+        inputEnd[k] = sl.transferEnd;
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (trs[i].from != kHost) {
+        continue;
+      }
+      std::int64_t& last = lastHost[trs[i].tensor];
+      if (last >= 0) {
+        nextSame[static_cast<std::size_t>(last)] = static_cast<std::int64_t>(i);
+      }
+      last = static_cast<std::int64_t>(i);
+    }
+    bool swapped = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      TransferRecord& head = trs[i];
+      if (head.from != kHost || head.after != TransferRecord::After::None || visited[i] != 0) {
+        continue;
+      }
+      visited[i] = 1;
+      const std::size_t rank = g.tensors[head.tensor].type.shape.size();
+      const int relayGroup = options.relayGroups[static_cast<std::size_t>(head.to)];
+      std::size_t best = i;
+      std::size_t sharing = 1;
+      for (std::int64_t j = nextSame[i]; j >= 0; j = nextSame[static_cast<std::size_t>(j)]) {
+        const TransferRecord& o = trs[static_cast<std::size_t>(j)];
+        if (visited[static_cast<std::size_t>(j)] != 0 ||
+            options.relayGroups[static_cast<std::size_t>(o.to)] != relayGroup ||
+            !boxesEqual(o.box, head.box, rank)) {
+          continue;
+        }
+        ++sharing;
+        // The gateway swaps places with the head, so it must be submitted
+        // with the head's op: a transfer first needed by a later op would
+        // then come after the head op's shards that read it.
+        if (static_cast<std::size_t>(j) < inputEnd[i] &&
+            hostBytes[static_cast<std::size_t>(o.to)] <
+                hostBytes[static_cast<std::size_t>(trs[best].to)]) {
+          best = static_cast<std::size_t>(j);
+        }
+      }
+      if (best != i) {
+        std::swap(head.to, trs[best].to);
+        swapWith[i] = static_cast<std::int64_t>(best);
+        swapWith[best] = static_cast<std::int64_t>(i);
+        swapped = true;
+      }
+      hostBytes[static_cast<std::size_t>(head.to)] += head.bytes;
+      if (sharing == 1) {
+        continue;
+      }
+      for (std::int64_t j = nextSame[i]; j >= 0; j = nextSame[static_cast<std::size_t>(j)]) {
+        TransferRecord& o = trs[static_cast<std::size_t>(j)];
+        if (visited[static_cast<std::size_t>(j)] != 0 ||
+            options.relayGroups[static_cast<std::size_t>(o.to)] != relayGroup ||
+            !boxesEqual(o.box, head.box, rank)) {
+          continue;
+        }
+        visited[static_cast<std::size_t>(j)] = 1;
+        o.from = head.to;
+        o.after = TransferRecord::After::Transfer;
+        o.afterA = static_cast<u32>(i);
+      }
+    }
+    if (swapped) {
+      for (Source& r : reads) {
+        if (r.kind == Source::Kind::Transfer && swapWith[r.index] >= 0) {
+          r.index = static_cast<std::size_t>(swapWith[r.index]);
+        }
+      }
+    }
   }
 
   void checkAll() const {
     if (auto reason = checkShape(g, devices, *choice)) {
       throw Error(*reason);
+    }
+    if (!options.relayGroups.empty() &&
+        options.relayGroups.size() != static_cast<std::size_t>(devices)) {
+      throw Error("plan options: " + std::to_string(options.relayGroups.size()) +
+                  " relay groups for " + std::to_string(devices) + " devices");
     }
     for (std::size_t i = 0; i < g.operations.size(); ++i) {
       if (auto reason = checkOpChoice(g, devices, i, choice->ops[i])) {
@@ -858,6 +957,8 @@ struct PlanBuilder::Workspace {
       } else if (t.after == TransferRecord::After::Reduction) {
         const ReductionGroup& r = reds[t.afterA];
         source = tile(r.op, members[r.memberBegin], r.element);
+      } else if (t.after == TransferRecord::After::Transfer) {
+        source = transferBase + t.afterA;
       }
       out.transfers[i] = PlanTasks::TransferTask{t.from, t.to, t.bytes, source,
                                                  transferBase + static_cast<u32>(i)};
@@ -958,6 +1059,8 @@ struct PlanBuilder::Workspace {
         out.afterShard = std::pair<std::size_t, std::size_t>(t.afterA, t.afterB);
       } else if (t.after == TransferRecord::After::Reduction) {
         out.afterReduction = t.afterA;
+      } else if (t.after == TransferRecord::After::Transfer) {
+        out.afterTransfer = t.afterA;
       }
       if (t.reduction >= 0) {
         out.reduction = static_cast<std::size_t>(t.reduction);

@@ -109,6 +109,10 @@ Json transfersToJson(const graph::ExpandedGraph& g, const ShardPlan& p) {
       Json after = Json::object();
       append(after, "reduction", *t.afterReduction);
       append(item, "after", std::move(after));
+    } else if (t.afterTransfer) {
+      Json after = Json::object();
+      append(after, "transfer", *t.afterTransfer);
+      append(item, "after", std::move(after));
     }
     if (t.reduction) {
       append(item, "reduction", *t.reduction);

@@ -150,6 +150,8 @@ private:
         source = tile(t.afterShard->first, t.afterShard->second, t.tensor);
       } else if (t.afterReduction) {
         source = root(*t.afterReduction);
+      } else if (t.afterTransfer) {
+        source = transferBase_ + static_cast<u32>(*t.afterTransfer);
       }
       out_.transfers.push_back(PlanTasks::TransferTask{t.from, t.to, t.bytes, source,
                                                        transferBase_ + static_cast<u32>(i)});

@@ -39,8 +39,13 @@ constexpr int kPanelDevices = 4;
 // Panels a row: three up to nine devices, two beyond (a transformer block's
 // device panel is about 800 to 1,050 points wide, and the picture should stay
 // within 3,000 points, 4,000 pixels at 96 dpi).
-int panelColumns(int devices) {
-  return devices <= 9 ? 3 : 2;
+// Panels a row: 3 up to 9 devices, else 2; and 2 as well once the panels
+// hold more than kWidePanelNodes nodes on average (a plan that runs most ops
+// on every device: each panel then lays out wider).
+constexpr std::size_t kWidePanelNodes = 12;
+
+int panelColumns(int devices, std::size_t nodesPerPanel) {
+  return devices <= 9 && nodesPerPanel <= kWidePanelNodes ? 3 : 2;
 }
 
 enum class EdgeKind { Local, Host, Transfer, Partial };
@@ -378,6 +383,9 @@ void PlanDrawer::emitEdges(Drawing& d) const {
       // From a device's arrivals node (at scale): the node lists the tensors;
       // the edge says which on hover, so that no label widens the cluster.
       attrs.push_back({"tooltip", escapeString(edgeLabel(e))});
+      // Nor does it pull its heads sideways: with many shards on a device,
+      // its edges to all of them drift the panel's column to the right.
+      attrs.push_back({"weight", "0"});
     } else if (e.labelled) {
       attrs.push_back({"label", escapeString(edgeLabel(e))});
     }
@@ -484,7 +492,12 @@ void PlanDrawer::addPanelRows(Drawing& d) {
   }
   const int devices = std::max(p_.target.deviceCount(), p_.plan.deviceCount);
   const Attrs invisible{{"style", "invis"}};
-  const int columns = panelColumns(devices);
+  std::size_t drawnNodes = 0;
+  for (int dev : panels_drawn_) {
+    drawnNodes += deviceNodes_[dev].size();
+  }
+  const int columns =
+      panelColumns(devices, panels_drawn_.empty() ? 0 : drawnNodes / panels_drawn_.size());
   for (std::size_t i = 0; i < panels_drawn_.size(); ++i) {
     const int dev = panels_drawn_[i];
     std::vector<std::string>& nodes = deviceNodes_[dev];

@@ -167,6 +167,8 @@ void addFlows(const plan::ShardPlan& p, const SliceIndex& index, Timeline& t) {
           Flow{index.shards[tr.afterShard->first][tr.afterShard->second], index.transfers[i]});
     } else if (tr.afterReduction) {
       t.flows.push_back(Flow{index.reductions[*tr.afterReduction], index.transfers[i]});
+    } else if (tr.afterTransfer) {
+      t.flows.push_back(Flow{index.transfers[*tr.afterTransfer], index.transfers[i]});
     }
   }
   for (std::size_t r = 0; r < p.reductions.size(); ++r) {

@@ -64,7 +64,7 @@ void runAndCompare(const std::string& label, const graph::ExpandedGraph& g, int 
                    const PlanChoice& choice, plan::InputsOn inputsOn = plan::InputsOn::Host,
                    bool inputsOnGpu = false) {
   try {
-    const plan::ShardPlan p = plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn});
+    const plan::ShardPlan p = plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn, {}});
     const cost::Simulation sim = cost::simulate(g, roomyCpuTarget(devices), p);
     const TensorBuffers inputs = drawInputs(g, 11);
     CudaOptions options;

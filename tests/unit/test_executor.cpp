@@ -110,9 +110,10 @@ struct Outcome {
 // to stay within the predicted one plus the assembled scratch.
 Outcome runAndCheck(const graph::ExpandedGraph& g, int devices, const PlanChoice& choice,
                     int threads = 0, plan::InputsOn inputsOn = plan::InputsOn::Host,
-                    std::uint64_t seed = 7) {
+                    std::uint64_t seed = 7, const std::vector<int>& relayGroups = {}) {
   INFO("plan " << describe(choice) << "on " << devices << " devices, " << threads << " threads");
-  const plan::ShardPlan p = plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn});
+  const plan::ShardPlan p =
+      plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn, relayGroups});
   const cost::Target t = roomyCpuTarget(devices);
   Outcome out;
   out.simulation = cost::simulate(g, t, p);
@@ -402,7 +403,7 @@ TEST_CASE("constant inputs resident from the start (InputsOn::Constants) run and
     const Outcome host = runAndCheck(g, devices, c, i % 2, plan::InputsOn::Host);
     // The constants' transfers from the host are gone, and nothing else.
     const plan::ShardPlan p =
-        plan::buildPlan(g, devices, c, plan::PlanOptions{plan::InputsOn::Constants});
+        plan::buildPlan(g, devices, c, plan::PlanOptions{plan::InputsOn::Constants, {}});
     std::int64_t residentBytes = 0;
     for (const plan::Resident& r : p.residents) {
       CHECK(g.tensors[r.tensor].constant);
@@ -1170,6 +1171,35 @@ void checkSameBytes(const TensorBuffers& got, const TensorBuffers& want) {
 }
 
 } // namespace
+
+// Graph inputs relayed between devices (plan::PlanOptions::relayGroups): the
+// forwarded copies read the first device's arrival, alone, on worker threads
+// and across ranks.
+TEST_CASE("inputs relayed between devices run and check, on ranks too", "[executor]") {
+  for (const char* name : {"mlp.json", "convnet.json", "transformer_block.json"}) {
+    INFO("graph " << name);
+    const graph::ExpandedGraph g = testGraph(name);
+    std::mt19937 rng(13);
+    for (const std::vector<int>& groups : {std::vector<int>{0, 0, 0, 0}, {0, 0, 1, 1}}) {
+      const PlanChoice parallel = dataParallel(g, 4, 4);
+      const plan::ShardPlan p =
+          plan::buildPlan(g, 4, parallel, plan::PlanOptions{plan::InputsOn::Host, groups});
+      int relays = 0;
+      for (const plan::Transfer& t : p.transfers) {
+        relays += t.afterTransfer ? 1 : 0;
+      }
+      CHECK(relays > 0);
+      const Outcome run = runAndCheck(g, 4, parallel, 2, plan::InputsOn::Host, 7, groups);
+      CHECK(run.run.stats.transfers == p.transfers.size());
+      runAndCheck(g, 4, randomChoice(g, 4, rng), 0, plan::InputsOn::Host, 7, groups);
+      const TensorBuffers inputs = drawInputs(g, 3);
+      CpuBackend backend(4);
+      const Execution one = execute(g, p, backend, inputs, ExecuteOptions{0, 1});
+      const std::vector<Execution> ranks = runOnRanks(g, p, roomyCpuTarget(4), inputs, 2);
+      checkSameBytes(ranks[0].outputs, one.outputs);
+    }
+  }
+}
 
 TEST_CASE("ranks run their devices' tasks and rank 0 gets the outputs bit for bit", "[executor]") {
   for (const char* name : {"convnet_2dev.json", "mm_relu_2dev.json", "mlp_2dev.json"}) {

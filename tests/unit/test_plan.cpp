@@ -364,8 +364,8 @@ TEST_CASE("conv2d padding: input selections are clipped to the tensor", "[plan]"
 
 TEST_CASE("free inputs are resident where they are read, with no transfer", "[plan]") {
   const graph::ExpandedGraph g = mmRelu();
-  const ShardPlan p =
-      buildPlan(g, 2, choose({{{2, 1, 1}, {0, 1}}, {{1, 2}, {0, 1}}}), PlanOptions{InputsOn::Free});
+  const ShardPlan p = buildPlan(g, 2, choose({{{2, 1, 1}, {0, 1}}, {{1, 2}, {0, 1}}}),
+                                PlanOptions{InputsOn::Free, {}});
   CHECK(p.options.inputsOn == InputsOn::Free);
   REQUIRE(p.residents.size() == 4);
   CHECK(tensorName(g, p.residents[0].tensor) == "x");
@@ -384,7 +384,7 @@ TEST_CASE(
     "[plan]") {
   const graph::ExpandedGraph g = mmReluGraph(true);
   const PlanChoice c = choose({{{2, 1, 1}, {0, 1}}, {{1, 2}, {0, 1}}});
-  const ShardPlan p = buildPlan(g, 2, c, PlanOptions{InputsOn::Constants});
+  const ShardPlan p = buildPlan(g, 2, c, PlanOptions{InputsOn::Constants, {}});
   CHECK(p.options.inputsOn == InputsOn::Constants);
   // w on both devices that read it, whole; x from the host, half to each.
   REQUIRE(p.residents.size() == 2);
@@ -404,8 +404,8 @@ TEST_CASE(
   CHECK(fromHost == std::vector<std::string>{"x", "x"});
   // The same choice with every input on the host moves w too, and with every
   // input free moves neither.
-  const ShardPlan host = buildPlan(g, 2, c, PlanOptions{InputsOn::Host});
-  const ShardPlan free = buildPlan(g, 2, c, PlanOptions{InputsOn::Free});
+  const ShardPlan host = buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {}});
+  const ShardPlan free = buildPlan(g, 2, c, PlanOptions{InputsOn::Free, {}});
   CHECK(host.residents.empty());
   CHECK(host.transfers.size() == p.transfers.size() + 2);
   CHECK(free.residents.size() == 4);
@@ -447,6 +447,71 @@ TEST_CASE("JSON of reductions and transfers", "[plan]") {
     "bytes": 192, "from": 1, "to": 0, "after": {"op": "mm", "shard": 1}, "reduction": 0})"));
 }
 
+// Data parallel over rows on 2 devices: both read all of w. In one relay
+// group, w crosses the host link once and the receiving device forwards it.
+TEST_CASE("graph inputs read alike by a relay group cross the host link once", "[plan]") {
+  const graph::ExpandedGraph g = mmRelu();
+  const PlanChoice c = choose({{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}});
+  const ShardPlan plain = buildPlan(g, 2, c);
+  const ShardPlan relayed = buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {0, 0}});
+  const std::size_t w = 1;
+  REQUIRE(tensorName(g, w) == "w");
+  auto ofW = [&](const ShardPlan& p) {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < p.transfers.size(); ++i) {
+      if (p.transfers[i].tensor == w) {
+        out.push_back(i);
+      }
+    }
+    return out;
+  };
+  REQUIRE(ofW(plain).size() == 2);
+  for (std::size_t i : ofW(plain)) {
+    CHECK(plain.transfers[i].from == kHost);
+  }
+  const std::vector<std::size_t> both = ofW(relayed);
+  REQUIRE(both.size() == 2);
+  const Transfer& sent = relayed.transfers[both[0]];
+  const Transfer& forwarded = relayed.transfers[both[1]];
+  CHECK(sent.from == kHost);
+  CHECK_FALSE(sent.afterTransfer);
+  // x's rows went to device 0 first, so w goes to device 1, which has had
+  // fewer bytes from the host so far, and device 1 forwards it to device 0.
+  CHECK(sent.to == 1);
+  CHECK(forwarded.from == 1);
+  CHECK(forwarded.to == 0);
+  CHECK(forwarded.afterTransfer == both[0]);
+  CHECK(forwarded.region == sent.region);
+  CHECK(forwarded.bytes == sent.bytes);
+  // Each shard reads w from the transfer that lands on its own device.
+  for (const Shard& shard : relayed.ops[0].shards) {
+    int reads = 0;
+    for (const Source& s : shard.reads) {
+      if (s.tensor == w) {
+        REQUIRE(s.kind == Source::Kind::Transfer);
+        CHECK(relayed.transfers[s.index].to == shard.device);
+        ++reads;
+      }
+    }
+    CHECK(reads == 1);
+  }
+  // x's halves differ: each still comes from the host.
+  for (const Transfer& t : relayed.transfers) {
+    if (t.tensor == 0) {
+      CHECK(t.from == kHost);
+    }
+  }
+  const Json json = transfersToJson(g, relayed);
+  CHECK(json[both[1]]["after"] == Json::parse(R"({"transfer": )" + std::to_string(both[0]) + "}"));
+  // Devices of different groups do not relay; the groups must cover the devices.
+  CHECK(ofW(buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {0, 1}})).size() == 2);
+  for (std::size_t i : ofW(buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {0, 1}}))) {
+    CHECK(buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {0, 1}}).transfers[i].from == kHost);
+  }
+  CHECK_THROWS_WITH(buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {0}}),
+                    Contains("1 relay groups for 2 devices"));
+}
+
 // Every consumer selection is covered exactly once by the regions it reads, and
 // every transfer stays inside its tensor: checked over random transformer plans.
 TEST_CASE("random transformer plans are consistent", "[plan]") {
@@ -455,6 +520,7 @@ TEST_CASE("random transformer plans are consistent", "[plan]") {
   std::mt19937 rng(7);
   const int devices = 8;
   int built = 0;
+  int relays = 0;
   for (int round = 0; round < 60; ++round) {
     PlanChoice c;
     for (const graph::Operation& op : g.operations) {
@@ -474,9 +540,14 @@ TEST_CASE("random transformer plans are consistent", "[plan]") {
       }
       c.ops.push_back(std::move(oc));
     }
+    // Every third round from the host, with 8 devices in one relay group and
+    // then in two.
     const PlanOptions options{round % 3 == 1   ? InputsOn::Free
                               : round % 3 == 2 ? InputsOn::Constants
-                                               : InputsOn::Host};
+                                               : InputsOn::Host,
+                              round % 3 != 0   ? std::vector<int>{}
+                              : round % 6 == 0 ? std::vector<int>(8, 0)
+                                               : std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}};
     ShardPlan p;
     try {
       p = buildPlan(g, devices, c, options);
@@ -529,13 +600,39 @@ TEST_CASE("random transformer plans are consistent", "[plan]") {
         }
       }
     }
-    for (const Transfer& t : p.transfers) {
+    for (std::size_t i = 0; i < p.transfers.size(); ++i) {
+      const Transfer& t = p.transfers[i];
       CHECK(ZRange::fromShape(ZPoint(g.tensors[t.tensor].type.shape)).contains(t.region));
       CHECK(t.from != t.to);
       CHECK(t.bytes == t.region.size() * dtypeSize(g.tensors[t.tensor].type.dtype));
+      if (t.afterTransfer) {
+        // A relay forwards, within one group, what an earlier transfer brought
+        // from the host to its source device.
+        ++relays;
+        REQUIRE(*t.afterTransfer < i);
+        const Transfer& sent = p.transfers[*t.afterTransfer];
+        CHECK(sent.from == kHost);
+        CHECK(sent.to == t.from);
+        CHECK(sent.tensor == t.tensor);
+        CHECK(sent.region == t.region);
+        CHECK(options.relayGroups.at(static_cast<std::size_t>(t.from)) ==
+              options.relayGroups.at(static_cast<std::size_t>(t.to)));
+      }
+    }
+    for (const OpPlan& op : p.ops) {
+      for (const Shard& shard : op.shards) {
+        for (const Source& s : shard.reads) {
+          if (s.kind == Source::Kind::Transfer) {
+            // On the shard's device, and submitted before the shard is.
+            CHECK(p.transfers[s.index].to == shard.device);
+            CHECK(s.index < op.inputTransfers.second);
+          }
+        }
+      }
     }
   }
   CHECK(built > 20);
+  CHECK(relays > 0);
 }
 
 // ---------------------------------------------------------------- plan files
@@ -622,7 +719,7 @@ const std::vector<StoredPlan>& storedPlans() {
 std::string generate(const StoredPlan& s) {
   const graph::ExpandedGraph g = s.graph();
   const cost::Target t = twoGpus();
-  const ShardPlan p = buildPlan(g, t.deviceCount(), s.choice(g), PlanOptions{s.inputsOn});
+  const ShardPlan p = buildPlan(g, t.deviceCount(), s.choice(g), PlanOptions{s.inputsOn, {}});
   return writePlan(g, t, p, cost::simulate(g, t, p));
 }
 
@@ -631,8 +728,10 @@ std::string generate(const StoredPlan& s) {
 TEST_CASE("plan files round trip through the loader", "[plan][file]") {
   const graph::ExpandedGraph g = mmRelu();
   const cost::Target t = tinyTarget(4);
-  for (const PlanOptions options : {PlanOptions{InputsOn::Host}, PlanOptions{InputsOn::Free},
-                                    PlanOptions{InputsOn::Constants}}) {
+  for (const PlanOptions& options :
+       {PlanOptions{InputsOn::Host, {}}, PlanOptions{InputsOn::Free, {}},
+        PlanOptions{InputsOn::Constants, {}}, PlanOptions{InputsOn::Host, {0, 0, 0, 0}},
+        PlanOptions{InputsOn::Host, {0, 0, 1, 1}}}) {
     const PlanChoice c = choose({{{2, 1, 2}, {0, 1, 2, 3}}, {{1, 2}, {3, 0}}});
     const ShardPlan p = buildPlan(g, 4, c, options);
     const cost::Simulation s = cost::simulate(g, t, p);
@@ -656,6 +755,42 @@ TEST_CASE("plan files round trip through the loader", "[plan][file]") {
       last = e["start"].get<double>();
     }
   }
+}
+
+// Where the device link is faster than the host link, relaying pays once a
+// host link carries more than one input: the mlp's data-parallel plan, whose
+// devices both read all six weights, on two GPUs. (With one input per host
+// link it costs a device-link hop: mm_relu's w alone gains nothing.)
+TEST_CASE("relayed inputs make data parallel faster on GPUs", "[plan]") {
+  const graph::ExpandedGraph g = testdataGraph("mlp");
+  PlanChoice c = singleDeviceChoice(g);
+  for (std::size_t i = 0; i < g.operations.size(); ++i) {
+    c.ops[i].split[0] = 2;
+    c.ops[i].devices = {0, 1};
+  }
+  const cost::Target t = twoGpus();
+  REQUIRE(cost::relayGroups(t) == std::vector<int>{0, 0});
+  const ShardPlan plain = buildPlan(g, 2, c);
+  const ShardPlan relayed = buildPlan(g, 2, c, PlanOptions{InputsOn::Host, cost::relayGroups(t)});
+  const cost::Simulation before = cost::simulate(g, t, plain);
+  const cost::Simulation after = cost::simulate(g, t, relayed);
+  CHECK(after.objectives.timeS < 0.9 * before.objectives.timeS);
+  // The same bytes leave the host only once: half as many as before.
+  std::int64_t hostBefore = 0;
+  std::int64_t hostAfter = 0;
+  for (const Transfer& tr : plain.transfers) {
+    hostBefore += tr.from == kHost ? tr.bytes : 0;
+  }
+  for (const Transfer& tr : relayed.transfers) {
+    hostAfter += tr.from == kHost ? tr.bytes : 0;
+  }
+  CHECK(hostAfter < hostBefore);
+  // Not on a CPU target: there the host link is no slower than the devices'.
+  CHECK(cost::relayGroups(cost::loadTarget("cpu-2")).empty());
+  CHECK(cost::relayGroups(cost::loadTarget("h100x8")) == std::vector<int>(8, 0));
+  std::vector<int> nodes(16, 0);
+  std::fill(nodes.begin() + 8, nodes.end(), 1);
+  CHECK(cost::relayGroups(cost::loadTarget("2x-h100x8")) == nodes);
 }
 
 // testdata/bad/plans: mm_relu_2dev.json with one field edited, as (file, anchor,

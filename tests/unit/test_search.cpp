@@ -463,7 +463,7 @@ TEST_CASE("every plan the search emits passes the plan loader", "[search][accept
     const graph::ExpandedGraph& g = graphNamed(c.graph);
     const cost::Target t = std::string(c.graph) == "tiny" ? h100x4() : cost::loadTarget("h100x8");
     for (plan::InputsOn where : {plan::InputsOn::Host, plan::InputsOn::Free}) {
-      const plan::PlanOptions options{where};
+      const plan::PlanOptions options{where, {}};
       ChoiceScorer evaluator(g, t, options);
       for (int seed = 0; seed < c.seeds; ++seed) {
         SearchOptions search;

@@ -102,7 +102,7 @@ TEST_CASE("aligned row split: host inputs, then compute", "[simulator]") {
 TEST_CASE("free inputs are resident from time 0", "[simulator]") {
   const graph::ExpandedGraph g = mmRelu();
   const plan::ShardPlan p = plan::buildPlan(g, 2, choose({{{2, 1, 1}, {0, 1}}, {{2, 1}, {0, 1}}}),
-                                            plan::PlanOptions{plan::InputsOn::Free});
+                                            plan::PlanOptions{plan::InputsOn::Free, {}});
   const Simulation s = simulate(g, tiny(2), p);
   CHECK(s.transfers.empty());
   CHECK(s.shards[0][0] == iv(0, 2.5));
@@ -136,7 +136,8 @@ TEST_CASE("a constant read by a packed port counts its packed copy", "[simulator
   CHECK(evaluator.evaluate(c) == s.objectives);
 
   // Resident (free) inputs: the packed copy sits beside the resident w.
-  const plan::ShardPlan free = plan::buildPlan(g, 2, c, plan::PlanOptions{plan::InputsOn::Free});
+  const plan::ShardPlan free =
+      plan::buildPlan(g, 2, c, plan::PlanOptions{plan::InputsOn::Free, {}});
   CHECK(simulate(g, tiny(2), free).objectives.peakMemoryBytes == 352);
 
   // x is read by matmul's X port, which is not packed: marking it constant
@@ -192,7 +193,7 @@ TEST_CASE("busiest: the device and the link that are busy longest", "[simulator]
 
   // Everything on device 1 with free inputs: device 0 idle, nothing moved.
   const plan::ShardPlan one = plan::buildPlan(g, 2, choose({{{1, 1, 1}, {1}}, {{1, 1}, {1}}}),
-                                              plan::PlanOptions{plan::InputsOn::Free});
+                                              plan::PlanOptions{plan::InputsOn::Free, {}});
   const Busiest c = busiest(one, simulate(g, tiny(2), one));
   CHECK(c.device == 1);
   CHECK(c.deviceShards == 2);
@@ -352,13 +353,15 @@ TEST_CASE("the evaluator agrees with buildPlan + simulate", "[simulator]") {
     INFO(name);
     const graph::ExpandedGraph g = graph::loadAndExpand(
         std::string(TAPESTRY_TESTDATA_DIR) + "/graphs/" + name + ".json", lib());
-    for (const plan::InputsOn where : {plan::InputsOn::Host, plan::InputsOn::Free}) {
-      ChoiceSimulator evaluator(g, t, plan::PlanOptions{where});
+    for (const plan::PlanOptions& options :
+         {plan::PlanOptions{plan::InputsOn::Host, {}}, plan::PlanOptions{plan::InputsOn::Free, {}},
+          plan::PlanOptions{plan::InputsOn::Host, relayGroups(t)}}) {
+      ChoiceSimulator evaluator(g, t, options);
       for (int round = 0; round < 25; ++round) {
         const PlanChoice c = randomChoice(g, rng, t.deviceCount());
         plan::ShardPlan p;
         try {
-          p = plan::buildPlan(g, t.deviceCount(), c, plan::PlanOptions{where});
+          p = plan::buildPlan(g, t.deviceCount(), c, options);
         } catch (const plan::InvalidChoice& e) {
           CHECK_THROWS_AS(evaluator.evaluate(c), plan::InvalidChoice);
           continue;

@@ -23,7 +23,7 @@ rendered resnet18 (plan overview, N nodes)
 resnet50: front of more than 3 plans: true
 rendered resnet50 (plan overview, N nodes)
 mobilenet_v2: front of more than 3 plans: true
-rendered mobilenet_v2 (plan view, N nodes)
+rendered mobilenet_v2 (plan overview, N nodes)
 bert_layer: front of more than 3 plans: true
 rendered bert_layer (plan view, N nodes)
 gpt2_block: front of more than 3 plans: true

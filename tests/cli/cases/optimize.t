@@ -47,25 +47,25 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
     "index": 0,
     "policy": "fastest",
     "objectives": {
-      "time_s": 5.976864943162973e-05,
-      "peak_memory_bytes": 732200,
-      "transfer_bytes": 3481128,
+      "time_s": 4.9893130637720495e-05,
+      "peak_memory_bytes": 1047040,
+      "transfer_bytes": 8618024,
       "feasible": true
     },
     "busiest": {
       "device": {
-        "index": 6,
-        "busy_s": 8.274291104477616e-06,
-        "share": 0.13843864941172385,
-        "shards": 2
+        "index": 0,
+        "busy_s": 1.634082626865672e-05,
+        "share": 0.32751655508068345,
+        "shards": 4
       },
       "link": {
         "from": "host",
-        "to": 6,
-        "busy_s": 4.973803636363636e-05,
-        "share": 0.8321760126189979,
+        "to": 0,
+        "busy_s": 4.187127272727273e-05,
+        "share": 0.8392191909404251,
         "transfers": 4,
-        "bytes": 535592
+        "bytes": 102920
       }
     }
   },
@@ -77,14 +77,14 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
       "feasible": true
     },
     "data_parallel": {
-      "time_s": 0.00011743052786974221,
-      "peak_memory_bytes": 2173440,
+      "time_s": 6.631168499321575e-05,
+      "peak_memory_bytes": 2184744,
       "transfer_bytes": 17346880,
       "feasible": true
     },
     "tensor_parallel": {
-      "time_s": 8.855725023368008e-05,
-      "peak_memory_bytes": 483584,
+      "time_s": 8.65561124559023e-05,
+      "peak_memory_bytes": 598272,
       "transfer_bytes": 5127208,
       "feasible": true
     }
