@@ -793,6 +793,40 @@ TEST_CASE("relayed inputs make data parallel faster on GPUs", "[plan]") {
   CHECK(cost::relayGroups(cost::loadTarget("2x-h100x8")) == nodes);
 }
 
+// options.relay_groups is read back, checked against the target, and the
+// transfers it makes are compared like every other section.
+TEST_CASE("plan files: relay groups are checked with their locations", "[plan][file]") {
+  const graph::ExpandedGraph g = mmRelu();
+  const cost::Target t = tinyTarget(4);
+  const PlanChoice c = choose({{{4, 1, 1}, {0, 1, 2, 3}}, {{4, 1}, {0, 1, 2, 3}}});
+  const ShardPlan p = buildPlan(g, 4, c, PlanOptions{InputsOn::Host, {0, 0, 0, 0}});
+  const Json j = Json::parse(writePlan(g, t, p, cost::simulate(g, t, p)));
+  REQUIRE(j["options"]["relay_groups"] == Json::parse("[0, 0, 0, 0]"));
+  auto failure = [&](const std::function<void(Json&)>& edit) {
+    Json edited = j;
+    edit(edited);
+    json::Document d = json::Document::parse(SourceFile("p.json", edited.dump(2)));
+    try {
+      decodePlan(json::Value(d), lib());
+    } catch (const Error& e) {
+      CHECK(e.exitCode() == ExitCode::InvalidInput);
+      return e.diagnostic().format();
+    }
+    FAIL("expected an Error");
+    return std::string();
+  };
+  CHECK_THAT(failure([](Json& d) { d["options"]["relay_groups"] = Json::parse("[0, 0]"); }),
+             Contains("p.json:") &&
+                 Contains("relay_groups has 2 entries; the target has 4 devices"));
+  CHECK_THAT(failure([](Json& d) { d["options"]["relay_groups"] = Json::parse("[0, 0, 0, 7]"); }),
+             Contains("relay group 7 of device 3 is not in [0, 4)"));
+  CHECK_THAT(failure([](Json& d) { d["options"]["relay_groups"] = "all"; }),
+             Contains("expected an array"));
+  // Without the groups the plan's transfers are another plan's.
+  CHECK_THAT(failure([](Json& d) { d["options"].erase("relay_groups"); }),
+             Contains("at /transfers/"));
+}
+
 // testdata/bad/plans: mm_relu_2dev.json with one field edited, as (file, anchor,
 // old text, new text): the first `old` after `anchor` becomes `new`.
 struct Tamper {
