@@ -62,9 +62,10 @@ void expect(bool ok, const std::string& what) {
 // bench places them), so resident inputs on the same GPU share it.
 void runAndCompare(const std::string& label, const graph::ExpandedGraph& g, int devices,
                    const PlanChoice& choice, plan::InputsOn inputsOn = plan::InputsOn::Host,
-                   bool inputsOnGpu = false) {
+                   bool inputsOnGpu = false, const std::vector<int>& relayGroups = {}) {
   try {
-    const plan::ShardPlan p = plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn, {}});
+    const plan::ShardPlan p =
+        plan::buildPlan(g, devices, choice, plan::PlanOptions{inputsOn, relayGroups});
     const cost::Simulation sim = cost::simulate(g, roomyCpuTarget(devices), p);
     const TensorBuffers inputs = drawInputs(g, 11);
     CudaOptions options;
@@ -106,6 +107,9 @@ void manyPlans(const std::string& label, const graph::ExpandedGraph& g) {
   runAndCompare(label + " random", g, 4, randomChoice(g, 4, rng));
   runAndCompare(label + " data parallel, inputs on the GPU", g, 4, dataParallel(g, 4, 4),
                 plan::InputsOn::Free, true);
+  // Inputs sent to one plan device and forwarded to the others (relay groups).
+  runAndCompare(label + " data parallel, inputs forwarded", g, 4, dataParallel(g, 4, 4),
+                plan::InputsOn::Host, false, {0, 0, 1, 1});
 }
 
 // Every float kernel in one graph, for one dtype (linear_act: linear's product,
