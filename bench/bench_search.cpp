@@ -87,7 +87,10 @@ int main(int argc, char** argv) {
     metakernel::MetakernelLibrary library = metakernel::MetakernelLibrary::load({});
     graph::ExpandedGraph g = graph::loadAndExpand(graphPath, library);
     cost::Target target = cost::loadTarget(targetName);
-    search::ChoiceScorer evaluator(g, target);
+    // As optimize evaluates: inputs from the host, forwarded between devices
+    // where the target's links are faster (cost::relayGroups).
+    search::ChoiceScorer evaluator(
+        g, target, plan::PlanOptions{plan::InputsOn::Host, cost::relayGroups(target)});
     search::SearchSpace space(g, target.deviceCount());
     std::cout << "graph " << g.name << ": " << g.operations.size() << " operations; target "
               << target.name << ": " << target.deviceCount() << " devices\n";
