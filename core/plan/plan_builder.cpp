@@ -300,13 +300,19 @@ struct PlanBuilder::Workspace {
       visited[i] = 1;
       const std::size_t rank = g.tensors[head.tensor].type.shape.size();
       const int relayGroup = options.relayGroups[static_cast<std::size_t>(head.to)];
+      // A later host transfer of the head's tensor that joins its group: not
+      // yet taken, to a device of the same group, of the same region.
+      auto alike = [&](std::size_t j) {
+        const TransferRecord& o = trs[j];
+        return visited[j] == 0 &&
+               options.relayGroups[static_cast<std::size_t>(o.to)] == relayGroup &&
+               boxesEqual(o.box, head.box, rank);
+      };
       std::size_t best = i;
       std::size_t sharing = 1;
       for (std::int64_t j = nextSame[i]; j >= 0; j = nextSame[static_cast<std::size_t>(j)]) {
         const TransferRecord& o = trs[static_cast<std::size_t>(j)];
-        if (visited[static_cast<std::size_t>(j)] != 0 ||
-            options.relayGroups[static_cast<std::size_t>(o.to)] != relayGroup ||
-            !boxesEqual(o.box, head.box, rank)) {
+        if (!alike(static_cast<std::size_t>(j))) {
           continue;
         }
         ++sharing;
@@ -331,9 +337,7 @@ struct PlanBuilder::Workspace {
       }
       for (std::int64_t j = nextSame[i]; j >= 0; j = nextSame[static_cast<std::size_t>(j)]) {
         TransferRecord& o = trs[static_cast<std::size_t>(j)];
-        if (visited[static_cast<std::size_t>(j)] != 0 ||
-            options.relayGroups[static_cast<std::size_t>(o.to)] != relayGroup ||
-            !boxesEqual(o.box, head.box, rank)) {
+        if (!alike(static_cast<std::size_t>(j))) {
           continue;
         }
         visited[static_cast<std::size_t>(j)] = 1;

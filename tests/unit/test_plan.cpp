@@ -793,6 +793,26 @@ TEST_CASE("relayed inputs make data parallel faster on GPUs", "[plan]") {
   CHECK(cost::relayGroups(cost::loadTarget("2x-h100x8")) == nodes);
 }
 
+namespace {
+
+// The diagnostic decodePlan gives for the plan JSON `plan` as `edit` leaves
+// it (read as p.json), required to be an input error (exit 1).
+std::string decodeFailure(const Json& plan, const std::function<void(Json&)>& edit) {
+  Json edited = plan;
+  edit(edited);
+  json::Document d = json::Document::parse(SourceFile("p.json", edited.dump(2)));
+  try {
+    decodePlan(json::Value(d), lib());
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == ExitCode::InvalidInput);
+    return e.diagnostic().format();
+  }
+  FAIL("expected an Error");
+  return std::string();
+}
+
+} // namespace
+
 // options.relay_groups is read back, checked against the target, and the
 // transfers it makes are compared like every other section.
 TEST_CASE("plan files: relay groups are checked with their locations", "[plan][file]") {
@@ -802,19 +822,7 @@ TEST_CASE("plan files: relay groups are checked with their locations", "[plan][f
   const ShardPlan p = buildPlan(g, 4, c, PlanOptions{InputsOn::Host, {0, 0, 0, 0}});
   const Json j = Json::parse(writePlan(g, t, p, cost::simulate(g, t, p)));
   REQUIRE(j["options"]["relay_groups"] == Json::parse("[0, 0, 0, 0]"));
-  auto failure = [&](const std::function<void(Json&)>& edit) {
-    Json edited = j;
-    edit(edited);
-    json::Document d = json::Document::parse(SourceFile("p.json", edited.dump(2)));
-    try {
-      decodePlan(json::Value(d), lib());
-    } catch (const Error& e) {
-      CHECK(e.exitCode() == ExitCode::InvalidInput);
-      return e.diagnostic().format();
-    }
-    FAIL("expected an Error");
-    return std::string();
-  };
+  auto failure = [&](const std::function<void(Json&)>& edit) { return decodeFailure(j, edit); };
   CHECK_THAT(failure([](Json& d) { d["options"]["relay_groups"] = Json::parse("[0, 0]"); }),
              Contains("p.json:") &&
                  Contains("relay_groups has 2 entries; the target has 4 devices"));
@@ -926,19 +934,7 @@ unused:
   CHECK(loaded.graph.operations[0].kernel == "twice");
   CHECK(writePlan(loaded.graph, loaded.target, loaded.plan, loaded.simulation, &withUser) == text);
 
-  auto failure = [&](const std::function<void(Json&)>& edit) {
-    Json edited = j;
-    edit(edited);
-    json::Document d = json::Document::parse(SourceFile("p.json", edited.dump(2)));
-    try {
-      decodePlan(json::Value(d), lib());
-    } catch (const Error& e) {
-      CHECK(e.exitCode() == ExitCode::InvalidInput);
-      return e.diagnostic().format();
-    }
-    FAIL("expected an Error");
-    return std::string();
-  };
+  auto failure = [&](const std::function<void(Json&)>& edit) { return decodeFailure(j, edit); };
   // An embedded template that does not parse points into the plan's text.
   CHECK_THAT(
       failure([](Json& d) { d["kernels"]["twice"]["source"] = "twice:\n  index: \"[$s...\"\n"; }),
