@@ -74,6 +74,9 @@ Json frontToJson(const FrontDocument& front) {
     if (!front.rewrites.empty()) {
       item["rewrites"] = p.rewrites;
     }
+    if (p.relay) {
+      item["relay"] = *p.relay;
+    }
     Json operations = Json::object();
     for (const FrontOperation& op : p.operations) {
       Json entry = Json::object();
@@ -115,6 +118,9 @@ FrontDocument decodeFront(const json::Value& root) {
     entry.expectObject();
     FrontPlan plan;
     plan.objectives = decodeObjectives(entry.member("objectives"));
+    if (std::optional<json::Value> relay = entry.find("relay")) {
+      plan.relay = relay->asBool();
+    }
     if (std::optional<json::Value> operations = entry.find("operations")) {
       operations->expectObject();
       for (const auto& [name, op] : operations->members()) {

@@ -40,6 +40,9 @@ struct FrontPlan {
   Objectives objectives;
   std::vector<FrontOperation> operations; // graph file order
   std::vector<std::size_t> rewrites;      // the sites it rewrote (FrontDocument::rewrites)
+  // Where the target forwards graph inputs between devices: whether this plan
+  // does (plan::PlanChoice::relay); nullopt elsewhere.
+  std::optional<bool> relay;
 };
 
 struct FrontBaseline {

@@ -480,6 +480,7 @@ void describeSearch(FrontInfo& info, const RewriteVariants& variants, const Opti
   }
   info.variantSites = variants.siteIndices;
   info.exhaustive = config.exhaustive;
+  info.relays = !flags.planOptions.relayGroups.empty();
   info.seed = config.seed;
   info.threads = config.threads;
   if (flags.distributed) {

@@ -80,6 +80,11 @@ struct PlanChoice {
   // rewrite rules as choices of the search, each subset of them applied makes
   // a graph of its own. 0 for a search of one graph.
   std::uint32_t variant = 0;
+  // Whether graph inputs are forwarded between the devices of a relay group
+  // (PlanOptions::relayGroups) in this plan: a choice of the search, since a
+  // forwarded input costs a device hop and can raise a device's peak where
+  // its host link was idle anyway. No effect without relay groups.
+  bool relay = true;
   bool operator==(const PlanChoice&) const = default;
   // Shards over all operations (each op's devices.size()): the shard tasks a
   // plan built from it runs, which is what its simulation costs.

@@ -255,10 +255,12 @@ struct PlanBuilder::Workspace {
     for (ResidentRecord& r : res) {
       r.bytes = boxSize(r.box, g.tensors[r.tensor].type.shape.size()) * ctx.elemBytes[r.tensor];
     }
-    if (!options.relayGroups.empty()) {
+    if (relaying()) {
       relay();
     }
   }
+
+  bool relaying() const { return !options.relayGroups.empty() && choice->relay; }
 
   bool boxesEqual(u32 a, u32 b, std::size_t rank) const {
     return std::equal(co.begin() + a, co.begin() + a + 2 * rank, co.begin() + b);
@@ -990,6 +992,9 @@ struct PlanBuilder::Workspace {
   ShardPlan materialize() const {
     ShardPlan p;
     p.options = options;
+    if (!relaying()) {
+      p.options.relayGroups.clear(); // the plan forwards nothing: its file says so
+    }
     p.deviceCount = devices;
     const std::size_t nOps = g.operations.size();
     p.ops.resize(nOps);

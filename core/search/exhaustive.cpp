@@ -87,18 +87,22 @@ Enumeration enumerate(const ChoiceScorer& evaluator, const SearchSpace& space,
     most = std::max(most, ki);
     estimate *= k;
   }
+  // Where the target forwards inputs, each plan with and without forwarding.
+  const bool relaying = relays(evaluator);
+  estimate *= relaying ? 2 : 1;
   estimate += static_cast<double>(before);
   if (tooMany || estimate > static_cast<double>(limit)) {
     const std::string variants =
         evaluator.variantCount() > 1
             ? " over " + std::to_string(evaluator.variantCount()) + " rewrite variants"
             : "";
+    const std::string forwarding = relaying ? ", each with and without inputs forwarded" : "";
     throw Error(
         "--exhaustive: " + evaluator.graph().name + " has " + (tooMany ? "more than " : "") +
         countText(estimate) + " plans for " + std::to_string(devices) + " devices" + variants +
-        " (" + std::to_string(space.opCount()) + " operations, " + std::to_string(fewest) + " to " +
-        std::to_string(most) + " choices each), more than the " + std::to_string(limit) +
-        " it enumerates; drop --exhaustive to search it stochastically");
+        forwarding + " (" + std::to_string(space.opCount()) + " operations, " +
+        std::to_string(fewest) + " to " + std::to_string(most) + " choices each), more than the " +
+        std::to_string(limit) + " it enumerates; drop --exhaustive to search it stochastically");
   }
   out.total = static_cast<std::uint64_t>(estimate + 0.5) - before;
   return out;
@@ -129,6 +133,7 @@ SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint
   // count.
   ParetoArchive archive;
   std::atomic<std::int64_t> invalid{0};
+  const bool relaying = relays(evaluator);
   for (const Enumeration& en : enumerations) {
     const SearchSpace& space = spaces[en.variant];
     const auto devices = static_cast<std::uint64_t>(space.deviceCount());
@@ -136,6 +141,10 @@ SearchResult runExhaustive(const ChoiceScorer& evaluator, int threads, std::uint
     auto decode = [&](std::uint64_t n) {
       plan::PlanChoice choice;
       choice.variant = en.variant;
+      if (relaying) {
+        choice.relay = n % 2 == 0;
+        n /= 2;
+      }
       choice.ops.reserve(en.ops.size());
       for (const OpOptions& op : en.ops) {
         const std::uint64_t k = n % op.count;

@@ -54,7 +54,9 @@ Json frontToJson(const graph::ExpandedGraph& g, const cost::Target& target,
         e.choice.variant < info.graphs.size() ? *info.graphs[e.choice.variant] : g;
     const std::vector<std::size_t>& sites =
         e.choice.variant < info.variantSites.size() ? info.variantSites[e.choice.variant] : all;
-    front.plans.push_back(cost::FrontPlan{e.objectives, frontOperations(of, e.choice), sites});
+    front.plans.push_back(
+        cost::FrontPlan{e.objectives, frontOperations(of, e.choice), sites,
+                        info.relays ? std::optional(e.choice.relay) : std::nullopt});
   }
   for (const BaselineResult& b : result.baselines) {
     front.baselines.push_back(cost::FrontBaseline{b.baseline.name, b.objectives});

@@ -32,6 +32,9 @@ struct FrontInfo {
   std::vector<std::vector<std::size_t>> variantSites;
   // Per graph variant, its graph (empty: every plan is of frontToJson's graph).
   std::vector<const graph::ExpandedGraph*> graphs;
+  // Whether the target forwards inputs (relay groups): each plan then says
+  // whether it does.
+  bool relays = false;
 };
 
 // A choice as the front file's operations, in graph file order.

@@ -239,6 +239,9 @@ namespace {
 
 constexpr std::size_t kHeaderWords = 10;
 constexpr std::size_t kObjectiveWords = 4;
+// Set in a plan's variant word when the plan forwards no inputs
+// (plan::PlanChoice::relay false).
+constexpr std::int64_t kNoRelayBit = std::int64_t{1} << 32;
 
 // The words of one plan of `space`: objectives, variant, then split and offset
 // per operation.
@@ -289,7 +292,7 @@ std::vector<std::int64_t> encodeMessage(std::span<const SearchSpace> spaces,
       badEncoding("a plan of graph variant " + std::to_string(e.choice.variant) + " of " +
                   std::to_string(spaces.size()));
     }
-    words.push_back(e.choice.variant);
+    words.push_back(e.choice.variant | (e.choice.relay ? 0 : kNoRelayBit));
     const SearchSpace& space = spaces[e.choice.variant];
     if (e.choice.ops.size() != space.opCount()) {
       badEncoding("a plan of " + std::to_string(e.choice.ops.size()) +
@@ -349,8 +352,9 @@ IslandMessage decodeMessage(std::span<const SearchSpace> spaces,
     e.objectives.peakMemoryBytes = words[at + 1];
     e.objectives.transferBytes = words[at + 2];
     e.objectives.feasible = words[at + 3] != 0;
-    const std::int64_t variant = words[at + kObjectiveWords];
-    if (variant < 0 || variant >= static_cast<std::int64_t>(spaces.size())) {
+    const std::int64_t variantWord = words[at + kObjectiveWords];
+    const std::int64_t variant = variantWord & ~kNoRelayBit;
+    if (variantWord < 0 || variant >= static_cast<std::int64_t>(spaces.size())) {
       badEncoding("graph variant " + std::to_string(variant) + " out of range");
     }
     const SearchSpace& space = spaces[static_cast<std::size_t>(variant)];
@@ -359,6 +363,7 @@ IslandMessage decodeMessage(std::span<const SearchSpace> spaces,
     }
     at += kObjectiveWords + 1;
     e.choice.variant = static_cast<std::uint32_t>(variant);
+    e.choice.relay = (variantWord & kNoRelayBit) == 0;
     e.choice.ops.reserve(space.opCount());
     for (std::size_t i = 0; i < space.opCount(); ++i) {
       const std::size_t rank = space.op(i).extents.size();

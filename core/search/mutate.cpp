@@ -305,6 +305,7 @@ bool toggleVariant(const std::vector<SearchSpace>& spaces, const GraphVariants& 
   const std::vector<std::int64_t>& source = variants.from[to][from];
   plan::PlanChoice out;
   out.variant = to;
+  out.relay = choice.relay;
   out.ops.reserve(space.opCount());
   for (std::size_t i = 0; i < space.opCount(); ++i) {
     const OpSpace& op = space.op(i);
@@ -362,6 +363,9 @@ std::uint64_t hashChoice(const plan::PlanChoice& choice) {
   }
   if (choice.variant != 0) {
     mix(0xa5a5a5a5ULL + choice.variant);
+  }
+  if (!choice.relay) {
+    mix(0x5eedf00dULL);
   }
   // Finalize so that nearby choices spread over the whole range.
   std::uint64_t state = h;

@@ -118,6 +118,10 @@ constexpr int kDrawAttempts = 16;
 constexpr std::size_t kMaxSeen = std::size_t{1} << 22;
 // How often a child of a search over graph variants moves to another variant.
 constexpr double kToggleChance = 0.1;
+// How often a child flips whether its plan forwards graph inputs between the
+// devices of a relay group (plan::PlanChoice::relay), where the target has
+// such groups.
+constexpr double kRelayToggleChance = 0.05;
 
 void keepLowMemory(SearchState& state, const plan::PlanChoice& choice, const cost::Objectives& o) {
   std::vector<Evaluated>& lowMemory = state.lowMemory;
@@ -141,6 +145,20 @@ void startFromBaselines(const ChoiceScorer& evaluator, SearchState& state) {
   state.result.baselines = all;
   if (reported != 0) {
     for (BaselineResult& b : evaluateBaselines(evaluator, state.spaces[0], &state.archive, 0)) {
+      all.push_back(std::move(b));
+    }
+  }
+  // Where the target forwards inputs, each baseline without forwarding
+  // seeds the archive too (not reported: the baselines reported forward).
+  const std::size_t forwarding = all.size();
+  if (relays(evaluator)) {
+    for (std::size_t i = 0; i < forwarding; ++i) {
+      BaselineResult b{all[i].baseline, std::nullopt};
+      b.baseline.choice.relay = false;
+      b.objectives = evaluator.evaluate(b.baseline.choice);
+      if (b.objectives) {
+        state.archive.insert(Evaluated{b.baseline.choice, *b.objectives});
+      }
       all.push_back(std::move(b));
     }
   }
@@ -173,6 +191,7 @@ constexpr std::int64_t kPolishEvery = 4;
 std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, SearchState& state,
                                              SearchHooks& hooks, std::uint64_t seed) {
   const bool variants = state.spaces.size() > 1;
+  const bool relaying = relays(evaluator);
   const std::vector<Evaluated>& members = state.archive.members();
   std::vector<plan::PlanChoice> candidates;
   candidates.reserve(state.batch);
@@ -203,6 +222,11 @@ std::vector<plan::PlanChoice> drawCandidates(const ChoiceScorer& evaluator, Sear
         if (other.variant == child.variant) {
           child = crossover(state.spaces[child.variant], child, other, rng);
         }
+      }
+      // Where the target has relay groups, a child sometimes flips whether it
+      // forwards inputs (a target without draws nothing for this).
+      if (relaying && rng.chance(kRelayToggleChance)) {
+        child.relay = !child.relay;
       }
       mutate(state.spaces[child.variant], child, rng);
       if (state.seen.size() >= kMaxSeen) {

@@ -74,6 +74,12 @@ private:
   mutable std::mutex poolMutex_;
 };
 
+// Whether the scorer's plans may forward graph inputs between devices (its
+// options have relay groups): then plan::PlanChoice::relay is a choice too.
+inline bool relays(const ChoiceScorer& evaluator) {
+  return !evaluator.options().relayGroups.empty();
+}
+
 // One search space per variant of the scorer's graph.
 std::vector<SearchSpace> searchSpaces(const ChoiceScorer& evaluator);
 

@@ -204,6 +204,7 @@ TEST_CASE("plans survive the compact encoding exactly", "[island][encoding]") {
     plan::PlanChoice c = b.baseline.choice;
     for (int i = 0; i < 20; ++i) {
       mutate(space, c, rng);
+      c.relay = i % 3 != 0; // whether the plan forwards inputs travels too
       m.plans.push_back(
           Evaluated{c, cost::Objectives{1.0 / (i + 3), 1000 + i, 77 * i, i % 2 == 0}});
     }

@@ -510,6 +510,15 @@ TEST_CASE("graph inputs read alike by a relay group cross the host link once", "
   }
   CHECK_THROWS_WITH(buildPlan(g, 2, c, PlanOptions{InputsOn::Host, {0}}),
                     Contains("1 relay groups for 2 devices"));
+  CHECK(relayed.options.relayGroups == std::vector<int>{0, 0});
+  // A choice that forwards nothing builds the plain plan under the same
+  // options, and its plan (and so its file) has no relay groups.
+  PlanChoice direct = c;
+  direct.relay = false;
+  const ShardPlan unrelayed = buildPlan(g, 2, direct, PlanOptions{InputsOn::Host, {0, 0}});
+  CHECK(unrelayed.options.relayGroups.empty());
+  CHECK(transfersToJson(g, unrelayed) == transfersToJson(g, plain));
+  CHECK(operationsToJson(g, unrelayed) == operationsToJson(g, plain));
 }
 
 // Every consumer selection is covered exactly once by the regions it reads, and

@@ -577,6 +577,69 @@ TEST_CASE("the exhaustive front does not depend on the thread count", "[search][
   }
 }
 
+// Where the target forwards inputs between its devices (relay groups), each
+// plan also chooses whether it does (plan::PlanChoice::relay): the exhaustive
+// front holds both kinds of plan, and a plan that forwards nothing scores as
+// the same plan without relay groups.
+TEST_CASE("plans choose whether they forward inputs", "[search][relay]") {
+  const graph::ExpandedGraph& g = graphNamed("tiny");
+  cost::Target t = h100x4();
+  t.devices.count = 2;
+  const std::vector<int> groups = cost::relayGroups(t);
+  REQUIRE(groups == std::vector<int>{0, 0});
+  ChoiceScorer plain(g, t);
+  ChoiceScorer forwarding(g, t, plan::PlanOptions{plan::InputsOn::Host, groups});
+  CHECK_FALSE(relays(plain));
+  CHECK(relays(forwarding));
+
+  const SearchSpace space(g, t.deviceCount());
+  Rng rng(11);
+  plan::PlanChoice c = makeBaselines(space, plain.context()).back().choice;
+  for (int i = 0; i < 30; ++i) {
+    mutate(space, c, rng);
+    plan::PlanChoice direct = c;
+    direct.relay = false;
+    CHECK(hashChoice(direct) != hashChoice(c));
+    const auto a = plain.evaluate(c);
+    const auto b = forwarding.evaluate(direct);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->timeS == b->timeS);
+    CHECK(a->peakMemoryBytes == b->peakMemoryBytes);
+    CHECK(a->transferBytes == b->transferBytes);
+  }
+
+  const SearchResult without = runExhaustive(plain, 2);
+  const SearchResult with = runExhaustive(forwarding, 2);
+  CHECK(with.evaluations == 2 * (without.evaluations - 3) + 3); // baselines once
+  // Every plan is enumerated both ways, so nothing without forwarding beats
+  // the front with the choice, and that front holds plans of both kinds.
+  for (const Evaluated& x : without.front) {
+    for (const Evaluated& e : with.front) {
+      CHECK_FALSE(cost::dominates(x.objectives, e.objectives));
+    }
+  }
+  const auto forwards = std::count_if(with.front.begin(), with.front.end(),
+                                      [](const Evaluated& e) { return e.choice.relay; });
+  CHECK(forwards > 0);
+  CHECK(forwards < static_cast<std::ptrdiff_t>(with.front.size()));
+
+  // The stochastic search flips the choice too, and the front file says which
+  // plans forward.
+  SearchOptions options;
+  options.generations = 30;
+  const SearchResult found = runSearch(forwarding, options);
+  CHECK(std::any_of(found.front.begin(), found.front.end(),
+                    [](const Evaluated& e) { return !e.choice.relay; }));
+  FrontInfo info;
+  info.relays = true;
+  const Json front = frontToJson(g, t, found, info);
+  for (std::size_t i = 0; i < found.front.size(); ++i) {
+    CHECK(front["front"][i]["relay"] == found.front[i].choice.relay);
+  }
+  CHECK_FALSE(frontToJson(g, t, found, FrontInfo{})["front"][0].contains("relay"));
+}
+
 // ---------------------------------------------------------------- the command
 
 TEST_CASE("optimize command writes the selected plan and the front", "[search][command]") {

@@ -19,7 +19,7 @@ resnet50.json
 ## 2-device cpu-2 plan with --check; the ResNets run against PyTorch in tests/torch.
 $ d=$(mktemp -d) && for m in resnet18 resnet50 mobilenet_v2 bert_layer gpt2_block; do tapestry expand $m.json -o $d/$m.x.json -q && tapestry --format json optimize $d/$m.x.json --target h100x8 --seed 1 --iterations 20 -o $d/$m.p.json | jq -r --arg m $m '"\($m): front of more than 3 plans: \(.front_size > 3)"' && tapestry render $d/$m.p.json -o $d/$m.svg | sed -E 's/ [0-9]+ nodes/ N nodes/; s/ -> .*//'; done; rm -rf $d
 resnet18: front of more than 3 plans: true
-rendered resnet18 (plan overview, N nodes)
+rendered resnet18 (plan view, N nodes)
 resnet50: front of more than 3 plans: true
 rendered resnet50 (plan overview, N nodes)
 mobilenet_v2: front of more than 3 plans: true

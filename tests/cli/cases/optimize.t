@@ -47,25 +47,25 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
     "index": 0,
     "policy": "fastest",
     "objectives": {
-      "time_s": 4.9893130637720495e-05,
-      "peak_memory_bytes": 1047040,
-      "transfer_bytes": 8618024,
+      "time_s": 4.6848530366350084e-05,
+      "peak_memory_bytes": 1480744,
+      "transfer_bytes": 8016192,
       "feasible": true
     },
     "busiest": {
       "device": {
         "index": 0,
-        "busy_s": 1.634082626865672e-05,
-        "share": 0.32751655508068345,
+        "busy_s": 1.6449635820895535e-05,
+        "share": 0.3511238387258103,
         "shards": 4
       },
       "link": {
         "from": "host",
-        "to": 0,
-        "busy_s": 4.187127272727273e-05,
-        "share": 0.8392191909404251,
-        "transfers": 4,
-        "bytes": 102920
+        "to": 1,
+        "busy_s": 2.4596654545454546e-05,
+        "share": 0.5250251043759869,
+        "transfers": 1,
+        "bytes": 802816
       }
     }
   },
@@ -95,7 +95,7 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --seed 1 --iterati
     "method": "stochastic",
     "seed": 1,
     "iterations": 5,
-    "evaluations": 323,
+    "evaluations": 326,
     "invalid": 0,
     "threads": 1,
   },

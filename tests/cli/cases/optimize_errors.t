@@ -6,10 +6,10 @@ $ tapestry optimize missing.json --target h100x8 -o plan.json
 ! missing.json: error: cannot open file: No such file or directory
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --iterations 2 --memory-cap 1KiB -o plan.json --front front.json
-! error: no plan on the front fits under 1KiB (the smallest needs 584.2KiB)
+! error: no plan on the front fits under 1KiB (the smallest needs 472.2KiB)
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/transformer_block.json --target h100x8 --exhaustive -o plan.json
-! error: --exhaustive: transformer_block has 1.63e+54 plans for 8 devices (21 operations, 160 to 736 choices each), more than the 1000000 it enumerates; drop --exhaustive to search it stochastically
+! error: --exhaustive: transformer_block has 3.27e+54 plans for 8 devices, each with and without inputs forwarded (21 operations, 160 to 736 choices each), more than the 1000000 it enumerates; drop --exhaustive to search it stochastically
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/mlp.json --target h100x8 --iterations 2 -o no/such/dir/plan.json --front front.json
 ! no/such/dir/plan.json: error: cannot write output file: No such file or directory
@@ -41,6 +41,6 @@ $ tapestry optimize $TESTDATA/graphs/mlp.json --target nope --format json
 ! error: unknown target "nope": not a built-in (local, 2x-h100x8, a100x8, cpu-2, h100x8, h200x8) and no such file
 [exit 1]
 $ printf 'name: tiny-gpus\ndevices: {count: 8, kind: gpu, memory: 300KiB, memory_bandwidth: 1TB/s, flops: {float32: 10T}, launch_overhead: 4us}\nlinks: {bandwidth: 100GB/s, latency: 2us}\nhost: {bandwidth: 10GB/s, latency: 10us}\n' > t.yaml && tapestry optimize $TESTDATA/graphs/mlp.json --target t.yaml --iterations 3 -o plan.json
-! error: no plan of mlp fits in the memory of tiny-gpus's devices (300KiB each); the smallest plan found needs 512.2KiB
+! error: no plan of mlp fits in the memory of tiny-gpus's devices (300KiB each); the smallest plan found needs 472.2KiB
 [exit 1]
 [created t.yaml]

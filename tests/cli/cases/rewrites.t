@@ -332,13 +332,13 @@ gpt2_block_opset14 h100x8: checked, attention_heads_masked 1, attention_heads_qk
 $ for m in gpt2_block bert_layer resnet18; do for s in fastest smallest; do tapestry optimize $m.json --target h100x8 --seed 2 --iterations 60 --select $s -q -o $m.$s.json --front $m.front.json && tapestry run $m.$s.json --check -q && echo "$m $s: checked, $(jq -r '[.rewrites.sites[]?.rule] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' $m.$s.json)"; done; jq -r --arg m $m '"\($m): front plans by sites rewritten \([.front[].rewrites | length] | group_by(.) | map("\(.[0]): \(length)") | join(", "))"' $m.front.json; done
 gpt2_block fastest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, linear_add 2, linear_gelu 1, matmul_add_linear 4
 gpt2_block smallest: checked, attention_heads_masked 1, attention_heads_qkv_masked 1, attention_masked 1, gelu_erf 1, linear_add 1, matmul_add_linear 2
-gpt2_block: front plans by sites rewritten 1: 3, 4: 14, 7: 12, 8: 8, 11: 27
+gpt2_block: front plans by sites rewritten 1: 2, 4: 22, 7: 12, 8: 9, 11: 19
 bert_layer fastest: checked, attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
-bert_layer smallest: checked, attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 1, linear_relu 1, matmul_add_linear 2, reshape_linear_reshape 1, reshape_reshape 1
-bert_layer: front plans by sites rewritten 6: 6, 11: 2, 13: 56
+bert_layer smallest: checked, attention 1, attention_block_seq_first 1, attention_divided_queries 1, attention_heads_qkv_seq_first 1, attention_heads_seq_first 1, linear_add 2, linear_relu 1, matmul_add_linear 3, reshape_linear_reshape 1, reshape_reshape 1
+bert_layer: front plans by sites rewritten 8: 10, 11: 3, 13: 51
 resnet18 fastest: checked, conv_add_relu 8
 resnet18 smallest: checked, 
-resnet18: front plans by sites rewritten 0: 7, 8: 37, 9: 6, 13: 3, 17: 9
+resnet18: front plans by sites rewritten 0: 13, 8: 28, 9: 1, 13: 4, 17: 18
 [created bert_layer.fastest.json]
 [created bert_layer.front.json]
 [created bert_layer.smallest.json]
