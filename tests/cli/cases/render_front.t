@@ -531,3 +531,9 @@ $ echo '{"tapestry": "front/v1", "front": [], "selected": 2}' > g.json && tapest
 !                                                   ^
 [exit 1]
 [created g.json]
+$ echo '{"tapestry": "front/v1", "front": [{"objectives": {"time_s": 1, "peak_memory_bytes": 1, "transfer_bytes": 0}, "relay": "yes"}]}' > r.json && tapestry render r.json -o r.svg
+! r.json:1:120: error: at /front/0/relay: expected a boolean, got string "yes"
+! {"tapestry": "front/v1", "front": [{"objectives": {"time_s": 1, "peak_memory_bytes": 1, "transfer_bytes": 0}, "relay": "yes"}]}
+!                                                                                                                        ^
+[exit 1]
+[created r.json]
