@@ -109,7 +109,11 @@ FrontFile decodeFront(const json::Value& root) {
   FrontFile f{cost::decodeFront(root), {}, {}, {}};
   const cost::FrontDocument& doc = f.doc;
   for (const cost::FrontPlan& p : doc.plans) {
-    f.plans.push_back(FrontPlan{drawn(p.objectives), choiceSummary(p.operations)});
+    std::string summary = choiceSummary(p.operations);
+    if (p.relay) {
+      summary += *p.relay ? "\ninputs forwarded between devices" : "\ninputs sent to each device";
+    }
+    f.plans.push_back(FrontPlan{drawn(p.objectives), std::move(summary)});
   }
   for (const cost::FrontBaseline& b : doc.baselines) {
     f.baselines.push_back(

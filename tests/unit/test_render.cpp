@@ -242,6 +242,24 @@ TEST_CASE("plan view: device clusters, shards, transfers with bytes", "[render]"
   CHECK(findNode(c, "host:inputs") != nullptr);
 }
 
+// On a target that forwards inputs, each plan's tooltip says whether it does.
+TEST_CASE("front view: the tooltips say which plans forward inputs", "[render]") {
+  std::string text = kFront;
+  const std::string first = R"("operations": {"mm": {"split": [2, 1, 1])";
+  const std::string second = R"("operations": {"mm": {"split": [1, 1, 1])";
+  text.replace(text.find(first), 0, R"("relay": true, )");
+  text.replace(text.find(second), 0, R"("relay": false, )");
+  json::Document doc = json::Document::parse(SourceFile("f.json", text));
+  const Drawing d = frontView(json::Value(doc), {});
+  CHECK_THAT(attr(findNode(d, "plan0")->attrs, "tooltip"),
+             Contains("on [0,1]\\ninputs forwarded between devices"));
+  CHECK_THAT(attr(findNode(d, "plan1")->attrs, "tooltip"),
+             Contains("on [0]\\ninputs sent to each device"));
+  json::Document plain = json::Document::parse(SourceFile("g.json", kFront));
+  CHECK_THAT(attr(findNode(frontView(json::Value(plain), {}), "plan0")->attrs, "tooltip"),
+             !Contains("inputs"));
+}
+
 TEST_CASE("front view: points, baselines, the selected plan", "[render]") {
   json::Document doc = json::Document::parse(SourceFile("f.json", kFront));
   Drawing d = frontView(json::Value(doc), {});
