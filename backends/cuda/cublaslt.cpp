@@ -121,6 +121,35 @@ Types typesOf(backend::DType dtype, bool tf32) {
   throw InternalError(std::string("cuBLASLt product of ") + backend::dtypeName(dtype));
 }
 
+std::uint32_t epilogueOf(LtEpilogue e) {
+  switch (e) {
+  case LtEpilogue::None:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  case LtEpilogue::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case LtEpilogue::Gelu:
+    return CUBLASLT_EPILOGUE_GELU;
+  case LtEpilogue::GeluBias:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  throw InternalError("cuBLASLt epilogue " + std::to_string(static_cast<int>(e)));
+}
+
+// ", bias epilogue": for the messages of a failed call.
+std::string epilogueName(LtEpilogue e) {
+  switch (e) {
+  case LtEpilogue::None:
+    return "";
+  case LtEpilogue::Bias:
+    return ", bias epilogue";
+  case LtEpilogue::Gelu:
+    return ", GELU epilogue";
+  case LtEpilogue::GeluBias:
+    return ", bias and GELU epilogue";
+  }
+  return "";
+}
+
 } // namespace
 
 void requireCublasLt() {
@@ -148,14 +177,24 @@ bool LtMatmul::run(const LtProblem& p, void* workspace, std::size_t workspaceByt
                    cudaStream_t stream) {
   const LtApi& lt = api();
   const Types types = typesOf(p.dtype, p.tf32);
-  const std::string what =
-      "matmul (" + std::string(backend::dtypeName(p.dtype)) + ", " + p.gemm.toString() + ")";
+  const std::string what = "matmul (" + std::string(backend::dtypeName(p.dtype)) + ", " +
+                           p.gemm.toString() + epilogueName(p.epilogue) + ")";
   Descriptors d;
   check(lt.descCreate(&d.desc, types.compute, types.scale), what + ": descriptor");
   const std::int32_t transA = p.gemm.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   const std::int32_t transB = p.gemm.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   check(lt.descSet(d.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transA, sizeof transA), what + ": TRANSA");
   check(lt.descSet(d.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transB, sizeof transB), what + ": TRANSB");
+  if (p.epilogue != LtEpilogue::None) {
+    const std::uint32_t epilogue = epilogueOf(p.epilogue);
+    check(lt.descSet(d.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+          what + ": EPILOGUE");
+  }
+  if (epilogueAddsBias(p.epilogue)) {
+    // Set before the heuristic: it reads the pointer's alignment.
+    check(lt.descSet(d.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof p.bias),
+          what + ": BIAS_POINTER");
+  }
   check(lt.layoutCreate(&d.a, types.data, p.gemm.a.rows, p.gemm.a.cols, p.gemm.a.ld),
         what + ": layout of A");
   check(lt.layoutCreate(&d.b, types.data, p.gemm.b.rows, p.gemm.b.cols, p.gemm.b.ld),
@@ -167,10 +206,13 @@ bool LtMatmul::run(const LtProblem& p, void* workspace, std::size_t workspaceByt
   const std::uint32_t alignA = static_cast<std::uint32_t>(pointerAlignment(p.a));
   const std::uint32_t alignB = static_cast<std::uint32_t>(pointerAlignment(p.b));
   const std::uint32_t alignD = static_cast<std::uint32_t>(pointerAlignment(p.d));
-  const std::string key = std::to_string(static_cast<int>(p.dtype)) + (p.tf32 ? "t" : "f") +
-                          (p.accumulate ? "+" : "=") + p.gemm.toString() + " al " +
-                          std::to_string(alignA) + "," + std::to_string(alignB) + "," +
-                          std::to_string(alignD) + " ws " + std::to_string(workspaceBytes);
+  const std::string key =
+      std::to_string(static_cast<int>(p.dtype)) + (p.tf32 ? "t" : "f") +
+      (p.accumulate ? "+" : "=") + "e" + std::to_string(static_cast<int>(p.epilogue)) + " " +
+      p.gemm.toString() + " al " + std::to_string(alignA) + "," + std::to_string(alignB) + "," +
+      std::to_string(alignD) + "," +
+      std::to_string(epilogueAddsBias(p.epilogue) ? pointerAlignment(p.bias) : 0) + " ws " +
+      std::to_string(workspaceBytes);
   cublasLtMatmulAlgo_t algo{};
   bool cached = false;
   {
@@ -202,8 +244,10 @@ bool LtMatmul::run(const LtProblem& p, void* workspace, std::size_t workspaceByt
     int found = 0;
     const cublasStatus_t status = lt.heuristic(static_cast<cublasLtHandle_t>(handle_), d.desc, d.a,
                                                d.b, d.c, d.c, d.pref, 1, &result, &found);
+    // With an epilogue, any refusal means none: the caller runs without it.
     const bool none =
         status == CUBLAS_STATUS_NOT_SUPPORTED ||
+        (status != CUBLAS_STATUS_SUCCESS && p.epilogue != LtEpilogue::None) ||
         (status == CUBLAS_STATUS_SUCCESS && (found == 0 || result.state != CUBLAS_STATUS_SUCCESS));
     if (!none) {
       check(status, what + ": heuristic");

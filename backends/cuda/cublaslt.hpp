@@ -19,7 +19,8 @@
 
 namespace tapestry::cuda {
 
-// One column-major product D = op(A)·op(B) (+ C when accumulate; C is D).
+// One column-major product D = epilogue(op(A)·op(B) (+ C when accumulate; C is
+// D)).
 struct LtProblem {
   backend::DType dtype = backend::DType::Float32;
   bool tf32 = false; // float32 may use TF32 tensor cores
@@ -28,6 +29,10 @@ struct LtProblem {
   const void* b = nullptr; // cuBLASLt's B (our A)
   void* d = nullptr;
   bool accumulate = false; // beta = 1: D already holds what to add (a bias)
+  // Applied to the sum before the store; the bias is a packed vector of D's
+  // rows (cuBLASLt's rows: our columns) in D's dtype.
+  LtEpilogue epilogue = LtEpilogue::None;
+  const void* bias = nullptr;
 };
 
 // The cuBLASLt handle of one GPU (the current device when constructed).

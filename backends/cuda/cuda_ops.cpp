@@ -225,14 +225,18 @@ Scratch denseCopy(const KernelContext& c, DType dtype, std::int64_t rows, std::i
   return out;
 }
 
-// C = A·B (+ bias[j] on every row) with A [M, K], B [K, N], C [M, N] given by
-// device pointers and (row, column) strides; bias element j at bias + j·bs.
-// Operands cuBLASLt cannot read in place are gathered into dense scratch; an
-// output it cannot write in place is computed densely and scattered.
+// C = A·B (+ bias[j] on every row), then GELU's tanh approximation when
+// `geluTanh`, with A [M, K], B [K, N], C [M, N] given by device pointers and
+// (row, column) strides; bias element j at bias + j·bs. Operands cuBLASLt
+// cannot read in place are gathered into dense scratch; an output it cannot
+// write in place is computed densely and scattered. The bias and the GELU are
+// cuBLASLt's epilogue where ltEpilogue allows and cuBLASLt has an algorithm
+// with it; else the bias is broadcast into the output first (beta = 1) and
+// the GELU is a pass over it.
 void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, std::int64_t K,
           const std::byte* A, std::int64_t rsA, std::int64_t csA, const std::byte* B,
           std::int64_t rsB, std::int64_t csB, std::byte* C, std::int64_t rsC, std::int64_t csC,
-          const std::byte* bias, std::int64_t bs) {
+          const std::byte* bias, std::int64_t bs, bool geluTanh = false) {
   if (M == 0 || N == 0) {
     return;
   }
@@ -270,16 +274,19 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
     outCs = 1;
   }
   const std::int64_t extent[2] = {M, N};
-  if (bias != nullptr) {
+  const std::vector<std::int64_t> outStrides[1] = {{outRs, outCs}};
+  auto broadcastBias = [&] {
     const std::vector<std::int64_t> strides[2] = {{0, bs}, {outRs, outCs}};
     checkCuda(launchCopy(static_cast<int>(size), bias, out, makeWalk(extent, strides), c.stream),
               "broadcasting a bias");
-  }
+  };
+  bool geluDone = false;
   if (K == 0) {
-    if (bias == nullptr) {
-      const std::vector<std::int64_t> strides[1] = {{outRs, outCs}};
+    if (bias != nullptr) {
+      broadcastBias();
+    } else {
       checkCuda(launchFillIdentity(CombineOp::Sum, elementType(dtype), out,
-                                   makeWalk(extent, strides), c.stream),
+                                   makeWalk(extent, outStrides), c.stream),
                 "zeroing an empty product");
     }
   } else {
@@ -290,16 +297,37 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
     problem.a = B;
     problem.b = A;
     problem.d = out;
-    problem.accumulate = bias != nullptr;
-    if (!c.lt->run(problem, c.workspace, c.workspaceBytes, c.stream)) {
-      // cuBLASLt has no algorithm for this problem (a dtype or layout it does
-      // not cover): the simple kernel, on the layouts as planned.
-      checkCuda(launchSimpleMatmul(elementType(dtype), M, N, K, A, la->transpose ? 1 : la->ld,
-                                   la->transpose ? la->ld : 1, B, lb->transpose ? 1 : lb->ld,
-                                   lb->transpose ? lb->ld : 1, out, *ldc, 1, bias != nullptr,
-                                   c.stream),
-                "matmul without a cuBLASLt algorithm");
+    problem.epilogue = ltEpilogue(dtype, bias != nullptr, bs,
+                                  bias != nullptr ? pointerAlignment(bias) : 0, geluTanh);
+    bool ran = false;
+    if (problem.epilogue != LtEpilogue::None) {
+      problem.bias = epilogueAddsBias(problem.epilogue) ? bias : nullptr;
+      ran = c.lt->run(problem, c.workspace, c.workspaceBytes, c.stream);
+      geluDone = ran && epilogueAppliesGelu(problem.epilogue);
     }
+    if (!ran) { // no epilogue, or no algorithm with it: the bias broadcast, beta = 1
+      if (bias != nullptr) {
+        broadcastBias();
+      }
+      problem.epilogue = LtEpilogue::None;
+      problem.bias = nullptr;
+      problem.accumulate = bias != nullptr;
+      if (!c.lt->run(problem, c.workspace, c.workspaceBytes, c.stream)) {
+        // cuBLASLt has no algorithm for this problem (a dtype or layout it does
+        // not cover): the simple kernel, on the layouts as planned.
+        checkCuda(launchSimpleMatmul(elementType(dtype), M, N, K, A, la->transpose ? 1 : la->ld,
+                                     la->transpose ? la->ld : 1, B, lb->transpose ? 1 : lb->ld,
+                                     lb->transpose ? lb->ld : 1, out, *ldc, 1, bias != nullptr,
+                                     c.stream),
+                  "matmul without a cuBLASLt algorithm");
+      }
+    }
+  }
+  if (geluTanh && !geluDone) {
+    checkCuda(launchEpilogue(elementType(dtype), out, nullptr, makeWalk(extent, outStrides),
+                             EpilogueAct::GeluTanh, -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::infinity(), c.stream),
+              "GELU after a product");
   }
   if (denseC.get() != nullptr) {
     const std::vector<std::int64_t> strides[2] = {{N, 1}, {rsC, csC}};
@@ -314,7 +342,9 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
 // transA / transB) is a transposed layout cuBLASLt reads in place, and a
 // broadcast W folds the batch into rows. One cuBLASLt call per batch element
 // of the gemm and per outer offset.
-void productKernel(const KernelCall& call, const KernelContext& c) {
+// `geluTanh`: apply GELU's tanh approximation to each product (linear_act's
+// epilogue when it is nothing else, ltTakesLinearActEpilogue).
+void runProduct(const KernelCall& call, const KernelContext& c, bool geluTanh) {
   const DType dtype = call.outputs[0][0].dtype;
   const bool linear = backend::isLinearKernel(call.op.kernel);
   if (linear && isInt(dtype)) {
@@ -332,9 +362,13 @@ void productKernel(const KernelCall& call, const KernelContext& c) {
     for (std::int64_t b = 0; b < g.batch; ++b) {
       gemm(c, dtype, g.M, g.N, g.K, x + (o[0] + b * g.bsA) * size, g.rsA, g.csA,
            w + (o[1] + b * g.bsB) * size, g.rsB, g.csB, r + (o[2] + b * g.bsC) * size, g.rsC, g.csC,
-           bias, g.biasStride);
+           bias, g.biasStride, geluTanh);
     }
   }
+}
+
+void productKernel(const KernelCall& call, const KernelContext& c) {
+  runProduct(call, c, false);
 }
 
 // ---------------------------------------------------------------- conv2d
@@ -395,15 +429,6 @@ void conv2dKernel(const KernelCall& call, const KernelContext& c) {
   launchConv(call, c, convParams(call));
 }
 
-// A clip bound as the kernel takes it: the defaults (+-the largest float64)
-// and anything beyond are infinities, which clip nothing.
-double clipBoundOf(double bound) {
-  constexpr double top = std::numeric_limits<double>::max();
-  return bound >= top    ? std::numeric_limits<double>::infinity()
-         : bound <= -top ? -std::numeric_limits<double>::infinity()
-                         : bound;
-}
-
 // conv2d_act: one kernel, conv2d's with the epilogue before its store (its
 // shards hold the whole of C, KH and KW, so each adds the bias): result =
 // clip(conv + bias + residual, min, max) in the compute type, rounded once.
@@ -417,24 +442,24 @@ void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
   launchConv(call, c, p);
 }
 
-// linear_act: linear's cuBLASLt product, then its epilogue in one pass in
-// place over the shard's output box (the result's coordinates are the
-// index's): clip(act(result + residual), min, max) in the compute type,
-// rounded once. Not cuBLASLt's own epilogues: its GELU is the tanh
-// approximation, linear_act's the exact erf form, and its ReLU would not keep
-// NaN.
+// linear_act: linear's cuBLASLt product, then its epilogue,
+// clip(act(result + residual), min, max). When that is the tanh GELU alone,
+// it is cuBLASLt's epilogue (with the bias: GELU_BIAS) or, where cuBLASLt has
+// no algorithm with it, a pass over each product's block
+// (ltTakesLinearActEpilogue); otherwise one pass in place over the shard's
+// output box (the result's coordinates are the index's), in the compute type.
+// cuBLASLt's GELU is the tanh approximation, not the exact erf form of gelu,
+// and its ReLU would not keep NaN, so those stay passes.
 void linearActKernel(const KernelCall& call, const KernelContext& c) {
-  productKernel(call, c);
-  if (call.index.isEmpty()) {
-    return;
-  }
   const bool residual = call.hasInput(3);
-  const EpilogueAct act = intBinding(call.op, "gelu") != 0        ? EpilogueAct::Gelu
-                          : intBinding(call.op, "gelu_tanh") != 0 ? EpilogueAct::GeluTanh
-                          : intBinding(call.op, "silu") != 0      ? EpilogueAct::Silu
-                                                                  : EpilogueAct::None;
+  const EpilogueAct act = linearActActivation(call.op);
   const double lo = clipBoundOf(floatParam(call.op, "min"));
   const double hi = clipBoundOf(floatParam(call.op, "max"));
+  const bool byProduct = ltTakesLinearActEpilogue(act, residual, lo, hi);
+  runProduct(call, c, byProduct);
+  if (call.index.isEmpty() || byProduct) {
+    return;
+  }
   if (!residual && act == EpilogueAct::None && lo == -std::numeric_limits<double>::infinity() &&
       hi == std::numeric_limits<double>::infinity()) {
     return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "core/diag/error.hpp"
 
@@ -143,6 +144,38 @@ int pointerAlignment(const void* pointer) {
     alignment *= 2;
   }
   return alignment;
+}
+
+LtEpilogue ltEpilogue(backend::DType dtype, bool bias, std::int64_t biasStride, int biasAlignment,
+                      bool geluTanh) {
+  const bool byLt = bias && biasStride == 1 && biasAlignment >= 16;
+  if (bias && !byLt) {
+    return LtEpilogue::None; // not GELU over beta·C: the bias and the GELU are ours
+  }
+  if (geluTanh && (dtype == backend::DType::Float16 || dtype == backend::DType::BFloat16)) {
+    return byLt ? LtEpilogue::GeluBias : LtEpilogue::Gelu;
+  }
+  return byLt ? LtEpilogue::Bias : LtEpilogue::None;
+}
+
+double clipBoundOf(double bound) {
+  constexpr double top = std::numeric_limits<double>::max();
+  return bound >= top    ? std::numeric_limits<double>::infinity()
+         : bound <= -top ? -std::numeric_limits<double>::infinity()
+                         : bound;
+}
+
+EpilogueAct linearActActivation(const graph::Operation& op) {
+  return backend::intBinding(op, "gelu") != 0        ? EpilogueAct::Gelu
+         : backend::intBinding(op, "gelu_tanh") != 0 ? EpilogueAct::GeluTanh
+         : backend::intBinding(op, "silu") != 0      ? EpilogueAct::Silu
+                                                     : EpilogueAct::None;
+}
+
+bool ltTakesLinearActEpilogue(EpilogueAct act, bool residual, double lo, double hi) {
+  return act == EpilogueAct::GeluTanh && !residual &&
+         lo == -std::numeric_limits<double>::infinity() &&
+         hi == std::numeric_limits<double>::infinity();
 }
 
 } // namespace tapestry::cuda

@@ -86,4 +86,41 @@ LtGemm planGemm(std::int64_t M, std::int64_t N, std::int64_t K, MatrixLayout A, 
 // heuristic is told about each pointer, since sub-views need not be aligned.
 int pointerAlignment(const void* pointer);
 
+// What one cuBLASLt call applies to its sum before the store
+// (CUBLASLT_EPILOGUE_*): nothing, the bias (a vector along the rows of
+// cuBLASLt's D, our output's columns), GELU's tanh approximation, or the bias
+// and then GELU.
+enum class LtEpilogue : int { None = 0, Bias = 1, Gelu = 2, GeluBias = 3 };
+inline bool epilogueAddsBias(LtEpilogue e) {
+  return e == LtEpilogue::Bias || e == LtEpilogue::GeluBias;
+}
+inline bool epilogueAppliesGelu(LtEpilogue e) {
+  return e == LtEpilogue::Gelu || e == LtEpilogue::GeluBias;
+}
+
+// The epilogue the backend asks cuBLASLt for on one product (K > 0): the bias
+// when the product has one that is packed (stride 1) and 16-byte aligned, and
+// GELU when the product's result is to be GELU's tanh approximation of the
+// sum (`geluTanh`), in a 16-bit float type, and any bias is the epilogue's.
+// A bias it cannot take is broadcast into D first and added with beta = 1,
+// and then the GELU is a pass of ours too. float32 and float64 keep the pass:
+// cuBLASLt does not say how closely its GELU computes tanh, and their checks
+// allow less than a 16-bit type's rounding. Where cuBLASLt has no algorithm
+// with the epilogue, the product runs without it, and the backend adds the
+// bias and applies GELU itself.
+LtEpilogue ltEpilogue(backend::DType dtype, bool bias, std::int64_t biasStride, int biasAlignment,
+                      bool geluTanh);
+
+// A clip bound as the kernels take it: the defaults (+-the largest float64)
+// and anything beyond are infinities, which clip nothing.
+double clipBoundOf(double bound);
+// linear_act's activation, as its params say.
+EpilogueAct linearActActivation(const graph::Operation& op);
+
+// Whether linear_act's whole epilogue, clip(act(sum + residual), lo, hi), is
+// one cuBLASLt can apply: the tanh GELU alone, with no residual and no clip
+// (infinite bounds). cuBLASLt's GELU is the tanh approximation, not the exact
+// erf form; and its ReLU, max(x, 0), would not keep a NaN as clip does.
+bool ltTakesLinearActEpilogue(EpilogueAct act, bool residual, double lo, double hi);
+
 } // namespace tapestry::cuda

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -239,10 +240,18 @@ namespace {
 // The CUDA backend's matmul/linear kernel (productKernel, cuda_ops.cpp) on the
 // host: the shard's planProduct, one cuBLASLt call per outer offset and batch
 // element planned by matrixLayout / outputLd / planGemm and replayed in
-// column-major terms, the bias added to every row. float64 views.
+// column-major terms, the bias added to every row. float64 views. linear_act
+// only where its epilogue is cuBLASLt's (the tanh GELU alone): each call then
+// applies it to its own block (GELU_BIAS or GELU, or the backend's pass after
+// the bias broadcast: the same numbers in float64).
 void emulateProduct(const backend::KernelCall& call) {
   const backend::ProductPlan plan = backend::planProduct(call);
   const backend::GemmGeometry& g = plan.gemm;
+  const bool geluTanh = call.op.kernel == "linear_act" &&
+                        ltTakesLinearActEpilogue(linearActActivation(call.op), call.hasInput(3),
+                                                 clipBoundOf(backend::floatParam(call.op, "min")),
+                                                 clipBoundOf(backend::floatParam(call.op, "max")));
+  REQUIRE((call.op.kernel != "linear_act" || geluTanh));
   const auto* x = reinterpret_cast<const double*>(call.inputs[0][0].data);
   const auto* w = reinterpret_cast<const double*>(call.inputs[1][0].data);
   auto* r = reinterpret_cast<double*>(call.outputs[0][0].data);
@@ -271,8 +280,13 @@ void emulateProduct(const backend::KernelCall& call) {
       double* C = r + o[2] + b * g.bsC;
       for (std::int64_t i = 0; i < g.M; ++i) {
         for (std::int64_t j = 0; j < g.N; ++j) {
-          C[i * g.rsC + j * g.csC] = D[static_cast<std::size_t>(i * *ldc + j)] +
-                                     (bias != nullptr ? bias[j * g.biasStride] : 0.0);
+          const double sum = D[static_cast<std::size_t>(i * *ldc + j)] +
+                             (bias != nullptr ? bias[j * g.biasStride] : 0.0);
+          C[i * g.rsC + j * g.csC] =
+              geluTanh
+                  ? 0.5 * sum *
+                        (1 + std::tanh(std::sqrt(2 / M_PI) * (sum + 0.044715 * sum * sum * sum)))
+                  : sum;
         }
       }
     }
@@ -296,7 +310,11 @@ TEST_CASE("matmul and linear with transposed operands: the CUDA kernel's gemms, 
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 6, 3]}, "w": {"dtype": "float64", "shape": [5, 6]}, "b": {"dtype": "float64", "shape": [5]}},
           "operations": [{"name": "op", "kernel": "linear", "params": {"transpose_x": true, "transpose_w": true}, "inputs": {"X": "x", "W": "w", "bias": "b"}}]})",
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [3, 6]}, "w": {"dtype": "float64", "shape": [5, 6]}, "b": {"dtype": "float64", "shape": [5]}},
-          "operations": [{"name": "op", "kernel": "linear", "params": {"transpose_w": true}, "inputs": {"X": "x", "W": "w", "bias": "b"}}]})"};
+          "operations": [{"name": "op", "kernel": "linear", "params": {"transpose_w": true}, "inputs": {"X": "x", "W": "w", "bias": "b"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 6, 3]}, "w": {"dtype": "float64", "shape": [5, 6]}, "b": {"dtype": "float64", "shape": [5]}},
+          "operations": [{"name": "op", "kernel": "linear_act", "params": {"transpose_x": true, "transpose_w": true, "gelu_tanh": true}, "inputs": {"X": "x", "W": "w", "bias": "b"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 6]}, "w": {"dtype": "float64", "shape": [6, 5]}},
+          "operations": [{"name": "op", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "x", "W": "w"}}]})"};
   backend::CpuBackend cpu(1);
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> dist(-4, 4);
@@ -306,7 +324,12 @@ TEST_CASE("matmul and linear with transposed operands: the CUDA kernel's gemms, 
     INFO(op.kernel << " " << op.application.params.dump());
     std::vector<backend::Buffer> inputs;
     std::vector<backend::PortViews> ins;
+    inputs.reserve(op.application.inputs.size());
     for (const auto& port : op.application.inputs) {
+      if (port.tensors.empty()) { // an optional input not given
+        ins.emplace_back();
+        continue;
+      }
       inputs.push_back(backend::Buffer::host(backend::DType::Float64, port.tensors[0].shape));
       for (double& v : inputs.back().elements<double>()) {
         v = dist(rng);
@@ -343,6 +366,54 @@ TEST_CASE("matmul and linear with transposed operands: the CUDA kernel's gemms, 
       CHECK(checked == static_cast<std::size_t>(sel.size()));
     }
   }
+}
+
+TEST_CASE("cuBLASLt's epilogue takes a packed, aligned bias and the tanh GELU over it", "[cuda]") {
+  using backend::DType;
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    INFO(backend::dtypeName(d));
+    const bool half = d == DType::Float16 || d == DType::BFloat16;
+    CHECK(ltEpilogue(d, false, 0, 0, false) == LtEpilogue::None);
+    CHECK(ltEpilogue(d, true, 1, 16, false) == LtEpilogue::Bias);
+    CHECK(ltEpilogue(d, true, 1, 256, false) == LtEpilogue::Bias);
+    CHECK(ltEpilogue(d, true, 1, 8, false) == LtEpilogue::None);  // a shard's bias off 16 bytes
+    CHECK(ltEpilogue(d, true, 2, 16, false) == LtEpilogue::None); // not packed
+    // The GELU in 16-bit types only; float32 and float64 keep the exact pass.
+    CHECK(ltEpilogue(d, false, 0, 0, true) == (half ? LtEpilogue::Gelu : LtEpilogue::None));
+    CHECK(ltEpilogue(d, true, 1, 32, true) == (half ? LtEpilogue::GeluBias : LtEpilogue::Bias));
+    // A bias the epilogue cannot take is broadcast into D (beta = 1): then the
+    // GELU is the backend's pass too, never cuBLASLt's over beta·C.
+    CHECK(ltEpilogue(d, true, 1, 4, true) == LtEpilogue::None);
+    CHECK(ltEpilogue(d, true, 3, 64, true) == LtEpilogue::None);
+  }
+  CHECK(epilogueAddsBias(LtEpilogue::GeluBias));
+  CHECK_FALSE(epilogueAddsBias(LtEpilogue::Gelu));
+  CHECK(epilogueAppliesGelu(LtEpilogue::Gelu));
+  CHECK_FALSE(epilogueAppliesGelu(LtEpilogue::Bias));
+}
+
+TEST_CASE("linear_act's epilogue is cuBLASLt's only when it is the tanh GELU alone", "[cuda]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, false, -inf, inf));
+  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, true, -inf, inf)); // residual
+  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, false, -1, inf));  // a clip
+  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, false, -inf, 6));
+  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::Gelu, false, -inf, inf)); // erf, not tanh
+  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::Silu, false, -inf, inf));
+  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::None, false, 0, inf)); // ReLU keeps NaN
+  CHECK(clipBoundOf(1.7976931348623157e308) == inf);
+  CHECK(clipBoundOf(-1.7976931348623157e308) == -inf);
+  CHECK(clipBoundOf(6) == 6);
+  const graph::ExpandedGraph g = testing::expandText(
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float32", "shape": [3, 6]}, "w": {"dtype": "float32", "shape": [6, 5]}},
+          "operations": [{"name": "a", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "x", "W": "w"}},
+                         {"name": "b", "kernel": "linear_act", "params": {"gelu": true}, "inputs": {"X": "x", "W": "w"}},
+                         {"name": "c", "kernel": "linear_act", "params": {"silu": true}, "inputs": {"X": "x", "W": "w"}},
+                         {"name": "d", "kernel": "linear_act", "params": {"min": 0}, "inputs": {"X": "x", "W": "w"}}]})");
+  CHECK(linearActActivation(g.operations[0]) == EpilogueAct::GeluTanh);
+  CHECK(linearActActivation(g.operations[1]) == EpilogueAct::Gelu);
+  CHECK(linearActActivation(g.operations[2]) == EpilogueAct::Silu);
+  CHECK(linearActActivation(g.operations[3]) == EpilogueAct::None);
 }
 
 TEST_CASE("pointer alignment is the largest power of two up to 256", "[cuda]") {
