@@ -79,14 +79,14 @@ void check(cublasStatus_t status, const std::string& what) {
 // Descriptors released however the call ends.
 struct Descriptors {
   cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, cIn = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
   ~Descriptors() {
     const LtApi& lt = api();
     if (pref != nullptr) {
       lt.prefDestroy(pref);
     }
-    for (cublasLtMatrixLayout_t layout : {a, b, c}) {
+    for (cublasLtMatrixLayout_t layout : {a, b, c, cIn}) {
       if (layout != nullptr) {
         lt.layoutDestroy(layout);
       }
@@ -200,18 +200,27 @@ bool LtMatmul::run(const LtProblem& p, void* workspace, std::size_t workspaceByt
   check(lt.layoutCreate(&d.b, types.data, p.gemm.b.rows, p.gemm.b.cols, p.gemm.b.ld),
         what + ": layout of B");
   check(lt.layoutCreate(&d.c, types.data, p.gemm.c.rows, p.gemm.c.cols, p.gemm.c.ld),
-        what + ": layout of C");
+        what + ": layout of D");
+  const bool apart = p.accumulate && p.c != nullptr;
+  if (apart) {
+    check(lt.layoutCreate(&d.cIn, types.data, p.gemm.c.rows, p.gemm.c.cols, p.ldcIn),
+          what + ": layout of C");
+  }
+  const cublasLtMatrixLayout_t cLayout = apart ? d.cIn : d.c;
+  const void* cData = apart ? p.c : p.d;
 
   // Sub-views need not be 256-byte aligned: tell the heuristic what they are.
   const std::uint32_t alignA = static_cast<std::uint32_t>(pointerAlignment(p.a));
   const std::uint32_t alignB = static_cast<std::uint32_t>(pointerAlignment(p.b));
   const std::uint32_t alignD = static_cast<std::uint32_t>(pointerAlignment(p.d));
+  const std::uint32_t alignC = static_cast<std::uint32_t>(pointerAlignment(cData));
   const std::string key =
       std::to_string(static_cast<int>(p.dtype)) + (p.tf32 ? "t" : "f") +
       (p.accumulate ? "+" : "=") + "e" + std::to_string(static_cast<int>(p.epilogue)) + " " +
       p.gemm.toString() + " al " + std::to_string(alignA) + "," + std::to_string(alignB) + "," +
       std::to_string(alignD) + "," +
-      std::to_string(epilogueAddsBias(p.epilogue) ? pointerAlignment(p.bias) : 0) + " ws " +
+      std::to_string(epilogueAddsBias(p.epilogue) ? pointerAlignment(p.bias) : 0) +
+      (apart ? " C ld " + std::to_string(p.ldcIn) + " al " + std::to_string(alignC) : "") + " ws " +
       std::to_string(workspaceBytes);
   cublasLtMatmulAlgo_t algo{};
   bool cached = false;
@@ -236,18 +245,19 @@ bool LtMatmul::run(const LtProblem& p, void* workspace, std::size_t workspaceByt
           what + ": alignment of A");
     check(lt.prefSet(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB, sizeof alignB),
           what + ": alignment of B");
-    check(lt.prefSet(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignD, sizeof alignD),
+    check(lt.prefSet(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC, sizeof alignC),
           what + ": alignment of C");
     check(lt.prefSet(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignD, sizeof alignD),
           what + ": alignment of D");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status = lt.heuristic(static_cast<cublasLtHandle_t>(handle_), d.desc, d.a,
-                                               d.b, d.c, d.c, d.pref, 1, &result, &found);
-    // With an epilogue, any refusal means none: the caller runs without it.
+                                               d.b, cLayout, d.c, d.pref, 1, &result, &found);
+    // With an epilogue or a C apart, any refusal means none: the caller runs
+    // without them.
     const bool none =
         status == CUBLAS_STATUS_NOT_SUPPORTED ||
-        (status != CUBLAS_STATUS_SUCCESS && p.epilogue != LtEpilogue::None) ||
+        (status != CUBLAS_STATUS_SUCCESS && (p.epilogue != LtEpilogue::None || apart)) ||
         (status == CUBLAS_STATUS_SUCCESS && (found == 0 || result.state != CUBLAS_STATUS_SUCCESS));
     if (!none) {
       check(status, what + ": heuristic");
@@ -272,7 +282,7 @@ bool LtMatmul::run(const LtProblem& p, void* workspace, std::size_t workspaceByt
   const void* alpha = doubles ? static_cast<const void*>(&oneD) : static_cast<const void*>(&oneF);
   const void* beta = doubles ? static_cast<const void*>(&betaD) : static_cast<const void*>(&betaF);
   check(lt.matmul(static_cast<cublasLtHandle_t>(handle_), d.desc, alpha, p.a, d.a, p.b, d.b, beta,
-                  p.d, d.c, p.d, d.c, &algo, workspace, workspaceBytes, stream),
+                  cData, cLayout, p.d, d.c, &algo, workspace, workspaceBytes, stream),
         what);
   return true;
 }

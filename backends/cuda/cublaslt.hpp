@@ -20,7 +20,7 @@
 namespace tapestry::cuda {
 
 // One column-major product D = epilogue(op(A)·op(B) (+ C when accumulate; C is
-// D)).
+// D unless given)).
 struct LtProblem {
   backend::DType dtype = backend::DType::Float32;
   bool tf32 = false; // float32 may use TF32 tensor cores
@@ -28,7 +28,11 @@ struct LtProblem {
   const void* a = nullptr; // cuBLASLt's A (our B, see planGemm)
   const void* b = nullptr; // cuBLASLt's B (our A)
   void* d = nullptr;
-  bool accumulate = false; // beta = 1: D already holds what to add (a bias)
+  bool accumulate = false; // beta = 1: C (D unless `c` is set) holds what to add
+  // With accumulate, C apart from D: a matrix of D's shape (a residual), its
+  // columns (cuBLASLt's) `ldcIn` apart.
+  const void* c = nullptr;
+  std::int64_t ldcIn = 0;
   // Applied to the sum before the store; the bias is a packed vector of D's
   // rows (cuBLASLt's rows: our columns) in D's dtype.
   LtEpilogue epilogue = LtEpilogue::None;

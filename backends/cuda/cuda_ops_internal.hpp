@@ -1,6 +1,6 @@
 // Internal to the CUDA backend's host side: the helpers that the kernel files
-// (cuda_ops.cpp, cuda_ops_index.cpp) share, and the kernels defined outside
-// cuda_ops.cpp, which registers every kernel by name.
+// (cuda_ops.cpp, cuda_ops_products.cpp, cuda_ops_index.cpp) share, and the
+// kernels defined outside cuda_ops.cpp, which registers every kernel by name.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +26,10 @@ std::byte* pointAt(const backend::TensorView& view, std::span<const std::int64_t
 DeviceWalk walkOf(const ZRange& index, std::initializer_list<const ViewWalk*> walks);
 // "kernel K (operation O)", for errors.
 std::string what(const backend::KernelCall& call);
+
+// Matrix products (cuda_ops_products.cpp): matmul and linear; linear_act.
+void productKernel(const backend::KernelCall& call, const KernelContext& c);
+void linearActKernel(const backend::KernelCall& call, const KernelContext& c);
 
 // Indexed reads (cuda_ops_index.cpp).
 void embeddingKernel(const backend::KernelCall& call, const KernelContext& c);

@@ -172,10 +172,36 @@ EpilogueAct linearActActivation(const graph::Operation& op) {
                                                      : EpilogueAct::None;
 }
 
-bool ltTakesLinearActEpilogue(EpilogueAct act, bool residual, double lo, double hi) {
-  return act == EpilogueAct::GeluTanh && !residual &&
-         lo == -std::numeric_limits<double>::infinity() &&
-         hi == std::numeric_limits<double>::infinity();
+LinearActByLt linearActByLt(EpilogueAct act, bool residual, double lo, double hi) {
+  const bool clips = lo != -std::numeric_limits<double>::infinity() ||
+                     hi != std::numeric_limits<double>::infinity();
+  if (clips) {
+    return LinearActByLt::None;
+  }
+  if (act == EpilogueAct::GeluTanh && !residual) {
+    return LinearActByLt::GeluTanh;
+  }
+  if (act == EpilogueAct::None && residual) {
+    return LinearActByLt::Residual;
+  }
+  return LinearActByLt::None;
+}
+
+std::optional<backend::ProductPlan> residualProducts(const backend::KernelCall& call,
+                                                     const backend::ProductPlan& product) {
+  if (!call.hasInput(3)) {
+    return std::nullopt;
+  }
+  const std::vector<backend::PortViews> asResult = {call.inputs[3]};
+  const backend::ProductPlan r = backend::planProduct(
+      backend::KernelCall{call.op, call.index, call.inputs, asResult, call.device});
+  const backend::GemmGeometry& a = product.gemm;
+  const backend::GemmGeometry& b = r.gemm;
+  if (a.M != b.M || a.N != b.N || a.K != b.K || a.batch != b.batch ||
+      product.outer.size() != r.outer.size()) {
+    return std::nullopt;
+  }
+  return r;
 }
 
 } // namespace tapestry::cuda

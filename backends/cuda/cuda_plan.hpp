@@ -13,6 +13,7 @@
 
 #include "backends/backend.hpp"
 #include "backends/cuda/kernels.hpp"
+#include "backends/products.hpp"
 #include "backends/walk.hpp"
 
 namespace tapestry::cuda {
@@ -117,10 +118,23 @@ double clipBoundOf(double bound);
 // linear_act's activation, as its params say.
 EpilogueAct linearActActivation(const graph::Operation& op);
 
-// Whether linear_act's whole epilogue, clip(act(sum + residual), lo, hi), is
-// one cuBLASLt can apply: the tanh GELU alone, with no residual and no clip
-// (infinite bounds). cuBLASLt's GELU is the tanh approximation, not the exact
-// erf form; and its ReLU, max(x, 0), would not keep a NaN as clip does.
-bool ltTakesLinearActEpilogue(EpilogueAct act, bool residual, double lo, double hi);
+// What of linear_act's epilogue, clip(act(sum + residual), lo, hi), its
+// cuBLASLt products take, so that no pass follows them: the tanh GELU alone
+// (no residual, no clip: infinite bounds), as the GELU epilogue where ltEpilogue
+// allows; or the residual alone (no activation, no clip), read as cuBLASLt's C
+// with beta = 1, D = A·B + C (+ the bias epilogue). Otherwise none: one pass
+// after the products. cuBLASLt's GELU is the tanh approximation, not the exact
+// erf form; its ReLU, max(x, 0), would not keep a NaN as clip does; and it
+// does not say whether its GELU applies before or after beta·C.
+enum class LinearActByLt : int { None, GeluTanh, Residual };
+LinearActByLt linearActByLt(EpilogueAct act, bool residual, double lo, double hi);
+
+// linear_act's residual as each product of `product` (planProduct(call)) reads
+// it: the residual view planned as the result (its IPF is the result's), when
+// that gives the same products (M, N, K, batch, and as many outer offsets);
+// then product i's residual is at outer[i][2] + b·bsC with strides rsC, csC.
+// nullopt when it walks otherwise (the residual is then added in a pass).
+std::optional<backend::ProductPlan> residualProducts(const backend::KernelCall& call,
+                                                     const backend::ProductPlan& product);
 
 } // namespace tapestry::cuda

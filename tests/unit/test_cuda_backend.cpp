@@ -115,7 +115,8 @@ void manyPlans(const std::string& label, const graph::ExpandedGraph& g) {
 // Every float kernel in one graph, for one dtype (linear_act: linear's product,
 // then the residual, the GELU (exact, or its tanh approximation) and the clip
 // in place; with and without a bias; the tanh GELU alone is cuBLASLt's
-// epilogue, GELU_BIAS or GELU, where the shard's bias is 16-byte aligned).
+// epilogue in 16-bit types, GELU_BIAS or GELU, where the shard's bias is
+// 16-byte aligned, and the residual alone cuBLASLt's C, beta = 1).
 std::string sweepGraph(const std::string& dt) {
   return R"({"tapestry": "graph/v1", "name": "sweep_)" + dt + R"(",
   "tensors": {"x": {"dtype": "DT", "shape": [4, 16, 40]}, "w": {"dtype": "DT", "shape": [4, 40, 24]},
@@ -149,8 +150,9 @@ std::string sweepGraph(const std::string& dt) {
     {"name": "la", "kernel": "linear_act", "params": {"gelu": true, "min": -0.1, "max": 2}, "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f"}},
     {"name": "gt", "kernel": "gelu_tanh", "inputs": {"input": "a8"}, "outputs": {"result": "g1"}},
     {"name": "lt", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "h", "W": "w2", "bias": "b2"}, "outputs": {"result": "f2"}},
-    {"name": "ltn", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "h", "W": "w2"}, "outputs": {"result": "f6"}}],
-  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2", "n2", "n3", "f3", "f4", "f5", "f6"]})";
+    {"name": "ltn", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "h", "W": "w2"}, "outputs": {"result": "f6"}},
+    {"name": "lbr", "kernel": "linear_act", "inputs": {"X": "h", "W": "w2", "bias": "b2", "residual": "a5"}, "outputs": {"result": "f7"}}],
+  "outputs": ["p", "s1", "s2", "s3", "c", "d", "f", "g1", "f2", "n2", "n3", "f3", "f4", "f5", "f6", "f7"]})";
 }
 
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {

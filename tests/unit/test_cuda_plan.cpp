@@ -237,21 +237,28 @@ TEST_CASE("row-major products map onto one column-major cuBLASLt call", "[cuda]"
 
 namespace {
 
-// The CUDA backend's matmul/linear kernel (productKernel, cuda_ops.cpp) on the
-// host: the shard's planProduct, one cuBLASLt call per outer offset and batch
-// element planned by matrixLayout / outputLd / planGemm and replayed in
-// column-major terms, the bias added to every row. float64 views. linear_act
-// only where its epilogue is cuBLASLt's (the tanh GELU alone): each call then
-// applies it to its own block (GELU_BIAS or GELU, or the backend's pass after
-// the bias broadcast: the same numbers in float64).
+// The CUDA backend's matmul/linear kernel (productKernel,
+// cuda_ops_products.cpp) on the host: the shard's planProduct, one cuBLASLt call per outer offset
+// and batch element planned by matrixLayout / outputLd / planGemm and replayed in column-major
+// terms, the bias added to every row. float64 views. linear_act only where its products take its
+// epilogue (linearActByLt): each call then applies the tanh GELU to its own block (GELU_BIAS or
+// GELU, or the backend's pass after the bias broadcast: the same numbers in float64), or reads the
+// residual's block as cuBLASLt's C (residualProducts' offsets).
 void emulateProduct(const backend::KernelCall& call) {
   const backend::ProductPlan plan = backend::planProduct(call);
   const backend::GemmGeometry& g = plan.gemm;
-  const bool geluTanh = call.op.kernel == "linear_act" &&
-                        ltTakesLinearActEpilogue(linearActActivation(call.op), call.hasInput(3),
+  const LinearActByLt byLt = call.op.kernel != "linear_act"
+                                 ? LinearActByLt::None
+                                 : linearActByLt(linearActActivation(call.op), call.hasInput(3),
                                                  clipBoundOf(backend::floatParam(call.op, "min")),
                                                  clipBoundOf(backend::floatParam(call.op, "max")));
-  REQUIRE((call.op.kernel != "linear_act" || geluTanh));
+  REQUIRE((call.op.kernel != "linear_act" || byLt != LinearActByLt::None));
+  const bool geluTanh = byLt == LinearActByLt::GeluTanh;
+  std::optional<backend::ProductPlan> residual;
+  if (byLt == LinearActByLt::Residual) {
+    residual = residualProducts(call, plan);
+    REQUIRE(residual.has_value());
+  }
   const auto* x = reinterpret_cast<const double*>(call.inputs[0][0].data);
   const auto* w = reinterpret_cast<const double*>(call.inputs[1][0].data);
   auto* r = reinterpret_cast<double*>(call.outputs[0][0].data);
@@ -271,8 +278,19 @@ void emulateProduct(const backend::KernelCall& call) {
     const std::int64_t n = l.transpose ? (cols - 1) * l.ld + rows : (rows - 1) * l.ld + cols;
     return std::vector<double>(p, p + n);
   };
-  for (const auto& o : plan.outer) {
+  for (std::size_t oi = 0; oi < plan.outer.size(); ++oi) {
+    const auto& o = plan.outer[oi];
     for (std::int64_t b = 0; b < g.batch; ++b) {
+      const double* R = nullptr;
+      std::int64_t ldr = 0;
+      if (residual) {
+        const backend::GemmGeometry& rg = residual->gemm;
+        R = reinterpret_cast<const double*>(call.inputs[3][0].data) + residual->outer[oi][2] +
+            b * rg.bsC;
+        const std::optional<std::int64_t> ld = outputLd(g.M, g.N, rg.rsC, rg.csC);
+        REQUIRE(ld.has_value()); // read in place as C
+        ldr = *ld;
+      }
       const std::vector<double> A = span(x + o[0] + b * g.bsA, g.M, g.K, *la);
       const std::vector<double> B = span(w + o[1] + b * g.bsB, g.K, g.N, *lb);
       std::vector<double> D(static_cast<std::size_t>((g.M - 1) * *ldc + g.N), std::nan(""));
@@ -281,6 +299,7 @@ void emulateProduct(const backend::KernelCall& call) {
       for (std::int64_t i = 0; i < g.M; ++i) {
         for (std::int64_t j = 0; j < g.N; ++j) {
           const double sum = D[static_cast<std::size_t>(i * *ldc + j)] +
+                             (R != nullptr ? R[i * ldr + j] : 0.0) +
                              (bias != nullptr ? bias[j * g.biasStride] : 0.0);
           C[i * g.rsC + j * g.csC] =
               geluTanh
@@ -314,7 +333,11 @@ TEST_CASE("matmul and linear with transposed operands: the CUDA kernel's gemms, 
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 6, 3]}, "w": {"dtype": "float64", "shape": [5, 6]}, "b": {"dtype": "float64", "shape": [5]}},
           "operations": [{"name": "op", "kernel": "linear_act", "params": {"transpose_x": true, "transpose_w": true, "gelu_tanh": true}, "inputs": {"X": "x", "W": "w", "bias": "b"}}]})",
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 6]}, "w": {"dtype": "float64", "shape": [6, 5]}},
-          "operations": [{"name": "op", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "x", "W": "w"}}]})"};
+          "operations": [{"name": "op", "kernel": "linear_act", "params": {"gelu_tanh": true}, "inputs": {"X": "x", "W": "w"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 6]}, "w": {"dtype": "float64", "shape": [5, 6]}, "b": {"dtype": "float64", "shape": [5]}, "r": {"dtype": "float64", "shape": [2, 3, 5]}},
+          "operations": [{"name": "op", "kernel": "linear_act", "params": {"transpose_w": true}, "inputs": {"X": "x", "W": "w", "bias": "b", "residual": "r"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 6, 3]}, "w": {"dtype": "float64", "shape": [6, 5]}, "r": {"dtype": "float64", "shape": [2, 3, 5]}},
+          "operations": [{"name": "op", "kernel": "linear_act", "params": {"transpose_x": true}, "inputs": {"X": "x", "W": "w", "residual": "r"}}]})"};
   backend::CpuBackend cpu(1);
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> dist(-4, 4);
@@ -392,15 +415,19 @@ TEST_CASE("cuBLASLt's epilogue takes a packed, aligned bias and the tanh GELU ov
   CHECK_FALSE(epilogueAppliesGelu(LtEpilogue::Bias));
 }
 
-TEST_CASE("linear_act's epilogue is cuBLASLt's only when it is the tanh GELU alone", "[cuda]") {
+TEST_CASE("linear_act's products take its epilogue when it is the tanh GELU or the residual alone",
+          "[cuda]") {
   const double inf = std::numeric_limits<double>::infinity();
-  CHECK(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, false, -inf, inf));
-  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, true, -inf, inf)); // residual
-  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, false, -1, inf));  // a clip
-  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::GeluTanh, false, -inf, 6));
-  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::Gelu, false, -inf, inf)); // erf, not tanh
-  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::Silu, false, -inf, inf));
-  CHECK_FALSE(ltTakesLinearActEpilogue(EpilogueAct::None, false, 0, inf)); // ReLU keeps NaN
+  using enum LinearActByLt;
+  CHECK(linearActByLt(EpilogueAct::GeluTanh, false, -inf, inf) == GeluTanh);
+  CHECK(linearActByLt(EpilogueAct::None, true, -inf, inf) == Residual);
+  CHECK(linearActByLt(EpilogueAct::GeluTanh, true, -inf, inf) == None); // both: one pass
+  CHECK(linearActByLt(EpilogueAct::GeluTanh, false, -1, inf) == None);  // a clip
+  CHECK(linearActByLt(EpilogueAct::None, true, -inf, 6) == None);
+  CHECK(linearActByLt(EpilogueAct::Gelu, false, -inf, inf) == None); // erf, not tanh
+  CHECK(linearActByLt(EpilogueAct::Silu, false, -inf, inf) == None);
+  CHECK(linearActByLt(EpilogueAct::Silu, true, -inf, inf) == None);
+  CHECK(linearActByLt(EpilogueAct::None, false, 0, inf) == None); // ReLU keeps NaN
   CHECK(clipBoundOf(1.7976931348623157e308) == inf);
   CHECK(clipBoundOf(-1.7976931348623157e308) == -inf);
   CHECK(clipBoundOf(6) == 6);
@@ -486,5 +513,48 @@ TEST_CASE("run and bench wire --backend cuda and --tf32", "[cuda]") {
     bench.backend = "cuda";
     bench.quiet = true;
     CHECK_THROWS_AS(driver::benchCommand(bench, out, err), BackendUnavailable);
+  }
+}
+
+TEST_CASE("linear_act's residual is read as cuBLASLt's C only where it walks like the result",
+          "[cuda]") {
+  const graph::ExpandedGraph g = testing::expandText(
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 6]}, "w": {"dtype": "float64", "shape": [6, 5]}, "r": {"dtype": "float64", "shape": [2, 3, 5]}},
+          "operations": [{"name": "op", "kernel": "linear_act", "inputs": {"X": "x", "W": "w", "residual": "r"}}]})");
+  const graph::Operation& op = g.operations[0];
+  const backend::Buffer x = backend::Buffer::host(backend::DType::Float64, {2, 3, 6});
+  const backend::Buffer w = backend::Buffer::host(backend::DType::Float64, {6, 5});
+  const backend::Buffer result = backend::Buffer::host(backend::DType::Float64, {2, 3, 5});
+  // The residual inside a [2, 4, 5] block: rows of one batch element 5 apart
+  // as the result's, batch elements 20 apart where the result's are 15.
+  const backend::Buffer padded = backend::Buffer::host(backend::DType::Float64, {2, 4, 5});
+  backend::TensorView apart = padded.view();
+  apart.region = ZRange(ZPoint({0, 0, 0}), ZPoint({2, 3, 5}));
+  const std::vector<backend::PortViews> ins = {
+      {x.view()}, {w.view()}, {backend::TensorView{}}, {result.view()}};
+  const std::vector<backend::PortViews> insApart = {
+      {x.view()}, {w.view()}, {backend::TensorView{}}, {apart}};
+  const std::vector<backend::PortViews> outs = {{result.view()}};
+  const ZRange& index = op.application.index;
+  {
+    const backend::KernelCall call{op, index, ins, outs, 0};
+    const backend::ProductPlan plan = backend::planProduct(call);
+    CHECK(plan.gemm.M == 6); // the batch folds into the rows
+    const std::optional<backend::ProductPlan> r = residualProducts(call, plan);
+    REQUIRE(r.has_value());
+    CHECK(r->gemm.rsC == 5);
+    CHECK(r->gemm.csC == 1);
+    CHECK(r->outer == plan.outer);
+  }
+  {
+    // The result's rows fold the batch; the residual's cannot: a pass adds it.
+    const backend::KernelCall call{op, index, insApart, outs, 0};
+    const backend::ProductPlan plan = backend::planProduct(call);
+    CHECK_FALSE(residualProducts(call, plan).has_value());
+  }
+  {
+    const std::vector<backend::PortViews> none = {{x.view()}, {w.view()}, {}, {}};
+    const backend::KernelCall call{op, index, none, outs, 0};
+    CHECK_FALSE(residualProducts(call, backend::planProduct(call)).has_value());
   }
 }
