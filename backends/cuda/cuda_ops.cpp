@@ -211,77 +211,6 @@ void whereKernel(const KernelCall& call, const KernelContext& c) {
             what(call));
 }
 
-// ---------------------------------------------------------------- conv2d
-
-ConvView convView(const TensorView& v) {
-  ConvView out;
-  out.data = v.data;
-  if (v.present()) {
-    for (std::size_t d = 0; d < 4; ++d) {
-      out.start[d] = v.region.start()[d];
-      out.stride[d] = v.strides[d];
-    }
-  }
-  return out;
-}
-
-// conv2d's parameters for a shard: geometry, range, bias.
-ConvParams convParams(const KernelCall& call) {
-  const graph::Operation& op = call.op;
-  ConvParams p;
-  p.sh = intBinding(op, "sh");
-  p.sw = intBinding(op, "sw");
-  p.ph = intBinding(op, "ph");
-  p.pw = intBinding(op, "pw");
-  p.dh = intBinding(op, "dh");
-  p.dw = intBinding(op, "dw");
-  p.H = intBinding(op, "H");
-  p.W = intBinding(op, "W");
-  p.gmul = intBinding(op, "gmul");
-  for (std::size_t d = 0; d < 7; ++d) {
-    p.begin[d] = call.index.start()[d];
-    p.end[d] = call.index.end()[d];
-  }
-  // A shard that sees only padding reads zeros; its input view may be absent.
-  p.anyInput =
-      !backend::selection(inputIpf(call, 0), call.index, op.application.inputs[0].tensors[0].shape)
-           .isEmpty() &&
-      call.inputs[0][0].present();
-  // The optional bias: added by the shard whose (C, KH, KW) range starts at 0,
-  // so the partials' sum has it once.
-  if (call.inputs.size() > 2 && !call.inputs[2].empty() && p.begin[4] == 0 && p.begin[5] == 0 &&
-      p.begin[6] == 0) {
-    const TensorView& bias = call.inputs[2][0];
-    p.bias = bias.data;
-    p.biasStart = bias.region.start()[0];
-    p.biasStride = bias.strides[0];
-  }
-  return p;
-}
-
-void launchConv(const KernelCall& call, const KernelContext& c, const ConvParams& p) {
-  checkCuda(launchConv2d(elementType(floatOutput(call)), convView(call.inputs[0][0]),
-                         convView(call.inputs[1][0]), convView(call.outputs[0][0]), p, c.stream),
-            what(call));
-}
-
-void conv2dKernel(const KernelCall& call, const KernelContext& c) {
-  launchConv(call, c, convParams(call));
-}
-
-// conv2d_act: one kernel, conv2d's with the epilogue before its store (its
-// shards hold the whole of C, KH and KW, so each adds the bias): result =
-// clip(conv + bias + residual, min, max) in the compute type, rounded once.
-void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
-  ConvParams p = convParams(call);
-  if (call.hasInput(3)) {
-    p.residual = convView(call.inputs[3][0]);
-  }
-  p.lo = clipBoundOf(floatParam(call.op, "min"));
-  p.hi = clipBoundOf(floatParam(call.op, "max"));
-  launchConv(call, c, p);
-}
-
 // ---------------------------------------------------------------- pooling
 
 // maxpool2d, avgpool2d: index [N, C, OH, OW], a whole window per point.
@@ -520,8 +449,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("matmul", &ops::productKernel);
     r.add("linear", &ops::productKernel);
     r.add("linear_act", &ops::linearActKernel);
-    r.add("conv2d", &conv2dKernel);
-    r.add("conv2d_act", &conv2dActKernel);
+    r.add("conv2d", &ops::conv2dKernel);
+    r.add("conv2d_act", &ops::conv2dActKernel);
     r.add("maxpool2d", &pool2dKernel<true>);
     r.add("avgpool2d", &pool2dKernel<false>);
     r.add("global_avgpool", &globalAvgpoolKernel);

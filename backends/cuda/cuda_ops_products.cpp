@@ -35,16 +35,29 @@ Scratch denseCopy(const KernelContext& c, DType dtype, std::int64_t rows, std::i
   return out;
 }
 
-// What a product adds after A·B: the bias (element j at bias + j·bs), then
-// either GELU's tanh approximation or a residual R [M, N] (row, column
-// strides rsR, csR), never both.
-struct GemmExtras {
-  const std::byte* bias = nullptr;
-  std::int64_t bs = 0;
-  bool geluTanh = false;
-  const std::byte* residual = nullptr;
-  std::int64_t rsR = 0, csR = 0;
-};
+// What cuBLASLt did not apply to a product's M x N block at `out`: the tanh
+// GELU (`gelu`), and the residual of `residual` (null: none left), each a
+// pass in the compute type.
+void passesAfter(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N,
+                 std::byte* out, std::int64_t rs, std::int64_t cs, bool gelu,
+                 const GemmExtras* residual) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const std::int64_t extent[2] = {M, N};
+  if (gelu) {
+    const std::vector<std::int64_t> strides[1] = {{rs, cs}};
+    checkCuda(launchEpilogue(elementType(dtype), out, nullptr, makeWalk(extent, strides),
+                             EpilogueAct::GeluTanh, -inf, inf, c.stream),
+              "GELU after a product");
+  }
+  if (residual != nullptr && residual->residual != nullptr) {
+    const std::vector<std::int64_t> strides[2] = {{rs, cs}, {residual->rsR, residual->csR}};
+    checkCuda(launchEpilogue(elementType(dtype), out, residual->residual, makeWalk(extent, strides),
+                             EpilogueAct::None, -inf, inf, c.stream),
+              "a residual after a product");
+  }
+}
+
+} // namespace
 
 // C = A·B + extras, with A [M, K], B [K, N], C [M, N] given by device
 // pointers and (row, column) strides. Operands cuBLASLt cannot read in place
@@ -57,10 +70,11 @@ struct GemmExtras {
 void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, std::int64_t K,
           const std::byte* A, std::int64_t rsA, std::int64_t csA, const std::byte* B,
           std::int64_t rsB, std::int64_t csB, std::byte* C, std::int64_t rsC, std::int64_t csC,
-          const GemmExtras& extras = {}) {
+          const GemmExtras& extras) {
   const std::byte* bias = extras.bias;
   const std::int64_t bs = extras.bs;
   const bool geluTanh = extras.geluTanh;
+  const bool columnBias = bias != nullptr && !extras.biasRows; // cuBLASLt's bias epilogue's
   if (M == 0 || N == 0) {
     return;
   }
@@ -100,7 +114,9 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
   const std::int64_t extent[2] = {M, N};
   const std::vector<std::int64_t> outStrides[1] = {{outRs, outCs}};
   auto broadcastBias = [&] {
-    const std::vector<std::int64_t> strides[2] = {{0, bs}, {outRs, outCs}};
+    const std::vector<std::int64_t> strides[2] = {
+        extras.biasRows ? std::vector<std::int64_t>{bs, 0} : std::vector<std::int64_t>{0, bs},
+        {outRs, outCs}};
     checkCuda(launchCopy(static_cast<int>(size), bias, out, makeWalk(extent, strides), c.stream),
               "broadcasting a bias");
   };
@@ -122,8 +138,8 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
     problem.a = B;
     problem.b = A;
     problem.d = out;
-    problem.epilogue = ltEpilogue(dtype, bias != nullptr, bs,
-                                  bias != nullptr ? pointerAlignment(bias) : 0, geluTanh);
+    problem.epilogue =
+        ltEpilogue(dtype, columnBias, bs, columnBias ? pointerAlignment(bias) : 0, geluTanh);
     const std::optional<std::int64_t> ldr =
         extras.residual != nullptr ? outputLd(M, N, extras.rsR, extras.csR) : std::nullopt;
     const bool residualAsC =
@@ -159,24 +175,16 @@ void gemm(const KernelContext& c, DType dtype, std::int64_t M, std::int64_t N, s
       }
     }
   }
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  if (geluTanh && !geluDone) {
-    checkCuda(launchEpilogue(elementType(dtype), out, nullptr, makeWalk(extent, outStrides),
-                             EpilogueAct::GeluTanh, -inf, inf, c.stream),
-              "GELU after a product");
-  }
-  if (extras.residual != nullptr && !residualDone) {
-    const std::vector<std::int64_t> strides[2] = {{outRs, outCs}, {extras.rsR, extras.csR}};
-    checkCuda(launchEpilogue(elementType(dtype), out, extras.residual, makeWalk(extent, strides),
-                             EpilogueAct::None, -inf, inf, c.stream),
-              "a residual after a product");
-  }
+  passesAfter(c, dtype, M, N, out, outRs, outCs, geluTanh && !geluDone,
+              residualDone ? nullptr : &extras);
   if (denseC.get() != nullptr) {
     const std::vector<std::int64_t> strides[2] = {{N, 1}, {rsC, csC}};
     checkCuda(launchCopy(static_cast<int>(size), out, C, makeWalk(extent, strides), c.stream),
               "scattering a product");
   }
 }
+
+namespace {
 
 // matmul and linear: the shard's gemm and the loops around it as the CPU
 // backend plans them (backends/products.hpp): every stride comes from the

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
+#include <utility>
 
 #include "core/diag/error.hpp"
 
@@ -202,6 +205,109 @@ std::optional<backend::ProductPlan> residualProducts(const backend::KernelCall& 
     return std::nullopt;
   }
   return r;
+}
+
+ConvView convView(const backend::TensorView& v) {
+  ConvView out;
+  out.data = v.data;
+  if (v.present()) {
+    for (std::size_t d = 0; d < 4; ++d) {
+      out.start[d] = v.region.start()[d];
+      out.stride[d] = v.strides[d];
+    }
+  }
+  return out;
+}
+
+std::int64_t convOffsetOf(const ConvView& v, std::int64_t a, std::int64_t b, std::int64_t c,
+                          std::int64_t d) {
+  return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +
+         (c - v.start[2]) * v.stride[2] + (d - v.start[3]) * v.stride[3];
+}
+
+ConvParams convParams(const backend::KernelCall& call) {
+  const graph::Operation& op = call.op;
+  ConvParams p;
+  p.sh = backend::intBinding(op, "sh");
+  p.sw = backend::intBinding(op, "sw");
+  p.ph = backend::intBinding(op, "ph");
+  p.pw = backend::intBinding(op, "pw");
+  p.dh = backend::intBinding(op, "dh");
+  p.dw = backend::intBinding(op, "dw");
+  p.H = backend::intBinding(op, "H");
+  p.W = backend::intBinding(op, "W");
+  p.gmul = backend::intBinding(op, "gmul");
+  for (std::size_t d = 0; d < 7; ++d) {
+    p.begin[d] = call.index.start()[d];
+    p.end[d] = call.index.end()[d];
+  }
+  // A shard that sees only padding reads zeros; its input view may be absent.
+  p.anyInput = !backend::selection(op.application.inputs[0].ipfs[0], call.index,
+                                   op.application.inputs[0].tensors[0].shape)
+                    .isEmpty() &&
+               call.inputs[0][0].present();
+  if (call.inputs.size() > 2 && !call.inputs[2].empty() && call.inputs[2][0].present() &&
+      p.begin[4] == 0 && p.begin[5] == 0 && p.begin[6] == 0) {
+    const backend::TensorView& bias = call.inputs[2][0];
+    p.bias = bias.data;
+    p.biasStart = bias.region.start()[0];
+    p.biasStride = bias.strides[0];
+  }
+  if (op.kernel == "conv2d_act") {
+    if (call.hasInput(3)) {
+      p.residual = convView(call.inputs[3][0]);
+    }
+    p.lo = clipBoundOf(backend::floatParam(op, "min"));
+    p.hi = clipBoundOf(backend::floatParam(op, "max"));
+  }
+  return p;
+}
+
+namespace {
+
+// Whether dims (extent, stride), outermost first, walk one run of unit
+// stride in row-major order (dims of extent 1 aside).
+bool unitRun(std::initializer_list<std::pair<std::int64_t, std::int64_t>> dims) {
+  std::int64_t expected = 1;
+  for (auto it = std::rbegin(dims); it != std::rend(dims); ++it) {
+    const auto [extent, stride] = *it;
+    if (extent == 1) {
+      continue;
+    }
+    if (stride != expected) {
+      return false;
+    }
+    expected = extent * stride;
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<ConvGemm> planConvGemm(const ConvParams& p, const ConvView& weight,
+                                     const ConvView& output) {
+  std::int64_t e[7];
+  for (std::size_t d = 0; d < 7; ++d) {
+    e[d] = p.end[d] - p.begin[d];
+  }
+  if (p.gmul != 0 || !p.anyInput || e[0] <= 0 || e[1] <= 0 || e[2] <= 0 || e[3] <= 0 || e[4] <= 0 ||
+      e[5] <= 0 || e[6] <= 0) {
+    return std::nullopt;
+  }
+  ConvGemm g;
+  g.M = e[1];
+  g.K = e[4] * e[5] * e[6];
+  g.N = e[2] * e[3];
+  g.weight0 = convOffsetOf(weight, p.begin[1], p.begin[4], p.begin[5], p.begin[6]);
+  if (unitRun({{e[4], weight.stride[1]}, {e[5], weight.stride[2]}, {e[6], weight.stride[3]}}) &&
+      (g.M == 1 || weight.stride[0] >= g.K)) {
+    g.weightRows = g.M == 1 ? g.K : weight.stride[0];
+  }
+  if (unitRun({{e[2], output.stride[2]}, {e[3], output.stride[3]}}) &&
+      (g.M == 1 || output.stride[1] >= g.N)) {
+    g.outputRows = g.M == 1 ? g.N : output.stride[1];
+  }
+  return g;
 }
 
 } // namespace tapestry::cuda

@@ -137,4 +137,39 @@ LinearActByLt linearActByLt(EpilogueAct act, bool residual, double lo, double hi
 std::optional<backend::ProductPlan> residualProducts(const backend::KernelCall& call,
                                                      const backend::ProductPlan& product);
 
+// ---------------------------------------------------------------- conv2d
+
+// A view as the conv2d and pooling kernels take it (its first four dims).
+ConvView convView(const backend::TensorView& v);
+// The element offset from v.data of (a, b, c, d), which v's region holds.
+std::int64_t convOffsetOf(const ConvView& v, std::int64_t a, std::int64_t b, std::int64_t c,
+                          std::int64_t d);
+
+// A conv2d or conv2d_act shard's parameters: geometry, index range, the bias
+// (for the shard whose C, KH and KW ranges start at 0, so that the partial
+// sums hold it once), and conv2d_act's residual and clip bounds.
+ConvParams convParams(const backend::KernelCall& call);
+
+// A conv2d shard with groups == 1 as products (implicit GEMM): for each batch
+// element n of the shard's box, out[n, o, oh, ow] over its O x OH x OW box
+// = Σ_k W[o, k]·Col[k, p], k = (c, kh, kw) over its C x KH x KW box and p =
+// (oh, ow), both row-major, Col[k, p] the input element that tap k of pixel
+// p reads (zero in the padding: im2col, launchIm2col). One product of M x K
+// by K x N per n; a bias (p.bias) is added to the rows, and conv2d_act's
+// residual and clip follow in a pass.
+struct ConvGemm {
+  std::int64_t M = 0, K = 0, N = 0; // the box's O, C·KH·KW and OH·OW
+  std::int64_t weight0 = 0;         // W[o0, c0, kh0, kw0]'s offset from the weight view's data
+  // The weight's rows (o) apart when its k are one unit-stride run (read in
+  // place); nullopt: gathered into a dense M x K block first.
+  std::optional<std::int64_t> weightRows;
+  // The output's rows (o) apart when its p are one unit-stride run (written in
+  // place); nullopt: computed into a dense M x N block and scattered.
+  std::optional<std::int64_t> outputRows;
+};
+// nullopt where the shard is no such product: groups > 1 (p.gmul != 0), a
+// shard that reads only padding (p.anyInput false), or an empty box.
+std::optional<ConvGemm> planConvGemm(const ConvParams& p, const ConvView& weight,
+                                     const ConvView& output);
+
 } // namespace tapestry::cuda

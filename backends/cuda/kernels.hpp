@@ -207,6 +207,14 @@ struct ConvParams {
 cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView& weight,
                          const ConvView& output, const ConvParams& params, cudaStream_t stream);
 
+// conv2d's im2col for batch element n of a shard with groups == 1 (gmul 0):
+// col[k·N + q] = input[n, c, sh·oh + dh·kh - ph, sw·ow + dw·kw - pw], zero
+// outside [0, H) x [0, W), for k = (c, kh, kw) over the shard's C x KH x KW box
+// and q = (oh, ow) over its OH x OW box, both row-major (N = OH·OW of the
+// box); col dense, of the input's type (planConvGemm's Col).
+cudaError_t launchIm2col(ElementType type, const ConvView& input, std::int64_t n,
+                         const ConvParams& params, void* col, cudaStream_t stream);
+
 // Windowed pooling over a 4-d view: a thread per output element (n, c, oh, ow)
 // of the shard reads input (n, c, sh*oh + dh*kh - ph, sw*ow + dw*kw - pw) for
 // kh < KH, kw < KW inside [0, H) x [0, W), and stores the max (max: true) or

@@ -77,6 +77,25 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
   }
 }
 
+template <class T> __global__ void im2colKernel(ConvView input, i64 n, ConvParams p, T* col) {
+  const T* in = static_cast<const T*>(input.data);
+  const i64 KHs = p.end[5] - p.begin[5], KWs = p.end[6] - p.begin[6];
+  const i64 OWs = p.end[3] - p.begin[3];
+  const i64 cols = (p.end[2] - p.begin[2]) * OWs;
+  const i64 count = (p.end[4] - p.begin[4]) * KHs * KWs * cols;
+  TAPESTRY_GRID_LOOP(e, count) {
+    const i64 q = e % cols;
+    i64 k = e / cols;
+    const i64 ow = p.begin[3] + q % OWs, oh = p.begin[2] + q / OWs;
+    const i64 kw = p.begin[6] + k % KWs;
+    k /= KWs;
+    const i64 kh = p.begin[5] + k % KHs, c = p.begin[4] + k / KHs;
+    const i64 ih = p.sh * oh + p.dh * kh - p.ph, iw = p.sw * ow + p.dw * kw - p.pw;
+    col[e] = ih < 0 || ih >= p.H || iw < 0 || iw >= p.W ? Num<T>::store(typename Num<T>::C(0))
+                                                        : in[convOffset(input, n, c, ih, iw)];
+  }
+}
+
 template <class T> __global__ void pool2dKernel(ConvView input, ConvView output, PoolParams p) {
   using C = typename Num<T>::C;
   const T* in = static_cast<const T*>(input.data);
@@ -176,6 +195,23 @@ cudaError_t launchConv2d(ElementType type, const ConvView& input, const ConvView
   return dispatchFloat(type, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::type;
     conv2dKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(input, weight, output, params);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t launchIm2col(ElementType type, const ConvView& input, std::int64_t n,
+                         const ConvParams& params, void* col, cudaStream_t stream) {
+  i64 count = 1;
+  for (int d = 2; d < 7; ++d) {
+    count *= params.end[d] - params.begin[d];
+  }
+  if (count <= 0) {
+    return cudaSuccess;
+  }
+  return dispatchFloat(type, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::type;
+    im2colKernel<T>
+        <<<blocksFor(count), kThreads, 0, stream>>>(input, n, params, static_cast<T*>(col));
     return cudaGetLastError();
   });
 }

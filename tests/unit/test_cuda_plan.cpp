@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -314,6 +315,70 @@ void emulateProduct(const backend::KernelCall& call) {
 
 } // namespace
 
+namespace {
+
+// Every shard of `op` in `shards`, through `emulate` (a CUDA kernel's plan
+// replayed on the host) and through the CPU backend, on the same random
+// integer-valued float64 inputs, into NaN-filled outputs: the same numbers in
+// the shard's selection. Returns how many shards ran.
+std::size_t compareWithCpu(const graph::Operation& op, const std::vector<ZRange>& shards,
+                           std::mt19937& rng,
+                           const std::function<void(const backend::KernelCall&)>& emulate) {
+  backend::CpuBackend cpu(1);
+  std::uniform_int_distribution<int> dist(-4, 4);
+  std::vector<backend::Buffer> inputs;
+  std::vector<backend::PortViews> ins;
+  inputs.reserve(op.application.inputs.size());
+  for (const auto& port : op.application.inputs) {
+    if (port.tensors.empty()) { // an optional input not given
+      ins.emplace_back();
+      continue;
+    }
+    inputs.push_back(backend::Buffer::host(backend::DType::Float64, port.tensors[0].shape));
+    for (double& v : inputs.back().elements<double>()) {
+      v = dist(rng);
+    }
+    ins.push_back({inputs.back().view()});
+  }
+  const std::vector<std::int64_t>& shape = op.application.outputs[0].tensors[0].shape;
+  for (const ZRange& shard : shards) {
+    INFO("shard " << shard.toString());
+    const backend::Buffer emulated = backend::Buffer::host(backend::DType::Float64, shape);
+    const backend::Buffer expected = backend::Buffer::host(backend::DType::Float64, shape);
+    std::fill(emulated.elements<double>().begin(), emulated.elements<double>().end(), std::nan(""));
+    std::fill(expected.elements<double>().begin(), expected.elements<double>().end(), std::nan(""));
+    std::vector<backend::PortViews> outE = {{emulated.view()}};
+    std::vector<backend::PortViews> outC = {{expected.view()}};
+    emulate(backend::KernelCall{op, shard, ins, outE, 0});
+    cpu.runKernel(op, shard, ins, outC, 0);
+    const ZRange sel = backend::selection(op.application.outputs[0].ipfs[0], shard, shape);
+    std::size_t checked = 0;
+    sel.forEachPoint([&](const ZPoint& p) {
+      const double* e = emulated.view().at<double>(p.coords());
+      const double* c = expected.view().at<double>(p.coords());
+      CHECK(*e == Approx(*c).margin(1e-9));
+      ++checked;
+    });
+    CHECK(checked == static_cast<std::size_t>(sel.size()));
+  }
+  return shards.size();
+}
+
+// The whole index space and both halves of each dim of extent 2 or more.
+std::vector<ZRange> wholeAndHalves(const ZRange& index) {
+  std::vector<ZRange> shards = {index};
+  for (std::size_t d = 0; d < index.rank(); ++d) {
+    if (index.extent(d) > 1) {
+      for (const ZRange& half : index.split(d, 2)) {
+        shards.push_back(half);
+      }
+    }
+  }
+  return shards;
+}
+
+} // namespace
+
 TEST_CASE("matmul and linear with transposed operands: the CUDA kernel's gemms, replayed",
           "[cuda]") {
   // Every shard that halves one index dim (k included), through the emulated
@@ -338,56 +403,12 @@ TEST_CASE("matmul and linear with transposed operands: the CUDA kernel's gemms, 
           "operations": [{"name": "op", "kernel": "linear_act", "params": {"transpose_w": true}, "inputs": {"X": "x", "W": "w", "bias": "b", "residual": "r"}}]})",
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 6, 3]}, "w": {"dtype": "float64", "shape": [6, 5]}, "r": {"dtype": "float64", "shape": [2, 3, 5]}},
           "operations": [{"name": "op", "kernel": "linear_act", "params": {"transpose_x": true}, "inputs": {"X": "x", "W": "w", "residual": "r"}}]})"};
-  backend::CpuBackend cpu(1);
   std::mt19937 rng(11);
-  std::uniform_int_distribution<int> dist(-4, 4);
   for (const std::string& text : graphs) {
     const graph::ExpandedGraph g = testing::expandText(text);
     const graph::Operation& op = g.operations[0];
     INFO(op.kernel << " " << op.application.params.dump());
-    std::vector<backend::Buffer> inputs;
-    std::vector<backend::PortViews> ins;
-    inputs.reserve(op.application.inputs.size());
-    for (const auto& port : op.application.inputs) {
-      if (port.tensors.empty()) { // an optional input not given
-        ins.emplace_back();
-        continue;
-      }
-      inputs.push_back(backend::Buffer::host(backend::DType::Float64, port.tensors[0].shape));
-      for (double& v : inputs.back().elements<double>()) {
-        v = dist(rng);
-      }
-      ins.push_back({inputs.back().view()});
-    }
-    const std::vector<std::int64_t>& shape = op.application.outputs[0].tensors[0].shape;
-    std::vector<ZRange> shards = {op.application.index};
-    for (std::size_t d = 0; d < op.application.index.rank(); ++d) {
-      for (const ZRange& half : op.application.index.split(d, 2)) {
-        shards.push_back(half);
-      }
-    }
-    for (const ZRange& shard : shards) {
-      INFO("shard " << shard.toString());
-      const backend::Buffer emulated = backend::Buffer::host(backend::DType::Float64, shape);
-      const backend::Buffer expected = backend::Buffer::host(backend::DType::Float64, shape);
-      std::fill(emulated.elements<double>().begin(), emulated.elements<double>().end(),
-                std::nan(""));
-      std::fill(expected.elements<double>().begin(), expected.elements<double>().end(),
-                std::nan(""));
-      std::vector<backend::PortViews> outE = {{emulated.view()}};
-      std::vector<backend::PortViews> outC = {{expected.view()}};
-      emulateProduct(backend::KernelCall{op, shard, ins, outE, 0});
-      cpu.runKernel(op, shard, ins, outC, 0);
-      const ZRange sel = backend::selection(op.application.outputs[0].ipfs[0], shard, shape);
-      std::size_t checked = 0;
-      sel.forEachPoint([&](const ZPoint& p) {
-        const double* e = emulated.view().at<double>(p.coords());
-        const double* c = expected.view().at<double>(p.coords());
-        CHECK(*e == Approx(*c).margin(1e-9));
-        ++checked;
-      });
-      CHECK(checked == static_cast<std::size_t>(sel.size()));
-    }
+    compareWithCpu(op, wholeAndHalves(op.application.index), rng, emulateProduct);
   }
 }
 
@@ -557,4 +578,163 @@ TEST_CASE("linear_act's residual is read as cuBLASLt's C only where it walks lik
     const backend::KernelCall call{op, index, none, outs, 0};
     CHECK_FALSE(residualProducts(call, backend::planProduct(call)).has_value());
   }
+}
+
+namespace {
+
+// The CUDA backend's conv2d / conv2d_act shard as products (convAsProducts,
+// cuda_ops_conv.cpp) on the host, float64 views: planConvGemm's weights (in
+// place, or gathered dense), per batch element the im2col block by its
+// definition and the planned cuBLASLt product replayed, the bias on the rows,
+// the output in place or scattered from a dense block, then the residual and
+// the clip.
+void emulateConv(const backend::KernelCall& call) {
+  const ConvParams p = convParams(call);
+  const ConvView input = convView(call.inputs[0][0]);
+  const ConvView weight = convView(call.inputs[1][0]);
+  const ConvView output = convView(call.outputs[0][0]);
+  const std::optional<ConvGemm> g = planConvGemm(p, weight, output);
+  REQUIRE(g.has_value());
+  const std::int64_t KHs = p.end[5] - p.begin[5], KWs = p.end[6] - p.begin[6],
+                     OWs = p.end[3] - p.begin[3];
+  const auto* in = static_cast<const double*>(input.data);
+  const auto* wt = static_cast<const double*>(weight.data);
+  auto* out = static_cast<double*>(const_cast<void*>(output.data));
+  // W [M, K] as the product reads it.
+  std::vector<double> W;
+  std::int64_t rsW = g->K;
+  if (g->weightRows) {
+    rsW = *g->weightRows;
+    W.assign(wt + g->weight0, wt + g->weight0 + (g->M - 1) * rsW + g->K);
+  } else {
+    for (std::int64_t o = 0; o < g->M; ++o) {
+      for (std::int64_t k = 0; k < g->K; ++k) {
+        const std::int64_t c = p.begin[4] + k / (KHs * KWs), kh = p.begin[5] + k / KWs % KHs,
+                           kw = p.begin[6] + k % KWs;
+        W.push_back(wt[convOffsetOf(weight, p.begin[1] + o, c, kh, kw)]);
+      }
+    }
+  }
+  const std::optional<MatrixLayout> la = matrixLayout(g->M, g->K, rsW, 1);
+  const std::optional<MatrixLayout> lb = matrixLayout(g->K, g->N, g->N, 1);
+  const std::int64_t rsOut = g->outputRows.value_or(g->N);
+  const std::optional<std::int64_t> ldc = outputLd(g->M, g->N, rsOut, 1);
+  REQUIRE(la.has_value());
+  REQUIRE(lb.has_value());
+  REQUIRE(ldc.has_value());
+  const LtGemm lt = planGemm(g->M, g->N, g->K, *la, *lb, *ldc);
+  for (std::int64_t n = p.begin[0]; n < p.end[0]; ++n) {
+    std::vector<double> col(static_cast<std::size_t>(g->K * g->N));
+    for (std::int64_t k = 0; k < g->K; ++k) {
+      const std::int64_t c = p.begin[4] + k / (KHs * KWs), kh = p.begin[5] + k / KWs % KHs,
+                         kw = p.begin[6] + k % KWs;
+      for (std::int64_t q = 0; q < g->N; ++q) {
+        const std::int64_t oh = p.begin[2] + q / OWs, ow = p.begin[3] + q % OWs;
+        const std::int64_t ih = p.sh * oh + p.dh * kh - p.ph, iw = p.sw * ow + p.dw * kw - p.pw;
+        col[static_cast<std::size_t>(k * g->N + q)] = ih < 0 || ih >= p.H || iw < 0 || iw >= p.W
+                                                          ? 0.0
+                                                          : in[convOffsetOf(input, n, c, ih, iw)];
+      }
+    }
+    std::vector<double> D(static_cast<std::size_t>((g->M - 1) * *ldc + g->N), std::nan(""));
+    replayLt(lt, col, W, D); // cuBLASLt's A is our B
+    for (std::int64_t o = 0; o < g->M; ++o) {
+      const double bias =
+          p.bias == nullptr
+              ? 0.0
+              : static_cast<const double*>(p.bias)[(p.begin[1] + o - p.biasStart) * p.biasStride];
+      for (std::int64_t q = 0; q < g->N; ++q) {
+        const std::int64_t oh = p.begin[2] + q / OWs, ow = p.begin[3] + q % OWs;
+        double v = D[static_cast<std::size_t>(o * *ldc + q)] + bias;
+        if (p.residual.data != nullptr) {
+          v += static_cast<const double*>(
+              p.residual.data)[convOffsetOf(p.residual, n, p.begin[1] + o, oh, ow)];
+        }
+        out[convOffsetOf(output, n, p.begin[1] + o, oh, ow)] = std::min(std::max(v, p.lo), p.hi);
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("conv2d shards as im2col products: the CUDA kernel's plan, replayed", "[cuda]") {
+  // Every shard that halves one index dim (C, KH and KW included: partial
+  // sums, the bias on the first), through the emulated products and the CPU
+  // backend, into NaN-filled outputs: the same numbers in the shard's
+  // selection. Halving OW writes the output through a dense block; halving C,
+  // KH or KW gathers the weights.
+  const std::vector<std::string> graphs = {
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 7, 6]}, "w": {"dtype": "float64", "shape": [4, 3, 3, 3]}, "b": {"dtype": "float64", "shape": [4]}},
+          "operations": [{"name": "op", "kernel": "conv2d", "params": {"padding": [1, 1]}, "inputs": {"input": "x", "weight": "w", "bias": "b"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 2, 9, 8]}, "w": {"dtype": "float64", "shape": [3, 2, 2, 3]}},
+          "operations": [{"name": "op", "kernel": "conv2d", "params": {"padding": [2, 1], "stride": [2, 1], "dilation": [2, 2]}, "inputs": {"input": "x", "weight": "w"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 6, 6]}, "w": {"dtype": "float64", "shape": [4, 3, 3, 3]}, "b": {"dtype": "float64", "shape": [4]}, "r": {"dtype": "float64", "shape": [2, 4, 6, 6]}},
+          "operations": [{"name": "op", "kernel": "conv2d_act", "params": {"padding": [1, 1], "min": -20, "max": 25}, "inputs": {"input": "x", "weight": "w", "bias": "b", "residual": "r"}}]})"};
+  std::mt19937 rng(13);
+  std::size_t shardsRun = 0;
+  for (const std::string& text : graphs) {
+    const graph::ExpandedGraph g = testing::expandText(text);
+    const graph::Operation& op = g.operations[0];
+    INFO(op.kernel << " " << op.application.params.dump());
+    std::vector<ZRange> shards;
+    for (const ZRange& shard : wholeAndHalves(op.application.index)) {
+      // conv2d_act's shards hold the whole sum (no combine).
+      if (op.kernel != "conv2d_act" || (shard.extent(4) == op.application.index.extent(4) &&
+                                        shard.extent(5) == op.application.index.extent(5) &&
+                                        shard.extent(6) == op.application.index.extent(6))) {
+        shards.push_back(shard);
+      }
+    }
+    shardsRun += compareWithCpu(op, shards, rng, emulateConv);
+  }
+  CHECK(shardsRun >= 30);
+}
+
+TEST_CASE("planConvGemm reads weights and writes outputs in place where their boxes are one run",
+          "[cuda]") {
+  ConvParams p;
+  const std::int64_t begin[7] = {0, 0, 0, 0, 0, 0, 0};
+  const std::int64_t end[7] = {2, 4, 5, 6, 3, 3, 3};
+  std::copy(begin, begin + 7, p.begin);
+  std::copy(end, end + 7, p.end);
+  ConvView weight; // [4, 3, 3, 3] dense
+  weight.stride[0] = 27;
+  weight.stride[1] = 9;
+  weight.stride[2] = 3;
+  weight.stride[3] = 1;
+  ConvView output; // [2, 4, 5, 6] dense
+  output.stride[0] = 120;
+  output.stride[1] = 30;
+  output.stride[2] = 6;
+  output.stride[3] = 1;
+  std::optional<ConvGemm> g = planConvGemm(p, weight, output);
+  REQUIRE(g.has_value());
+  CHECK(g->M == 4);
+  CHECK(g->K == 27);
+  CHECK(g->N == 30);
+  CHECK(g->weightRows == std::optional<std::int64_t>(27));
+  CHECK(g->outputRows == std::optional<std::int64_t>(30));
+  CHECK(g->weight0 == 0);
+  p.begin[4] = 1; // C split: the (C, KH, KW) box is still one run (C outermost)
+  g = planConvGemm(p, weight, output);
+  REQUIRE(g.has_value());
+  CHECK(g->weightRows == std::optional<std::int64_t>(27));
+  CHECK(g->weight0 == 9);
+  p.begin[4] = 0;
+  p.end[6] = 2; // KW split: rows of 2 taps, 3 apart: gathered
+  g = planConvGemm(p, weight, output);
+  REQUIRE(g.has_value());
+  CHECK_FALSE(g->weightRows.has_value());
+  p.end[6] = 3;
+  p.begin[3] = 3; // OW split: output rows of 3 pixels, 6 apart: a dense block
+  g = planConvGemm(p, weight, output);
+  REQUIRE(g.has_value());
+  CHECK_FALSE(g->outputRows.has_value());
+  p.begin[3] = 0;
+  p.gmul = 3; // depthwise style: the direct kernel
+  CHECK_FALSE(planConvGemm(p, weight, output).has_value());
+  p.gmul = 0;
+  p.anyInput = false; // only padding
+  CHECK_FALSE(planConvGemm(p, weight, output).has_value());
 }
