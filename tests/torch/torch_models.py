@@ -52,6 +52,43 @@ def _encoder_layer():
                                       batch_first=True)
 
 
+class CeilPools(nn.Module):
+    """Pools whose output size rounds up (ceil_mode): a max pool and an average
+    pool that each gain a window reaching past the input, then a padded max
+    pool whose rounded-up last window would start in its end padding, which
+    PyTorch drops (20 x 20 -> 18 -> 9 -> 5 -> 3)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.max = nn.MaxPool2d(3, 2, ceil_mode=True)
+        self.avg = nn.AvgPool2d(2, 2, ceil_mode=True)
+        self.edge = nn.MaxPool2d(2, 2, padding=1, ceil_mode=True)
+
+    def forward(self, x):
+        return self.edge(self.avg(self.max(torch.relu(self.conv(x)))))
+
+
+class Conv1dNet(nn.Module):
+    """A 1-D CNN over [N, C, L] sequences (audio, text): strided and dilated
+    Conv1d, BatchNorm1d, a max pool that rounds up and an average pool, then a
+    linear head. Imported as 2-D operations of height 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(4, 8, 5, stride=2, padding=2)
+        self.bn = nn.BatchNorm1d(8)
+        self.conv2 = nn.Conv1d(8, 8, 3, padding=2, dilation=2)
+        self.max = nn.MaxPool1d(3, 2, ceil_mode=True)
+        self.avg = nn.AvgPool1d(2)
+        self.fc = nn.Linear(8 * 4, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv1(x)))
+        h = self.avg(self.max(torch.relu(self.conv2(h))))
+        return self.fc(torch.flatten(h, 1))
+
+
 # Images are batch 2 at 32 x 32: small enough for CI, and a batch that a
 # data-parallel plan can split.
 CASES = [
@@ -59,6 +96,10 @@ CASES = [
     Case("resnet18", torchvision.models.resnet18, (2, 3, 32, 32), "image", "logits"),
     Case("resnet50", torchvision.models.resnet50, (2, 3, 32, 32), "image", "logits"),
     Case("mobilenet_v2", torchvision.models.mobilenet_v2, (2, 3, 32, 32), "image", "logits"),
+    # Max pools with ceil_mode (as GoogLeNet's too): at 37 x 37 all three round up.
+    Case("squeezenet1_0", torchvision.models.squeezenet1_0, (2, 3, 37, 37), "image", "logits"),
+    Case("ceil_pools", CeilPools, (2, 3, 20, 20), "x", "y"),
+    Case("conv1d_net", Conv1dNet, (2, 4, 36), "x", "y"),
     Case("bert_layer", _encoder_layer, (2, 8, 64), "x", "y"),
     Case("mha_seq_first", SeqFirstAttention, (6, 2, 32), "x", "y"),
     # Float attention masks added to the scores: the biased attention kernels.

@@ -406,6 +406,7 @@ TEST_CASE("pools, global pooling, batchnorm and depthwise convolution", "[onnx]"
   CHECK(op(r, 3).at("params").at("count_include_pad") == true);
   CHECK(op(r, 4).at("kernel") == "global_avgpool");
 
+  // ceil_mode: the output size rounds up (5 -> 3 with a window of 2 at stride 2).
   Model ceil;
   ceil.input("x", {1, 1, 5, 5});
   ::onnx::NodeProto& c = ceil.node("MaxPool", {"x"}, {"y"}, "pool");
@@ -413,8 +414,75 @@ TEST_CASE("pools, global pooling, batchnorm and depthwise convolution", "[onnx]"
   setInts(c, "strides", {2, 2});
   setInt(c, "ceil_mode", 1);
   ceil.output("y");
-  CHECK_THAT(failureOf([&] { ceil.import(); }).message,
-             Contains("node pool (MaxPool): ceil_mode 1 changes the output shape here"));
+  const ImportResult rc = ceil.import();
+  CHECK(op(rc, 0).at("params").at("ceil_mode") == true);
+  CHECK(expandImported(rc).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 1, 3, 3});
+
+  // An average whose divisor counts padding, where rounding up adds windows
+  // that reach past it: refused, naming the node.
+  Model avg;
+  avg.input("x", {1, 1, 4, 4});
+  ::onnx::NodeProto& a = avg.node("AveragePool", {"x"}, {"y"}, "avg");
+  setInts(a, "kernel_shape", {3, 3});
+  setInts(a, "strides", {2, 2});
+  setInt(a, "ceil_mode", 1);
+  setInt(a, "count_include_pad", 1);
+  avg.output("y");
+  const ImportResult ra = avg.import();
+  CHECK_THAT(failureOf([&] { (void)expandImported(ra); }).message,
+             Contains("ceil_mode with count_include_pad is supported only where the output size "
+                      "is the same rounded down"));
+}
+
+TEST_CASE("1-D convolutions and pools run as 2-D ones of height 1", "[onnx]") {
+  // Conv1d (a constant weight, reshaped once into a constant), then a max
+  // pool with padding, on [N, C, L] tensors.
+  Model m;
+  m.input("x", {2, 3, 10}).floats("w", {4, 3, 3}, std::vector<float>(36, 0.5f));
+  ::onnx::NodeProto& conv = m.node("Conv", {"x", "w"}, {"c"}, "conv");
+  setInts(conv, "strides", {2});
+  setInts(conv, "pads", {1, 1});
+  ::onnx::NodeProto& mp = m.node("MaxPool", {"c"}, {"y"}, "pool");
+  setInts(mp, "kernel_shape", {2});
+  setInts(mp, "pads", {1, 1});
+  m.output("y");
+  const ImportResult r = m.import();
+  const Json& ops = r.graph.at("operations");
+  std::vector<std::string> kernels;
+  for (const Json& o : ops) {
+    kernels.push_back(o.at("kernel").get<std::string>());
+  }
+  CHECK(kernels == std::vector<std::string>{"reshape", "conv2d", "reshape", "reshape", "maxpool2d",
+                                            "reshape"});
+  CHECK(op(r, 1).at("params") == Json::parse(R"({"stride": [1, 2], "padding": [0, 1],
+                                                 "dilation": [1, 1]})"));
+  CHECK(op(r, 1).at("inputs").at("weight") == "w/2d");
+  CHECK(r.graph.at("tensors").at("w/2d").at("shape") == Json::parse("[4, 3, 1, 3]"));
+  CHECK_FALSE(r.graph.at("tensors").contains("w"));
+  CHECK(op(r, 4).at("params").at("kernel") == Json::parse("[1, 2]"));
+  const graph::ExpandedGraph g = expandImported(r);
+  CHECK(g.findTensor("c")->type.shape == std::vector<std::int64_t>{2, 4, 5});
+  CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{2, 4, 6}); // stride 1
+
+  // 1-D pads must be symmetric too: the message names the 1-D layout.
+  Model bad;
+  bad.input("x", {1, 1, 6});
+  ::onnx::NodeProto& ap = bad.node("AveragePool", {"x"}, {"y"}, "avg");
+  setInts(ap, "kernel_shape", {3});
+  setInts(ap, "pads", {1, 0});
+  bad.output("y");
+  CHECK_THAT(failureOf([&] { bad.import(); }).message,
+             Contains("node avg (AveragePool): padding [1, 0] is not symmetric ([begin, end] "
+                      "with begin == end)"));
+
+  // 3-D is still refused, saying what is supported.
+  Model vol;
+  vol.input("x", {1, 1, 4, 4, 4});
+  setInts(vol.node("MaxPool", {"x"}, {"y"}, "pool3d"), "kernel_shape", {2, 2, 2});
+  vol.output("y");
+  CHECK_THAT(failureOf([&] { vol.import(); }).message,
+             Contains("only 1-D and 2-D windows over [N, C, L] and [N, C, H, W] inputs are "
+                      "supported"));
 }
 
 TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx]") {

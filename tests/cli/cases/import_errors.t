@@ -50,7 +50,7 @@ $ cd $TESTDATA && tapestry import bad/onnx/defined_twice.onnx -o $OLDPWD/out.jso
 ! bad/onnx/defined_twice.onnx: error: value y is defined twice: by node a (Relu) and by node b (Neg)
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/fuzz_conv_rank.onnx -o $OLDPWD/out.json
-! bad/onnx/fuzz_conv_rank.onnx: error: node conv (Conv): only 2-D convolutions ([N, C, H, W] input, [O, C, KH, KW] weight) are supported
+! bad/onnx/fuzz_conv_rank.onnx: error: node conv (Conv): only 1-D and 2-D convolutions ([N, C, L] input and [O, C, K] weight, or [N, C, H, W] and [O, C, KH, KW]) are supported
 [exit 1]
 $ cd $TESTDATA && tapestry import bad/onnx/conv_computed_weight.onnx -o $OLDPWD/out.json
 ! bad/onnx/conv_computed_weight.onnx: error: node conv (Conv): the shape of its weight w must be known from the graph's inputs or initializers, with a window of positive sizes, or the node must have a kernel_shape attribute
