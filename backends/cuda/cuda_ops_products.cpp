@@ -253,8 +253,7 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
   const double lo = clipBoundOf(floatParam(call.op, "min"));
   const double hi = clipBoundOf(floatParam(call.op, "max"));
   LinearActByLt byLt = linearActByLt(act, residual, lo, hi);
-  if (byLt == LinearActByLt::Residual && !call.index.isEmpty() &&
-      !residualProducts(call, backend::planProduct(call))) {
+  if (byLt == LinearActByLt::Residual && !residualProducts(call, backend::planProduct(call))) {
     byLt = LinearActByLt::None; // the residual walks otherwise than the result
   }
   runProduct(call, c, byLt);
