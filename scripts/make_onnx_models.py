@@ -403,12 +403,13 @@ def bad_models(out):
     future = tiny([helper.make_node("Relu", ["x"], ["y"], name="act")], [x], [y], name="future")
     future.opset_import[0].version = 99
     save(future, f"{out}/future_opset.onnx")
-    # A convolution with asymmetric padding.
+    # An average pool with asymmetric padding that its divisor does not count
+    # (a convolution's or a max pool's is padded onto the input first).
     img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 5])
-    w = helper.make_tensor_value_info("w", f32, [3, 2, 3, 3])
-    res = helper.make_tensor_value_info("res", f32, [1, 3, 4, 4])
-    save(tiny([helper.make_node("Conv", ["img", "w"], ["res"], name="conv", pads=[1, 1, 0, 0])],
-              [img, w], [res], name="asym"), f"{out}/asymmetric_pads.onnx")
+    res = helper.make_tensor_value_info("res", f32, [1, 2, 4, 4])
+    save(tiny([helper.make_node("AveragePool", ["img"], ["res"], name="avg", kernel_shape=[3, 3],
+                                pads=[1, 1, 0, 0])],
+              [img], [res], name="asym"), f"{out}/asymmetric_pads.onnx")
 
 
 def fuzz_findings(out):

@@ -1,12 +1,15 @@
 // ONNX's windowed operators: Conv, MaxPool, AveragePool and
 // GlobalAveragePool as conv2d and the pools of metakernels/pool.yaml, with
-// their attributes resolved into symmetric padding; a 1-D operator over
-// [N, C, L] runs as the 2-D one of height 1 between two reshapes.
+// their attributes resolved into the kernels' symmetric padding (what one side
+// has beyond it padded onto the input first); a 1-D operator over [N, C, L]
+// runs as the 2-D one of height 1 between two reshapes.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/onnx/ops_util.hpp"
 
@@ -22,10 +25,11 @@ std::string formatPads(const Shape& pads) {
   return s + "]";
 }
 
-// Per spatial dim (the last kernel.size() dims of `in`): the symmetric
-// padding of pads/auto_pad, or an error.
-Shape symmetricPads(Emitter& e, const NodeProto& node, const Shape& in, const Shape& kernel,
-                    const Shape& stride, const Shape& dilation) {
+// The padding of pads/auto_pad per spatial dim (the last kernel.size() dims
+// of `in`): [begin..., end...], as ONNX lists it. SAME_UPPER puts the odd
+// element at the end, SAME_LOWER at the beginning.
+Shape padsOf(Emitter& e, const NodeProto& node, const Shape& in, const Shape& kernel,
+             const Shape& stride, const Shape& dilation) {
   const std::size_t n = kernel.size();
   const std::size_t first = in.size() - n;
   const std::string autoPad = stringAttribute(node, "auto_pad", "NOTSET");
@@ -38,31 +42,33 @@ Shape symmetricPads(Emitter& e, const NodeProto& node, const Shape& in, const Sh
       const std::int64_t out = (in[first + i] + stride[i] - 1) / stride[i];
       const std::int64_t total = std::max<std::int64_t>(
           0, (out - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in[first + i]);
-      pads[i] = total / 2;
-      pads[i + n] = total - total / 2;
+      const std::int64_t small = total / 2;
+      pads[i] = autoPad == "SAME_LOWER" ? total - small : small;
+      pads[i + n] = total - pads[i];
     }
   }
   if (pads.empty()) {
     pads.assign(2 * n, 0);
   }
-  bool symmetric = pads.size() == 2 * n;
-  for (std::size_t i = 0; symmetric && i < n; ++i) {
-    symmetric = pads[i] == pads[i + n];
+  if (pads.size() != 2 * n || *std::min_element(pads.begin(), pads.end()) < 0) {
+    e.fail(node, "pads " + formatPads(pads) + " must be " + std::to_string(2 * n) +
+                     " numbers of at least 0 (the beginnings, then the ends)");
   }
-  if (!symmetric) {
-    e.fail(node, "padding " + formatPads(pads) +
-                     (n == 1 ? " is not symmetric ([begin, end] with begin == end)"
-                             : " is not symmetric ([top, left, bottom, right] with top == bottom "
-                               "and left == right)") +
-                     "; tapestry's kernels pad both sides alike");
-  }
-  return Shape(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
+  return pads;
 }
 
 // Kernel, stride and dilation attributes of a 2-D window (Conv, pools); a
 // 1-D window over [N, C, L] as the 2-D one of height 1 over [N, C, 1, L].
+// The kernels pad both sides alike (`padding`); what a side has beyond that
+// (asymmetric pads, as TensorFlow's SAME padding exports) is `before` and
+// `after`, per dim, which the input is padded with first.
 struct Window {
   Shape kernel, stride, dilation, padding;
+  Shape before, after;
+  bool asymmetric() const {
+    return *std::max_element(before.begin(), before.end()) > 0 ||
+           *std::max_element(after.begin(), after.end()) > 0;
+  }
 };
 
 Window window(Emitter& e, const NodeProto& node, const Shape& in, Shape kernel) {
@@ -84,14 +90,67 @@ Window window(Emitter& e, const NodeProto& node, const Shape& in, Shape kernel) 
                        " positive number" + (n == 1 ? "" : "s") + " each");
     }
   }
-  w.padding = symmetricPads(e, node, in, w.kernel, w.stride, w.dilation);
+  const Shape pads = padsOf(e, node, in, w.kernel, w.stride, w.dilation);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t both = std::min(pads[i], pads[i + n]);
+    w.padding.push_back(both);
+    w.before.push_back(pads[i] - both);
+    w.after.push_back(pads[i + n] - both);
+  }
   if (n == 1) { // height 1: one row, no stride, dilation or padding along it
-    w.kernel.insert(w.kernel.begin(), 1);
-    w.stride.insert(w.stride.begin(), 1);
-    w.dilation.insert(w.dilation.begin(), 1);
-    w.padding.insert(w.padding.begin(), 0);
+    for (Shape* v : {&w.kernel, &w.stride, &w.dilation}) {
+      v->insert(v->begin(), 1);
+    }
+    for (Shape* v : {&w.padding, &w.before, &w.after}) {
+      v->insert(v->begin(), 0);
+    }
   }
   return w;
+}
+
+// `image` [N, C, H, W] with w.before / w.after more rows and columns of
+// `value` (zeros for a convolution, -infinity for a max pool) on either side:
+// constant blocks concatenated to it, as the Pad operator's constant mode.
+std::string padAsymmetric(Emitter& e, const NodeProto& node, std::string image, Shape shape,
+                          const Window& w, double value) {
+  const int type = e.typeOf(node.input(0));
+  if (!isFoldable(type)) {
+    e.fail(node, "its pads are not symmetric, and tapestry pads a " + dtypeName(type) +
+                     " input with constants it cannot make");
+  }
+  for (std::size_t d = 0; d < 2; ++d) {
+    if (w.before[d] == 0 && w.after[d] == 0) {
+      continue;
+    }
+    const std::size_t axis = d + 2;
+    const std::string tag = d == 0 ? "pad_rows" : "pad_columns";
+    auto block = [&](std::int64_t width, const char* side) {
+      Shape s = shape;
+      s[axis] = width;
+      const std::int64_t count = s[0] * s[1] * s[2] * s[3];
+      return e.addConstant(
+          node.name() + "/" + tag + "_" + side,
+          makeConstant(type, s, std::vector<double>(static_cast<std::size_t>(count), value)));
+    };
+    Json tensors = Json::array();
+    if (w.before[d] > 0) {
+      tensors.push_back(block(w.before[d], "before"));
+    }
+    tensors.push_back(image);
+    if (w.after[d] > 0) {
+      tensors.push_back(block(w.after[d], "after"));
+    }
+    image = e.tempName(node, tag);
+    e.emit(e.opName(node, tag), "concat", Json{{"axis", static_cast<std::int64_t>(axis)}},
+           Json{{"tensors", tensors}}, Json{{"result", image}});
+    shape[axis] += w.before[d] + w.after[d];
+  }
+  return image;
+}
+
+// The [N, C, H, W] shape of a 1-D ([N, C, L] -> [N, C, 1, L]) or 2-D input.
+Shape imageShape(const Shape& in) {
+  return in.size() == 3 ? Shape{in[0], in[1], 1, in[2]} : in;
 }
 
 // A 1-D Conv's or pool's [N, C, L] input as [N, C, 1, L] (a reshape), or the
@@ -164,7 +223,11 @@ void conv(Emitter& e, const NodeProto& node) {
              Json{{"input", e.use(node.input(1))}}, Json{{"result", w4}});
     }
   }
-  Json inputs{{"input", asImage(e, node, in, node.input(0), "input_2d")}, {"weight", w4}};
+  std::string image = asImage(e, node, in, node.input(0), "input_2d");
+  if (w.asymmetric()) {
+    image = padAsymmetric(e, node, image, imageShape(in), w, 0.0);
+  }
+  Json inputs{{"input", image}, {"weight", w4}};
   if (hasInput(node, 2)) {
     inputs["bias"] = e.use(node.input(2)); // conv2d's optional bias port ([O])
   }
@@ -184,14 +247,27 @@ void pool(Emitter& e, const NodeProto& node) {
     params["ceil_mode"] = true;
   }
   std::string kernel = "maxpool2d";
+  const bool includePad = intAttribute(node, "count_include_pad", 0) != 0;
   if (node.op_type() == "MaxPool") {
     params["dilation"] = intsJson(w.dilation);
   } else {
     kernel = "avgpool2d";
-    params["count_include_pad"] = intAttribute(node, "count_include_pad", 0) != 0;
+    params["count_include_pad"] = includePad;
   }
-  emitWindowed(e, node, in, kernel, params,
-               Json{{"input", asImage(e, node, in, node.input(0), "input_2d")}});
+  std::string image = asImage(e, node, in, node.input(0), "input_2d");
+  if (w.asymmetric()) {
+    if (params.contains("ceil_mode")) {
+      e.fail(node, "ceil_mode 1 with pads that are not symmetric is not supported");
+    }
+    if (kernel == "avgpool2d" && !includePad) {
+      e.fail(node, "pads that are not symmetric with count_include_pad 0 are not supported (the "
+                   "divisor would count the side padded first)");
+    }
+    // A max pool's padding is -infinity, an average's that counts it zeros.
+    image = padAsymmetric(e, node, image, imageShape(in), w,
+                          kernel == "maxpool2d" ? -std::numeric_limits<double>::infinity() : 0.0);
+  }
+  emitWindowed(e, node, in, kernel, params, Json{{"input", image}});
 }
 
 void globalAvgPool(Emitter& e, const NodeProto& node) {

@@ -218,12 +218,34 @@ TEST_CASE("Conv with a bias: one conv2d, the bias on its optional port", "[onnx]
   REQUIRE(p.graph.at("operations").size() == 1);
   CHECK(op(p, 0).at("inputs") == Json::parse(R"({"input": "img", "weight": "w"})"));
 
-  Model bad;
-  bad.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3});
-  setInts(bad.node("Conv", {"img", "w"}, {"y"}, "conv"), "pads", {1, 1, 0, 0});
-  bad.output("y");
-  CHECK_THAT(failureOf([&] { bad.import(); }).message,
-             Contains("node conv (Conv): padding [1, 1, 0, 0] is not symmetric"));
+  // Pads that are not symmetric (top and left 1, bottom and right 0, as
+  // TensorFlow's SAME padding exports at stride 2): the input is padded on
+  // top and left with zeros first, then the convolution pads nothing.
+  Model asym;
+  asym.input("img", {1, 2, 5, 5}).input("w", {3, 2, 3, 3});
+  setInts(asym.node("Conv", {"img", "w"}, {"y"}, "conv"), "pads", {1, 1, 0, 0});
+  asym.output("y");
+  const ImportResult a = asym.import();
+  REQUIRE(a.graph.at("operations").size() == 3);
+  CHECK(op(a, 0).at("kernel") == "concat");
+  CHECK(op(a, 0).at("params").at("axis") == 2);
+  CHECK(op(a, 0).at("inputs").at("tensors") == Json::parse(R"(["conv/pad_rows_before", "img"])"));
+  CHECK(a.graph.at("tensors").at("conv/pad_rows_before").at("shape") ==
+        Json::parse("[1, 2, 1, 5]"));
+  CHECK(op(a, 1).at("params").at("axis") == 3);
+  CHECK(op(a, 2).at("kernel") == "conv2d");
+  CHECK(op(a, 2).at("params").at("padding") == Json::array({0, 0}));
+  CHECK(expandImported(a).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 3, 4, 4});
+
+  // A float16 input would need float16 constants: refused, saying why.
+  Model half;
+  half.input("img", {1, 2, 5, 5}, ::onnx::TensorProto::FLOAT16)
+      .input("w", {3, 2, 3, 3}, ::onnx::TensorProto::FLOAT16);
+  setInts(half.node("Conv", {"img", "w"}, {"y"}, "conv"), "pads", {1, 1, 0, 0});
+  half.output("y");
+  CHECK_THAT(failureOf([&] { half.import(); }).message,
+             Contains("node conv (Conv): its pads are not symmetric, and tapestry pads a float16 "
+                      "input with constants it cannot make"));
 }
 
 TEST_CASE("reductions over several axes are chains, highest axis first", "[onnx]") {
@@ -464,7 +486,18 @@ TEST_CASE("1-D convolutions and pools run as 2-D ones of height 1", "[onnx]") {
   CHECK(g.findTensor("c")->type.shape == std::vector<std::int64_t>{2, 4, 5});
   CHECK(g.findTensor("y")->type.shape == std::vector<std::int64_t>{2, 4, 6}); // stride 1
 
-  // 1-D pads must be symmetric too: the message names the 1-D layout.
+  // A max pool's pads that are not symmetric: -infinity padded on first.
+  Model lower;
+  lower.input("x", {1, 1, 6});
+  ::onnx::NodeProto& mx = lower.node("MaxPool", {"x"}, {"y"}, "max");
+  setInts(mx, "kernel_shape", {2});
+  setInts(mx, "pads", {1, 0});
+  lower.output("y");
+  const ImportResult rl = lower.import();
+  CHECK(op(rl, 1).at("kernel") == "concat");
+  CHECK(op(rl, 1).at("params").at("axis") == 3);
+  CHECK(expandImported(rl).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 1, 6});
+  // An average that does not count padding cannot be padded first.
   Model bad;
   bad.input("x", {1, 1, 6});
   ::onnx::NodeProto& ap = bad.node("AveragePool", {"x"}, {"y"}, "avg");
@@ -472,8 +505,8 @@ TEST_CASE("1-D convolutions and pools run as 2-D ones of height 1", "[onnx]") {
   setInts(ap, "pads", {1, 0});
   bad.output("y");
   CHECK_THAT(failureOf([&] { bad.import(); }).message,
-             Contains("node avg (AveragePool): padding [1, 0] is not symmetric ([begin, end] "
-                      "with begin == end)"));
+             Contains("node avg (AveragePool): pads that are not symmetric with "
+                      "count_include_pad 0 are not supported"));
 
   // 3-D is still refused, saying what is supported.
   Model vol;
