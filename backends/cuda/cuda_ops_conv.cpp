@@ -116,14 +116,11 @@ void launchConv(const KernelCall& call, const KernelContext& c, const ConvParams
 
 } // namespace
 
+// conv2d, and conv2d_act (convParams reads its residual and clip bounds):
+// its shards hold the whole of C, KH and KW, so each adds the bias, result =
+// clip(conv + bias + residual, min, max), after the products or in the direct
+// kernel before its store.
 void conv2dKernel(const KernelCall& call, const KernelContext& c) {
-  launchConv(call, c, convParams(call));
-}
-
-// conv2d_act: conv2d's products (or its direct kernel, with the epilogue
-// before its store); its shards hold the whole of C, KH and KW, so each adds
-// the bias: result = clip(conv + bias + residual, min, max).
-void conv2dActKernel(const KernelCall& call, const KernelContext& c) {
   launchConv(call, c, convParams(call));
 }
 

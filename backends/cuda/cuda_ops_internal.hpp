@@ -51,9 +51,8 @@ void gemm(const KernelContext& c, backend::DType dtype, std::int64_t M, std::int
 void productKernel(const backend::KernelCall& call, const KernelContext& c);
 void linearActKernel(const backend::KernelCall& call, const KernelContext& c);
 
-// Convolutions (cuda_ops_conv.cpp): conv2d, conv2d_act.
+// Convolutions (cuda_ops_conv.cpp): conv2d and conv2d_act.
 void conv2dKernel(const backend::KernelCall& call, const KernelContext& c);
-void conv2dActKernel(const backend::KernelCall& call, const KernelContext& c);
 
 // Indexed reads (cuda_ops_index.cpp).
 void embeddingKernel(const backend::KernelCall& call, const KernelContext& c);

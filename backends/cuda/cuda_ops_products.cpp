@@ -192,9 +192,10 @@ namespace {
 // transA / transB) is a transposed layout cuBLASLt reads in place, and a
 // broadcast W folds the batch into rows. One cuBLASLt call per batch element
 // of the gemm and per outer offset.
-// `byLt`: linear_act's epilogue that each product applies (linearActByLt):
-// GELU's tanh approximation, or its residual.
-void runProduct(const KernelCall& call, const KernelContext& c, LinearActByLt byLt) {
+// `byLt`: linear_act's epilogue that each product is to apply
+// (linearActByLt): GELU's tanh approximation, or its residual where
+// residualProducts plans it. Returns what the products applied.
+LinearActByLt runProduct(const KernelCall& call, const KernelContext& c, LinearActByLt byLt) {
   const DType dtype = call.outputs[0][0].dtype;
   const bool linear = backend::isLinearKernel(call.op.kernel);
   if (linear && isInt(dtype)) {
@@ -214,8 +215,9 @@ void runProduct(const KernelCall& call, const KernelContext& c, LinearActByLt by
   std::optional<backend::ProductPlan> residual;
   if (byLt == LinearActByLt::Residual) {
     residual = residualProducts(call, plan);
-    checkInvariant(residual.has_value(), "linear_act's residual asked of products that cannot "
-                                         "read it");
+    if (!residual) {
+      byLt = LinearActByLt::None; // it walks otherwise than the result: the caller's pass
+    }
   }
   for (std::size_t i = 0; i < plan.outer.size(); ++i) {
     const auto& o = plan.outer[i];
@@ -231,6 +233,7 @@ void runProduct(const KernelCall& call, const KernelContext& c, LinearActByLt by
            extras);
     }
   }
+  return byLt;
 }
 
 } // namespace
@@ -252,11 +255,7 @@ void linearActKernel(const KernelCall& call, const KernelContext& c) {
   const EpilogueAct act = linearActActivation(call.op);
   const double lo = clipBoundOf(floatParam(call.op, "min"));
   const double hi = clipBoundOf(floatParam(call.op, "max"));
-  LinearActByLt byLt = linearActByLt(act, residual, lo, hi);
-  if (byLt == LinearActByLt::Residual && !residualProducts(call, backend::planProduct(call))) {
-    byLt = LinearActByLt::None; // the residual walks otherwise than the result
-  }
-  runProduct(call, c, byLt);
+  const LinearActByLt byLt = runProduct(call, c, linearActByLt(act, residual, lo, hi));
   if (call.index.isEmpty() || byLt != LinearActByLt::None) {
     return;
   }

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
-#include <iterator>
 #include <limits>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "core/diag/error.hpp"
 
@@ -97,11 +97,20 @@ DeviceWalk makeWalk(std::span<const std::int64_t> extent,
   return w;
 }
 
-bool isContiguous(const backend::TensorView& view, const ZRange& region) {
-  const std::vector<std::int64_t> extent = region.shape().vector();
-  const std::vector<std::int64_t> strides[1] = {view.strides};
-  const DeviceWalk w = makeWalk(extent, strides);
+namespace {
+
+// Whether a box of `extent` walked at `strides` (row-major, one per dim) is
+// one run of unit stride: its walk merges into at most one dim of stride 1.
+bool unitRun(std::span<const std::int64_t> extent, std::vector<std::int64_t> strides) {
+  const std::vector<std::int64_t> walked[1] = {std::move(strides)};
+  const DeviceWalk w = makeWalk(extent, walked);
   return w.count == 0 || w.rank == 0 || (w.rank == 1 && w.stride[0][0] == 1);
+}
+
+} // namespace
+
+bool isContiguous(const backend::TensorView& view, const ZRange& region) {
+  return unitRun(region.shape().vector(), view.strides);
 }
 
 std::optional<std::int64_t> outputLd(std::int64_t M, std::int64_t N, std::int64_t rsC,
@@ -263,27 +272,6 @@ ConvParams convParams(const backend::KernelCall& call) {
   return p;
 }
 
-namespace {
-
-// Whether dims (extent, stride), outermost first, walk one run of unit
-// stride in row-major order (dims of extent 1 aside).
-bool unitRun(std::initializer_list<std::pair<std::int64_t, std::int64_t>> dims) {
-  std::int64_t expected = 1;
-  for (auto it = std::rbegin(dims); it != std::rend(dims); ++it) {
-    const auto [extent, stride] = *it;
-    if (extent == 1) {
-      continue;
-    }
-    if (stride != expected) {
-      return false;
-    }
-    expected = extent * stride;
-  }
-  return true;
-}
-
-} // namespace
-
 std::optional<ConvGemm> planConvGemm(const ConvParams& p, const ConvView& weight,
                                      const ConvView& output) {
   std::int64_t e[7];
@@ -299,11 +287,13 @@ std::optional<ConvGemm> planConvGemm(const ConvParams& p, const ConvView& weight
   g.K = e[4] * e[5] * e[6];
   g.N = e[2] * e[3];
   g.weight0 = convOffsetOf(weight, p.begin[1], p.begin[4], p.begin[5], p.begin[6]);
-  if (unitRun({{e[4], weight.stride[1]}, {e[5], weight.stride[2]}, {e[6], weight.stride[3]}}) &&
+  const std::int64_t taps[3] = {e[4], e[5], e[6]};
+  const std::int64_t pixels[2] = {e[2], e[3]};
+  if (unitRun(taps, {weight.stride[1], weight.stride[2], weight.stride[3]}) &&
       (g.M == 1 || weight.stride[0] >= g.K)) {
     g.weightRows = g.M == 1 ? g.K : weight.stride[0];
   }
-  if (unitRun({{e[2], output.stride[2]}, {e[3], output.stride[3]}}) &&
+  if (unitRun(pixels, {output.stride[2], output.stride[3]}) &&
       (g.M == 1 || output.stride[1] >= g.N)) {
     g.outputRows = g.M == 1 ? g.N : output.stride[1];
   }

@@ -432,14 +432,7 @@ void pad(Emitter& e, const NodeProto& node) {
       return it != slices.end() ? it->second : (slices[k] = at(k));
     };
     auto block = [&](std::int64_t width, const char* side) {
-      Shape s = shape;
-      s[d] = width;
-      std::int64_t count = 1;
-      for (std::int64_t v : s)
-        count *= v;
-      return e.addConstant(
-          node.name() + "/" + tag + "_" + side,
-          makeConstant(type, s, std::vector<double>(static_cast<std::size_t>(count), value)));
+      return constantBlock(e, node.name() + "/" + tag + "_" + side, type, shape, d, width, value);
     };
     Json tensors = Json::array();
     if (before > 0) {
@@ -466,6 +459,17 @@ void pad(Emitter& e, const NodeProto& node) {
     x = out;
     shape[d] += before + after;
   }
+}
+
+std::string constantBlock(Emitter& e, const std::string& name, int type, Shape shape,
+                          std::size_t axis, std::int64_t width, double value) {
+  shape[axis] = width;
+  std::int64_t count = 1;
+  for (std::int64_t v : shape) {
+    count *= v;
+  }
+  return e.addConstant(
+      name, makeConstant(type, shape, std::vector<double>(static_cast<std::size_t>(count), value)));
 }
 
 // GatherElements(data, indices, axis): out[i] = data[i with i[axis] replaced

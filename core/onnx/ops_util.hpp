@@ -82,6 +82,11 @@ void tile(Emitter& e, const NodeProto& node);
 void hardmax(Emitter& e, const NodeProto& node);
 void expand(Emitter& e, const NodeProto& node);
 void pad(Emitter& e, const NodeProto& node);
+// A new constant `name` of `shape` with dim `axis` `width` long, every
+// element `value` (of `type`, which isFoldable accepts): the blocks that
+// constant padding concatenates to a tensor.
+std::string constantBlock(Emitter& e, const std::string& name, int type, Shape shape,
+                          std::size_t axis, std::int64_t width, double value);
 void gatherElements(Emitter& e, const NodeProto& node);
 
 // ops_window.cpp

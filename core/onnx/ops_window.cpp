@@ -125,12 +125,8 @@ std::string padAsymmetric(Emitter& e, const NodeProto& node, std::string image, 
     const std::size_t axis = d + 2;
     const std::string tag = d == 0 ? "pad_rows" : "pad_columns";
     auto block = [&](std::int64_t width, const char* side) {
-      Shape s = shape;
-      s[axis] = width;
-      const std::int64_t count = s[0] * s[1] * s[2] * s[3];
-      return e.addConstant(
-          node.name() + "/" + tag + "_" + side,
-          makeConstant(type, s, std::vector<double>(static_cast<std::size_t>(count), value)));
+      return constantBlock(e, node.name() + "/" + tag + "_" + side, type, shape, axis, width,
+                           value);
     };
     Json tensors = Json::array();
     if (w.before[d] > 0) {
