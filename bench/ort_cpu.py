@@ -62,6 +62,14 @@ MODELS = {
     "gpt2_block_opset14": ["x"],  # the same block, LayerNorm as its opset-14 chain
     "llama_layer": ["x"],  # RMSNorm, rotary embedding, causal attention, SwiGLU (opset 14)
 }
+# Models outside testdata, exported by this script (structure only), asked for
+# by name with --models: not in the default set, so the default table and its
+# geometric mean stay those of testdata.
+EXTRA_MODELS = {
+    # torchvision's LR-ASPP MobileNetV3-Large segmentation (its `out` map):
+    # bilinear Resize to the image size, hardswish, squeeze-excitation.
+    "lraspp_mobilenet_v3": ["image"],
+}
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
 CNNS = ["resnet18", "resnet50", "mobilenet_v2"]
@@ -170,6 +178,24 @@ def export_cnn(name, side, work):
     return path
 
 
+def export_segmentation(name, side, work):
+    """An EXTRA_MODELS segmentation model (structure only) with a 1 x 3 x
+    side x side image; returns the .onnx path."""
+    import torch
+    import torchvision
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "torch"))
+    import make_onnx_models
+    from torch_models import SegmentationOut
+    torch.manual_seed(0)
+    path = os.path.join(work, f"{name}_{side}.onnx")
+    model = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None,
+                                                                      weights_backbone=None)
+    make_onnx_models.export(SegmentationOut(model).eval(), torch.randn(1, 3, side, side), path,
+                            ["image"], ["out"], params=False)
+    return path
+
+
 # The transformer layers, which --layer-size exports anew at that size.
 TRANSFORMERS = ["bert_layer", "bert_padded_layer", "gpt2_block", "gpt2_block_opset14",
                 "llama_layer"]
@@ -215,7 +241,7 @@ def prepare_model(name, work, rng, source=None):
     model = onnx.load(source or os.path.join(ROOT, "testdata", "onnx", name + ".onnx"))
     graph = model.graph
     initialized = {t.name for t in graph.initializer}
-    own = MODELS[name]
+    own = (MODELS | EXTRA_MODELS)[name]
     feeds = {}
     keep = []
     for value in graph.input:
@@ -330,9 +356,11 @@ def measure(name, binary, node_path, env, args, work):
     model_work = os.path.join(work, name)
     os.makedirs(model_work)
     # One stream per model: its data is the same whichever models run with it.
-    rng = np.random.default_rng([args.seed, list(MODELS).index(name)])
+    rng = np.random.default_rng([args.seed, list(MODELS | EXTRA_MODELS).index(name)])
     source = (export_cnn(name, args.image_size, model_work)
               if name in CNNS and args.image_size != TESTDATA_IMAGE_SIDE else None)
+    if name in EXTRA_MODELS:
+        source = export_segmentation(name, args.image_size, model_work)
     if name in TRANSFORMERS and args.layer_size is not None:
         source = export_transformer(name, *args.layer_size, model_work)
     model, feeds = prepare_model(name, model_work, rng, source)
@@ -463,7 +491,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/bin/tapestry"))
     ap.add_argument("--models",
-                    help="comma-separated, of: " + ", ".join(MODELS) + " (default: all)")
+                    help="comma-separated, of: " + ", ".join(MODELS | EXTRA_MODELS)
+                    + " (default: all but " + ", ".join(EXTRA_MODELS) + ")")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the median is kept)")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per variant and round")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs before them")
@@ -504,7 +533,7 @@ def main():
         if len(args.layer_size) != 2 or min(args.layer_size) < 1:
             ap.error("--layer-size takes D,S: two positive integers (768,128)")
     models = args.models.split(",")
-    unknown = [m for m in models if m not in MODELS]
+    unknown = [m for m in models if m not in MODELS and m not in EXTRA_MODELS]
     if unknown or args.rounds < 1 or args.repeat < 1 or args.warmup < 0 or args.image_size < 32:
         ap.error(f"unknown models {unknown}" if unknown else
                  "needs --rounds >= 1, --repeat >= 1, --warmup >= 0, --image-size >= 32")

@@ -578,10 +578,14 @@ std::map<std::string, TensorType> foldAndInline(::onnx::ModelProto& model, Foldi
 void refuseZeroSizes(const std::vector<::onnx::NodeProto>& live,
                      const std::map<std::string, TensorType>& types, const std::string& file) {
   for (const ::onnx::NodeProto& node : live) {
+    // Resize's roi, scales and sizes are read at import, and an empty one
+    // stands for one not given (opset 11's scales beside sizes).
+    const bool resize = node.op_type() == "Resize" && defaultDomain(node.domain());
     for (const auto* names : {&node.input(), &node.output()}) {
       for (const std::string& name : *names) {
         auto it = types.find(name);
-        if (name.empty() || it == types.end() || !it->second.shape) {
+        if (name.empty() || it == types.end() || !it->second.shape ||
+            (resize && names == &node.input() && name != node.input(0))) {
           continue;
         }
         const std::vector<std::int64_t>& shape = *it->second.shape;

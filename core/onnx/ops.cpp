@@ -548,6 +548,7 @@ const std::map<std::string, Handler>& handlers() {
                                         {"Hardmax", hardmax},
                                         {"Expand", expand},
                                         {"Pad", pad},
+                                        {"Resize", resize},
                                         {"Transpose", transpose},
                                         {"Reshape", reshape},
                                         {"Flatten", reshape},

@@ -1,7 +1,7 @@
 // Helpers the ONNX operator handlers share, and the handlers that live outside
 // ops.cpp (ops_index.cpp: reductions, indexing and shape operators; ops_math.cpp:
 // elementwise comparisons, logic, math and activations; ops_window.cpp:
-// convolutions and pools), which ops.cpp's table names.
+// convolutions and pools; ops_resize.cpp: Resize), which ops.cpp's table names.
 #pragma once
 
 #include <cmath>
@@ -93,6 +93,9 @@ void gatherElements(Emitter& e, const NodeProto& node);
 void conv(Emitter& e, const NodeProto& node);
 void pool(Emitter& e, const NodeProto& node);
 void globalAvgPool(Emitter& e, const NodeProto& node);
+
+// ops_resize.cpp
+void resize(Emitter& e, const NodeProto& node);
 
 // ops_math.cpp; the operators that map to one binary kernel (inputs A, B) and
 // to one unary kernel, by ONNX name.

@@ -89,6 +89,45 @@ class Conv1dNet(nn.Module):
         return self.fc(torch.flatten(h, 1))
 
 
+class UpsampleNet(nn.Module):
+    """A small segmentation decoder (U-Net / FPN style): features downsampled
+    twice, brought back by nearest x2 (added to a skip), bilinear x2 without
+    and with align_corners, then bilinear to an odd size and a nearest
+    downsample: every one an ONNX Resize."""
+
+    def __init__(self):
+        super().__init__()
+        self.down1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.down2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        f = nn.functional
+        a = torch.relu(self.down1(x))
+        b = torch.relu(self.down2(a))
+        u = f.interpolate(b, scale_factor=2.0, mode="nearest") + a
+        u = f.interpolate(u, scale_factor=2.0, mode="bilinear", align_corners=False)
+        u = f.interpolate(self.head(u), scale_factor=2.0, mode="bilinear", align_corners=True)
+        u = f.interpolate(u, size=(45, 37), mode="bilinear", align_corners=False)
+        return f.interpolate(u, size=(15, 20), mode="nearest")
+
+
+class SegmentationOut(nn.Module):
+    """A torchvision segmentation model's "out" map (the models return a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def _lraspp():
+    return SegmentationOut(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+        weights=None, weights_backbone=None))
+
+
 # Images are batch 2 at 32 x 32: small enough for CI, and a batch that a
 # data-parallel plan can split.
 CASES = [
@@ -100,6 +139,10 @@ CASES = [
     Case("squeezenet1_0", torchvision.models.squeezenet1_0, (2, 3, 37, 37), "image", "logits"),
     Case("ceil_pools", CeilPools, (2, 3, 20, 20), "x", "y"),
     Case("conv1d_net", Conv1dNet, (2, 4, 36), "x", "y"),
+    Case("upsample_net", UpsampleNet, (2, 3, 24, 20), "x", "y"),
+    # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
+    # bilinear upsampling of its two branches back to the image size).
+    Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),
     Case("bert_layer", _encoder_layer, (2, 8, 64), "x", "y"),
     Case("mha_seq_first", SeqFirstAttention, (6, 2, 32), "x", "y"),
     # Float attention masks added to the scores: the biased attention kernels.

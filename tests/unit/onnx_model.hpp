@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,13 @@ void setFloat(::onnx::NodeProto& n, const std::string& name, float v) {
   a->set_name(name);
   a->set_type(::onnx::AttributeProto::FLOAT);
   a->set_f(v);
+}
+
+void setString(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  ::onnx::AttributeProto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::STRING);
+  a->set_s(v);
 }
 
 } // namespace

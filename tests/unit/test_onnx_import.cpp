@@ -400,10 +400,7 @@ TEST_CASE("pools, global pooling, batchnorm and depthwise convolution", "[onnx]"
   m.input("s", {4}).input("b", {4}).input("mu", {4}).input("var", {4});
   ::onnx::NodeProto& conv = m.node("Conv", {"x", "dw"}, {"c"}, "depthwise");
   setInt(conv, "group", 4);
-  ::onnx::AttributeProto* pad = conv.add_attribute();
-  pad->set_name("auto_pad");
-  pad->set_type(::onnx::AttributeProto::STRING);
-  pad->set_s("SAME_UPPER");
+  setString(conv, "auto_pad", "SAME_UPPER");
   setFloat(m.node("BatchNormalization", {"c", "s", "b", "mu", "var"}, {"n"}, "bn"), "epsilon",
            1e-3f);
   ::onnx::NodeProto& mp = m.node("MaxPool", {"n"}, {"p"}, "pool");

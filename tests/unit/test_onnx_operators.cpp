@@ -64,10 +64,7 @@ TEST_CASE("Trilu, CumSum, DepthToSpace, SpaceToDepth and Tile from standard kern
   m.node("CumSum", {"x", "axis"}, {"sums"}, "cumsum");
   ::onnx::NodeProto& d2s = m.node("DepthToSpace", {"img"}, {"d2s"}, "d2s");
   setInt(d2s, "blocksize", 2);
-  ::onnx::AttributeProto* mode = d2s.add_attribute();
-  mode->set_name("mode");
-  mode->set_type(::onnx::AttributeProto::STRING);
-  mode->set_s("CRD");
+  setString(d2s, "mode", "CRD");
   setInt(m.node("SpaceToDepth", {"d2s"}, {"s2d"}, "s2d"), "blocksize", 2);
   m.node("Tile", {"x", "reps"}, {"tiled"}, "tile");
   setInt(m.node("DepthToSpace", {"img"}, {"dcr"}, "dcr"), "blocksize", 2);
@@ -116,10 +113,7 @@ TEST_CASE("Hardmax, Expand and Pad from standard kernels", "[onnx]") {
   m.node("Hardmax", {"x"}, {"h"}, "hmax");
   m.node("Expand", {"x", "shape"}, {"big"}, "expand");
   ::onnx::NodeProto& p = m.node("Pad", {"x", "pads"}, {"padded"}, "pad");
-  ::onnx::AttributeProto* mode = p.add_attribute();
-  mode->set_name("mode");
-  mode->set_type(::onnx::AttributeProto::STRING);
-  mode->set_s("edge");
+  setString(p, "mode", "edge");
   m.output("h").output("big").output("padded");
   const ImportResult r = m.import();
   std::vector<std::string> kernels;
@@ -529,4 +523,139 @@ TEST_CASE("Clip with constant bounds is clip, with tensor bounds or integers, ma
   const graph::ExpandedGraph g = expandImported(r);
   REQUIRE(g.findTensor("k") != nullptr);
   CHECK(g.findTensor("k")->type.dtype == "int64");
+}
+
+namespace {
+
+// The float32 or int64 values of the constant whose name ends with `suffix`.
+template <typename T>
+std::vector<T> constantValues(const ImportResult& r, const std::string& suffix) {
+  for (const onnx_import::TensorData& t : r.constants) {
+    if (t.name.size() >= suffix.size() &&
+        t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::vector<T> v(t.bytes.size() / sizeof(T));
+      std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(T));
+      return v;
+    }
+  }
+  FAIL("no constant named *" + suffix);
+  return {};
+}
+
+std::vector<std::string> kernelsOf(const ImportResult& r) {
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  return kernels;
+}
+
+} // namespace
+
+TEST_CASE("Resize: nearest as gathers, linear and cubic as products with constant maps", "[onnx]") {
+  // Nearest, asymmetric, x2 on both spatial axes of an int64 tensor: a gather
+  // per axis, the last first, each index the source element (o / 2).
+  Model m;
+  m.input("x", {1, 2, 2, 3}, ::onnx::TensorProto::INT64).floats("s", {4}, {1, 1, 2, 2});
+  setString(m.node("Resize", {"x", "", "s"}, {"y"}, "up"), "coordinate_transformation_mode",
+            "asymmetric");
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(kernelsOf(r) == std::vector<std::string>{"up/axis3:gather", "up/axis2:gather"});
+  CHECK(op(r, 0).at("params").at("axis") == 3);
+  CHECK(constantValues<std::int64_t>(r, "index3") == std::vector<std::int64_t>{0, 0, 1, 1, 2, 2});
+  CHECK(constantValues<std::int64_t>(r, "index2") == std::vector<std::int64_t>{0, 0, 1, 1});
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 4, 6});
+
+  // Linear, half_pixel, width 2 -> 4 by sizes: x @ A^T on the last axis, the
+  // source points -0.25, 0.25, 0.75, 1.25 clamped to the edge; the height
+  // (2 -> 2) is the identity and has no step. Along the channels (axis 1):
+  // between two transposes.
+  Model lin;
+  lin.input("x", {1, 2, 2, 2}).ints("sz", {4}, {1, 2, 2, 4}).ints("sc", {4}, {1, 4, 2, 2});
+  setString(lin.node("Resize", {"x", "", "", "sz"}, {"y"}, "w"), "mode", "linear");
+  setString(lin.node("Resize", {"x", "", "", "sc"}, {"c"}, "c"), "mode", "linear");
+  lin.output("y").output("c");
+  const ImportResult rl = lin.import();
+  CHECK(kernelsOf(rl) == std::vector<std::string>{"w/axis3:matmul", "c/moved1:transpose",
+                                                  "c/axis1:matmul", "c/back1:transpose"});
+  CHECK(op(rl, 0).at("params").at("transpose_w") == true);
+  CHECK(constantValues<float>(rl, "w/weights3") ==
+        std::vector<float>{1, 0, 0.75f, 0.25f, 0.25f, 0.75f, 0, 1});
+  const graph::ExpandedGraph gl = expandImported(rl);
+  CHECK(gl.findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 2, 4});
+  CHECK(gl.findTensor("c")->type.shape == std::vector<std::int64_t>{1, 4, 2, 2});
+
+  // Cubic on the height: A @ x (the map is the product's left operand); each
+  // row of the map sums to 1.
+  Model cubic;
+  cubic.input("x", {1, 1, 4, 4}).floats("s", {4}, {1, 1, 2, 1});
+  setString(cubic.node("Resize", {"x", "", "s"}, {"y"}, "h"), "mode", "cubic");
+  cubic.output("y");
+  const ImportResult rc = cubic.import();
+  CHECK(kernelsOf(rc) == std::vector<std::string>{"h/axis2:matmul"});
+  CHECK(op(rc, 0).at("inputs").at("W") == "x");
+  const std::vector<float> a = constantValues<float>(rc, "h/weights2");
+  REQUIRE(a.size() == 32);
+  for (std::size_t row = 0; row < 8; ++row) {
+    CHECK(std::accumulate(a.begin() + 4 * row, a.begin() + 4 * row + 4, 0.0) ==
+          Catch::Detail::Approx(1.0));
+  }
+}
+
+TEST_CASE("Resize refusals name the node and the reason", "[onnx]") {
+  auto refusal = [](const std::string& mode, int type, const std::string& attribute,
+                    const std::string& value, bool sizesToo = false) {
+    Model m;
+    m.input("x", {1, 1, 2, 2}, type).floats("s", {4}, {1, 1, 2, 2}).ints("z", {4}, {1, 1, 4, 4});
+    ::onnx::NodeProto& n = m.node("Resize", {"x", "", "s", sizesToo ? "z" : ""}, {"y"}, "resize");
+    setString(n, "mode", mode);
+    if (!attribute.empty()) {
+      setString(n, attribute, value);
+    }
+    m.output("y");
+    return failureOf([&] { m.import(); }).message;
+  };
+  CHECK_THAT(refusal("linear", ::onnx::TensorProto::INT32, "", ""),
+             Contains("node resize (Resize): its input is int32; tapestry resizes float32 and "
+                      "float64 tensors by linear (nearest without, every dtype)"));
+  CHECK_THAT(refusal("area", ::onnx::TensorProto::FLOAT, "", ""),
+             Contains("mode \"area\"; Resize's modes are nearest, linear and cubic"));
+  CHECK_THAT(refusal("nearest", ::onnx::TensorProto::FLOAT, "coordinate_transformation_mode",
+                     "half_pixel_symmetric"),
+             Contains("coordinate_transformation_mode \"half_pixel_symmetric\" is not supported"));
+  CHECK_THAT(refusal("nearest", ::onnx::TensorProto::FLOAT, "nearest_mode", "round"),
+             Contains("nearest_mode \"round\" is not supported"));
+  CHECK_THAT(refusal("nearest", ::onnx::TensorProto::FLOAT, "", "", true),
+             Contains("exactly one of its scales and sizes inputs must hold values"));
+
+  // Sizes past the limit, a scale that is no positive number, and a linear
+  // map too large to hold: refused before anything is allocated.
+  auto sized = [](const std::string& mode, const std::vector<float>& scales,
+                  const std::vector<std::int64_t>& sizes) {
+    Model m;
+    m.input("x", {1, 1, 2, 2});
+    if (scales.empty()) {
+      m.ints("z", {4}, sizes);
+    } else {
+      m.floats("z", {4}, scales);
+    }
+    setString(m.node("Resize", {"x", "", scales.empty() ? "" : "z", scales.empty() ? "z" : ""},
+                     {"y"}, "resize"),
+              "mode", mode);
+    m.output("y");
+    return failureOf([&] { m.import(); }).message;
+  };
+  CHECK_THAT(sized("nearest", {}, {1, 1, 2, 1000000000}),
+             Contains("axis 3 would resize from 2 to 1000000000 elements (1 to 1048576 are "
+                      "supported)"));
+  CHECK_THAT(sized("nearest", {1, 1, std::nanf(""), 1}, {}),
+             Contains("of axis 2 is not a positive number"));
+  Model wide;
+  wide.input("x", {1, 1, 2, 32}).ints("z", {4}, {1, 1, 2, 1048576});
+  setString(wide.node("Resize", {"x", "", "", "z"}, {"y"}, "resize"), "mode", "linear");
+  wide.output("y");
+  CHECK_THAT(failureOf([&] { wide.import(); }).message,
+             Contains("axis 3 resizes 32 to 1048576 elements by linear: a product with a map of "
+                      "33554432 entries (at most 16777216 are supported)"));
 }
