@@ -522,6 +522,7 @@ const std::map<std::string, Handler>& handlers() {
                                         {"MatMul", matmul},
                                         {"Gemm", gemm},
                                         {"Conv", conv},
+                                        {"ConvTranspose", convTranspose},
                                         {"MaxPool", pool},
                                         {"AveragePool", pool},
                                         {"GlobalAveragePool", globalAvgPool},

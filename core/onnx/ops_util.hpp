@@ -91,6 +91,7 @@ void gatherElements(Emitter& e, const NodeProto& node);
 
 // ops_window.cpp
 void conv(Emitter& e, const NodeProto& node);
+void convTranspose(Emitter& e, const NodeProto& node);
 void pool(Emitter& e, const NodeProto& node);
 void globalAvgPool(Emitter& e, const NodeProto& node);
 

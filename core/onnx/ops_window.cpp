@@ -1,4 +1,4 @@
-// ONNX's windowed operators: Conv, MaxPool, AveragePool and
+// ONNX's windowed operators: Conv, ConvTranspose, MaxPool, AveragePool and
 // GlobalAveragePool as conv2d and the pools of metakernels/pool.yaml, with
 // their attributes resolved into the kernels' symmetric padding (what one side
 // has beyond it padded onto the input first); a 1-D operator over [N, C, L]
@@ -226,6 +226,268 @@ void conv(Emitter& e, const NodeProto& node) {
   Json inputs{{"input", image}, {"weight", w4}};
   if (hasInput(node, 2)) {
     inputs["bias"] = e.use(node.input(2)); // conv2d's optional bias port ([O])
+  }
+  emitWindowed(e, node, in, "conv2d", params, inputs);
+}
+
+namespace {
+
+// A ConvTranspose's spatial attributes, lifted to 2-D ([1, ...] / [0, ...]
+// for a 1-D one) and its pads resolved: output_shape and auto_pad as ONNX's
+// reference computes them (floor halves; SAME_UPPER puts the odd element at
+// the end), else pads.
+inline constexpr std::int64_t kMaxTransposedWindow = 1 << 16;
+
+struct TransposedWindow {
+  Shape kernel, stride, dilation, outputPadding, begin, end;
+};
+
+TransposedWindow transposedWindow(Emitter& e, const NodeProto& node, const Shape& image,
+                                  const Shape& weight4, std::size_t n) {
+  TransposedWindow t;
+  Shape kernel = intsAttribute(node, "kernel_shape");
+  t.kernel = kernel.empty() ? Shape(weight4.end() - static_cast<std::ptrdiff_t>(n), weight4.end())
+                            : kernel;
+  t.stride = intsAttribute(node, "strides");
+  t.dilation = intsAttribute(node, "dilations");
+  t.outputPadding = intsAttribute(node, "output_padding");
+  for (Shape* v : {&t.stride, &t.dilation}) {
+    if (v->empty())
+      v->assign(n, 1);
+  }
+  if (t.outputPadding.empty())
+    t.outputPadding.assign(n, 0);
+  for (const Shape* v : {&t.kernel, &t.stride, &t.dilation}) {
+    if (v->size() != n || *std::min_element(v->begin(), v->end()) < 1 ||
+        *std::max_element(v->begin(), v->end()) > kMaxTransposedWindow) {
+      e.fail(node, "kernel_shape, strides and dilations must be " + std::to_string(n) + " number" +
+                       (n == 1 ? "" : "s") + " each, from 1 to " +
+                       std::to_string(kMaxTransposedWindow));
+    }
+  }
+  if (t.outputPadding.size() != n ||
+      *std::min_element(t.outputPadding.begin(), t.outputPadding.end()) < 0) {
+    e.fail(node, "output_padding must be " + std::to_string(n) + " numbers of at least 0");
+  }
+  Shape outputShape = intsAttribute(node, "output_shape");
+  if (outputShape.size() == n + 2) {
+    outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
+  }
+  const std::string autoPad = stringAttribute(node, "auto_pad", "NOTSET");
+  Shape pads = intsAttribute(node, "pads");
+  const bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (!outputShape.empty() || same) {
+    if (!outputShape.empty() &&
+        (outputShape.size() != n || *std::min_element(outputShape.begin(), outputShape.end()) < 1 ||
+         *std::max_element(outputShape.begin(), outputShape.end()) > (std::int64_t{1} << 40))) {
+      e.fail(node, "output_shape must be " + std::to_string(n) + " positive sizes");
+    }
+    pads.assign(2 * n, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t in = image[image.size() - n + i];
+      const std::int64_t out = outputShape.empty() ? in * t.stride[i] : outputShape[i];
+      const std::int64_t total =
+          t.stride[i] * (in - 1) + t.outputPadding[i] + (t.kernel[i] - 1) * t.dilation[i] + 1 - out;
+      const std::int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); // floor
+      pads[i] = autoPad == "SAME_UPPER" ? half : total - half;
+      pads[i + n] = total - pads[i];
+    }
+  } else if (autoPad == "VALID" || pads.empty()) {
+    pads.assign(2 * n, 0);
+  }
+  if (pads.size() != 2 * n) {
+    e.fail(node, "pads " + formatPads(pads) + " must be " + std::to_string(2 * n) + " numbers");
+  }
+  t.begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
+  t.end.assign(pads.begin() + static_cast<std::ptrdiff_t>(n), pads.end());
+  if (n == 1) {
+    for (Shape* v : {&t.kernel, &t.stride, &t.dilation}) {
+      v->insert(v->begin(), 1);
+    }
+    for (Shape* v : {&t.outputPadding, &t.begin, &t.end}) {
+      v->insert(v->begin(), 0);
+    }
+  }
+  return t;
+}
+
+// ConvTranspose's weight [C, O/g, KH, KW] as conv2d's [O, C/g, KH, KW],
+// flipped in both spatial dims: w'[g*O/g + o, c, i, j] = w[g*C/g + c, o,
+// KH-1-i, KW-1-j]. A constant is made here; any other is gathered in
+// reverse along both dims (and, with one group, transposed).
+std::string flippedWeight(Emitter& e, const NodeProto& node, const Shape& weight,
+                          std::int64_t groups) {
+  const Shape w4 = imageShape(weight);
+  const std::int64_t c = w4[0], og = w4[1], kh = w4[2], kw = w4[3], cg = c / groups;
+  const Shape out = {og * groups, cg, kh, kw};
+  const Constant* k = e.constant(node.input(1));
+  if (k != nullptr && k->present && isFoldable(k->type)) {
+    const std::vector<double> v = k->values();
+    std::vector<double> f(v.size());
+    for (std::int64_t g = 0; g < groups; ++g)
+      for (std::int64_t o = 0; o < og; ++o)
+        for (std::int64_t ci = 0; ci < cg; ++ci)
+          for (std::int64_t i = 0; i < kh; ++i)
+            for (std::int64_t j = 0; j < kw; ++j) {
+              const std::int64_t from =
+                  (((g * cg + ci) * og + o) * kh + (kh - 1 - i)) * kw + (kw - 1 - j);
+              const std::int64_t to = (((g * og + o) * cg + ci) * kh + i) * kw + j;
+              f[static_cast<std::size_t>(to)] = v[static_cast<std::size_t>(from)];
+            }
+    return e.addConstant(e.resolve(node.input(1)) + "/flipped", makeConstant(k->type, out, f));
+  }
+  if (groups != 1 && og != 1) {
+    e.fail(node, "a grouped ConvTranspose needs a constant weight");
+  }
+  std::string x = e.use(node.input(1));
+  if (weight.size() == 3) { // [C, O, K] as [C, O, 1, K]
+    const std::string lifted = e.tempName(node, "weight_2d");
+    e.emit(e.opName(node, "weight_2d"), "reshape", Json{{"shape", intsJson(w4)}},
+           Json{{"input", x}}, Json{{"result", lifted}});
+    x = lifted;
+  }
+  for (const std::int64_t axis : {2, 3}) {
+    const std::int64_t len = w4[static_cast<std::size_t>(axis)];
+    if (len == 1) {
+      continue;
+    }
+    Shape reversed(static_cast<std::size_t>(len));
+    for (std::int64_t i = 0; i < len; ++i) {
+      reversed[static_cast<std::size_t>(i)] = len - 1 - i;
+    }
+    const std::string tag = "weight_flip" + std::to_string(axis);
+    const std::string index = e.addConstant(node.name() + "/" + tag, makeInts({len}, reversed));
+    const std::string y = e.tempName(node, tag);
+    e.emit(e.opName(node, tag), "gather", Json{{"axis", axis}},
+           Json{{"data", x}, {"indices", index}}, Json{{"result", y}});
+    x = y;
+  }
+  if (groups == 1 && c != 1 && og != 1) {
+    const std::string y = e.tempName(node, "weight_transposed");
+    e.emit(e.opName(node, "weight_transposed"), "transpose", Json{{"perm", intsJson({1, 0, 2, 3})}},
+           Json{{"input", x}}, Json{{"result", y}});
+    x = y;
+  } else if (groups == 1 && !(c == 1 && og == 1)) { // [C, 1] <-> [1, O]: a reshape
+    const std::string y = e.tempName(node, "weight_transposed");
+    e.emit(e.opName(node, "weight_transposed"), "reshape", Json{{"shape", intsJson(out)}},
+           Json{{"input", x}}, Json{{"result", y}});
+    x = y;
+  }
+  return x;
+}
+
+} // namespace
+
+// ConvTranspose (1-D and 2-D; one group, or depthwise) as the convolution it
+// is the gradient of: the input spread out by the stride (a `where` that puts
+// each element first in a [s_h, s_w] block of zeros, then a reshape), padded
+// by (K - 1) * dilation less the pads on each side (output_padding at the
+// end; a negative amount crops by a slice), convolved with stride 1 by the
+// weight flipped and transposed to [O, C/g, KH, KW]. Exact; the convolution
+// also multiplies the zeros in between, s_h * s_w times the work a direct
+// kernel would do.
+void convTranspose(Emitter& e, const NodeProto& node) {
+  const Shape in = e.shapeOf(node, node.input(0));
+  const Shape weight = e.shapeOf(node, node.input(1));
+  if (!(in.size() == 4 && weight.size() == 4) && !(in.size() == 3 && weight.size() == 3)) {
+    e.fail(node, "only 1-D and 2-D transposed convolutions ([N, C, L] input and [C, O, K] "
+                 "weight, or [N, C, H, W] and [C, O, KH, KW]) are supported");
+  }
+  const std::size_t n = in.size() - 2;
+  const Shape image = imageShape(in);
+  const Shape w4 = imageShape(weight);
+  const std::int64_t groups = intAttribute(node, "group", 1);
+  if (groups < 1 || image[1] % groups != 0 || w4[0] != image[1] ||
+      !(groups == 1 || (groups == image[1] && w4[1] == 1))) {
+    e.fail(node, "group " + std::to_string(groups) + " with " + std::to_string(image[1]) +
+                     " input channels: only 1 and depthwise (one output channel per input "
+                     "channel) are supported");
+  }
+  const TransposedWindow t = transposedWindow(e, node, in, w4, n);
+  const int type = e.typeOf(node.input(0));
+  std::string x = asImage(e, node, in, node.input(0), "input_2d");
+  Shape shape = image;
+  if (t.stride[0] > 1 || t.stride[1] > 1) {
+    if (!isFoldable(type)) {
+      e.fail(node, "its input is " + dtypeName(type) +
+                       "; tapestry spreads out float32, float64, int32 and int64 inputs");
+    }
+    const std::int64_t sh = t.stride[0], sw = t.stride[1];
+    const std::string six = e.tempName(node, "cells");
+    e.emit(e.opName(node, "cells"), "reshape",
+           Json{{"shape", intsJson({shape[0], shape[1], shape[2], 1, shape[3], 1})}},
+           Json{{"input", x}}, Json{{"result", six}});
+    std::vector<double> first(static_cast<std::size_t>(sh * sw), 0.0);
+    first[0] = 1.0;
+    const std::string mask =
+        e.addConstant(node.name() + "/spread_mask",
+                      makeConstant(::onnx::TensorProto::BOOL, {1, 1, 1, sh, 1, sw}, first));
+    const std::string zero =
+        e.addConstant(node.name() + "/zero", makeConstant(type, {1}, std::vector<double>{0.0}));
+    const std::string spread = e.tempName(node, "spread_cells");
+    e.emit(e.opName(node, "spread_cells"), "where", Json::object(),
+           Json{{"condition", mask}, {"X", six}, {"Y", zero}}, Json{{"result", spread}});
+    shape[2] *= sh;
+    shape[3] *= sw;
+    x = e.tempName(node, "spread");
+    e.emit(e.opName(node, "spread"), "reshape", Json{{"shape", intsJson(shape)}},
+           Json{{"input", spread}}, Json{{"result", x}});
+  }
+  // Each side's padding of the spread input (its last stride - 1 zeros
+  // counted), negative ones cropped first.
+  Window w;
+  w.kernel = {t.kernel[0], t.kernel[1]};
+  w.stride = {1, 1};
+  w.dilation = t.dilation;
+  Shape starts(4, 0), ends = shape;
+  bool crop = false;
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::int64_t reach = (t.kernel[d] - 1) * t.dilation[d];
+    std::int64_t before = reach - t.begin[d];
+    std::int64_t after = reach - t.end[d] + t.outputPadding[d] - (t.stride[d] - 1);
+    if (before < 0 || after < 0) {
+      crop = true;
+      starts[d + 2] = std::max<std::int64_t>(0, -before);
+      ends[d + 2] -= std::max<std::int64_t>(0, -after);
+      if (ends[d + 2] - starts[d + 2] < 1) {
+        e.fail(node, "its pads leave no output along spatial dim " + std::to_string(d));
+      }
+      before = std::max<std::int64_t>(0, before);
+      after = std::max<std::int64_t>(0, after);
+    }
+    if (std::max(before, after) > kMaxTransposedWindow) {
+      e.fail(node, "its pads or output_shape would pad the spread input by " +
+                       std::to_string(std::max(before, after)) + " along spatial dim " +
+                       std::to_string(d) + " (at most " + std::to_string(kMaxTransposedWindow) +
+                       ")");
+    }
+    const std::int64_t both = std::min(before, after);
+    w.padding.push_back(both);
+    w.before.push_back(before - both);
+    w.after.push_back(after - both);
+  }
+  if (crop) {
+    const std::string cut = e.tempName(node, "crop");
+    e.emit(e.opName(node, "crop"), "slice",
+           Json{{"starts", intsJson(starts)}, {"ends", intsJson(ends)}}, Json{{"input", x}},
+           Json{{"result", cut}});
+    x = cut;
+    for (std::size_t d = 2; d < 4; ++d) {
+      shape[d] = ends[d] - starts[d];
+    }
+  }
+  if (w.asymmetric()) {
+    x = padAsymmetric(e, node, x, shape, w, 0.0);
+  }
+  Json params{{"stride", intsJson({1, 1})},
+              {"padding", intsJson(w.padding)},
+              {"dilation", intsJson(t.dilation)}};
+  if (groups != 1) {
+    params["groups"] = groups;
+  }
+  Json inputs{{"input", x}, {"weight", flippedWeight(e, node, weight, groups)}};
+  if (hasInput(node, 2)) {
+    inputs["bias"] = e.use(node.input(2));
   }
   emitWindowed(e, node, in, "conv2d", params, inputs);
 }

@@ -112,6 +112,25 @@ class UpsampleNet(nn.Module):
         return f.interpolate(u, size=(15, 20), mode="nearest")
 
 
+class ConvTransposeNet(nn.Module):
+    """A decoder of transposed convolutions (DCGAN's and U-Net's upsampling):
+    stride 2 with padding, a depthwise one with output_padding, a dilated one
+    of stride 1 with a bias, and a 1-D one over the flattened rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1)
+        self.up2 = nn.ConvTranspose2d(6, 6, 3, stride=2, padding=1, output_padding=1, groups=6)
+        self.mix = nn.ConvTranspose2d(6, 4, 3, stride=1, padding=2, dilation=2)
+        self.line = nn.ConvTranspose1d(4, 2, 5, stride=3, padding=1, bias=False)
+
+    def forward(self, x):
+        h = torch.relu(self.up1(x))
+        h = torch.relu(self.up2(h))
+        h = self.mix(h)
+        return self.line(torch.flatten(h, 2))
+
+
 class SegmentationOut(nn.Module):
     """A torchvision segmentation model's "out" map (the models return a dict)."""
 
@@ -140,6 +159,7 @@ CASES = [
     Case("ceil_pools", CeilPools, (2, 3, 20, 20), "x", "y"),
     Case("conv1d_net", Conv1dNet, (2, 4, 36), "x", "y"),
     Case("upsample_net", UpsampleNet, (2, 3, 24, 20), "x", "y"),
+    Case("conv_transpose_net", ConvTransposeNet, (2, 8, 5, 4), "x", "y"),
     # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
     # bilinear upsampling of its two branches back to the image size).
     Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),

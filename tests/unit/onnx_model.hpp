@@ -130,6 +130,15 @@ const Json& op(const ImportResult& r, std::size_t i) {
   return r.graph.at("operations").at(i);
 }
 
+// "name:kernel" of each operation, in order.
+std::vector<std::string> kernelsOf(const ImportResult& r) {
+  std::vector<std::string> kernels;
+  for (const Json& o : r.graph.at("operations")) {
+    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
+  }
+  return kernels;
+}
+
 graph::ExpandedGraph expandImported(const ImportResult& r) {
   return graph::expand(graph::decodeGraph(json::Value(r.graph)), testing::lib());
 }

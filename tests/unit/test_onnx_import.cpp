@@ -75,10 +75,7 @@ TEST_CASE("Gemm with a C that broadcasts along the rows is a linear with a const
     m.node("Gemm", {"a", "w", "c"}, {"y"}, "g");
     m.output("y");
     const ImportResult r = m.import();
-    std::vector<std::string> kernels;
-    for (const Json& o : r.graph.at("operations")) {
-      kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-    }
+    const std::vector<std::string> kernels = kernelsOf(r);
     CHECK(kernels == std::vector<std::string>{"g:matmul", "g/add_C:add"});
     CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{3, 2});
   }
@@ -381,10 +378,7 @@ TEST_CASE("Gemm with alpha, beta and a 2-D C is matmul, scalings and an add", "[
   setFloat(n, "beta", 0.5f);
   m.output("y");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"g:matmul", "g/alpha:mul_scalar", "g/beta:mul_scalar",
                                             "g/add_C:add"});
   CHECK(op(r, 0).at("params") == Json{{"transpose_x", true}, {"transpose_w", true}});
@@ -515,6 +509,74 @@ TEST_CASE("1-D convolutions and pools run as 2-D ones of height 1", "[onnx]") {
                       "supported"));
 }
 
+TEST_CASE("ConvTranspose is a stride-1 convolution of the spread input by the flipped weight",
+          "[onnx]") {
+  // Stride 2, kernel 2, no pads: the input spread out ([1, 1, 3, 3] ->
+  // [1, 1, 6, 6], each element first in a 2 x 2 block of zeros), padded by one
+  // row and column before (kernel - 1, less the spread's own trailing zero at
+  // the end), convolved by the weight transposed to [O, C, KH, KW] and
+  // flipped: made once, as a constant, from the constant weight.
+  Model m;
+  std::vector<float> w(8);
+  std::iota(w.begin(), w.end(), 1.0f);
+  m.input("x", {1, 1, 3, 3}).floats("w", {1, 2, 2, 2}, w);
+  setInts(m.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "strides", {2, 2});
+  m.output("y");
+  const ImportResult r = m.import();
+  CHECK(kernelsOf(r) == std::vector<std::string>{"up/cells:reshape", "up/spread_cells:where",
+                                                 "up/spread:reshape", "up/pad_rows:concat",
+                                                 "up/pad_columns:concat", "up:conv2d"});
+  CHECK(op(r, 5).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [0, 0],
+                                                 "dilation": [1, 1]})"));
+  CHECK_FALSE(r.graph.at("tensors").contains("w"));
+  REQUIRE(r.constants.size() >= 1);
+  const auto flipped = std::find_if(r.constants.begin(), r.constants.end(),
+                                    [](const auto& t) { return t.name == "w/flipped"; });
+  REQUIRE(flipped != r.constants.end());
+  CHECK(flipped->shape == std::vector<std::int64_t>{2, 1, 2, 2});
+  std::vector<float> values(8);
+  std::memcpy(values.data(), flipped->bytes.data(), 32);
+  CHECK(values == std::vector<float>{4, 3, 2, 1, 8, 7, 6, 5});
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 6, 6});
+
+  // A weight that is a graph input: gathered in reverse along KH and KW and
+  // transposed by operations; pads past the kernel's reach crop the input.
+  Model in;
+  in.input("x", {1, 2, 4, 4}).input("w", {2, 3, 2, 2});
+  setInts(in.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "pads", {2, 0, 1, 0});
+  in.output("y");
+  const ImportResult ri = in.import();
+  CHECK(kernelsOf(ri) == std::vector<std::string>{"up/crop:slice", "up/weight_flip2:gather",
+                                                  "up/weight_flip3:gather",
+                                                  "up/weight_transposed:transpose", "up:conv2d"});
+  CHECK(op(ri, 0).at("params") == Json::parse(R"({"starts": [0, 0, 1, 0], "ends": [1, 2, 4, 4]})"));
+  CHECK(expandImported(ri).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 3, 2, 5});
+
+  // Groups other than 1 and depthwise, and 3-D, are refused.
+  Model grouped;
+  grouped.input("x", {1, 4, 3, 3}).floats("w", {4, 2, 1, 1}, std::vector<float>(8, 1.0f));
+  setInt(grouped.node("ConvTranspose", {"x", "w"}, {"y"}, "g"), "group", 2);
+  grouped.output("y");
+  CHECK_THAT(failureOf([&] { grouped.import(); }).message,
+             Contains("node g (ConvTranspose): group 2 with 4 input channels: only 1 and "
+                      "depthwise (one output channel per input channel) are supported"));
+  // An output_shape that would pad the spread input by millions: refused
+  // before anything is made.
+  Model huge;
+  huge.input("x", {1, 1, 3, 3}).input("w", {1, 1, 2, 2});
+  setInts(huge.node("ConvTranspose", {"x", "w"}, {"y"}, "h"), "output_shape", {5000000, 4});
+  huge.output("y");
+  CHECK_THAT(failureOf([&] { huge.import(); }).message,
+             Contains("its pads or output_shape would pad the spread input by 2499999 along "
+                      "spatial dim 0 (at most 65536)"));
+  Model vol;
+  vol.input("x", {1, 1, 2, 2, 2}).input("w", {1, 1, 2, 2, 2});
+  vol.node("ConvTranspose", {"x", "w"}, {"y"}, "v");
+  vol.output("y");
+  CHECK_THAT(failureOf([&] { vol.import(); }).message,
+             Contains("only 1-D and 2-D transposed convolutions"));
+}
+
 TEST_CASE("layernorm, split, gather, where, clip, cast, concat, flatten", "[onnx]") {
   Model m;
   m.input("x", {2, 6}).input("ids", {3}, ::onnx::TensorProto::INT64);
@@ -560,10 +622,7 @@ TEST_CASE("Sum is a chain of adds, HardSigmoid and HardSwish their definitions",
   m.node("HardSwish", {"h"}, {"y"}, "hswish");
   m.output("y");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"sum/add1:add", "sum:add", "hsig/alpha:mul_scalar",
                                             "hsig/beta:add_scalar", "hsig:clip",
                                             "hswish/alpha:mul_scalar", "hswish/beta:add_scalar",

@@ -16,10 +16,7 @@ TEST_CASE("ReduceMin, ReduceProd and the composite reductions: steps around a su
   m.node("ReduceL1", {"x"}, {"l1"}, "l1");
   m.output("lo").output("pr").output("l2").output("lse").output("l1");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"lo:min", "pr/axis2:prod", "pr/axis1:prod", "pr:prod",
                                             "l2/mul:mul", "l2/axis2:sum", "l2/axis1:sum", "l2:sqrt",
                                             "lse/exp:exp", "lse/axis2:sum", "lse:log", "l1/abs:abs",
@@ -70,10 +67,7 @@ TEST_CASE("Trilu, CumSum, DepthToSpace, SpaceToDepth and Tile from standard kern
   setInt(m.node("DepthToSpace", {"img"}, {"dcr"}, "dcr"), "blocksize", 2);
   m.output("upper").output("sums").output("s2d").output("tiled").output("dcr");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels ==
         std::vector<std::string>{"triu:where", "cumsum/axis_last:transpose", "cumsum/sums:matmul",
                                  "cumsum:transpose", "d2s/blocks:reshape", "d2s/moved:transpose",
@@ -116,10 +110,7 @@ TEST_CASE("Hardmax, Expand and Pad from standard kernels", "[onnx]") {
   setString(p, "mode", "edge");
   m.output("h").output("big").output("padded");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"hmax/argmax:argmax", "hmax/cast:cast", "hmax/sub:sub",
                                             "hmax/abs:abs", "hmax/clip:clip", "hmax:rsub_scalar",
                                             "expand:where", "pad/cut:slice", "pad/axis0_at0:slice",
@@ -143,10 +134,7 @@ TEST_CASE("LayerNormalization over several dims reads rows, and gives Mean and I
   setFloat(n, "epsilon", 0.5f);
   m.output("y").output("mean").output("inv_std");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{
                        "norm/rows:reshape", "norm/scale:reshape", "norm/bias:reshape",
                        "norm:layernorm", "norm/shape:reshape", "norm/mean:mean",
@@ -226,10 +214,7 @@ TEST_CASE("constant graph outputs, Mean and Size, and zero-size tensors", "[onnx
   m.node("Identity", {"k"}, {"k_out"}, "id");
   m.output("avg").output("n").output("k_out").output("k");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"avg/add1:add", "avg/add2:add", "avg:mul_scalar",
                                             "n/output:reshape", "k_out/output:reshape",
                                             "k/output:reshape"});
@@ -263,10 +248,7 @@ TEST_CASE("Pow with an integer base or an exponent of another dtype computes in 
   m.node("Pow", {"x", "y"}, {"xy"}, "same");
   m.output("xk").output("ii").output("dx").output("xy");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"mixed/base_f64:cast", "mixed/exponent_f64:cast",
                                             "mixed/power:pow", "mixed:cast", "ints/base_f64:cast",
                                             "ints/exponent_f64:cast", "ints/power:pow", "ints:cast",
@@ -410,10 +392,7 @@ TEST_CASE("GatherElements is a compare with positions, a where and a sum", "[onn
   setInt(m.node("GatherElements", {"data", "idx"}, {"y"}, "pick"), "axis", 0);
   m.output("y");
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   CHECK(kernels == std::vector<std::string>{"pick/cut:slice", "pick/moved:transpose",
                                             "pick/rows:reshape", "pick/wrapped:mod",
                                             "pick/column:reshape", "pick/mask:equal",
@@ -464,10 +443,7 @@ TEST_CASE("elementwise operators of issue 34: Max/Min chains, tests, logic, Mod,
     m.output(o);
   }
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   // The one-input Max is an alias; as a graph output it gets its own name by a reshape.
   REQUIRE(kernels.size() == 16);
   CHECK_THAT(kernels[15], Catch::Matchers::EndsWith(":reshape"));
@@ -508,10 +484,7 @@ TEST_CASE("Clip with constant bounds is clip, with tensor bounds or integers, ma
     m.output(o);
   }
   const ImportResult r = m.import();
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
+  const std::vector<std::string> kernels = kernelsOf(r);
   REQUIRE(kernels.size() >= 4);
   CHECK(std::vector<std::string>(kernels.begin(), kernels.begin() + 4) ==
         std::vector<std::string>{"const:clip", "tensor/min:maximum", "tensor:minimum",
@@ -540,14 +513,6 @@ std::vector<T> constantValues(const ImportResult& r, const std::string& suffix) 
   }
   FAIL("no constant named *" + suffix);
   return {};
-}
-
-std::vector<std::string> kernelsOf(const ImportResult& r) {
-  std::vector<std::string> kernels;
-  for (const Json& o : r.graph.at("operations")) {
-    kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
-  }
-  return kernels;
 }
 
 } // namespace
