@@ -376,6 +376,93 @@ std::string flippedWeight(Emitter& e, const NodeProto& node, const Shape& weight
   return x;
 }
 
+// Whether a ConvTranspose's windows do not overlap and fill the output: the
+// kernel is the stride, no pads, dilation 1, one group (U-Net's 2 x 2 of
+// stride 2).
+bool tiledTransposed(const TransposedWindow& t, std::int64_t groups) {
+  auto zeros = [](const Shape& v) {
+    return std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x == 0; });
+  };
+  return groups == 1 && t.kernel == t.stride && t.dilation == Shape{1, 1} && zeros(t.begin) &&
+         zeros(t.end) && zeros(t.outputPadding);
+}
+
+// Such a ConvTranspose: each input pixel's outputs are its own s_h x s_w
+// block, so it is a 1 x 1 convolution to O * s_h * s_w channels (the weight
+// [C, O, s_h, s_w] as [O * s_h * s_w, C, 1, 1]; the bias repeated), then the
+// channels moved into their blocks (DepthToSpace's reshape, transpose,
+// reshape). No zeros are multiplied.
+void convTransposeTiled(Emitter& e, const NodeProto& node, const Shape& in, const Shape& weight,
+                        const TransposedWindow& t) {
+  const Shape image = imageShape(in);
+  const Shape w4 = imageShape(weight);
+  const std::int64_t c = w4[0], o = w4[1], sh = t.stride[0], sw = t.stride[1];
+  const std::int64_t cells = o * sh * sw;
+  const Shape w2 = {cells, c, 1, 1};
+  std::string wname;
+  const Constant* k = e.constant(node.input(1));
+  if (k != nullptr && k->present && isFoldable(k->type)) {
+    const std::vector<double> v = k->values();
+    std::vector<double> f(v.size());
+    for (std::int64_t ci = 0; ci < c; ++ci)
+      for (std::int64_t cell = 0; cell < cells; ++cell) // (o, a, b)
+        f[static_cast<std::size_t>(cell * c + ci)] = v[static_cast<std::size_t>(ci * cells + cell)];
+    wname = e.addConstant(e.resolve(node.input(1)) + "/tiles", makeConstant(k->type, w2, f));
+  } else {
+    const std::string moved = e.tempName(node, "weight_moved");
+    e.emit(e.opName(node, "weight_moved"), "transpose",
+           Json{{"perm", weight.size() == 4 ? intsJson({1, 2, 3, 0}) : intsJson({1, 2, 0})}},
+           Json{{"input", e.use(node.input(1))}}, Json{{"result", moved}});
+    wname = e.tempName(node, "weight_tiles");
+    e.emit(e.opName(node, "weight_tiles"), "reshape", Json{{"shape", intsJson(w2)}},
+           Json{{"input", moved}}, Json{{"result", wname}});
+  }
+  Json inputs{{"input", asImage(e, node, in, node.input(0), "input_2d")}, {"weight", wname}};
+  bool biasAfter = false;
+  if (hasInput(node, 2)) {
+    const Constant* b = e.constant(node.input(2));
+    if (b != nullptr && b->present && isFoldable(b->type)) {
+      const std::vector<double> v = b->values();
+      std::vector<double> repeated(static_cast<std::size_t>(cells));
+      for (std::int64_t cell = 0; cell < cells; ++cell) {
+        repeated[static_cast<std::size_t>(cell)] = v[static_cast<std::size_t>(cell / (sh * sw))];
+      }
+      inputs["bias"] = e.addConstant(e.resolve(node.input(2)) + "/tiles",
+                                     makeConstant(b->type, {cells}, repeated));
+    } else {
+      biasAfter = true;
+    }
+  }
+  const std::string product = e.tempName(node, "tiles");
+  e.emit(e.opName(node, "tiles"), "conv2d",
+         Json{{"stride", intsJson({1, 1})},
+              {"padding", intsJson({0, 0})},
+              {"dilation", intsJson({1, 1})}},
+         inputs, Json{{"result", product}});
+  const std::int64_t n = image[0], h = image[2], w = image[3];
+  const std::string six = e.tempName(node, "tile_cells");
+  e.emit(e.opName(node, "tile_cells"), "reshape", Json{{"shape", intsJson({n, o, sh, sw, h, w})}},
+         Json{{"input", product}}, Json{{"result", six}});
+  const std::string placed = e.tempName(node, "placed");
+  e.emit(e.opName(node, "placed"), "transpose", Json{{"perm", intsJson({0, 1, 4, 2, 5, 3})}},
+         Json{{"input", six}}, Json{{"result", placed}});
+  const Shape out = in.size() == 3 ? Shape{n, o, w * sw} : Shape{n, o, h * sh, w * sw};
+  if (!biasAfter) {
+    e.emit(e.opName(node, ""), "reshape", Json{{"shape", intsJson(out)}}, Json{{"input", placed}},
+           result(node));
+    return;
+  }
+  const std::string shaped = e.tempName(node, "unbiased");
+  e.emit(e.opName(node, "unbiased"), "reshape", Json{{"shape", intsJson(out)}},
+         Json{{"input", placed}}, Json{{"result", shaped}});
+  const std::string column = e.tempName(node, "bias_column");
+  e.emit(e.opName(node, "bias_column"), "reshape",
+         Json{{"shape", in.size() == 3 ? intsJson({o, 1}) : intsJson({o, 1, 1})}},
+         Json{{"input", e.use(node.input(2))}}, Json{{"result", column}});
+  e.emit(e.opName(node, ""), "add", Json::object(), Json{{"A", shaped}, {"B", column}},
+         result(node));
+}
+
 } // namespace
 
 // ConvTranspose (1-D and 2-D; one group, or depthwise) as the convolution it
@@ -385,7 +472,8 @@ std::string flippedWeight(Emitter& e, const NodeProto& node, const Shape& weight
 // end; a negative amount crops by a slice), convolved with stride 1 by the
 // weight flipped and transposed to [O, C/g, KH, KW]. Exact; the convolution
 // also multiplies the zeros in between, s_h * s_w times the work a direct
-// kernel would do.
+// kernel would do. Windows that tile the output (kernel = stride, no pads)
+// are a 1 x 1 convolution and a rearrangement instead (convTransposeTiled).
 void convTranspose(Emitter& e, const NodeProto& node) {
   const Shape in = e.shapeOf(node, node.input(0));
   const Shape weight = e.shapeOf(node, node.input(1));
@@ -404,6 +492,9 @@ void convTranspose(Emitter& e, const NodeProto& node) {
                      "channel) are supported");
   }
   const TransposedWindow t = transposedWindow(e, node, in, w4, n);
+  if (tiledTransposed(t, groups)) {
+    return convTransposeTiled(e, node, in, weight, t);
+  }
   const int type = e.typeOf(node.input(0));
   std::string x = asImage(e, node, in, node.input(0), "input_2d");
   Shape shape = image;

@@ -511,33 +511,55 @@ TEST_CASE("1-D convolutions and pools run as 2-D ones of height 1", "[onnx]") {
 
 TEST_CASE("ConvTranspose is a stride-1 convolution of the spread input by the flipped weight",
           "[onnx]") {
-  // Stride 2, kernel 2, no pads: the input spread out ([1, 1, 3, 3] ->
-  // [1, 1, 6, 6], each element first in a 2 x 2 block of zeros), padded by one
-  // row and column before (kernel - 1, less the spread's own trailing zero at
-  // the end), convolved by the weight transposed to [O, C, KH, KW] and
-  // flipped: made once, as a constant, from the constant weight.
+  // Stride 2, kernel 3, no pads: the input spread out ([1, 1, 3, 3] ->
+  // [1, 1, 6, 6], each element first in a 2 x 2 block of zeros), padded by
+  // kernel - 1 = 2 rows and columns before and 1 after (the spread's own
+  // trailing zero is the other), convolved by the weight transposed to [O, C,
+  // KH, KW] and flipped: made once, as a constant, from the constant weight.
   Model m;
-  std::vector<float> w(8);
+  std::vector<float> w(18);
   std::iota(w.begin(), w.end(), 1.0f);
-  m.input("x", {1, 1, 3, 3}).floats("w", {1, 2, 2, 2}, w);
+  m.input("x", {1, 1, 3, 3}).floats("w", {1, 2, 3, 3}, w);
   setInts(m.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "strides", {2, 2});
   m.output("y");
   const ImportResult r = m.import();
   CHECK(kernelsOf(r) == std::vector<std::string>{"up/cells:reshape", "up/spread_cells:where",
                                                  "up/spread:reshape", "up/pad_rows:concat",
                                                  "up/pad_columns:concat", "up:conv2d"});
-  CHECK(op(r, 5).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [0, 0],
+  CHECK(op(r, 5).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [1, 1],
                                                  "dilation": [1, 1]})"));
   CHECK_FALSE(r.graph.at("tensors").contains("w"));
-  REQUIRE(r.constants.size() >= 1);
-  const auto flipped = std::find_if(r.constants.begin(), r.constants.end(),
-                                    [](const auto& t) { return t.name == "w/flipped"; });
-  REQUIRE(flipped != r.constants.end());
-  CHECK(flipped->shape == std::vector<std::int64_t>{2, 1, 2, 2});
-  std::vector<float> values(8);
-  std::memcpy(values.data(), flipped->bytes.data(), 32);
-  CHECK(values == std::vector<float>{4, 3, 2, 1, 8, 7, 6, 5});
-  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 6, 6});
+  auto constantOf = [](const ImportResult& ir, const std::string& name) {
+    const auto it = std::find_if(ir.constants.begin(), ir.constants.end(),
+                                 [&](const auto& t) { return t.name == name; });
+    REQUIRE(it != ir.constants.end());
+    std::vector<float> values(it->bytes.size() / 4);
+    std::memcpy(values.data(), it->bytes.data(), it->bytes.size());
+    return std::pair{it->shape, values};
+  };
+  const auto [fshape, flipped] = constantOf(r, "w/flipped");
+  CHECK(fshape == std::vector<std::int64_t>{2, 1, 3, 3});
+  CHECK(flipped ==
+        std::vector<float>{9, 8, 7, 6, 5, 4, 3, 2, 1, 18, 17, 16, 15, 14, 13, 12, 11, 10});
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 7, 7});
+
+  // Kernel 2 of stride 2 (U-Net's): the windows tile the output, so a 1 x 1
+  // convolution to O * 2 * 2 channels, then the channels moved into their
+  // blocks; the weight [C, O, 2, 2] made [O * 4, C, 1, 1], the bias repeated.
+  Model tiled;
+  std::vector<float> w8(8);
+  std::iota(w8.begin(), w8.end(), 1.0f);
+  tiled.input("x", {1, 2, 3, 3}).floats("w", {2, 1, 2, 2}, w8).floats("b", {1}, {0.5f});
+  setInts(tiled.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "up"), "strides", {2, 2});
+  tiled.output("y");
+  const ImportResult rt = tiled.import();
+  CHECK(kernelsOf(rt) == std::vector<std::string>{"up/tiles:conv2d", "up/tile_cells:reshape",
+                                                  "up/placed:transpose", "up:reshape"});
+  const auto [tshape, tiles] = constantOf(rt, "w/tiles");
+  CHECK(tshape == std::vector<std::int64_t>{4, 2, 1, 1});
+  CHECK(tiles == std::vector<float>{1, 5, 2, 6, 3, 7, 4, 8});
+  CHECK(constantOf(rt, "b/tiles").second == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+  CHECK(expandImported(rt).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 1, 6, 6});
 
   // A weight that is a graph input: gathered in reverse along KH and KW and
   // transposed by operations; pads past the kernel's reach crop the input.
