@@ -334,6 +334,24 @@ struct Selu : Alpha {
     return static_cast<C>(gamma) * (x > C(0) ? x : static_cast<C>(alpha) * (std::exp(x) - C(1)));
   }
 };
+// max(0, min(1, alpha * x + beta)); NaN stays NaN (every comparison false).
+struct HardSigmoid : Alpha {
+  double beta;
+  explicit HardSigmoid(const KernelCall& call) : Alpha(call), beta(floatParam(call.op, "beta")) {}
+  template <class C> C operator()(C x) const {
+    const C y = x * static_cast<C>(alpha) + static_cast<C>(beta);
+    return y < C(0) ? C(0) : (y > C(1) ? C(1) : y);
+  }
+};
+// x * max(0, min(1, x / 6 + 1/2)).
+struct HardSwish : NoParams {
+  using NoParams::NoParams;
+  static constexpr bool kInts = false;
+  template <class C> C operator()(C x) const {
+    const C y = x / C(6) + C(0.5);
+    return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
+  }
+};
 // Tests with a bool result (kBool: the result port is bool).
 struct IsNan : NoParams {
   using NoParams::NoParams;
@@ -849,6 +867,8 @@ void registerElementwiseKernels(CpuRegistry& registry) {
   add<&prepareUnary<Selu>>(registry, "selu");
   add<&prepareUnary<Celu>>(registry, "celu");
   add<&prepareUnary<ThresholdedRelu>>(registry, "thresholded_relu");
+  add<&prepareUnary<HardSigmoid>>(registry, "hard_sigmoid");
+  add<&prepareUnary<HardSwish>>(registry, "hard_swish");
   add<&prepareBinary<Prelu>>(registry, "prelu");
 }
 

@@ -510,6 +510,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
                           "selu",
                           "celu",
                           "thresholded_relu",
+                          "hard_sigmoid",
+                          "hard_swish",
                           "prelu"}) {
       r.add(k, &runBodyOnDevice);
     }

@@ -105,6 +105,8 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"softsign", "elementwise"},
     {"leaky_relu", "elementwise"},
     {"thresholded_relu", "elementwise"},
+    {"hard_sigmoid", "elementwise"},
+    {"hard_swish", "elementwise"},
     {"prelu", "elementwise"},
     {"sin", "activation"},
     {"cos", "activation"},

@@ -485,25 +485,18 @@ void sum(Emitter& e, const NodeProto& node) {
   }
 }
 
-// HardSigmoid(x) = clip(alpha*x + beta, 0, 1) and HardSwish(x) = x *
-// HardSigmoid(x) with alpha 1/6, beta 1/2: ONNX's definitions, step by step.
+// HardSigmoid(x) = max(0, min(1, alpha*x + beta)) and HardSwish(x) = x *
+// HardSigmoid(x) with alpha 1/6, beta 1/2: one pass each.
 void hard(Emitter& e, const NodeProto& node) {
-  const bool swish = node.op_type() == "HardSwish";
-  const double alpha = swish ? 1.0 / 6.0 : floatAttribute(node, "alpha", 0.2f);
-  const double beta = swish ? 0.5 : floatAttribute(node, "beta", 0.5f);
-  const std::string x = e.use(node.input(0));
-  const std::string scaled = e.tempName(node, "alpha_x");
-  const std::string shifted = e.tempName(node, "alpha_x_beta");
-  const std::string sigmoid = swish ? e.tempName(node, "hard_sigmoid") : node.output(0);
-  e.emit(e.opName(node, "alpha"), "mul_scalar", Json{{"value", alpha}}, Json{{"input", x}},
-         Json{{"result", scaled}});
-  e.emit(e.opName(node, "beta"), "add_scalar", Json{{"value", beta}}, Json{{"input", scaled}},
-         Json{{"result", shifted}});
-  e.emit(e.opName(node, swish ? "clip" : ""), "clip", Json{{"min", 0.0}, {"max", 1.0}},
-         Json{{"input", shifted}}, Json{{"result", sigmoid}});
-  if (swish) {
-    e.emit(e.opName(node, ""), "mul", Json::object(), Json{{"A", x}, {"B", sigmoid}}, result(node));
+  if (node.op_type() == "HardSwish") {
+    e.emit(e.opName(node, ""), "hard_swish", Json::object(), Json{{"input", e.use(node.input(0))}},
+           result(node));
+    return;
   }
+  e.emit(e.opName(node, ""), "hard_sigmoid",
+         Json{{"alpha", floatAttribute(node, "alpha", 0.2f)},
+              {"beta", floatAttribute(node, "beta", 0.5f)}},
+         Json{{"input", e.use(node.input(0))}}, result(node));
 }
 
 // ---------------------------------------------------------------- elementwise operators (issue 34)

@@ -359,6 +359,12 @@ std::optional<double> newUnary(const std::string& k, double x, const Json& param
     const double a = alpha(1);
     return std::max(0.0, x) + std::min(0.0, a * (std::exp(x / a) - 1));
   }
+  if (k == "hard_sigmoid") {
+    return std::clamp(alpha(0.2) * x + params.value("beta", 0.5), 0.0, 1.0);
+  }
+  if (k == "hard_swish") {
+    return x * std::clamp(x / 6 + 0.5, 0.0, 1.0);
+  }
   if (k == "thresholded_relu") {
     return x > alpha(1) ? x : 0.0;
   }
@@ -1320,7 +1326,7 @@ TEST_CASE("the cpu backend has every standard-library kernel", "[cpu]") {
     INFO(k->name);
     CHECK(cpu().hasKernel(k->name) != (fromBody.count(k->name) == 1));
   }
-  CHECK(names.size() == 98);
+  CHECK(names.size() == 100);
   CHECK(cpu().name() == "cpu");
   CHECK(cpu().deviceCount() == 4);
 }
@@ -1750,6 +1756,9 @@ TEST_CASE("unary math and activations: naive, native and body on random shards",
       {"selu", -2, 2, "{}"},
       {"celu", -2, 2, R"({"alpha": 2})"},
       {"thresholded_relu", -2, 2, R"({"alpha": 0.25})"},
+      {"hard_sigmoid", -6, 6, R"({"alpha": 0.25, "beta": 0.25})"},
+      {"hard_sigmoid", -6, 6, "{}"},
+      {"hard_swish", -5, 5, "{}"},
   };
   for (const Case& c : cases) {
     const bool ints = std::string(c.kernel) == "sign";

@@ -499,7 +499,7 @@ TEST_CASE("cuda bodies: every standard body's device plans give the host evaluat
       }
     }
   }
-  CHECK(kernels.size() == 91);
+  CHECK(kernels.size() == 93);
 }
 
 TEST_CASE("cuda bodies: every block operation's plan, on broadcasts, batches, axes and casts",
