@@ -28,7 +28,7 @@ declare -A seeds=(
   [target]="core/cost/targets testdata/targets testdata/bad/targets"
   [plan]="testdata/plans testdata/bad/plans"
   [rewrite]="metakernels/rewrites testdata/rewrites testdata/bad/rewrites testdata/graphs testdata/fuzz/rewrite build/fuzz/seeds/rewrite"
-  [onnx]="testdata/onnx testdata/bad/onnx"
+  [onnx]="testdata/onnx testdata/bad/onnx testdata/fuzz/onnx"
 )
 
 # The standard rules file is one 46 KB input; each of its rules alone is a

@@ -438,11 +438,57 @@ def fuzz_findings(out):
     print(f"wrote {out}/fuzz_name_byte.onnx")
 
 
+def fuzz_seeds(out):
+    """Seeds of the onnx fuzz target for operators whose import computes at
+    import time (testdata/fuzz/onnx): Resize in each mode, transposed
+    convolutions of both paths, so that mutations reach their arithmetic."""
+    os.makedirs(out, exist_ok=True)
+    f32 = TensorProto.FLOAT
+    img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 4])
+    scales = helper.make_tensor("scales", f32, [4], [1, 1, 2, 1.5])
+    sizes = helper.make_tensor("sizes", TensorProto.INT64, [4], [1, 2, 3, 7])
+    roi = helper.make_tensor("roi", f32, [8], [0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8])
+    outs = [helper.make_tensor_value_info(n, f32, None) for n in ("near", "lin", "cub", "crop")]
+    nodes = [
+        helper.make_node("Resize", ["img", "", "scales"], ["near"], name="near",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("Resize", ["img", "", "", "sizes"], ["lin"], name="lin", mode="linear",
+                         coordinate_transformation_mode="align_corners"),
+        helper.make_node("Resize", ["img", "", "scales"], ["cub"], name="cub", mode="cubic",
+                         exclude_outside=1, cubic_coeff_a=-0.5),
+        helper.make_node("Resize", ["img", "roi", "", "sizes"], ["crop"], name="crop",
+                         mode="linear", coordinate_transformation_mode="tf_crop_and_resize",
+                         extrapolation_value=2.0),
+    ]
+    save(tiny(nodes, [img], outs, name="resize_modes", inits=[scales, sizes, roi]),
+         f"{out}/resize_modes.onnx")
+    x = helper.make_tensor_value_info("x", f32, [1, 2, 3, 4])
+    w = helper.make_tensor("w", f32, [2, 3, 3, 3], [0.1 * i for i in range(54)])
+    t = helper.make_tensor("t", f32, [2, 3, 2, 2], [0.1 * i for i in range(24)])
+    b = helper.make_tensor("b", f32, [3], [0.5, -0.5, 1.0])
+    outs = [helper.make_tensor_value_info(n, f32, None) for n in ("spread", "tiled", "shaped")]
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "w", "b"], ["spread"], name="spread",
+                         strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        helper.make_node("ConvTranspose", ["x", "t", "b"], ["tiled"], name="tiled",
+                         strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["x", "w"], ["shaped"], name="shaped", strides=[3, 2],
+                         output_shape=[10, 9], auto_pad="SAME_UPPER"),
+    ]
+    save(tiny(nodes, [x], outs, name="conv_transpose", inits=[w, t, b]),
+         f"{out}/conv_transpose.onnx")
+
+
 def main():
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(root, "testdata"))
+    ap.add_argument("--only", choices=["all", "fuzz-seeds"], default="all",
+                    help="fuzz-seeds: only testdata/fuzz/onnx (no torch needed)")
     args = ap.parse_args()
+    fuzz_seeds(os.path.join(args.out, "fuzz", "onnx"))
+    if args.only == "fuzz-seeds":
+        return
     good_models(os.path.join(args.out, "onnx"))
     bad_models(os.path.join(args.out, "bad", "onnx"))
     fuzz_findings(os.path.join(args.out, "bad", "onnx"))
