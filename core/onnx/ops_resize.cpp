@@ -287,8 +287,9 @@ ResizeMaps resizeMaps(Emitter& e, const NodeProto& node, const ResizeAttributes&
                      std::to_string(given) + " values for " + std::to_string(axes.size()) +
                      " axes");
   }
-  if (crop && roi.size() != 2 * axes.size()) {
-    e.fail(node, "tf_crop_and_resize needs a roi input of 2 values per axis");
+  if (crop && (roi.size() != 2 * axes.size() ||
+               !std::all_of(roi.begin(), roi.end(), [](double v) { return std::isfinite(v); }))) {
+    e.fail(node, "tf_crop_and_resize needs a roi input of 2 finite values per axis");
   }
   ResizeMaps result;
   Shape& out = result.out;

@@ -405,6 +405,16 @@ TEST_CASE("GatherElements is a compare with positions, a where and a sum", "[onn
   const graph::ExpandedGraph g = expandImported(r);
   REQUIRE(g.outputs.size() == 1);
 
+  Model crop;
+  crop.input("x", {1, 1, 2, 2})
+      .floats("roi", {8}, {0, 0, 0, std::nanf(""), 1, 1, 1, 1})
+      .ints("z", {4}, {1, 1, 3, 3});
+  ::onnx::NodeProto& cn = crop.node("Resize", {"x", "roi", "", "z"}, {"y"}, "crop");
+  setString(cn, "mode", "linear");
+  setString(cn, "coordinate_transformation_mode", "tf_crop_and_resize");
+  crop.output("y");
+  CHECK_THAT(failureOf([&] { crop.import(); }).message,
+             Contains("tf_crop_and_resize needs a roi input of 2 finite values per axis"));
   Model wide;
   wide.input("data", {2, 3}).input("idx", {2, 5}, ::onnx::TensorProto::INT64);
   setInt(wide.node("GatherElements", {"data", "idx"}, {"y"}, "pick"), "axis", 0);
