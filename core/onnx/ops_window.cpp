@@ -265,6 +265,19 @@ TransposedWindow transposedWindow(Emitter& e, const NodeProto& node, const Shape
                        std::to_string(kMaxTransposedWindow));
     }
   }
+  if (!kernel.empty() &&
+      !std::equal(kernel.begin(), kernel.end(), weight4.end() - static_cast<std::ptrdiff_t>(n))) {
+    e.fail(node, "kernel_shape " + formatPads(kernel) + " is not the weight's spatial shape");
+  }
+  std::int64_t cells = 1;
+  for (std::int64_t v : t.stride) {
+    cells *= v;
+  }
+  if (cells > kMaxTransposedWindow) {
+    e.fail(node, "strides " + formatPads(t.stride) + " spread each input element over " +
+                     std::to_string(cells) + " cells (at most " +
+                     std::to_string(kMaxTransposedWindow) + ")");
+  }
   if (t.outputPadding.size() != n ||
       *std::min_element(t.outputPadding.begin(), t.outputPadding.end()) < 0) {
     e.fail(node, "output_padding must be " + std::to_string(n) + " numbers of at least 0");

@@ -591,6 +591,21 @@ TEST_CASE("ConvTranspose is a stride-1 convolution of the spread input by the fl
   CHECK_THAT(failureOf([&] { huge.import(); }).message,
              Contains("its pads or output_shape would pad the spread input by 2499999 along "
                       "spatial dim 0 (at most 65536)"));
+  // A kernel_shape that is not the weight's, and strides whose spread would
+  // not fit.
+  Model kshape;
+  kshape.input("x", {1, 1, 3, 3}).input("w", {1, 1, 2, 2});
+  setInts(kshape.node("ConvTranspose", {"x", "w"}, {"y"}, "k"), "kernel_shape", {3, 3});
+  kshape.output("y");
+  CHECK_THAT(failureOf([&] { kshape.import(); }).message,
+             Contains("kernel_shape [3, 3] is not the weight's spatial shape"));
+  Model wide;
+  wide.input("x", {1, 1, 3, 3}).input("w", {1, 1, 2, 2});
+  setInts(wide.node("ConvTranspose", {"x", "w"}, {"y"}, "s"), "strides", {1000, 1000});
+  wide.output("y");
+  CHECK_THAT(failureOf([&] { wide.import(); }).message,
+             Contains("strides [1000, 1000] spread each input element over 1000000 cells (at "
+                      "most 65536)"));
   Model vol;
   vol.input("x", {1, 1, 2, 2, 2}).input("w", {1, 1, 2, 2, 2});
   vol.node("ConvTranspose", {"x", "w"}, {"y"}, "v");
