@@ -336,8 +336,12 @@ struct Selu : Alpha {
 };
 // max(0, min(1, alpha * x + beta)); NaN stays NaN (every comparison false).
 struct HardSigmoid : Alpha {
+  static constexpr VUnary kVec = VUnary::HardSigmoid;
   double beta;
   explicit HardSigmoid(const KernelCall& call) : Alpha(call), beta(floatParam(call.op, "beta")) {}
+  std::array<float, 2> vecParams() const {
+    return {static_cast<float>(alpha), static_cast<float>(beta)};
+  }
   template <class C> C operator()(C x) const {
     const C y = x * static_cast<C>(alpha) + static_cast<C>(beta);
     return y < C(0) ? C(0) : (y > C(1) ? C(1) : y);
@@ -347,6 +351,7 @@ struct HardSigmoid : Alpha {
 struct HardSwish : NoParams {
   using NoParams::NoParams;
   static constexpr bool kInts = false;
+  static constexpr VUnary kVec = VUnary::HardSwish;
   template <class C> C operator()(C x) const {
     const C y = x / C(6) + C(0.5);
     return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));

@@ -34,17 +34,19 @@ enum class VUnary : std::uint8_t {
   Reciprocal,
   Log,
   Abs,
-  Clip,       // min(max(x, p), q), NaN stays NaN
-  AddScalar,  // x + p
-  MulScalar,  // x * p
-  RsubScalar, // p - x
-  RdivScalar, // p / x
-  PowScalar,  // pow(x, p)
-  DivScalar,  // x / p
-  GeluTanh,   // x/2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
-  Silu,       // x * sigmoid(x)
+  Clip,        // min(max(x, p), q), NaN stays NaN
+  AddScalar,   // x + p
+  MulScalar,   // x * p
+  RsubScalar,  // p - x
+  RdivScalar,  // p / x
+  PowScalar,   // pow(x, p)
+  DivScalar,   // x / p
+  GeluTanh,    // x/2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+  Silu,        // x * sigmoid(x)
+  HardSigmoid, // min(1, max(0, x * p + q)), NaN stays NaN
+  HardSwish,   // x * min(1, max(0, x / 6 + 1/2)), NaN stays NaN
 };
-inline constexpr int kVUnaryCount = 20;
+inline constexpr int kVUnaryCount = 22;
 
 // y = f(a, b). MaxNan is the reductions' max: b where b > a or b is NaN.
 enum class VBinary : std::uint8_t { Add, Sub, Mul, Div, Pow, MaxNan };

@@ -153,6 +153,21 @@ struct Clip {
   VF lo, hi;
   VF operator()(VF x) const { return vminps(hi, vmaxps(lo, x)); }
 };
+// The scalar kernels' order: x * alpha + beta (two roundings), then max with
+// 0 and min with 1 as Clip's (NaN stays NaN); HardSwish's x / 6 + 1/2 is
+// divided, as the scalar loop's.
+struct HardSigmoid {
+  VF alpha, beta;
+  VF operator()(VF x) const {
+    return vminps(vset(1.0f), vmaxps(vset(0.0f), vadd(vmul(x, alpha), beta)));
+  }
+};
+struct HardSwish {
+  VF operator()(VF x) const {
+    const VF t = vadd(vdiv(x, vset(6.0f)), vset(0.5f));
+    return vmul(x, vminps(vset(1.0f), vmaxps(vset(0.0f), t)));
+  }
+};
 struct AddScalar {
   VF v;
   VF operator()(VF x) const { return vadd(x, v); }
@@ -208,6 +223,9 @@ template <class Op> void unaryOne(const float* x, float* y, std::int64_t n, floa
 }
 void clip(const float* x, float* y, std::int64_t n, float lo, float hi) {
   mapUnary(x, y, n, Clip{vset(lo), vset(hi)});
+}
+void hardSigmoid(const float* x, float* y, std::int64_t n, float alpha, float beta) {
+  mapUnary(x, y, n, HardSigmoid{vset(alpha), vset(beta)});
 }
 void powScalar(const float* x, float* y, std::int64_t n, float p, float) {
   if (p == 1.0f) { // pow(x, 1) is x, NaN included
@@ -718,6 +736,8 @@ VectorKernels makeTable() {
   u(VUnary::Tanh, &unaryPlain<Tanh>);
   u(VUnary::GeluTanh, &unaryPlain<GeluTanh>);
   u(VUnary::Silu, &unaryPlain<Silu>);
+  u(VUnary::HardSigmoid, &hardSigmoid);
+  u(VUnary::HardSwish, &unaryPlain<HardSwish>);
   u(VUnary::Exp, &unaryPlain<Exp>);
   u(VUnary::Sigmoid, &unaryPlain<Sigmoid>);
   u(VUnary::Neg, &unaryPlain<Neg>);

@@ -213,6 +213,18 @@ const std::vector<UnaryCase>& unaryCases() {
        0, true},
       {VUnary::DivScalar, "div_scalar", 1.41421356f, 0,
        [](double x, double p, double) { return x / p; }, 0, true},
+      // Two or three roundings before the clamp: x * p + q, x / 6 + 1/2 (an
+      // absolute tolerance below, for the cancellation near the clamp's 0).
+      {VUnary::HardSigmoid, "hard_sigmoid", 0.2f, 0.5f,
+       [](double x, double p, double q) {
+         return std::isnan(x) ? x : std::min(1.0, std::max(0.0, x * p + q));
+       },
+       2, false},
+      {VUnary::HardSwish, "hard_swish", 0, 0,
+       [](double x, double, double) {
+         return std::isnan(x) ? x : x * std::min(1.0, std::max(0.0, x / 6 + 0.5));
+       },
+       3, false},
       // SLEEF's u10 functions: within 1 ULP of the exact value, which is
       // itself within half a unit of the float64 value rounded.
       {VUnary::Exp, "exp", 0, 0, [](double x, double, double) { return std::exp(x); }, 2, false},
@@ -312,8 +324,14 @@ TEST_CASE("vector unary loops agree with float64 on every level", "[cpu][vector]
         for (std::int64_t i = 0; i < n; ++i) {
           const auto k = static_cast<std::size_t>(i);
           const double want = c.want(x[k], c.p, c.q);
-          // gelu's 1 + erf cancels for negative x: its error is relative to x.
-          const double abs = c.op == VUnary::Gelu ? std::fabs(x[k]) * 0x1.0p-22 : 0;
+          // gelu's 1 + erf cancels for negative x: its error is relative to x;
+          // so do the hard activations' x * p + q before the clamp (and
+          // hard_swish's product by x after it).
+          const double ax = std::fabs(x[k]);
+          const double abs = c.op == VUnary::Gelu          ? ax * 0x1.0p-22
+                             : c.op == VUnary::HardSigmoid ? (ax + 1) * 0x1.0p-22
+                             : c.op == VUnary::HardSwish   ? (ax * ax + ax + 1) * 0x1.0p-22
+                                                           : 0;
           const bool ok =
               c.exact ? sameBits(y[k], exactFloat(c, x[k])) : close(y[k], want, c.ulps, abs);
           if (!ok || !sameBits(y[k], inPlace[k])) {
