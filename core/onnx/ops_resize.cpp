@@ -237,9 +237,9 @@ std::vector<double> optionalValues(Emitter& e, const NodeProto& node, int i, con
   }
   const Constant* c = e.constant(node.input(i));
   if (c == nullptr) {
-    constantInts(e, node, i, what); // throws NeedsConstant
+    needsConstant(e, node, i, what);
   }
-  if (c == nullptr || !c->present || !isFoldable(c->type)) {
+  if (!c->present || !isFoldable(c->type)) {
     e.fail(node, std::string("its ") + what + " input " + detail::quoted(node.input(i)) +
                      " is not a constant; tapestry needs it at import");
   }

@@ -46,16 +46,23 @@ inline std::optional<double> scalarOf(const Emitter& e, const std::string& name)
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; // JSON holds no inf
 }
 
+// Input i of `node` is no constant and import needs its value: NeedsConstant,
+// which importModel answers from import --values when it can.
+[[noreturn]] inline void needsConstant(const Emitter& e, const NodeProto& node, int i,
+                                       const char* what) {
+  throw NeedsConstant(SourceLocation{e.file(), 0, 0, {}},
+                      "node " + node.name() + " (" + node.op_type() + "): its " + what + " input " +
+                          node.input(i) +
+                          " is not a constant; tapestry needs it at import (a graph input's "
+                          "value can be given with import --values)",
+                      e.resolve(node.input(i)));
+}
+
 inline std::vector<std::int64_t> constantInts(Emitter& e, const NodeProto& node, int i,
                                               const char* what) {
   const Constant* c = e.constant(node.input(i));
   if (c == nullptr) {
-    throw NeedsConstant(SourceLocation{e.file(), 0, 0, {}},
-                        "node " + node.name() + " (" + node.op_type() + "): its " + what +
-                            " input " + node.input(i) +
-                            " is not a constant; tapestry needs it at import (a graph input's "
-                            "value can be given with import --values)",
-                        e.resolve(node.input(i)));
+    needsConstant(e, node, i, what);
   }
   if (!isFoldable(c->type)) {
     e.fail(node, std::string("its ") + what + " input " + node.input(i) +

@@ -179,6 +179,25 @@ void emitWindowed(Emitter& e, const NodeProto& node, const Shape& in, const std:
          result(node));
 }
 
+// conv2d of `image` by `weight` with the given stride, padding and dilation
+// (groups when not 1), the node's bias B on its optional `bias` port ([O]):
+// what Conv and ConvTranspose end in.
+void emitConv2d(Emitter& e, const NodeProto& node, const Shape& in, const std::string& image,
+                const std::string& weight, const Shape& stride, const Shape& padding,
+                const Shape& dilation, std::int64_t groups) {
+  Json params{{"stride", intsJson(stride)},
+              {"padding", intsJson(padding)},
+              {"dilation", intsJson(dilation)}};
+  if (groups != 1) {
+    params["groups"] = groups;
+  }
+  Json inputs{{"input", image}, {"weight", weight}};
+  if (hasInput(node, 2)) {
+    inputs["bias"] = e.use(node.input(2));
+  }
+  emitWindowed(e, node, in, "conv2d", params, inputs);
+}
+
 } // namespace
 
 void conv(Emitter& e, const NodeProto& node) {
@@ -197,12 +216,6 @@ void conv(Emitter& e, const NodeProto& node) {
   if (groups != 1 && groups != weight[0]) {
     e.fail(node, "group " + std::to_string(groups) +
                      " is neither 1 nor the number of output channels (depthwise)");
-  }
-  Json params{{"stride", intsJson(w.stride)},
-              {"padding", intsJson(w.padding)},
-              {"dilation", intsJson(w.dilation)}};
-  if (groups != 1) {
-    params["groups"] = groups;
   }
   std::string w4;
   if (weight.size() == 4) {
@@ -223,21 +236,19 @@ void conv(Emitter& e, const NodeProto& node) {
   if (w.asymmetric()) {
     image = padAsymmetric(e, node, image, imageShape(in), w, 0.0);
   }
-  Json inputs{{"input", image}, {"weight", w4}};
-  if (hasInput(node, 2)) {
-    inputs["bias"] = e.use(node.input(2)); // conv2d's optional bias port ([O])
-  }
-  emitWindowed(e, node, in, "conv2d", params, inputs);
+  emitConv2d(e, node, in, image, w4, w.stride, w.padding, w.dilation, groups);
 }
 
 namespace {
+
+// The largest kernel, stride, dilation, stride cell and padding a
+// ConvTranspose may have (import refuses rather than allocate beyond).
+inline constexpr std::int64_t kMaxTransposedWindow = 1 << 16;
 
 // A ConvTranspose's spatial attributes, lifted to 2-D ([1, ...] / [0, ...]
 // for a 1-D one) and its pads resolved: output_shape and auto_pad as ONNX's
 // reference computes them (floor halves; SAME_UPPER puts the odd element at
 // the end), else pads.
-inline constexpr std::int64_t kMaxTransposedWindow = 1 << 16;
-
 struct TransposedWindow {
   Shape kernel, stride, dilation, outputPadding, begin, end;
 };
@@ -583,17 +594,8 @@ void convTranspose(Emitter& e, const NodeProto& node) {
   if (w.asymmetric()) {
     x = padAsymmetric(e, node, x, shape, w, 0.0);
   }
-  Json params{{"stride", intsJson({1, 1})},
-              {"padding", intsJson(w.padding)},
-              {"dilation", intsJson(t.dilation)}};
-  if (groups != 1) {
-    params["groups"] = groups;
-  }
-  Json inputs{{"input", x}, {"weight", flippedWeight(e, node, weight, groups)}};
-  if (hasInput(node, 2)) {
-    inputs["bias"] = e.use(node.input(2));
-  }
-  emitWindowed(e, node, in, "conv2d", params, inputs);
+  const std::string flipped = flippedWeight(e, node, weight, groups);
+  emitConv2d(e, node, in, x, flipped, {1, 1}, w.padding, t.dilation, groups);
 }
 
 void pool(Emitter& e, const NodeProto& node) {
