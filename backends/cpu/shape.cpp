@@ -21,6 +21,13 @@ namespace tapestry::backend::cpu {
 
 namespace {
 
+// The smallest tile (elements) a transpose copies as a tile, the runs below
+// which a copy goes by blocks instead, and a block's most elements
+// (CopyPlan::pickBlock).
+inline constexpr std::int64_t kMinTile = 64;
+inline constexpr std::int64_t kShortRun = 16;
+inline constexpr std::int64_t kBlock = 256;
+
 // A transposing copy: dim `out` is contiguous in the destination and dim `in`
 // in the source. Copies in square tiles of those two dims, so that each cache
 // line read or written is used whole while it is in cache; one element at a
@@ -71,7 +78,7 @@ public:
     const std::array<std::size_t, 2> sizes{elementSize, elementSize};
     std::vector<RunDim<2>> dims;
     if (runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims) &&
-        pickTiles(dims, elementSize)) {
+        (pickTiles(dims, elementSize) || pickBlock(dims, elementSize))) {
       const auto size = static_cast<std::int64_t>(elementSize);
       loop_ = RunLoop<2>({(src.base - srcView.data) / size, (dst.base - dstView.data) / size}, dims,
                          sizes);
@@ -88,6 +95,12 @@ public:
     if (wide_ != nullptr) { // a point is a tile (runs of length 1)
       forEachPiece(loop_, data, out_.extent * in_.extent, 1, [&](const auto& at, std::int64_t) {
         wide_(at[0], out_.stride[0], at[1], in_.stride[1], in_.extent, out_.extent);
+      });
+      return;
+    }
+    if (block_ != nullptr) { // a point is a block of the innermost dims
+      forEachPiece(loop_, data, blockSize_, 1, [&](const auto& at, std::int64_t) {
+        block_(at[0], at[1], from_.data(), to_.data(), blockSize_);
       });
       return;
     }
@@ -120,7 +133,8 @@ private:
       out = dims[k].stride[1] == 1 ? k : out;
       in = dims[k].stride[0] == 1 ? k : in;
     }
-    if (out == dims.size() || in == dims.size() || in == out) {
+    if (out == dims.size() || in == dims.size() || in == out ||
+        dims[out].extent * dims[in].extent < kMinTile) {
       return false;
     }
     switch (elementSize) { // by element size, a bitwise copy
@@ -144,6 +158,65 @@ private:
     dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::max(out, in)));
     dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(std::min(out, in)));
     return true;
+  }
+
+  // Runs of fewer than kShortRun elements or with a stride (a transpose or
+  // slice of small inner dims, whose tiles would be smaller than kMinTile:
+  // the stride phases of a transposed convolution interleaved, 2 x 5
+  // elements a tile) copy a block of the innermost dims at a time instead,
+  // up to kBlock elements, through a table of each element's two offsets
+  // made here: one call per block rather than per run or per tiny tile.
+  // Takes the block's dims out of dims.
+  bool pickBlock(std::vector<RunDim<2>>& dims, std::size_t elementSize) {
+    std::size_t first = dims.size();
+    std::int64_t n = 1;
+    while (first > 0 && n * dims[first - 1].extent <= kBlock) {
+      n *= dims[--first].extent;
+    }
+    const bool unit = !dims.empty() && dims.back().stride[0] == 1 && dims.back().stride[1] == 1;
+    if (dims.empty() || (unit && dims.back().extent >= kShortRun) || dims.size() - first < 2) {
+      return false;
+    }
+    switch (elementSize) {
+    case 1:
+      block_ = &blockOf<std::uint8_t>;
+      break;
+    case 2:
+      block_ = &blockOf<std::uint16_t>;
+      break;
+    case 4:
+      block_ = &blockOf<std::uint32_t>;
+      break;
+    case 8:
+      block_ = &blockOf<std::uint64_t>;
+      break;
+    default:
+      return false;
+    }
+    blockSize_ = n;
+    from_.assign(static_cast<std::size_t>(n), 0);
+    to_.assign(static_cast<std::size_t>(n), 0);
+    std::int64_t span = 1; // the block's points row-major, the last dim fastest
+    for (std::size_t d = dims.size(); d-- > first;) {
+      for (std::int64_t p = 0; p < n; ++p) {
+        const std::int64_t k = p / span % dims[d].extent;
+        from_[static_cast<std::size_t>(p)] += k * dims[d].stride[0];
+        to_[static_cast<std::size_t>(p)] += k * dims[d].stride[1];
+      }
+      span *= dims[d].extent;
+    }
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(first), dims.end());
+    return true;
+  }
+
+  template <class E>
+  static void blockOf(const std::byte* from, std::byte* to, const std::int64_t* fromOffsets,
+                      const std::int64_t* toOffsets, std::int64_t n) {
+    const E* s = reinterpret_cast<const E*>(from);
+    E* d = reinterpret_cast<E*>(to);
+    for (std::int64_t j = 0; j < n; ++j) {
+      d[toOffsets[j]] = s[fromOffsets[j]];
+    }
   }
 
   static Run runFor(std::size_t elementSize) {
@@ -171,6 +244,11 @@ private:
   RunDim<2> out_{0, {}};
   RunDim<2> in_{0, {}};
   Run run_ = nullptr;
+  // A block per point: from, to, the elements' offsets in each, their count.
+  void (*block_)(const std::byte*, std::byte*, const std::int64_t*, const std::int64_t*,
+                 std::int64_t) = nullptr;
+  std::int64_t blockSize_ = 0;
+  std::vector<std::int64_t> from_, to_;
 };
 
 // One input, one output, both with unit-shape IPFs (transpose, slice, the

@@ -2486,6 +2486,31 @@ TEST_CASE("transposes larger than a tile copy in tiles, every element size", "[c
   }
 }
 
+TEST_CASE("copies of short or strided runs go by blocks of the inner dims, every element size",
+          "[cpu][kernel]") {
+  // Tiles of fewer than 64 elements and runs under 16 (or strided) copy a
+  // block of up to 256 elements at a time through a table of offsets: a
+  // transposed convolution's phases interleaved (2 x 5 tiles), a strided
+  // innermost run of 17, a block that takes only some of the inner dims, and
+  // a slice of runs of 3; the sharded runs cut the blocks' dims.
+  const std::vector<std::pair<Shape, std::string>> transposes = {
+      {{1, 3, 2, 2, 5, 5}, "[0, 1, 4, 2, 5, 3]"},
+      {{3, 2, 2, 17, 17}, "[0, 3, 1, 4, 2]"},
+      {{4, 6, 5}, "[0, 2, 1]"},
+      {{9, 3, 7, 11}, "[3, 1, 0, 2]"},
+  };
+  for (const std::string& dt : kMoved) {
+    for (const auto& [shape, perm] : transposes) {
+      INFO(dt << " " << shapeJson(shape) << " perm " << perm);
+      checkKernel(
+          oneOp("transpose", {{"x", dt, shape}}, R"({"input": "x"})", R"({"perm": )" + perm + "}"));
+    }
+    INFO(dt << " slice");
+    checkKernel(oneOp("slice", {{"x", dt, {5, 7, 6}}}, R"({"input": "x"})",
+                      R"({"starts": [1, 2, 1], "ends": [4, 7, 4]})"));
+  }
+}
+
 TEST_CASE("slice copies a box offset by starts", "[cpu][kernel]") {
   const std::vector<std::tuple<Shape, std::string, std::string>> cases = {
       {{9}, "[2]", "[7]"},
