@@ -69,6 +69,9 @@ EXTRA_MODELS = {
     # torchvision's LR-ASPP MobileNetV3-Large segmentation (its `out` map):
     # bilinear Resize to the image size, hardswish, squeeze-excitation.
     "lraspp_mobilenet_v3": ["image"],
+    # DCGAN's generator (64 x 64 images from a 100-d code): transposed
+    # convolutions of kernel 4 and stride 2, batch norms, ReLUs, a tanh.
+    "dcgan_generator": ["z"],
 }
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
@@ -193,6 +196,26 @@ def export_segmentation(name, side, work):
                                                                       weights_backbone=None)
     make_onnx_models.export(SegmentationOut(model).eval(), torch.randn(1, 3, side, side), path,
                             ["image"], ["out"], params=False)
+    return path
+
+
+def export_dcgan(work):
+    """The EXTRA_MODELS DCGAN generator (Radford et al.'s, 64 feature maps;
+    structure only) on one 100-d code; returns the .onnx path."""
+    import torch
+    from torch import nn
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_onnx_models
+    torch.manual_seed(0)
+
+    def up(i, o, k, s, p):
+        return [nn.ConvTranspose2d(i, o, k, s, p, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+
+    model = nn.Sequential(*up(100, 512, 4, 1, 0), *up(512, 256, 4, 2, 1), *up(256, 128, 4, 2, 1),
+                          *up(128, 64, 4, 2, 1), nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False),
+                          nn.Tanh()).eval()
+    path = os.path.join(work, "dcgan_generator.onnx")
+    make_onnx_models.export(model, torch.randn(1, 100, 1, 1), path, ["z"], ["image"], params=False)
     return path
 
 
@@ -359,7 +382,9 @@ def measure(name, binary, node_path, env, args, work):
     rng = np.random.default_rng([args.seed, list(MODELS | EXTRA_MODELS).index(name)])
     source = (export_cnn(name, args.image_size, model_work)
               if name in CNNS and args.image_size != TESTDATA_IMAGE_SIDE else None)
-    if name in EXTRA_MODELS:
+    if name == "dcgan_generator":
+        source = export_dcgan(model_work)
+    elif name in EXTRA_MODELS:
         source = export_segmentation(name, args.image_size, model_work)
     if name in TRANSFORMERS and args.layer_size is not None:
         source = export_transformer(name, *args.layer_size, model_work)

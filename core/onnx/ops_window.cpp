@@ -400,48 +400,202 @@ std::string flippedWeight(Emitter& e, const NodeProto& node, const Shape& weight
   return x;
 }
 
-// Whether a ConvTranspose's windows do not overlap and fill the output: the
-// kernel is the stride, no pads, dilation 1, one group (U-Net's 2 x 2 of
-// stride 2).
-bool tiledTransposed(const TransposedWindow& t, std::int64_t groups) {
-  auto zeros = [](const Shape& v) {
-    return std::all_of(v.begin(), v.end(), [](std::int64_t x) { return x == 0; });
-  };
-  return groups == 1 && t.kernel == t.stride && t.dilation == Shape{1, 1} && zeros(t.begin) &&
-         zeros(t.end) && zeros(t.outputPadding);
+// `x` [N, C, H, W] (`shape`, updated) read with before[d] more rows (d = 0)
+// or columns (d = 1) before it and after[d] after it: a negative amount crops
+// (one slice for all), a positive one pads zeros, the smaller of each dim's two
+// as the convolution's padding (returned) and the rest as constant blocks.
+Shape padOrCrop(Emitter& e, const NodeProto& node, std::string& x, Shape& shape, Shape before,
+                Shape after) {
+  Window w;
+  Shape starts(4, 0), ends = shape;
+  bool crop = false;
+  for (std::size_t d = 0; d < 2; ++d) {
+    if (before[d] < 0 || after[d] < 0) {
+      crop = true;
+      starts[d + 2] = std::max<std::int64_t>(0, -before[d]);
+      ends[d + 2] -= std::max<std::int64_t>(0, -after[d]);
+      if (ends[d + 2] - starts[d + 2] < 1) {
+        e.fail(node, "its pads leave no output along spatial dim " + std::to_string(d));
+      }
+      before[d] = std::max<std::int64_t>(0, before[d]);
+      after[d] = std::max<std::int64_t>(0, after[d]);
+    }
+    if (std::max(before[d], after[d]) > kMaxTransposedWindow) {
+      e.fail(node, "its pads or output_shape would pad the input by " +
+                       std::to_string(std::max(before[d], after[d])) + " along spatial dim " +
+                       std::to_string(d) + " (at most " + std::to_string(kMaxTransposedWindow) +
+                       ")");
+    }
+    const std::int64_t both = std::min(before[d], after[d]);
+    w.padding.push_back(both);
+    w.before.push_back(before[d] - both);
+    w.after.push_back(after[d] - both);
+  }
+  if (crop) {
+    const std::string cut = e.tempName(node, "crop");
+    e.emit(e.opName(node, "crop"), "slice",
+           Json{{"starts", intsJson(starts)}, {"ends", intsJson(ends)}}, Json{{"input", x}},
+           Json{{"result", cut}});
+    x = cut;
+    for (std::size_t d = 2; d < 4; ++d) {
+      shape[d] = ends[d] - starts[d];
+    }
+  }
+  if (w.asymmetric()) {
+    x = padAsymmetric(e, node, x, shape, w, 0.0);
+  }
+  return w.padding;
 }
 
-// Such a ConvTranspose: each input pixel's outputs are its own s_h x s_w
-// block, so it is a 1 x 1 convolution to O * s_h * s_w channels (the weight
-// [C, O, s_h, s_w] as [O * s_h * s_w, C, 1, 1]; the bias repeated), then the
-// channels moved into their blocks (DepthToSpace's reshape, transpose,
-// reshape). No zeros are multiplied.
-void convTransposeTiled(Emitter& e, const NodeProto& node, const Shape& in, const Shape& weight,
-                        const TransposedWindow& t) {
-  const Shape image = imageShape(in);
+std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// How a ConvTranspose of stride s > 1 runs as its stride phases
+// (convTransposePhases): along each spatial dim, the outputs u = q * s + a
+// (u counted from the first unpadded output) of one phase a read the inputs
+// x[q - j] through the taps a + s * j of the kernel, j < J = ceil(K / s).
+struct TransposedPhases {
+  Shape taps;  // J per dim
+  Shape first; // q0: the first q an output needs
+  Shape count; // Q: how many q the outputs need
+  Shape out;   // the output's spatial sizes
+  std::int64_t weightElements = 0;
+};
+
+TransposedPhases transposedPhases(Emitter& e, const NodeProto& node, const Shape& image,
+                                  const Shape& w4, const TransposedWindow& t) {
+  TransposedPhases p;
+  p.weightElements = w4[0] * w4[1];
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::int64_t s = t.stride[d];
+    p.taps.push_back((t.kernel[d] + s - 1) / s);
+    p.out.push_back((image[d + 2] - 1) * s + t.kernel[d] - t.begin[d] - t.end[d] +
+                    t.outputPadding[d]);
+    if (p.out[d] < 1) {
+      e.fail(node, "its pads leave no output along spatial dim " + std::to_string(d));
+    }
+    p.first.push_back(floorDiv(t.begin[d], s));
+    p.count.push_back(floorDiv(t.begin[d] + p.out[d] - 1, s) - p.first[d] + 1);
+    p.weightElements *= s * p.taps[d];
+  }
+  return p;
+}
+
+// The largest weight, in elements, that the phases of a ConvTranspose may
+// take when it is more than kPhaseGrowth times the weight given (a kernel
+// much smaller than the stride: its phases' taps are mostly zeros).
+inline constexpr std::int64_t kPhaseWeightElements = std::int64_t{1} << 22;
+inline constexpr std::int64_t kPhaseGrowth = 4;
+
+// Whether a ConvTranspose runs as its stride phases: one group, dilation 1, a
+// stride above 1, and a weight either constant (made into the phases' at
+// import) or of the stride's shape (each phase one tap: a transpose).
+bool phasedTransposed(const TransposedWindow& t, std::int64_t groups, const Constant* weight,
+                      const TransposedPhases& p, std::int64_t weightElements) {
+  const bool constant = weight != nullptr && weight->present && isFoldable(weight->type);
+  return groups == 1 && t.dilation == Shape{1, 1} && (t.stride[0] > 1 || t.stride[1] > 1) &&
+         (t.kernel == t.stride || constant) &&
+         (p.weightElements <= kPhaseGrowth * weightElements ||
+          p.weightElements <= kPhaseWeightElements);
+}
+
+// The phases' results y, [N, O * s_h * s_w, Q_h, Q_w] with channel (o, a,
+// b): phase (a, b)'s row q and column r are the output's row q * s_h + a and
+// column r * s_w + b counted from `starts`. Moved into place (DepthToSpace's
+// reshape, transpose, reshape), cut to `out` by a slice where they overrun
+// it, a 1-D node's made [N, O, L]; `column` (the bias as [O, 1, 1] or [O,
+// 1]) added last where not empty. The last step writes the node's output.
+void interleavePhases(Emitter& e, const NodeProto& node, const Shape& in, std::string y,
+                      const Shape& stride, const Shape& count, const Shape& starts,
+                      const Shape& out, const std::string& column) {
+  const std::int64_t n = in[0], o = imageShape(e.shapeOf(node, node.output(0)))[1];
+  const std::int64_t sh = stride[0], sw = stride[1], qh = count[0], qw = count[1];
+  struct Step {
+    std::string tag, kernel;
+    Json params;
+  };
+  std::vector<Step> steps;
+  steps.push_back({"phase_cells", "reshape", Json{{"shape", intsJson({n, o, sh, sw, qh, qw})}}});
+  steps.push_back({"placed", "transpose", Json{{"perm", intsJson({0, 1, 4, 2, 5, 3})}}});
+  steps.push_back({"interleaved", "reshape", Json{{"shape", intsJson({n, o, qh * sh, qw * sw})}}});
+  const Shape begin = {0, 0, starts[0], starts[1]};
+  const Shape end = {n, o, starts[0] + out[0], starts[1] + out[1]};
+  if (begin[2] != 0 || begin[3] != 0 || end[2] != qh * sh || end[3] != qw * sw) {
+    steps.push_back({"cut", "slice", Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}}});
+  }
+  if (in.size() == 3) {
+    steps.push_back({"result_1d", "reshape", Json{{"shape", intsJson({n, o, out[1]})}}});
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const bool last = i + 1 == steps.size() && column.empty();
+    const std::string next = last ? std::string() : e.tempName(node, steps[i].tag);
+    e.emit(e.opName(node, last ? "" : steps[i].tag), steps[i].kernel, steps[i].params,
+           Json{{"input", y}}, last ? result(node) : Json{{"result", next}});
+    y = next;
+  }
+  if (!column.empty()) {
+    e.emit(e.opName(node, ""), "add", Json::object(), Json{{"A", y}, {"B", column}}, result(node));
+  }
+}
+
+// ConvTranspose as its stride phases: one stride-1 convolution of the input
+// to O * s_h * s_w channels, channel (o, a, b) the outputs of phase (a, b)
+// (the weight's taps a + s_h * j, b + s_w * i, flipped: w'[(o, a, b), c,
+// J_h - 1 - j, J_w - 1 - i] = w[c, o, a + s_h * j, b + s_w * i], zero past the
+// kernel; the bias repeated), padded so that it yields exactly the q the
+// output needs, then the channels moved into place (DepthToSpace's reshape,
+// transpose, reshape) and the pads cut off by a slice. No zeros multiplied
+// where s divides K (U-Net's 2 x 2 of stride 2 is one 1 x 1 convolution;
+// DCGAN's 4 x 4 of stride 2 one 2 x 2), but the rows and columns of q that
+// only some phases need (one more per dim where the pads are odd: (Q + 1)^2 /
+// Q^2 of the work). One convolution per phase, each by its own taps, would do
+// a direct kernel's work exactly; tried, it ran slower on the CPU (DCGAN's
+// generator 1.4 -> 1.7 ms: four convolutions of a quarter of the channels
+// each, and their inputs padded apart), so not kept.
+void convTransposePhases(Emitter& e, const NodeProto& node, const Shape& in, const Shape& weight,
+                         const TransposedWindow& t, const TransposedPhases& p) {
+  Shape shape = imageShape(in);
   const Shape w4 = imageShape(weight);
-  const std::int64_t c = w4[0], o = w4[1], sh = t.stride[0], sw = t.stride[1];
+  const std::int64_t c = w4[0], o = w4[1], kh = w4[2], kw = w4[3];
+  const std::int64_t sh = t.stride[0], sw = t.stride[1], jh = p.taps[0], jw = p.taps[1];
   const std::int64_t cells = o * sh * sw;
-  const Shape w2 = {cells, c, 1, 1};
+  const Shape phased = {cells, c, jh, jw};
   std::string wname;
   const Constant* k = e.constant(node.input(1));
   if (k != nullptr && k->present && isFoldable(k->type)) {
     const std::vector<double> v = k->values();
-    std::vector<double> f(v.size());
-    for (std::int64_t ci = 0; ci < c; ++ci)
-      for (std::int64_t cell = 0; cell < cells; ++cell) // (o, a, b)
-        f[static_cast<std::size_t>(cell * c + ci)] = v[static_cast<std::size_t>(ci * cells + cell)];
-    wname = e.addConstant(e.resolve(node.input(1)) + "/tiles", makeConstant(k->type, w2, f));
-  } else {
+    std::vector<double> f(static_cast<std::size_t>(cells * c * jh * jw), 0.0);
+    for (std::int64_t cell = 0; cell < cells; ++cell) // (o, a, b)
+      for (std::int64_t ci = 0; ci < c; ++ci)
+        for (std::int64_t j = 0; j < jh; ++j)
+          for (std::int64_t i = 0; i < jw; ++i) {
+            const std::int64_t row = cell / sw % sh + sh * (jh - 1 - j);
+            const std::int64_t col = cell % sw + sw * (jw - 1 - i);
+            if (row < kh && col < kw) {
+              const std::int64_t from = ((ci * o + cell / (sh * sw)) * kh + row) * kw + col;
+              f[static_cast<std::size_t>(((cell * c + ci) * jh + j) * jw + i)] =
+                  v[static_cast<std::size_t>(from)];
+            }
+          }
+    wname = e.addConstant(e.resolve(node.input(1)) + "/phases", makeConstant(k->type, phased, f));
+  } else { // the kernel is the stride: one tap per phase, [C, O, s_h, s_w] moved
     const std::string moved = e.tempName(node, "weight_moved");
     e.emit(e.opName(node, "weight_moved"), "transpose",
            Json{{"perm", weight.size() == 4 ? intsJson({1, 2, 3, 0}) : intsJson({1, 2, 0})}},
            Json{{"input", e.use(node.input(1))}}, Json{{"result", moved}});
-    wname = e.tempName(node, "weight_tiles");
-    e.emit(e.opName(node, "weight_tiles"), "reshape", Json{{"shape", intsJson(w2)}},
+    wname = e.tempName(node, "weight_phases");
+    e.emit(e.opName(node, "weight_phases"), "reshape", Json{{"shape", intsJson(phased)}},
            Json{{"input", moved}}, Json{{"result", wname}});
   }
-  Json inputs{{"input", asImage(e, node, in, node.input(0), "input_2d")}, {"weight", wname}};
+  std::string x = asImage(e, node, in, node.input(0), "input_2d");
+  Shape before, after;
+  for (std::size_t d = 0; d < 2; ++d) { // x[q0 - (J - 1)] to x[q0 + Q - 1]
+    before.push_back(p.taps[d] - 1 - p.first[d]);
+    after.push_back(p.first[d] + p.count[d] - shape[d + 2]);
+  }
+  const Shape padding = padOrCrop(e, node, x, shape, before, after);
+  Json inputs{{"input", x}, {"weight", wname}};
   bool biasAfter = false;
   if (hasInput(node, 2)) {
     const Constant* b = e.constant(node.input(2));
@@ -451,40 +605,28 @@ void convTransposeTiled(Emitter& e, const NodeProto& node, const Shape& in, cons
       for (std::int64_t cell = 0; cell < cells; ++cell) {
         repeated[static_cast<std::size_t>(cell)] = v[static_cast<std::size_t>(cell / (sh * sw))];
       }
-      inputs["bias"] = e.addConstant(e.resolve(node.input(2)) + "/tiles",
+      inputs["bias"] = e.addConstant(e.resolve(node.input(2)) + "/phases",
                                      makeConstant(b->type, {cells}, repeated));
     } else {
       biasAfter = true;
     }
   }
-  const std::string product = e.tempName(node, "tiles");
-  e.emit(e.opName(node, "tiles"), "conv2d",
+  const std::int64_t qh = p.count[0], qw = p.count[1];
+  const std::string y = e.tempName(node, "phases");
+  e.emit(e.opName(node, "phases"), "conv2d",
          Json{{"stride", intsJson({1, 1})},
-              {"padding", intsJson({0, 0})},
+              {"padding", intsJson(padding)},
               {"dilation", intsJson({1, 1})}},
-         inputs, Json{{"result", product}});
-  const std::int64_t n = image[0], h = image[2], w = image[3];
-  const std::string six = e.tempName(node, "tile_cells");
-  e.emit(e.opName(node, "tile_cells"), "reshape", Json{{"shape", intsJson({n, o, sh, sw, h, w})}},
-         Json{{"input", product}}, Json{{"result", six}});
-  const std::string placed = e.tempName(node, "placed");
-  e.emit(e.opName(node, "placed"), "transpose", Json{{"perm", intsJson({0, 1, 4, 2, 5, 3})}},
-         Json{{"input", six}}, Json{{"result", placed}});
-  const Shape out = in.size() == 3 ? Shape{n, o, w * sw} : Shape{n, o, h * sh, w * sw};
-  if (!biasAfter) {
-    e.emit(e.opName(node, ""), "reshape", Json{{"shape", intsJson(out)}}, Json{{"input", placed}},
-           result(node));
-    return;
+         inputs, Json{{"result", y}});
+  std::string column;
+  if (biasAfter) {
+    column = e.tempName(node, "bias_column");
+    e.emit(e.opName(node, "bias_column"), "reshape",
+           Json{{"shape", in.size() == 3 ? intsJson({o, 1}) : intsJson({o, 1, 1})}},
+           Json{{"input", e.use(node.input(2))}}, Json{{"result", column}});
   }
-  const std::string shaped = e.tempName(node, "unbiased");
-  e.emit(e.opName(node, "unbiased"), "reshape", Json{{"shape", intsJson(out)}},
-         Json{{"input", placed}}, Json{{"result", shaped}});
-  const std::string column = e.tempName(node, "bias_column");
-  e.emit(e.opName(node, "bias_column"), "reshape",
-         Json{{"shape", in.size() == 3 ? intsJson({o, 1}) : intsJson({o, 1, 1})}},
-         Json{{"input", e.use(node.input(2))}}, Json{{"result", column}});
-  e.emit(e.opName(node, ""), "add", Json::object(), Json{{"A", shaped}, {"B", column}},
-         result(node));
+  interleavePhases(e, node, in, y, t.stride, {qh, qw},
+                   {t.begin[0] - p.first[0] * sh, t.begin[1] - p.first[1] * sw}, p.out, column);
 }
 
 } // namespace
@@ -496,8 +638,10 @@ void convTransposeTiled(Emitter& e, const NodeProto& node, const Shape& in, cons
 // end; a negative amount crops by a slice), convolved with stride 1 by the
 // weight flipped and transposed to [O, C/g, KH, KW]. Exact; the convolution
 // also multiplies the zeros in between, s_h * s_w times the work a direct
-// kernel would do. Windows that tile the output (kernel = stride, no pads)
-// are a 1 x 1 convolution and a rearrangement instead (convTransposeTiled).
+// kernel would do. With one group, dilation 1 and a constant weight (or a
+// kernel the stride's size), a strided one runs as its stride phases instead
+// (convTransposePhases): no zeros multiplied where the stride divides the
+// kernel.
 void convTranspose(Emitter& e, const NodeProto& node) {
   const Shape in = e.shapeOf(node, node.input(0));
   const Shape weight = e.shapeOf(node, node.input(1));
@@ -516,8 +660,10 @@ void convTranspose(Emitter& e, const NodeProto& node) {
                      "channel) are supported");
   }
   const TransposedWindow t = transposedWindow(e, node, in, w4, n);
-  if (tiledTransposed(t, groups)) {
-    return convTransposeTiled(e, node, in, weight, t);
+  const TransposedPhases phases = transposedPhases(e, node, image, w4, t);
+  if (phasedTransposed(t, groups, e.constant(node.input(1)), phases,
+                       w4[0] * w4[1] * w4[2] * w4[3])) {
+    return convTransposePhases(e, node, in, weight, t, phases);
   }
   const int type = e.typeOf(node.input(0));
   std::string x = asImage(e, node, in, node.input(0), "input_2d");
@@ -550,52 +696,15 @@ void convTranspose(Emitter& e, const NodeProto& node) {
   }
   // Each side's padding of the spread input (its last stride - 1 zeros
   // counted), negative ones cropped first.
-  Window w;
-  w.kernel = {t.kernel[0], t.kernel[1]};
-  w.stride = {1, 1};
-  w.dilation = t.dilation;
-  Shape starts(4, 0), ends = shape;
-  bool crop = false;
+  Shape before, after;
   for (std::size_t d = 0; d < 2; ++d) {
     const std::int64_t reach = (t.kernel[d] - 1) * t.dilation[d];
-    std::int64_t before = reach - t.begin[d];
-    std::int64_t after = reach - t.end[d] + t.outputPadding[d] - (t.stride[d] - 1);
-    if (before < 0 || after < 0) {
-      crop = true;
-      starts[d + 2] = std::max<std::int64_t>(0, -before);
-      ends[d + 2] -= std::max<std::int64_t>(0, -after);
-      if (ends[d + 2] - starts[d + 2] < 1) {
-        e.fail(node, "its pads leave no output along spatial dim " + std::to_string(d));
-      }
-      before = std::max<std::int64_t>(0, before);
-      after = std::max<std::int64_t>(0, after);
-    }
-    if (std::max(before, after) > kMaxTransposedWindow) {
-      e.fail(node, "its pads or output_shape would pad the spread input by " +
-                       std::to_string(std::max(before, after)) + " along spatial dim " +
-                       std::to_string(d) + " (at most " + std::to_string(kMaxTransposedWindow) +
-                       ")");
-    }
-    const std::int64_t both = std::min(before, after);
-    w.padding.push_back(both);
-    w.before.push_back(before - both);
-    w.after.push_back(after - both);
+    before.push_back(reach - t.begin[d]);
+    after.push_back(reach - t.end[d] + t.outputPadding[d] - (t.stride[d] - 1));
   }
-  if (crop) {
-    const std::string cut = e.tempName(node, "crop");
-    e.emit(e.opName(node, "crop"), "slice",
-           Json{{"starts", intsJson(starts)}, {"ends", intsJson(ends)}}, Json{{"input", x}},
-           Json{{"result", cut}});
-    x = cut;
-    for (std::size_t d = 2; d < 4; ++d) {
-      shape[d] = ends[d] - starts[d];
-    }
-  }
-  if (w.asymmetric()) {
-    x = padAsymmetric(e, node, x, shape, w, 0.0);
-  }
+  const Shape padding = padOrCrop(e, node, x, shape, before, after);
   const std::string flipped = flippedWeight(e, node, weight, groups);
-  emitConv2d(e, node, in, x, flipped, {1, 1}, w.padding, t.dilation, groups);
+  emitConv2d(e, node, in, x, flipped, {1, 1}, padding, t.dilation, groups);
 }
 
 void pool(Emitter& e, const NodeProto& node) {

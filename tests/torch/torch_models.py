@@ -114,22 +114,25 @@ class UpsampleNet(nn.Module):
 
 class ConvTransposeNet(nn.Module):
     """A decoder of transposed convolutions (DCGAN's and U-Net's upsampling):
-    stride 2 with padding, a depthwise one with output_padding, a dilated one
-    of stride 1 with a bias, U-Net's kernel 2 of stride 2 (windows that tile
-    the output: a 1 x 1 convolution), and a 1-D one over the flattened rows."""
+    stride 2 with padding (DCGAN's kernel 4: stride phases of 2 x 2 taps), a
+    depthwise one with output_padding (the input spread out), a dilated one of
+    stride 1 with a bias, kernel 3 of stride 2 with output_padding (phases of
+    2 x 2 and fewer taps), U-Net's kernel 2 of stride 2 (one tap per phase: a
+    1 x 1 convolution), and a 1-D one of stride 3 over the flattened rows."""
 
     def __init__(self):
         super().__init__()
         self.up1 = nn.ConvTranspose2d(8, 6, 4, stride=2, padding=1)
         self.up2 = nn.ConvTranspose2d(6, 6, 3, stride=2, padding=1, output_padding=1, groups=6)
         self.mix = nn.ConvTranspose2d(6, 4, 3, stride=1, padding=2, dilation=2)
+        self.odd = nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1)
         self.tile = nn.ConvTranspose2d(4, 4, 2, stride=2)
         self.line = nn.ConvTranspose1d(4, 2, 5, stride=3, padding=1, bias=False)
 
     def forward(self, x):
         h = torch.relu(self.up1(x))
         h = torch.relu(self.up2(h))
-        h = self.tile(torch.relu(self.mix(h)))
+        h = self.tile(self.odd(torch.relu(self.mix(h))))
         return self.line(torch.flatten(h, 2))
 
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -137,6 +138,17 @@ std::vector<std::string> kernelsOf(const ImportResult& r) {
     kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
   }
   return kernels;
+}
+
+// A float32 constant the import made: its shape and values.
+inline std::pair<std::vector<std::int64_t>, std::vector<float>>
+floatConstant(const ImportResult& r, const std::string& name) {
+  const auto it = std::find_if(r.constants.begin(), r.constants.end(),
+                               [&](const auto& t) { return t.name == name; });
+  REQUIRE(it != r.constants.end());
+  std::vector<float> values(it->bytes.size() / 4);
+  std::memcpy(values.data(), it->bytes.data(), it->bytes.size());
+  return {it->shape, values};
 }
 
 graph::ExpandedGraph expandImported(const ImportResult& r) {

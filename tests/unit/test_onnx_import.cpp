@@ -511,55 +511,31 @@ TEST_CASE("1-D convolutions and pools run as 2-D ones of height 1", "[onnx]") {
 
 TEST_CASE("ConvTranspose is a stride-1 convolution of the spread input by the flipped weight",
           "[onnx]") {
-  // Stride 2, kernel 3, no pads: the input spread out ([1, 1, 3, 3] ->
-  // [1, 1, 6, 6], each element first in a 2 x 2 block of zeros), padded by
-  // kernel - 1 = 2 rows and columns before and 1 after (the spread's own
-  // trailing zero is the other), convolved by the weight transposed to [O, C,
-  // KH, KW] and flipped: made once, as a constant, from the constant weight.
+  // Depthwise, stride 2, kernel 3, no pads: the input spread out ([1, 2, 3,
+  // 3] -> [1, 2, 6, 6], each element first in a 2 x 2 block of zeros), padded
+  // by kernel - 1 = 2 rows and columns before and 1 after (the spread's own
+  // trailing zero is the other), convolved by the weight flipped: made once,
+  // as a constant, from the constant weight.
   Model m;
   std::vector<float> w(18);
   std::iota(w.begin(), w.end(), 1.0f);
-  m.input("x", {1, 1, 3, 3}).floats("w", {1, 2, 3, 3}, w);
-  setInts(m.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "strides", {2, 2});
+  m.input("x", {1, 2, 3, 3}).floats("w", {2, 1, 3, 3}, w);
+  ::onnx::NodeProto& dw = m.node("ConvTranspose", {"x", "w"}, {"y"}, "up");
+  setInts(dw, "strides", {2, 2});
+  setInt(dw, "group", 2);
   m.output("y");
   const ImportResult r = m.import();
   CHECK(kernelsOf(r) == std::vector<std::string>{"up/cells:reshape", "up/spread_cells:where",
                                                  "up/spread:reshape", "up/pad_rows:concat",
                                                  "up/pad_columns:concat", "up:conv2d"});
   CHECK(op(r, 5).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [1, 1],
-                                                 "dilation": [1, 1]})"));
+                                                 "dilation": [1, 1], "groups": 2})"));
   CHECK_FALSE(r.graph.at("tensors").contains("w"));
-  auto constantOf = [](const ImportResult& ir, const std::string& name) {
-    const auto it = std::find_if(ir.constants.begin(), ir.constants.end(),
-                                 [&](const auto& t) { return t.name == name; });
-    REQUIRE(it != ir.constants.end());
-    std::vector<float> values(it->bytes.size() / 4);
-    std::memcpy(values.data(), it->bytes.data(), it->bytes.size());
-    return std::pair{it->shape, values};
-  };
-  const auto [fshape, flipped] = constantOf(r, "w/flipped");
+  const auto [fshape, flipped] = floatConstant(r, "w/flipped");
   CHECK(fshape == std::vector<std::int64_t>{2, 1, 3, 3});
   CHECK(flipped ==
         std::vector<float>{9, 8, 7, 6, 5, 4, 3, 2, 1, 18, 17, 16, 15, 14, 13, 12, 11, 10});
   CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 7, 7});
-
-  // Kernel 2 of stride 2 (U-Net's): the windows tile the output, so a 1 x 1
-  // convolution to O * 2 * 2 channels, then the channels moved into their
-  // blocks; the weight [C, O, 2, 2] made [O * 4, C, 1, 1], the bias repeated.
-  Model tiled;
-  std::vector<float> w8(8);
-  std::iota(w8.begin(), w8.end(), 1.0f);
-  tiled.input("x", {1, 2, 3, 3}).floats("w", {2, 1, 2, 2}, w8).floats("b", {1}, {0.5f});
-  setInts(tiled.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "up"), "strides", {2, 2});
-  tiled.output("y");
-  const ImportResult rt = tiled.import();
-  CHECK(kernelsOf(rt) == std::vector<std::string>{"up/tiles:conv2d", "up/tile_cells:reshape",
-                                                  "up/placed:transpose", "up:reshape"});
-  const auto [tshape, tiles] = constantOf(rt, "w/tiles");
-  CHECK(tshape == std::vector<std::int64_t>{4, 2, 1, 1});
-  CHECK(tiles == std::vector<float>{1, 5, 2, 6, 3, 7, 4, 8});
-  CHECK(constantOf(rt, "b/tiles").second == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
-  CHECK(expandImported(rt).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 1, 6, 6});
 
   // A weight that is a graph input: gathered in reverse along KH and KW and
   // transposed by operations; pads past the kernel's reach crop the input.
@@ -573,7 +549,93 @@ TEST_CASE("ConvTranspose is a stride-1 convolution of the spread input by the fl
                                                   "up/weight_transposed:transpose", "up:conv2d"});
   CHECK(op(ri, 0).at("params") == Json::parse(R"({"starts": [0, 0, 1, 0], "ends": [1, 2, 4, 4]})"));
   CHECK(expandImported(ri).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 3, 2, 5});
+}
 
+TEST_CASE("ConvTranspose of one group and a stride runs as the stride's phases", "[onnx]") {
+  // Kernel 5 of stride 3 (1-D), no pads: output u = 3q + a reads x[q - j]
+  // through the kernel tap a + 3j (j < ceil(5 / 3) = 2), so one convolution
+  // of the input (padded by one each side: q runs 0-3 for the 11 outputs) to
+  // O * 3 channels by 2 taps, channel (o, a) phase a's, the taps flipped and
+  // zero past the kernel; then the channels moved into place and the twelfth
+  // output cut off.
+  std::vector<float> w10(10);
+  std::iota(w10.begin(), w10.end(), 1.0f);
+  Model line;
+  line.input("x", {1, 1, 3}).floats("w", {1, 2, 5}, w10);
+  setInts(line.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "strides", {3});
+  line.output("y");
+  const ImportResult rl = line.import();
+  CHECK(kernelsOf(rl) == std::vector<std::string>{"up/input_2d:reshape", "up/phases:conv2d",
+                                                  "up/phase_cells:reshape", "up/placed:transpose",
+                                                  "up/interleaved:reshape", "up/cut:slice",
+                                                  "up:reshape"});
+  CHECK(op(rl, 1).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [0, 1],
+                                                  "dilation": [1, 1]})"));
+  CHECK(op(rl, 5).at("params") ==
+        Json::parse(R"({"starts": [0, 0, 0, 0], "ends": [1, 2, 1, 11]})"));
+  const auto [lshape, lphases] = floatConstant(rl, "w/phases");
+  CHECK(lshape == std::vector<std::int64_t>{6, 1, 1, 2});
+  CHECK(lphases == std::vector<float>{4, 1, 5, 2, 0, 3, 9, 6, 10, 7, 0, 8});
+  CHECK(expandImported(rl).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 11});
+
+  // Kernel 3 of stride 2: output row u = 2q + a reads x[q - j] through the
+  // kernel row a + 2j (j < ceil(3 / 2) = 2), so one convolution of the input
+  // (padded by one each side: q runs 0-3 for the 7 rows) to O * 2 * 2
+  // channels by 2 x 2 taps, channel (o, a, b) phase (a, b)'s, the taps flipped
+  // and zero past the kernel; then the channels moved into place and the
+  // eighth row and column cut off.
+  std::vector<float> w(18);
+  std::iota(w.begin(), w.end(), 1.0f);
+  Model ph;
+  ph.input("x", {1, 1, 3, 3}).floats("w", {1, 2, 3, 3}, w);
+  setInts(ph.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "strides", {2, 2});
+  ph.output("y");
+  const ImportResult rp = ph.import();
+  CHECK(kernelsOf(rp) == std::vector<std::string>{"up/phases:conv2d", "up/phase_cells:reshape",
+                                                  "up/placed:transpose", "up/interleaved:reshape",
+                                                  "up:slice"});
+  CHECK(op(rp, 0).at("params") == Json::parse(R"({"stride": [1, 1], "padding": [1, 1],
+                                                  "dilation": [1, 1]})"));
+  CHECK(op(rp, 4).at("params") == Json::parse(R"({"starts": [0, 0, 0, 0], "ends": [1, 2, 7, 7]})"));
+  const auto [pshape, phases] = floatConstant(rp, "w/phases");
+  CHECK(pshape == std::vector<std::int64_t>{8, 1, 2, 2});
+  CHECK(phases == std::vector<float>{9,  7,  3,  1,  0, 8,  0, 2,  0, 0, 6,  4,  0, 0, 0, 5,
+                                     18, 16, 12, 10, 0, 17, 0, 11, 0, 0, 15, 13, 0, 0, 0, 14});
+  CHECK(expandImported(rp).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 2, 7, 7});
+
+  // Kernel 2 of stride 2 (U-Net's): one tap per phase, so a 1 x 1
+  // convolution to O * 2 * 2 channels, then the channels moved into their
+  // blocks; the weight [C, O, 2, 2] made [O * 4, C, 1, 1], the bias repeated;
+  // nothing to cut.
+  Model tiled;
+  std::vector<float> w8(8);
+  std::iota(w8.begin(), w8.end(), 1.0f);
+  tiled.input("x", {1, 2, 3, 3}).floats("w", {2, 1, 2, 2}, w8).floats("b", {1}, {0.5f});
+  setInts(tiled.node("ConvTranspose", {"x", "w", "b"}, {"y"}, "up"), "strides", {2, 2});
+  tiled.output("y");
+  const ImportResult rt = tiled.import();
+  CHECK(kernelsOf(rt) == std::vector<std::string>{"up/phases:conv2d", "up/phase_cells:reshape",
+                                                  "up/placed:transpose", "up:reshape"});
+  const auto [tshape, tiles] = floatConstant(rt, "w/phases");
+  CHECK(tshape == std::vector<std::int64_t>{4, 2, 1, 1});
+  CHECK(tiles == std::vector<float>{1, 5, 2, 6, 3, 7, 4, 8});
+  CHECK(floatConstant(rt, "b/phases").second == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+  CHECK(expandImported(rt).findTensor("y")->type.shape == std::vector<std::int64_t>{1, 1, 6, 6});
+
+  // The same with a weight that is a graph input: moved by a transpose and
+  // a reshape.
+  Model moved;
+  moved.input("x", {1, 2, 3, 3}).input("w", {2, 1, 2, 2});
+  setInts(moved.node("ConvTranspose", {"x", "w"}, {"y"}, "up"), "strides", {2, 2});
+  moved.output("y");
+  CHECK(kernelsOf(moved.import()) ==
+        std::vector<std::string>{"up/weight_moved:transpose", "up/weight_phases:reshape",
+                                 "up/phases:conv2d", "up/phase_cells:reshape",
+                                 "up/placed:transpose", "up:reshape"});
+}
+
+TEST_CASE("ConvTranspose refuses other groups, 3-D, and pads or strides past its bounds",
+          "[onnx]") {
   // Groups other than 1 and depthwise, and 3-D, are refused.
   Model grouped;
   grouped.input("x", {1, 4, 3, 3}).floats("w", {4, 2, 1, 1}, std::vector<float>(8, 1.0f));
@@ -582,14 +644,14 @@ TEST_CASE("ConvTranspose is a stride-1 convolution of the spread input by the fl
   CHECK_THAT(failureOf([&] { grouped.import(); }).message,
              Contains("node g (ConvTranspose): group 2 with 4 input channels: only 1 and "
                       "depthwise (one output channel per input channel) are supported"));
-  // An output_shape that would pad the spread input by millions: refused
+  // An output_shape that would pad the input by millions: refused
   // before anything is made.
   Model huge;
   huge.input("x", {1, 1, 3, 3}).input("w", {1, 1, 2, 2});
   setInts(huge.node("ConvTranspose", {"x", "w"}, {"y"}, "h"), "output_shape", {5000000, 4});
   huge.output("y");
   CHECK_THAT(failureOf([&] { huge.import(); }).message,
-             Contains("its pads or output_shape would pad the spread input by 2499999 along "
+             Contains("its pads or output_shape would pad the input by 2499999 along "
                       "spatial dim 0 (at most 65536)"));
   // A kernel_shape that is not the weight's, and strides whose spread would
   // not fit.
