@@ -45,7 +45,7 @@ struct ImportResult {
   Json graph;                        // the graph/v1 document
   std::vector<TensorData> constants; // graph inputs with data, in "tensors" order
   std::size_t nodes = 0;             // ONNX nodes read
-  std::size_t folded = 0;            // of which folded into constants
+  std::size_t folded = 0; // of which folded (into constants; batch norms into convolutions)
 };
 
 // Imports the serialized model `bytes`; `file` names it in diagnostics and in

@@ -101,6 +101,17 @@ bool expandFunctions(::onnx::ModelProto& model, int opset, const std::set<std::s
 // room for ("control flow", "sequences", "random numbers", ...), or nullopt.
 std::optional<std::string> outOfScopeFeature(const std::string& op);
 
+// ---------------------------------------------------------------- folds (fuse.cpp)
+
+// Folds each BatchNormalization (inference mode) whose input only a Conv or
+// ConvTranspose reads, all of their weights, biases and parameters float
+// constants, into that convolution: a new weight and bias in `constants`
+// (`W/folded_bn`, `W/folded_bn/bias`), the convolution writing the batch
+// norm's output, the batch norm dropped from `live`. A convolution output that
+// is also a graph output stays. Returns how many it folded.
+std::size_t foldBatchNorms(std::vector<::onnx::NodeProto>& live,
+                           std::map<std::string, Constant>& constants, const ::onnx::GraphProto& g);
+
 // ---------------------------------------------------------------- mapping
 
 // What a mapping sees of one tensor: its dtype and concrete shape when known.

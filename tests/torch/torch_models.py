@@ -136,6 +136,31 @@ class ConvTransposeNet(nn.Module):
         return self.line(torch.flatten(h, 2))
 
 
+class DcganGenerator(nn.Module):
+    """DCGAN's generator, small: transposed convolutions of kernel 4 (stride
+    1, then 2 with padding 1: stride phases), each but the last followed by a
+    BatchNorm2d, which PyTorch's export leaves apart from a ConvTranspose and
+    import folds into its weight and bias; a ReLU after each, a tanh last.
+    The batch norms' statistics and affine parameters are drawn at random, so
+    that folding them is no identity."""
+
+    def __init__(self):
+        super().__init__()
+        layers = []
+        for i, o, s, p in [(16, 32, 1, 0), (32, 16, 2, 1)]:
+            bn = nn.BatchNorm2d(o)
+            with torch.no_grad():
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.5, 0.5)
+            layers += [nn.ConvTranspose2d(i, o, 4, s, p, bias=False), bn, nn.ReLU()]
+        self.body = nn.Sequential(*layers, nn.ConvTranspose2d(16, 3, 4, 2, 1), nn.Tanh())
+
+    def forward(self, x):
+        return self.body(x)
+
+
 class SegmentationOut(nn.Module):
     """A torchvision segmentation model's "out" map (the models return a dict)."""
 
@@ -165,6 +190,7 @@ CASES = [
     Case("conv1d_net", Conv1dNet, (2, 4, 36), "x", "y"),
     Case("upsample_net", UpsampleNet, (2, 3, 24, 20), "x", "y"),
     Case("conv_transpose_net", ConvTransposeNet, (2, 8, 5, 4), "x", "y"),
+    Case("dcgan_generator", DcganGenerator, (2, 16, 1, 1), "z", "image"),
     # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
     # bilinear upsampling of its two branches back to the image size).
     Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),
