@@ -441,7 +441,8 @@ def fuzz_findings(out):
 def fuzz_seeds(out):
     """Seeds of the onnx fuzz target for operators whose import computes at
     import time (testdata/fuzz/onnx): Resize in each mode, transposed
-    convolutions of both paths, so that mutations reach their arithmetic."""
+    convolutions of both paths, batch norms folded into convolutions, so that
+    mutations reach their arithmetic."""
     os.makedirs(out, exist_ok=True)
     f32 = TensorProto.FLOAT
     img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 4])
@@ -477,6 +478,25 @@ def fuzz_seeds(out):
     ]
     save(tiny(nodes, [x], outs, name="conv_transpose", inits=[w, t, b]),
          f"{out}/conv_transpose.onnx")
+    # Batch norms that import folds into the convolution before them: a Conv
+    # with a bias, a depthwise ConvTranspose without one.
+    x = helper.make_tensor_value_info("x", f32, [1, 2, 4, 4])
+    w = helper.make_tensor("w", f32, [2, 2, 3, 3], [0.1 * i - 1 for i in range(36)])
+    d = helper.make_tensor("d", f32, [2, 1, 2, 2], [0.5 * i for i in range(8)])
+    params = [helper.make_tensor(n, f32, [2], v) for n, v in
+              (("b", [0.5, -0.5]), ("scale", [2, 0.5]), ("shift", [1, -1]), ("mean", [0.25, 1]),
+               ("var", [3, 0.5]))]
+    outs = [helper.make_tensor_value_info(n, f32, None) for n in ("conv_bn", "up_bn")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["conv"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["conv", "scale", "shift", "mean", "var"],
+                         ["conv_bn"], name="conv_bn", epsilon=0.5),
+        helper.make_node("ConvTranspose", ["x", "d"], ["up"], name="up", group=2, strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["up", "scale", "shift", "mean", "var"],
+                         ["up_bn"], name="up_bn"),
+    ]
+    save(tiny(nodes, [x], outs, name="conv_batchnorm", inits=[w, d] + params),
+         f"{out}/conv_batchnorm.onnx")
 
 
 def main():
