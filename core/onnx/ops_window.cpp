@@ -4,6 +4,7 @@
 // has beyond it padded onto the input first); a 1-D operator over [N, C, L]
 // runs as the 2-D one of height 1 between two reshapes.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -456,19 +457,32 @@ std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
 // (u counted from the first unpadded output) of one phase a read the inputs
 // x[q - j] through the taps a + s * j of the kernel, j < J = ceil(K / s).
 struct TransposedPhases {
-  Shape taps;  // J per dim
-  Shape first; // q0: the first q an output needs
-  Shape count; // Q: how many q the outputs need
-  Shape out;   // the output's spatial sizes
-  std::int64_t weightElements = 0;
+  Shape taps;                // J per dim
+  Shape first;               // q0: the first q an output needs
+  Shape count;               // Q: how many q the outputs need
+  Shape out;                 // the output's spatial sizes
+  double weightElements = 0; // the phases' weight (in floating point: no overflow)
 };
+
+// The longest output side of a ConvTranspose (import refuses beyond, before
+// any integer arithmetic on it could overflow).
+inline constexpr double kMaxTransposedSide = 1099511627776.0; // 2^40
 
 TransposedPhases transposedPhases(Emitter& e, const NodeProto& node, const Shape& image,
                                   const Shape& w4, const TransposedWindow& t) {
   TransposedPhases p;
-  p.weightElements = w4[0] * w4[1];
+  p.weightElements = static_cast<double>(w4[0]) * static_cast<double>(w4[1]);
   for (std::size_t d = 0; d < 2; ++d) {
     const std::int64_t s = t.stride[d];
+    const double side = static_cast<double>(image[d + 2] - 1) * static_cast<double>(s) +
+                        static_cast<double>(t.kernel[d] + t.outputPadding[d]) -
+                        static_cast<double>(t.begin[d]) - static_cast<double>(t.end[d]);
+    if (side > kMaxTransposedSide ||
+        std::abs(static_cast<double>(t.begin[d])) > kMaxTransposedSide ||
+        std::abs(static_cast<double>(t.end[d])) > kMaxTransposedSide) {
+      e.fail(node, "its output along spatial dim " + std::to_string(d) +
+                       " or its pads would be longer than 2^40");
+    }
     p.taps.push_back((t.kernel[d] + s - 1) / s);
     p.out.push_back((image[d + 2] - 1) * s + t.kernel[d] - t.begin[d] - t.end[d] +
                     t.outputPadding[d]);
@@ -477,7 +491,7 @@ TransposedPhases transposedPhases(Emitter& e, const NodeProto& node, const Shape
     }
     p.first.push_back(floorDiv(t.begin[d], s));
     p.count.push_back(floorDiv(t.begin[d] + p.out[d] - 1, s) - p.first[d] + 1);
-    p.weightElements *= s * p.taps[d];
+    p.weightElements *= static_cast<double>(s * p.taps[d]);
   }
   return p;
 }
@@ -485,17 +499,17 @@ TransposedPhases transposedPhases(Emitter& e, const NodeProto& node, const Shape
 // The largest weight, in elements, that the phases of a ConvTranspose may
 // take when it is more than kPhaseGrowth times the weight given (a kernel
 // much smaller than the stride: its phases' taps are mostly zeros).
-inline constexpr std::int64_t kPhaseWeightElements = std::int64_t{1} << 22;
-inline constexpr std::int64_t kPhaseGrowth = 4;
+inline constexpr double kPhaseWeightElements = 4194304.0; // 2^22
+inline constexpr double kPhaseGrowth = 4;
 
 // Whether a ConvTranspose runs as its stride phases: one group, dilation 1, a
 // stride above 1, and a weight either constant (made into the phases' at
 // import) or of the stride's shape (each phase one tap: a transpose).
 bool phasedTransposed(const TransposedWindow& t, std::int64_t groups, const Constant* weight,
-                      const TransposedPhases& p, std::int64_t weightElements) {
+                      const TransposedPhases& p, double weightElements) {
   const bool constant = weight != nullptr && weight->present && isFoldable(weight->type);
   return groups == 1 && t.dilation == Shape{1, 1} && (t.stride[0] > 1 || t.stride[1] > 1) &&
-         (t.kernel == t.stride || constant) &&
+         (t.kernel == t.stride || constant) && p.weightElements <= kMaxTransposedSide &&
          (p.weightElements <= kPhaseGrowth * weightElements ||
           p.weightElements <= kPhaseWeightElements);
 }
@@ -661,8 +675,11 @@ void convTranspose(Emitter& e, const NodeProto& node) {
   }
   const TransposedWindow t = transposedWindow(e, node, in, w4, n);
   const TransposedPhases phases = transposedPhases(e, node, image, w4, t);
-  if (phasedTransposed(t, groups, e.constant(node.input(1)), phases,
-                       w4[0] * w4[1] * w4[2] * w4[3])) {
+  double weightElements = 1;
+  for (std::int64_t v : w4) {
+    weightElements *= static_cast<double>(v);
+  }
+  if (phasedTransposed(t, groups, e.constant(node.input(1)), phases, weightElements)) {
     return convTransposePhases(e, node, in, weight, t, phases);
   }
   const int type = e.typeOf(node.input(0));

@@ -704,6 +704,16 @@ TEST_CASE("ConvTranspose refuses other groups, 3-D, and pads or strides past its
   CHECK_THAT(failureOf([&] { huge.import(); }).message,
              Contains("its pads or output_shape would pad the input by 2499999 along "
                       "spatial dim 0 (at most 65536)"));
+  // Pads longer than any output could be: refused before any arithmetic on
+  // them.
+  Model far;
+  far.input("x", {1, 1, 3, 3}).input("w", {1, 1, 2, 2});
+  setInts(far.node("ConvTranspose", {"x", "w"}, {"y"}, "f"), "pads",
+          {std::int64_t{1} << 50, 0, 0, 0});
+  far.output("y");
+  CHECK_THAT(failureOf([&] { far.import(); }).message,
+             Contains("node f (ConvTranspose): its output along spatial dim 0 or its pads would "
+                      "be longer than 2^40"));
   // A kernel_shape that is not the weight's, and strides whose spread would
   // not fit.
   Model kshape;
