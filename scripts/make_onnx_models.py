@@ -497,6 +497,21 @@ def fuzz_seeds(out):
     ]
     save(tiny(nodes, [x], outs, name="conv_batchnorm", inits=[w, d] + params),
          f"{out}/conv_batchnorm.onnx")
+    # Batch norms after products: a Gemm (transB 1, a bias, beta 2) and a
+    # MatMul of rank 2, each folded into its product's weight and a bias.
+    x = helper.make_tensor_value_info("x", f32, [3, 2])
+    w = helper.make_tensor("w", f32, [2, 2], [1, -2, 0.5, 3])
+    outs = [helper.make_tensor_value_info(n, f32, None) for n in ("fc_bn", "mm_bn")]
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "b"], ["fc"], name="fc", transB=1, beta=2.0),
+        helper.make_node("BatchNormalization", ["fc", "scale", "shift", "mean", "var"],
+                         ["fc_bn"], name="fc_bn"),
+        helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+        helper.make_node("BatchNormalization", ["mm", "scale", "shift", "mean", "var"],
+                         ["mm_bn"], name="mm_bn", epsilon=0.25),
+    ]
+    save(tiny(nodes, [x], outs, name="product_batchnorm", inits=[w] + params),
+         f"{out}/product_batchnorm.onnx")
 
 
 def main():

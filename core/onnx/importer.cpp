@@ -685,7 +685,7 @@ ImportResult importChecked(const std::string& bytes, const std::string& file,
   const std::map<std::string, TensorType> types = foldAndInline(model, f, opset, origin, file);
 
   refuseZeroSizes(f.live, types, file);
-  f.folded += foldBatchNorms(f.live, f.constants, g);
+  f.folded += foldBatchNorms(f.live, f.constants, g, types);
   ImportResult result;
   result.nodes = static_cast<std::size_t>(f.folded + f.live.size());
   result.folded = f.folded;

@@ -103,14 +103,19 @@ std::optional<std::string> outOfScopeFeature(const std::string& op);
 
 // ---------------------------------------------------------------- folds (fuse.cpp)
 
-// Folds each BatchNormalization (inference mode) whose input only a Conv or
-// ConvTranspose reads, all of their weights, biases and parameters float
-// constants, into that convolution: a new weight and bias in `constants`
-// (`W/folded_bn`, `W/folded_bn/bias`), the convolution writing the batch
-// norm's output, the batch norm dropped from `live`. A convolution output that
-// is also a graph output stays. Returns how many it folded.
+struct TensorType;
+
+// Folds each BatchNormalization (inference mode) whose input only a Conv,
+// ConvTranspose, Gemm or MatMul reads, all of their weights, biases and
+// parameters float constants, into that node: a new weight and bias in
+// `constants` (`W/folded_bn`, `W/folded_bn/bias`), the node writing the batch
+// norm's output, the batch norm dropped from `live`. A MatMul folds only when
+// its weight has rank 2 and its result (by `types`) too; it becomes a Gemm
+// with the bias as C. A product's or convolution's output that is also a
+// graph output stays. Returns how many it folded.
 std::size_t foldBatchNorms(std::vector<::onnx::NodeProto>& live,
-                           std::map<std::string, Constant>& constants, const ::onnx::GraphProto& g);
+                           std::map<std::string, Constant>& constants, const ::onnx::GraphProto& g,
+                           const std::map<std::string, TensorType>& types);
 
 // ---------------------------------------------------------------- mapping
 

@@ -136,6 +136,17 @@ class ConvTransposeNet(nn.Module):
         return self.line(torch.flatten(h, 2))
 
 
+def _random_stats(bn):
+    """A batch norm with its running statistics and affine parameters drawn at
+    random, so that folding it is no identity."""
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+    return bn
+
+
 class DcganGenerator(nn.Module):
     """DCGAN's generator, small: transposed convolutions of kernel 4 (stride
     1, then 2 with padding 1: stride phases), each but the last followed by a
@@ -148,14 +159,27 @@ class DcganGenerator(nn.Module):
         super().__init__()
         layers = []
         for i, o, s, p in [(16, 32, 1, 0), (32, 16, 2, 1)]:
-            bn = nn.BatchNorm2d(o)
-            with torch.no_grad():
-                bn.running_mean.uniform_(-0.5, 0.5)
-                bn.running_var.uniform_(0.5, 2.0)
-                bn.weight.uniform_(0.5, 1.5)
-                bn.bias.uniform_(-0.5, 0.5)
+            bn = _random_stats(nn.BatchNorm2d(o))
             layers += [nn.ConvTranspose2d(i, o, 4, s, p, bias=False), bn, nn.ReLU()]
         self.body = nn.Sequential(*layers, nn.ConvTranspose2d(16, 3, 4, 2, 1), nn.Tanh())
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class MlpBatchNorm(nn.Module):
+    """An MLP with BatchNorm1d after each linear layer (as tabular and
+    recommendation models have): the first layer's Gemm (with a bias) and the
+    second's MatMul (without one) each fold their batch norm at import. The
+    statistics and affine parameters are drawn at random."""
+
+    def __init__(self):
+        super().__init__()
+        layers = []
+        for i, o, bias in [(16, 32, True), (32, 8, False)]:
+            bn = _random_stats(nn.BatchNorm1d(o))
+            layers += [nn.Linear(i, o, bias=bias), bn, nn.ReLU()]
+        self.body = nn.Sequential(*layers[:-1])
 
     def forward(self, x):
         return self.body(x)
@@ -191,6 +215,7 @@ CASES = [
     Case("upsample_net", UpsampleNet, (2, 3, 24, 20), "x", "y"),
     Case("conv_transpose_net", ConvTransposeNet, (2, 8, 5, 4), "x", "y"),
     Case("dcgan_generator", DcganGenerator, (2, 16, 1, 1), "z", "image"),
+    Case("mlp_batchnorm", MlpBatchNorm, (4, 16), "x", "y"),
     # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
     # bilinear upsampling of its two branches back to the image size).
     Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),

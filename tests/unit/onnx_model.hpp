@@ -112,7 +112,8 @@ private:
   ::onnx::ModelProto model_;
 };
 
-void setInts(::onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+inline void setInts(::onnx::NodeProto& n, const std::string& name,
+                    const std::vector<std::int64_t>& v) {
   ::onnx::AttributeProto* a = n.add_attribute();
   a->set_name(name);
   a->set_type(::onnx::AttributeProto::INTS);
@@ -120,19 +121,19 @@ void setInts(::onnx::NodeProto& n, const std::string& name, const std::vector<st
     a->add_ints(x);
 }
 
-void setInt(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+inline void setInt(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
   ::onnx::AttributeProto* a = n.add_attribute();
   a->set_name(name);
   a->set_type(::onnx::AttributeProto::INT);
   a->set_i(v);
 }
 
-const Json& op(const ImportResult& r, std::size_t i) {
+inline const Json& op(const ImportResult& r, std::size_t i) {
   return r.graph.at("operations").at(i);
 }
 
 // "name:kernel" of each operation, in order.
-std::vector<std::string> kernelsOf(const ImportResult& r) {
+inline std::vector<std::string> kernelsOf(const ImportResult& r) {
   std::vector<std::string> kernels;
   for (const Json& o : r.graph.at("operations")) {
     kernels.push_back(o.at("name").get<std::string>() + ":" + o.at("kernel").get<std::string>());
@@ -151,18 +152,18 @@ floatConstant(const ImportResult& r, const std::string& name) {
   return {it->shape, values};
 }
 
-graph::ExpandedGraph expandImported(const ImportResult& r) {
+inline graph::ExpandedGraph expandImported(const ImportResult& r) {
   return graph::expand(graph::decodeGraph(json::Value(r.graph)), testing::lib());
 }
 
-void setFloat(::onnx::NodeProto& n, const std::string& name, float v) {
+inline void setFloat(::onnx::NodeProto& n, const std::string& name, float v) {
   ::onnx::AttributeProto* a = n.add_attribute();
   a->set_name(name);
   a->set_type(::onnx::AttributeProto::FLOAT);
   a->set_f(v);
 }
 
-void setString(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
+inline void setString(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
   ::onnx::AttributeProto* a = n.add_attribute();
   a->set_name(name);
   a->set_type(::onnx::AttributeProto::STRING);

@@ -634,57 +634,6 @@ TEST_CASE("ConvTranspose of one group and a stride runs as the stride's phases",
                                  "up/placed:transpose", "up:reshape"});
 }
 
-TEST_CASE("a BatchNormalization after a convolution of constant weights folds into it", "[onnx]") {
-  // s = scale / sqrt(var + epsilon) = [4 / 2, 3 / 3]; w' = w * s per output
-  // channel, b' = (b - mean) * s + B.
-  auto batchnorm = [](Model& m, const std::string& in, const std::string& out) {
-    m.floats("scale", {2}, {4, 3}).floats("shift", {2}, {1, -1});
-    m.floats("mean", {2}, {0.5f, 1}).floats("var", {2}, {3, 8});
-    setFloat(m.node("BatchNormalization", {in, "scale", "shift", "mean", "var"}, {out}, "bn"),
-             "epsilon", 1.0f);
-  };
-  Model conv;
-  conv.input("x", {1, 2, 3, 3}).floats("w", {2, 2, 1, 1}, {1, 2, 3, 4});
-  conv.floats("b", {2}, {0.5f, -0.5f});
-  conv.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
-  batchnorm(conv, "c", "y");
-  conv.output("y");
-  const ImportResult r = conv.import();
-  CHECK(kernelsOf(r) == std::vector<std::string>{"conv:conv2d"});
-  CHECK(op(r, 0).at("outputs").at("result") == "y");
-  CHECK(r.folded == 1);
-  CHECK(floatConstant(r, "w/folded_bn") ==
-        std::pair{std::vector<std::int64_t>{2, 2, 1, 1}, std::vector<float>{2, 4, 3, 4}});
-  CHECK(floatConstant(r, "w/folded_bn/bias").second == std::vector<float>{1, -2.5f});
-
-  // A depthwise ConvTranspose, without bias: its weight [C, O/g, ...] scaled
-  // along the output channel of each group (then flipped, as any weight of a
-  // stride-1 ConvTranspose).
-  Model up;
-  up.input("x", {1, 2, 2, 2}).floats("w", {2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
-  setInt(up.node("ConvTranspose", {"x", "w"}, {"c"}, "up"), "group", 2);
-  batchnorm(up, "c", "y");
-  up.output("y");
-  const ImportResult ru = up.import();
-  CHECK(kernelsOf(ru) == std::vector<std::string>{"up:conv2d"});
-  CHECK(floatConstant(ru, "w/folded_bn/flipped").second ==
-        std::vector<float>{8, 6, 4, 2, 8, 7, 6, 5});
-  CHECK(floatConstant(ru, "w/folded_bn/bias").second == std::vector<float>{0, -2});
-
-  // Not folded: the convolution's result is read by something else too (here
-  // a graph output), or the batch norm's parameters are not constants.
-  Model shared = conv;
-  shared.output("c");
-  CHECK(kernelsOf(shared.import()) == std::vector<std::string>{"conv:conv2d", "bn:batchnorm"});
-  Model varying;
-  varying.input("x", {1, 2, 3, 3}).input("scale", {2}).floats("w", {2, 2, 1, 1}, {1, 2, 3, 4});
-  varying.floats("shift", {2}, {1, -1}).floats("mean", {2}, {0.5f, 1}).floats("var", {2}, {3, 8});
-  varying.node("Conv", {"x", "w"}, {"c"}, "conv");
-  varying.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"}, "bn");
-  varying.output("y");
-  CHECK(kernelsOf(varying.import()) == std::vector<std::string>{"conv:conv2d", "bn:batchnorm"});
-}
-
 TEST_CASE("ConvTranspose refuses other groups, 3-D, and pads or strides past its bounds",
           "[onnx]") {
   // Groups other than 1 and depthwise, and 3-D, are refused.
