@@ -512,6 +512,33 @@ def fuzz_seeds(out):
     ]
     save(tiny(nodes, [x], outs, name="product_batchnorm", inits=[w] + params),
          f"{out}/product_batchnorm.onnx")
+    # Slices with steps above 1 (a window, zeros past the end), a constant
+    # mask made by ScatterND, Mod and Transpose and added, and a Dropout of
+    # ratio 0 in training mode whose mask nothing reads.
+    x = helper.make_tensor_value_info("x", f32, [2, 10, 7])
+    i64 = TensorProto.INT64
+    consts = [
+        helper.make_tensor("st", i64, [2], [1, 0]), helper.make_tensor("en", i64, [2], [10, 7]),
+        helper.make_tensor("ax", i64, [2], [1, 2]), helper.make_tensor("sp", i64, [2], [3, 2]),
+        helper.make_tensor("zero", f32, [4, 3], [0.0] * 12),
+        helper.make_tensor("rows", i64, [2, 1], [0, -1]),
+        helper.make_tensor("up", f32, [2, 3], [1, 2, 3, 4, 5, 6]),
+        helper.make_tensor("seven", i64, [2], [7, -7]), helper.make_tensor("three", i64, [1], [3]),
+        helper.make_tensor("ratio", f32, [], [0.0]),
+        helper.make_tensor("train", TensorProto.BOOL, [], [True]),
+    ]
+    nodes = [
+        helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["s"], name="s"),
+        helper.make_node("ScatterND", ["zero", "rows", "up"], ["mask"], name="mask"),
+        helper.make_node("Transpose", ["mask"], ["maskT"], name="maskT", perm=[1, 0]),
+        helper.make_node("Mod", ["seven", "three"], ["m"], name="m"),
+        helper.make_node("Add", ["s", "maskT"], ["masked"], name="masked"),
+        helper.make_node("Dropout", ["masked", "ratio", "train"], ["y", "unused_mask"],
+                         name="drop"),
+    ]
+    outs = [helper.make_tensor_value_info(n, f32, None) for n in ("y",)]
+    outs.append(helper.make_tensor_value_info("m", i64, None))
+    save(tiny(nodes, [x], outs, name="strided_mask", inits=consts), f"{out}/strided_mask.onnx")
 
 
 def main():

@@ -133,6 +133,15 @@ Constant binary(const NodeProto& node, const std::vector<const Constant*>& in) {
     }
     if (op == "Pow")
       return std::pow(x, y);
+    if (op == "Mod") {
+      // fmod 1: C's fmod (the dividend's sign); 0, integers only: the
+      // divisor's sign, as Python's %.
+      if (integer && y == 0)
+        throw Error(where(node) + ": integer modulo by zero");
+      const double r = std::fmod(x, y);
+      const bool cStyle = intAttribute(node, "fmod", 0) != 0;
+      return !cStyle && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
     if (op == "Equal")
       return x == y;
     if (op == "Less")
@@ -189,6 +198,97 @@ Constant concat(const NodeProto& node, const std::vector<const Constant*>& in) {
     }
   }
   return makeConstant(in[0]->type, out, result);
+}
+
+// ScatterND: data with the slices that indices name (its last dim a prefix
+// of data's index) set to updates, or combined with them by `reduction`.
+std::optional<Constant> scatterND(const NodeProto& node, const std::vector<const Constant*>& in) {
+  const Constant& data = *in[0];
+  const Shape& is = in[1]->shape;
+  const std::size_t rank = data.shape.size();
+  if (is.empty() || is.back() < 1 || static_cast<std::size_t>(is.back()) > rank) {
+    return std::nullopt; // left to the mapping's checks
+  }
+  const std::size_t k = static_cast<std::size_t>(is.back());
+  Shape expected(is.begin(), is.end() - 1);
+  expected.insert(expected.end(), data.shape.begin() + static_cast<std::ptrdiff_t>(k),
+                  data.shape.end());
+  if (in[2]->shape != expected) {
+    return std::nullopt;
+  }
+  const std::string reduction = stringAttribute(node, "reduction", "none");
+  const std::int64_t slice =
+      product(Shape(data.shape.begin() + static_cast<std::ptrdiff_t>(k), data.shape.end()));
+  std::vector<double> out = data.values();
+  const std::vector<double> updates = in[2]->values();
+  const std::vector<std::int64_t> idx = in[1]->ints();
+  for (std::size_t t = 0; t * k < idx.size(); ++t) {
+    std::int64_t at = 0;
+    for (std::size_t d = 0; d < k; ++d) {
+      std::int64_t i = idx[t * k + d];
+      const std::int64_t n = data.shape[d];
+      if (i < -n || i >= n) {
+        throw Error(where(node) + ": index " + std::to_string(i) + " is out of range");
+      }
+      at = at * n + (i < 0 ? i + n : i);
+    }
+    for (std::int64_t j = 0; j < slice; ++j) {
+      double& x = out[static_cast<std::size_t>(at * slice + j)];
+      const double u = updates[t * static_cast<std::size_t>(slice) + static_cast<std::size_t>(j)];
+      x = reduction == "add"   ? x + u
+          : reduction == "mul" ? x * u
+          : reduction == "max" ? std::max(x, u)
+          : reduction == "min" ? std::min(x, u)
+                               : u;
+    }
+  }
+  return makeConstant(data.type, data.shape, out);
+}
+
+// Transpose by `perm` (default: the dims reversed).
+std::optional<Constant> transpose(const NodeProto& node, const Constant& data) {
+  const std::size_t rank = data.shape.size();
+  std::vector<std::int64_t> perm;
+  if (const ::onnx::AttributeProto* a = findAttribute(node, "perm")) {
+    perm.assign(a->ints().begin(), a->ints().end());
+  } else {
+    for (std::size_t d = rank; d-- > 0;) {
+      perm.push_back(static_cast<std::int64_t>(d));
+    }
+  }
+  std::vector<bool> seen(rank, false);
+  for (std::int64_t p : perm) {
+    if (perm.size() != rank || p < 0 || p >= static_cast<std::int64_t>(rank) ||
+        seen[static_cast<std::size_t>(p)]) {
+      return std::nullopt; // left to the mapping's checks
+    }
+    seen[static_cast<std::size_t>(p)] = true;
+  }
+  Shape out(rank);
+  Shape strides(rank, 1); // the input's, row-major
+  for (std::size_t d = rank; d-- > 1;) {
+    strides[d - 1] = strides[d] * data.shape[d];
+  }
+  for (std::size_t d = 0; d < rank; ++d) {
+    out[d] = data.shape[static_cast<std::size_t>(perm[d])];
+  }
+  const std::vector<double> v = data.values();
+  std::vector<double> result(v.size());
+  Shape at(rank, 0); // the output's index, an odometer
+  for (std::size_t i = 0; i < result.size(); ++i) {
+    std::int64_t from = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      from += at[d] * strides[static_cast<std::size_t>(perm[d])];
+    }
+    result[i] = v[static_cast<std::size_t>(from)];
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++at[d] < out[d]) {
+        break;
+      }
+      at[d] = 0;
+    }
+  }
+  return makeConstant(data.type, out, result);
 }
 
 Constant slice(const NodeProto& node, const std::vector<const Constant*>& in) {
@@ -388,8 +488,8 @@ std::optional<Constant> trilu(const NodeProto& node, const std::vector<const Con
 
 std::optional<Constant> foldValueOp(const NodeProto& node, const std::vector<const Constant*>& in) {
   const std::string& op = node.op_type();
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" ||
-      op == "Less" || op == "Greater") {
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Mod" ||
+      op == "Equal" || op == "Less" || op == "Greater") {
     return binary(node, in);
   }
   if (op == "Cast") {
@@ -429,6 +529,10 @@ std::optional<Constant> foldValueOp(const NodeProto& node, const std::vector<con
     return concat(node, in);
   if (op == "Slice")
     return slice(node, in);
+  if (op == "Transpose")
+    return transpose(node, *in[0]);
+  if (op == "ScatterND")
+    return scatterND(node, in);
   if (op == "Range") {
     const double start = in[0]->values().at(0);
     const double limit = in[1]->values().at(0);

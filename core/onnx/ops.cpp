@@ -30,12 +30,19 @@ void unary(Emitter& e, const NodeProto& node) {
 
 // Dropout in inference is the identity. Its training_mode input (opset 12 on)
 // turns random dropping on: a model that sets it, or leaves it to a graph
-// input, is refused rather than run as inference.
+// input, is refused rather than run as inference, unless its ratio is a
+// constant 0 (torchvision's Swin calls F.dropout(p=0.0) in training mode:
+// nothing is dropped either way).
 void checkDropoutInference(Emitter& e, const NodeProto& node) {
   if (outputUsed(node, 1)) {
     e.fail(node, "its mask output is used; tapestry imports inference graphs");
   }
   if (node.input_size() < 3 || node.input(2).empty()) {
+    return;
+  }
+  const Constant* ratio = e.constant(node.input(1));
+  if (ratio != nullptr && ratio->present && isFoldable(ratio->type) && ratio->count() == 1 &&
+      ratio->values()[0] == 0) {
     return;
   }
   const Constant* mode = e.constant(node.input(2));
@@ -406,6 +413,72 @@ void where(Emitter& e, const NodeProto& node) {
          result(node));
 }
 
+// One dim of a Slice with a step above 1: every step-th element of
+// [start, end). Made of copies that tapestry's kernels have: a window of m *
+// step elements from w0 (zeros appended where the dim is shorter), reshaped to
+// [m, step] along the dim, column start - w0 of it, reshaped back.
+struct StridedDim {
+  std::size_t axis = 0;
+  std::int64_t start = 0, end = 0, step = 1;
+};
+
+void strided(Emitter& e, const NodeProto& node, std::string x, Shape shape,
+             const std::vector<StridedDim>& dims) {
+  const int type = e.typeOf(node.input(0));
+  if (!isFoldable(type)) {
+    e.fail(node, "a step above 1 on a tensor whose element type has no constant tapestry can make");
+  }
+  auto step = [&](const std::string& tag, const std::string& kernel, Json params, Json inputs,
+                  bool last) {
+    const std::string out = last ? node.output(0) : e.tempName(node, tag);
+    e.emit(e.opName(node, last ? "" : tag), kernel, std::move(params), std::move(inputs),
+           Json{{"result", out}});
+    return out;
+  };
+  for (std::size_t k = 0; k < dims.size(); ++k) {
+    const StridedDim& sd = dims[k];
+    const std::size_t a = sd.axis;
+    const std::string tag = "axis" + std::to_string(a);
+    const std::int64_t n = shape[a];
+    const std::int64_t m = (sd.end - sd.start + sd.step - 1) / sd.step;
+    const std::int64_t w0 = m * sd.step <= n ? std::min(sd.start, n - m * sd.step) : 0;
+    const std::int64_t have = std::min(n, w0 + m * sd.step) - w0;
+    if (w0 > 0 || have < n) {
+      Shape from(shape.size(), 0);
+      Shape to = shape;
+      from[a] = w0;
+      to[a] = w0 + have;
+      x = step(tag + "_window", "slice", Json{{"starts", intsJson(from)}, {"ends", intsJson(to)}},
+               Json{{"input", x}}, false);
+    }
+    Shape window = shape;
+    window[a] = have;
+    if (have < m * sd.step) {
+      const std::string zeros = constantBlock(e, node.name() + "/" + tag + "_zeros", type, window,
+                                              a, m * sd.step - have, 0.0);
+      x = step(tag + "_filled", "concat", Json{{"axis", static_cast<std::int64_t>(a)}},
+               Json{{"tensors", Json::array({x, zeros})}}, false);
+    }
+    Shape columns(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(a));
+    columns.push_back(m);
+    columns.push_back(sd.step);
+    columns.insert(columns.end(), shape.begin() + static_cast<std::ptrdiff_t>(a) + 1, shape.end());
+    x = step(tag + "_steps", "reshape", Json{{"shape", intsJson(columns)}}, Json{{"input", x}},
+             false);
+    Shape from(columns.size(), 0);
+    Shape to = columns;
+    from[a + 1] = sd.start - w0;
+    to[a + 1] = sd.start - w0 + 1;
+    x = step(tag + "_picked", "slice", Json{{"starts", intsJson(from)}, {"ends", intsJson(to)}},
+             Json{{"input", x}}, false);
+    shape[a] = m;
+    x = step(tag + "_strided", "reshape", Json{{"shape", intsJson(shape)}}, Json{{"input", x}},
+             k + 1 == dims.size());
+  }
+}
+
+// Slice: a slice of the dims of step 1, then each dim of a larger step by
+// strided(); a negative step (reversal) is refused.
 void slice(Emitter& e, const NodeProto& node) {
   const Shape in = e.shapeOf(node, node.input(0));
   const std::int64_t rank = static_cast<std::int64_t>(in.size());
@@ -424,20 +497,43 @@ void slice(Emitter& e, const NodeProto& node) {
   }
   Shape begin(in.size(), 0);
   Shape end = in;
+  std::vector<StridedDim> stepped;
   for (std::size_t i = 0; i < starts.size() && i < ends.size() && i < axes.size(); ++i) {
-    if (steps.at(i) != 1) {
-      e.fail(node, "step " + std::to_string(steps[i]) + "; tapestry's slice takes step 1 only");
+    if (steps.at(i) < 1) {
+      e.fail(node,
+             "step " + std::to_string(steps[i]) + "; tapestry's slice takes positive steps only");
     }
     const std::size_t a =
         static_cast<std::size_t>(normalizeAxis(axes[i], rank, "node " + node.name()));
     auto clampIndex = [&](std::int64_t v) {
       return std::clamp<std::int64_t>(v < 0 ? v + in[a] : v, 0, in[a]);
     };
-    begin[a] = clampIndex(starts[i]);
-    end[a] = std::max(begin[a], clampIndex(ends[i]));
+    const std::int64_t from = clampIndex(starts[i]);
+    const std::int64_t to = std::max(from, clampIndex(ends[i]));
+    if (steps[i] == 1 || to - from <= 1) {
+      begin[a] = from;
+      end[a] = to;
+    } else {
+      stepped.push_back(StridedDim{a, from, to, steps[i]});
+    }
   }
-  e.emit(e.opName(node, ""), "slice", Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}},
-         Json{{"input", e.use(node.input(0))}}, result(node));
+  if (stepped.empty()) {
+    e.emit(e.opName(node, ""), "slice", Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}},
+           Json{{"input", e.use(node.input(0))}}, result(node));
+    return;
+  }
+  std::string x = e.use(node.input(0));
+  if (begin != Shape(in.size(), 0) || end != in) {
+    x = e.tempName(node, "cut");
+    e.emit(e.opName(node, "cut"), "slice",
+           Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}},
+           Json{{"input", e.use(node.input(0))}}, Json{{"result", x}});
+  }
+  Shape shape = in;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    shape[d] = end[d] - begin[d];
+  }
+  strided(e, node, x, shape, stepped);
 }
 
 void clip(Emitter& e, const NodeProto& node) {

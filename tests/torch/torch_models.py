@@ -185,6 +185,28 @@ class MlpBatchNorm(nn.Module):
         return self.body(x)
 
 
+class StridedSlices(nn.Module):
+    """Slices with steps above 1 (import makes them windows reshaped to [m,
+    step] and one column picked): 1::3 of 10 rows (a window from 1), ::2 of 7
+    columns (zeros appended past the end), and 2:7:2 after a step-1 cut."""
+
+    def forward(self, x):
+        a = x[:, :, 1::3, ::2]
+        b = x[:, 1:, 2:7:2, 1:5]
+        return torch.cat([a.flatten(1), b.flatten(1)], dim=1)
+
+
+def _swin_small():
+    """torchvision's Swin Transformer, small: 36 x 36 images in patches of 4
+    (9 x 9, padded to windows of 4: pads computed with Mod), shifted windows
+    with the attention mask built by ScatterND on constants, patch merging of
+    an odd size (padded, then sliced 0::2 and 1::2), a second stage whose
+    window covers it (no shift)."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10)
+
+
 class SegmentationOut(nn.Module):
     """A torchvision segmentation model's "out" map (the models return a dict)."""
 
@@ -216,6 +238,8 @@ CASES = [
     Case("conv_transpose_net", ConvTransposeNet, (2, 8, 5, 4), "x", "y"),
     Case("dcgan_generator", DcganGenerator, (2, 16, 1, 1), "z", "image"),
     Case("mlp_batchnorm", MlpBatchNorm, (4, 16), "x", "y"),
+    Case("strided_slices", StridedSlices, (2, 3, 10, 7), "x", "y"),
+    Case("swin_small", _swin_small, (2, 3, 36, 36), "image", "logits"),
     # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
     # bilinear upsampling of its two branches back to the image size).
     Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),

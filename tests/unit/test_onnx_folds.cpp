@@ -1,6 +1,8 @@
-// Tests for core/onnx's folds (fuse.cpp): a BatchNormalization folded into
-// the convolution or the product before it, checked on the folded constants
-// and on what is left unfolded.
+// Tests for core/onnx's folds: a BatchNormalization folded into the
+// convolution or the product before it (fuse.cpp), and constant folding of
+// Mod, Transpose and ScatterND (fold.cpp, the attention mask a Swin
+// Transformer builds), checked on the folded constants and on what is left
+// unfolded.
 #include "tests/unit/onnx_model.hpp"
 
 namespace {
@@ -110,4 +112,45 @@ TEST_CASE("a BatchNormalization after a product of a constant weight folds into 
   batchnorm(column, "h", "y");
   column.output("y");
   CHECK(kernelsOf(column.import()).back() == "bn:batchnorm");
+}
+
+TEST_CASE("Mod, Transpose and ScatterND of constants fold at import", "[onnx]") {
+  Model m;
+  m.input("x", {2, 3});
+  m.floats("fa", {2}, {-7.5f, 7.5f}).floats("fb", {1}, {2.0f});
+  setInt(m.node("Mod", {"fa", "fb"}, {"c"}, "c"), "fmod", 1);
+  m.floats("t", {2, 3}, {1, 2, 3, 4, 5, 6});
+  setInts(m.node("Transpose", {"t"}, {"tt"}, "tt"), "perm", {1, 0});
+  m.node("Transpose", {"t"}, {"rev"}, "rev");
+  // Rows 0 and 2 of a [3, 2] zero table set, then row 2 added to.
+  m.floats("zero", {3, 2}, {0, 0, 0, 0, 0, 0}).ints("rows", {2, 1}, {0, -1});
+  m.floats("up", {2, 2}, {1, 2, 3, 4}).ints("last", {1, 1}, {2}).floats("more", {1, 2}, {10, 20});
+  m.node("ScatterND", {"zero", "rows", "up"}, {"set"}, "set");
+  setString(m.node("ScatterND", {"set", "last", "more"}, {"sum"}, "sum"), "reduction", "add");
+  setInts(m.node("Transpose", {"tt"}, {"tt2"}, "tt2"), "perm", {1, 0});
+  m.node("Add", {"x", "tt2"}, {"y"}, "add");
+  // (A constant graph output is a copy of the constant NAME/value.)
+  m.output("y").output("c").output("rev").output("sum");
+  const ImportResult r = m.import();
+  CHECK(r.folded == 6);
+  CHECK(floatConstant(r, "c/value") ==
+        std::pair{std::vector<std::int64_t>{2}, std::vector<float>{-1.5f, 1.5f}});
+  CHECK(floatConstant(r, "rev/value") ==
+        std::pair{std::vector<std::int64_t>{3, 2}, std::vector<float>{1, 4, 2, 5, 3, 6}});
+  CHECK(floatConstant(r, "sum/value").second == std::vector<float>{1, 2, 0, 0, 13, 24});
+  CHECK(kernelsOf(r).front() == "add:add");
+  // Python's sign rule for fmod 0: 7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2, -7 % -3 = -1.
+  Model py;
+  py.input("x", {4}, ::onnx::TensorProto::INT64).ints("a", {4}, {7, -7, 7, -7});
+  py.ints("b", {4}, {3, 3, -3, -3});
+  py.node("Mod", {"a", "b"}, {"m"}, "m");
+  py.node("Add", {"x", "m"}, {"y"}, "add");
+  py.output("y");
+  const ImportResult rp = py.import();
+  const auto it = std::find_if(rp.constants.begin(), rp.constants.end(),
+                               [](const auto& c) { return c.name == "m"; });
+  REQUIRE(it != rp.constants.end());
+  std::vector<std::int64_t> got(4);
+  std::memcpy(got.data(), it->bytes.data(), 32);
+  CHECK(got == std::vector<std::int64_t>{1, 2, -2, -1});
 }

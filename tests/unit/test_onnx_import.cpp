@@ -303,6 +303,22 @@ TEST_CASE("Dropout is an alias in inference, and training mode is refused", "[on
   CHECK_THAT(failureOf([&] { asked.import(); }).message,
              Contains("its training_mode input train is not a constant; tapestry imports "
                       "inference graphs (training_mode must be absent or a constant false)"));
+
+  // Training mode with a constant ratio 0 drops nothing (torchvision's Swin
+  // calls F.dropout(p=0.0) so), and a mask output that nothing reads (as
+  // exporters name it) is no use of it; one that the graph returns is.
+  Model none;
+  none.input("x", {4}).floats("ratio", {}, {0.0f}).flag("train", true);
+  none.node("Dropout", {"x", "ratio", "train"}, {"d", "mask"}, "drop");
+  none.node("Relu", {"d"}, {"y"}, "act");
+  none.output("y");
+  const ImportResult rn = none.import();
+  REQUIRE(rn.graph.at("operations").size() == 1);
+  CHECK(op(rn, 0).at("inputs").at("input") == "x");
+  Model masked = none;
+  masked.output("mask");
+  CHECK_THAT(failureOf([&] { masked.import(); }).message,
+             Contains("its mask output is used; tapestry imports inference graphs"));
 }
 
 TEST_CASE("a graph output that repeats another value keeps its own name", "[onnx]") {

@@ -634,3 +634,58 @@ TEST_CASE("Resize refusals name the node and the reason", "[onnx]") {
              Contains("axis 3 resizes 32 to 1048576 elements by linear: a product with a map of "
                       "33554432 entries (at most 16777216 are supported)"));
 }
+
+TEST_CASE("Slice with steps above 1: windows reshaped to [m, step], one column picked", "[onnx]") {
+  // Steps 2 and 3 that fit their dims: no window, no zeros.
+  Model even;
+  even.input("x", {2, 8, 6}).ints("st", {2}, {1, 0}).ints("en", {2}, {8, 6});
+  even.ints("ax", {2}, {1, 2}).ints("sp", {2}, {2, 3});
+  even.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}, "s");
+  even.output("y");
+  const ImportResult r = even.import();
+  CHECK(kernelsOf(r) == std::vector<std::string>{"s/axis1_steps:reshape", "s/axis1_picked:slice",
+                                                 "s/axis1_strided:reshape", "s/axis2_steps:reshape",
+                                                 "s/axis2_picked:slice", "s:reshape"});
+  CHECK(op(r, 0).at("params").at("shape") == Json::array({2, 4, 2, 6}));
+  CHECK(op(r, 1).at("params").at("starts") == Json::array({0, 0, 1, 0}));
+  CHECK(op(r, 1).at("params").at("ends") == Json::array({2, 4, 2, 6}));
+  CHECK(op(r, 3).at("params").at("shape") == Json::array({2, 4, 2, 3}));
+  CHECK(expandImported(r).findTensor("y")->type.shape == std::vector<std::int64_t>{2, 4, 2});
+
+  // 0::2 of 5: three windows of 2 need one zero past the end.
+  Model odd;
+  odd.input("x", {5}).ints("st", {1}, {0}).ints("en", {1}, {5}).ints("ax", {1}, {0});
+  odd.ints("sp", {1}, {2});
+  odd.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}, "s");
+  odd.output("y");
+  const ImportResult ro = odd.import();
+  CHECK(kernelsOf(ro) == std::vector<std::string>{"s/axis0_filled:concat", "s/axis0_steps:reshape",
+                                                  "s/axis0_picked:slice", "s:reshape"});
+  CHECK(floatConstant(ro, "s/axis0_zeros") ==
+        std::pair{std::vector<std::int64_t>{1}, std::vector<float>{0}});
+  CHECK(expandImported(ro).findTensor("y")->type.shape == std::vector<std::int64_t>{3});
+
+  // A step-1 dim cut first; then 3:9:2 of 10, the window [3, 9).
+  Model cut;
+  cut.input("x", {4, 10}).ints("st", {2}, {1, 3}).ints("en", {2}, {3, 9});
+  cut.ints("ax", {2}, {0, 1}).ints("sp", {2}, {1, 2});
+  cut.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}, "s");
+  cut.output("y");
+  const ImportResult rc = cut.import();
+  CHECK(kernelsOf(rc) == std::vector<std::string>{"s/cut:slice", "s/axis1_window:slice",
+                                                  "s/axis1_steps:reshape", "s/axis1_picked:slice",
+                                                  "s:reshape"});
+  CHECK(op(rc, 0).at("params").at("starts") == Json::array({1, 0}));
+  CHECK(op(rc, 1).at("params").at("starts") == Json::array({0, 3}));
+  CHECK(op(rc, 1).at("params").at("ends") == Json::array({2, 9}));
+  CHECK(expandImported(rc).findTensor("y")->type.shape == std::vector<std::int64_t>{2, 3});
+
+  // Negative steps (reversal) are refused.
+  Model back;
+  back.input("x", {4}).ints("st", {1}, {-1}).ints("en", {1}, {-5}).ints("ax", {1}, {0});
+  back.ints("sp", {1}, {-1});
+  back.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}, "s");
+  back.output("y");
+  CHECK_THAT(failureOf([&] { back.import(); }).message,
+             Contains("node s (Slice): step -1; tapestry's slice takes positive steps only"));
+}

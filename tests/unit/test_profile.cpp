@@ -278,7 +278,7 @@ TEST_CASE("the floor of a FLOPs-measured kernel: conv_weights for convolutions")
   CHECK(p.floorFor("matmul") == p.table("elementwise"));
   CHECK(p.floorFor("linear") == p.table("elementwise"));
   CHECK(p.floorFor("add") == nullptr);             // measured by bytes itself
-  CHECK(p.floorFor("my_rmsnorm") == nullptr);         // no family: the roofline, no floor
+  CHECK(p.floorFor("my_rmsnorm") == nullptr);      // no family: the roofline, no floor
   CHECK(familyOfKernel("conv2d")->name == "conv"); // conv_weights has no kernels of its own
   CHECK(kernelsOfFamily("conv_weights").empty());
   CHECK(findKernelFamily("conv_weights")->measure == WorkMeasure::Bytes);
