@@ -440,7 +440,7 @@ void strided(Emitter& e, const NodeProto& node, std::string x, Shape shape,
     const std::size_t a = sd.axis;
     const std::string tag = "axis" + std::to_string(a);
     const std::int64_t n = shape[a];
-    const std::int64_t m = (sd.end - sd.start + sd.step - 1) / sd.step;
+    const std::int64_t m = 1 + (sd.end - sd.start - 1) / sd.step;
     const std::int64_t w0 = m * sd.step <= n ? std::min(sd.start, n - m * sd.step) : 0;
     const std::int64_t have = std::min(n, w0 + m * sd.step) - w0;
     if (w0 > 0 || have < n) {
@@ -510,9 +510,11 @@ void slice(Emitter& e, const NodeProto& node) {
     };
     const std::int64_t from = clampIndex(starts[i]);
     const std::int64_t to = std::max(from, clampIndex(ends[i]));
-    if (steps[i] == 1 || to - from <= 1) {
+    // One element (or none) taken: a plain slice. Else step < to - from <=
+    // the dim, so m * step stays below twice the dim.
+    if (steps[i] == 1 || to - from <= steps[i]) {
       begin[a] = from;
-      end[a] = to;
+      end[a] = steps[i] == 1 ? to : std::min(to, from + 1);
     } else {
       stepped.push_back(StridedDim{a, from, to, steps[i]});
     }

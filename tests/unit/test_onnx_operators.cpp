@@ -3,6 +3,8 @@
 // any axis, values given at import, constant outputs, Pow's dtypes, old opsets,
 // function bodies, refusals by feature, GatherElements, and the elementwise
 // operators. Models are built in memory (onnx_model.hpp).
+#include <limits>
+
 #include "tests/unit/onnx_model.hpp"
 
 TEST_CASE("ReduceMin, ReduceProd and the composite reductions: steps around a sum chain",
@@ -679,6 +681,18 @@ TEST_CASE("Slice with steps above 1: windows reshaped to [m, step], one column p
   CHECK(op(rc, 1).at("params").at("starts") == Json::array({0, 3}));
   CHECK(op(rc, 1).at("params").at("ends") == Json::array({2, 9}));
   CHECK(expandImported(rc).findTensor("y")->type.shape == std::vector<std::int64_t>{2, 3});
+
+  // A step past the range takes one element: a plain slice (no window of
+  // step elements, however large the step).
+  Model one;
+  one.input("x", {6}).ints("st", {1}, {2}).ints("en", {1}, {6}).ints("ax", {1}, {0});
+  one.ints("sp", {1}, {std::numeric_limits<std::int64_t>::max()});
+  one.node("Slice", {"x", "st", "en", "ax", "sp"}, {"y"}, "s");
+  one.output("y");
+  const ImportResult r1 = one.import();
+  CHECK(kernelsOf(r1) == std::vector<std::string>{"s:slice"});
+  CHECK(op(r1, 0).at("params").at("starts") == Json::array({2}));
+  CHECK(op(r1, 0).at("params").at("ends") == Json::array({3}));
 
   // Negative steps (reversal) are refused.
   Model back;
