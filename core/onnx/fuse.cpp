@@ -222,6 +222,9 @@ bool foldIntoProduct(::onnx::NodeProto& product, const ::onnx::NodeProto& bn,
   const bool transB = gemm && intAttribute(product, "transB", 0) != 0;
   const std::int64_t cols = w->shape[1];
   const std::int64_t channels = transB ? w->shape[0] : cols;
+  if (channels < 1 || cols < 1) {
+    return false; // (zero-size tensors are refused before)
+  }
   std::vector<double> s, shift, bias;
   std::vector<std::int64_t> biasShape;
   if (!batchNormAffine(bn, constants, channels, s, shift) ||
