@@ -5,7 +5,8 @@
 // exporters (TensorFlow's, Keras') for neither; one after a product of a
 // constant weight (Gemm, or a MatMul of rank 2, which becomes a Gemm with the
 // folded bias: ONNX Runtime's MatMulBNFusion), as a BatchNorm1d after a
-// Linear exports, the same way.
+// Linear exports, the same way. And optional outputs that nothing reads lose
+// their names.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -305,6 +306,34 @@ std::size_t foldBatchNorms(std::vector<::onnx::NodeProto>& live,
   }
   live = std::move(kept);
   return folded;
+}
+
+// Clears the names of the optional outputs past the first that no node reads
+// and the graph does not return, of the operators whose mappings take a named
+// one for a used one (a Dropout's mask, a MaxPool's indices, a
+// LayerNormalization's mean and inverse deviation, a BatchNormalization's
+// running statistics): ONNX exporters name outputs that nothing uses. (A
+// Split's results are not optional: each keeps its name.)
+void dropUnreadOutputs(std::vector<::onnx::NodeProto>& live, const ::onnx::GraphProto& g) {
+  std::set<std::string> read;
+  for (const ::onnx::NodeProto& node : live) {
+    read.insert(node.input().begin(), node.input().end());
+  }
+  for (const ::onnx::ValueInfoProto& v : g.output()) {
+    read.insert(v.name());
+  }
+  static const std::set<std::string> optional = {"Dropout", "MaxPool", "LayerNormalization",
+                                                 "BatchNormalization"};
+  for (::onnx::NodeProto& node : live) {
+    if (!defaultDomain(node.domain()) || optional.count(node.op_type()) == 0) {
+      continue;
+    }
+    for (int i = 1; i < node.output_size(); ++i) {
+      if (read.count(node.output(i)) == 0) {
+        node.set_output(i, "");
+      }
+    }
+  }
 }
 
 } // namespace tapestry::onnx_import::detail

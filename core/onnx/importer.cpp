@@ -573,27 +573,6 @@ std::map<std::string, TensorType> foldAndInline(::onnx::ModelProto& model, Foldi
   return types;
 }
 
-// Clears the names of the outputs past the first that no node reads and the
-// graph does not return (a Dropout's mask, a MaxPool's indices, a
-// LayerNormalization's mean), so that a mapping sees them as absent: ONNX
-// exporters name optional outputs that nothing uses.
-void dropUnreadOutputs(std::vector<::onnx::NodeProto>& live, const ::onnx::GraphProto& g) {
-  std::set<std::string> read;
-  for (const ::onnx::NodeProto& node : live) {
-    read.insert(node.input().begin(), node.input().end());
-  }
-  for (const ::onnx::ValueInfoProto& v : g.output()) {
-    read.insert(v.name());
-  }
-  for (::onnx::NodeProto& node : live) {
-    for (int i = 1; i < node.output_size(); ++i) {
-      if (read.count(node.output(i)) == 0) {
-        node.set_output(i, "");
-      }
-    }
-  }
-}
-
 // Zero-size tensors: the standard library's index spaces have at least one
 // point per dim, so a node that reads or writes one is refused.
 void refuseZeroSizes(const std::vector<::onnx::NodeProto>& live,

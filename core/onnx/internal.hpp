@@ -105,6 +105,11 @@ std::optional<std::string> outOfScopeFeature(const std::string& op);
 
 struct TensorType;
 
+// Clears the names of the optional outputs past the first of a Dropout,
+// MaxPool, LayerNormalization or BatchNormalization that no node of `live`
+// reads and `g` does not return, so that mappings see them absent.
+void dropUnreadOutputs(std::vector<::onnx::NodeProto>& live, const ::onnx::GraphProto& g);
+
 // Folds each BatchNormalization (inference mode) whose input only a Conv,
 // ConvTranspose, Gemm or MatMul reads, all of their weights, biases and
 // parameters float constants, into that node: a new weight and bias in

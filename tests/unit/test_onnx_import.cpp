@@ -321,6 +321,24 @@ TEST_CASE("Dropout is an alias in inference, and training mode is refused", "[on
              Contains("its mask output is used; tapestry imports inference graphs"));
 }
 
+TEST_CASE("optional outputs that nothing reads are no use of them; a Split's results stay",
+          "[onnx]") {
+  // MaxPool's Indices named but unread; a Split whose second result nothing
+  // reads still writes it under its name.
+  Model m;
+  m.input("x", {1, 1, 4, 4}).input("v", {4, 2});
+  setInts(m.node("MaxPool", {"x"}, {"p", "idx"}, "pool"), "kernel_shape", {2, 2});
+  setInt(m.node("Split", {"v"}, {"a", "b"}, "halves"), "num_outputs", 2);
+  m.output("p").output("a");
+  const ImportResult r = m.import();
+  CHECK(kernelsOf(r) == std::vector<std::string>{"pool:maxpool2d", "halves:split"});
+  CHECK(op(r, 1).at("outputs").at("results") == Json::array({"a", "b"}));
+  Model used = m;
+  used.output("idx");
+  CHECK_THAT(failureOf([&] { used.import(); }).message,
+             Contains("its Indices output is used; tapestry pools give values only"));
+}
+
 TEST_CASE("a graph output that repeats another value keeps its own name", "[onnx]") {
   Model m;
   m.input("x", {2, 3}).input("flag", {2, 3}, ::onnx::TensorProto::BOOL);
