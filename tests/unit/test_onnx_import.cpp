@@ -321,7 +321,7 @@ TEST_CASE("Dropout is an alias in inference, and training mode is refused", "[on
              Contains("its mask output is used; tapestry imports inference graphs"));
 }
 
-TEST_CASE("optional outputs that nothing reads are no use of them; a Split's results stay",
+TEST_CASE("optional outputs that nothing reads are no use of them, a Split's results stay",
           "[onnx]") {
   // MaxPool's Indices named but unread; a Split whose second result nothing
   // reads still writes it under its name.
