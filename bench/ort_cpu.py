@@ -72,6 +72,9 @@ EXTRA_MODELS = {
     # DCGAN's generator (64 x 64 images from a 100-d code): transposed
     # convolutions of kernel 4 and stride 2, batch norms, ReLUs, a tanh.
     "dcgan_generator": ["z"],
+    # torchvision's Swin-T at 224 x 224: shifted windows (the attention mask
+    # folds at import), patch merging by slices of step 2.
+    "swin_t": ["image"],
 }
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
@@ -216,6 +219,21 @@ def export_dcgan(work):
                           nn.Tanh()).eval()
     path = os.path.join(work, "dcgan_generator.onnx")
     make_onnx_models.export(model, torch.randn(1, 100, 1, 1), path, ["z"], ["image"], params=False)
+    return path
+
+
+def export_swin(work):
+    """The EXTRA_MODELS Swin-T (torchvision's swin_t, structure only) on one
+    224 x 224 image; returns the .onnx path."""
+    import torch
+    import torchvision
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_onnx_models
+    torch.manual_seed(0)
+    path = os.path.join(work, "swin_t.onnx")
+    make_onnx_models.export(torchvision.models.swin_t(weights=None).eval(),
+                            torch.randn(1, 3, 224, 224), path, ["image"], ["logits"],
+                            params=False)
     return path
 
 
@@ -384,6 +402,8 @@ def measure(name, binary, node_path, env, args, work):
               if name in CNNS and args.image_size != TESTDATA_IMAGE_SIDE else None)
     if name == "dcgan_generator":
         source = export_dcgan(model_work)
+    elif name == "swin_t":
+        source = export_swin(model_work)
     elif name in EXTRA_MODELS:
         source = export_segmentation(name, args.image_size, model_work)
     if name in TRANSFORMERS and args.layer_size is not None:
