@@ -265,10 +265,7 @@ std::optional<Constant> transpose(const NodeProto& node, const Constant& data) {
     seen[static_cast<std::size_t>(p)] = true;
   }
   Shape out(rank);
-  Shape strides(rank, 1); // the input's, row-major
-  for (std::size_t d = rank; d-- > 1;) {
-    strides[d - 1] = strides[d] * data.shape[d];
-  }
+  const Shape strides = stridesOf(data.shape);
   for (std::size_t d = 0; d < rank; ++d) {
     out[d] = data.shape[static_cast<std::size_t>(perm[d])];
   }

@@ -40,9 +40,7 @@ void checkDropoutInference(Emitter& e, const NodeProto& node) {
   if (node.input_size() < 3 || node.input(2).empty()) {
     return;
   }
-  const Constant* ratio = e.constant(node.input(1));
-  if (ratio != nullptr && ratio->present && isFoldable(ratio->type) && ratio->count() == 1 &&
-      ratio->values()[0] == 0) {
+  if (scalarOf(e, node.input(1)) == 0.0) {
     return;
   }
   const Constant* mode = e.constant(node.input(2));
@@ -526,10 +524,11 @@ void slice(Emitter& e, const NodeProto& node) {
   }
   std::string x = e.use(node.input(0));
   if (begin != Shape(in.size(), 0) || end != in) {
-    x = e.tempName(node, "cut");
+    const std::string cut = e.tempName(node, "cut");
     e.emit(e.opName(node, "cut"), "slice",
-           Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}},
-           Json{{"input", e.use(node.input(0))}}, Json{{"result", x}});
+           Json{{"starts", intsJson(begin)}, {"ends", intsJson(end)}}, Json{{"input", x}},
+           Json{{"result", cut}});
+    x = cut;
   }
   Shape shape = in;
   for (std::size_t d = 0; d < shape.size(); ++d) {
