@@ -154,3 +154,26 @@ TEST_CASE("Mod, Transpose and ScatterND of constants fold at import", "[onnx]") 
   std::memcpy(got.data(), it->bytes.data(), 32);
   CHECK(got == std::vector<std::int64_t>{1, 2, -2, -1});
 }
+
+TEST_CASE("folding refuses a ScatterND index out of range and an integer modulo by zero",
+          "[onnx]") {
+  Model scatter;
+  scatter.input("x", {3, 2});
+  scatter.floats("zero", {3, 2}, {0, 0, 0, 0, 0, 0}).ints("rows", {1, 1}, {3});
+  scatter.floats("up", {1, 2}, {1, 2});
+  scatter.node("ScatterND", {"zero", "rows", "up"}, {"set"}, "set");
+  scatter.node("Add", {"x", "set"}, {"y"}, "add");
+  scatter.output("y");
+  const testing::Failure bad = failureOf([&] { scatter.import(); });
+  CHECK(bad.code == ExitCode::InvalidInput);
+  CHECK_THAT(bad.message, Contains("node set (ScatterND): index 3 is out of range"));
+
+  Model mod;
+  mod.input("x", {2}, ::onnx::TensorProto::INT64).ints("a", {2}, {7, 8}).ints("b", {2}, {3, 0});
+  mod.node("Mod", {"a", "b"}, {"m"}, "m");
+  mod.node("Add", {"x", "m"}, {"y"}, "add");
+  mod.output("y");
+  const testing::Failure zero = failureOf([&] { mod.import(); });
+  CHECK(zero.code == ExitCode::InvalidInput);
+  CHECK_THAT(zero.message, Contains("node m (Mod): integer modulo by zero"));
+}
