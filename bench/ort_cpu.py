@@ -75,7 +75,13 @@ EXTRA_MODELS = {
     # torchvision's Swin-T at 224 x 224: shifted windows (the attention mask
     # folds at import), patch merging by slices of step 2.
     "swin_t": ["image"],
+    # torchvision's RegNetX-400MF and ResNeXt-50 32x4d at 224 x 224: grouped
+    # convolutions (groups of 16 channels; 32 groups).
+    "regnet_x_400mf": ["image"],
+    "resnext50_32x4d": ["image"],
 }
+# The EXTRA_MODELS that are torchvision classifiers, exported at 224 x 224.
+TORCHVISION_CLASSIFIERS = ["swin_t", "regnet_x_400mf", "resnext50_32x4d"]
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
 CNNS = ["resnet18", "resnet50", "mobilenet_v2"]
@@ -222,17 +228,17 @@ def export_dcgan(work):
     return path
 
 
-def export_swin(work):
-    """The EXTRA_MODELS Swin-T (torchvision's swin_t, structure only) on one
-    224 x 224 image; returns the .onnx path."""
+def export_classifier(name, work):
+    """A TORCHVISION_CLASSIFIERS model (torchvision's `name`, structure only)
+    on one 224 x 224 image; returns the .onnx path."""
     import torch
     import torchvision
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import make_onnx_models
     torch.manual_seed(0)
-    path = os.path.join(work, "swin_t.onnx")
-    make_onnx_models.export(torchvision.models.swin_t(weights=None).eval(),
-                            torch.randn(1, 3, 224, 224), path, ["image"], ["logits"],
+    path = os.path.join(work, f"{name}.onnx")
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    make_onnx_models.export(model, torch.randn(1, 3, 224, 224), path, ["image"], ["logits"],
                             params=False)
     return path
 
@@ -402,8 +408,8 @@ def measure(name, binary, node_path, env, args, work):
               if name in CNNS and args.image_size != TESTDATA_IMAGE_SIDE else None)
     if name == "dcgan_generator":
         source = export_dcgan(model_work)
-    elif name == "swin_t":
-        source = export_swin(model_work)
+    elif name in TORCHVISION_CLASSIFIERS:
+        source = export_classifier(name, model_work)
     elif name in EXTRA_MODELS:
         source = export_segmentation(name, args.image_size, model_work)
     if name in TRANSFORMERS and args.layer_size is not None:

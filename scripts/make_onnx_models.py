@@ -441,8 +441,8 @@ def fuzz_findings(out):
 def fuzz_seeds(out):
     """Seeds of the onnx fuzz target for operators whose import computes at
     import time (testdata/fuzz/onnx): Resize in each mode, transposed
-    convolutions of both paths, batch norms folded into convolutions, so that
-    mutations reach their arithmetic."""
+    convolutions of both paths, batch norms folded into convolutions, grouped
+    convolutions, so that mutations reach their arithmetic."""
     os.makedirs(out, exist_ok=True)
     f32 = TensorProto.FLOAT
     img = helper.make_tensor_value_info("img", f32, [1, 2, 5, 4])
@@ -539,6 +539,25 @@ def fuzz_seeds(out):
     outs = [helper.make_tensor_value_info(n, f32, None) for n in ("y",)]
     outs.append(helper.make_tensor_value_info("m", i64, None))
     save(tiny(nodes, [x], outs, name="strided_mask", inits=consts), f"{out}/strided_mask.onnx")
+    # Grouped convolutions: a Conv of 2 groups with a batch norm folded into
+    # it and a ReLU, a ConvTranspose of 2 groups (its weight flipped per
+    # group at import).
+    x = helper.make_tensor_value_info("x", f32, [1, 4, 5, 5])
+    w = helper.make_tensor("w", f32, [6, 2, 3, 3], [0.05 * i - 1 for i in range(108)])
+    t = helper.make_tensor("t", f32, [6, 2, 2, 2], [0.1 * i - 2 for i in range(48)])
+    params = [helper.make_tensor(n, f32, [6], v) for n, v in
+              (("scale", [2, 0.5, 1, 1, 3, -1]), ("shift", [1, -1, 0, 2, 0, 0]),
+               ("mean", [0.25, 1, 0, 0, -1, 2]), ("var", [3, 0.5, 1, 2, 1, 1]))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="c", group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["n"],
+                         name="n"),
+        helper.make_node("Relu", ["n"], ["r"], name="r"),
+        helper.make_node("ConvTranspose", ["r", "t"], ["y"], name="up", group=2, strides=[2, 2]),
+    ]
+    outs = [helper.make_tensor_value_info("y", f32, None)]
+    save(tiny(nodes, [x], outs, name="grouped_convs", inits=[w, t] + params),
+         f"{out}/grouped_convs.onnx")
 
 
 def main():

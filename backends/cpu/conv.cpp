@@ -15,7 +15,7 @@
 // blocked layout at the first run and kept while its data pointer stays.
 // Everything else (float64, float16, a shard that sees only padding, a grouped
 // shard with a part of the group's channels) runs on the fallback: im2col +
-// gemm, or tap by tap for groups == O, with packed weights and scratch kept in
+// gemm, or tap by tap for grouped ones, with packed weights and scratch kept in
 // the prepared object.
 //
 // conv2d_act is the same convolution with an epilogue, clip(conv + bias +
@@ -97,7 +97,7 @@ protected:
   using C = typename Num<T>::C;
 
   explicit FallbackConv(const KernelCall& call)
-      : g_(convGeometry(call.op)), b_(boxOf(call.index)), bias_(addsBias(call, b_)),
+      : g_(convGeometry(call.op)), b_(boxOf(call)), bias_(addsBias(call, b_)),
         epi_(ConvEpilogue::of(call)), lo_(clipBound<C>(epi_.lo())), hi_(clipBound<C>(epi_.hi())) {
     const TensorView& wt = call.inputs[1][0];
     anyInput_ = !inputSelection(call).isEmpty();
@@ -274,11 +274,12 @@ private:
   std::vector<TapSpan> taps_;
 };
 
-// groups == O (depthwise style): a product per output channel would be a
-// 1 x C/groups*KH*KW gemv, so the taps are summed directly, a row of outputs
-// at a time (as the pools do): acc[j] += weight[o, c, kh, kw] * input[n,
-// gmul*o + c, ih, iw(j)] for the shard's (c, kh, kw), taps in the padding left
-// out.
+// Grouped (conv2d's groups == O, depthwise style, and conv2d_grouped): for
+// depthwise a product per output channel would be a 1 x C/groups*KH*KW gemv,
+// so the taps are summed directly, a row of outputs at a time (as the pools
+// do): acc[j] += weight[o, c, kh, kw] * input[n, (o div og)*gmul + c, ih,
+// iw(j)] for the shard's (c, kh, kw), taps in the padding left out. Grouped
+// shards of float32 and bfloat16 run on oneDNN; this is their fallback.
 template <class T> class DepthwiseConv final : public FallbackConv<T> {
   using Base = FallbackConv<T>;
   using C = typename Base::C;
@@ -286,7 +287,7 @@ template <class T> class DepthwiseConv final : public FallbackConv<T> {
   using Base::g_;
 
 public:
-  DepthwiseConv(const KernelCall& call, std::int64_t gmul) : Base(call), gmul_(gmul) {
+  DepthwiseConv(const KernelCall& call, ConvGroups groups) : Base(call), groups_(groups) {
     for (std::int64_t kw = 0; kw < b_.KW; ++kw) {
       taps_.push_back(
           tapsInside(g_.sw * b_.ow0 + g_.dw * (b_.kw0 + kw) - g_.pw, g_.sw, b_.OW, g_.W));
@@ -313,7 +314,7 @@ public:
               if (ih < 0 || ih >= g_.H) {
                 continue;
               }
-              const T* row = this->inputRow(in, n, gmul_ * (b_.o0 + o) + b_.c0 + c, ih);
+              const T* row = this->inputRow(in, n, groups_.base(b_.o0 + o) + b_.c0 + c, ih);
               for (std::int64_t kw = 0; kw < b_.KW; ++kw) {
                 const C wv = wo[(c * b_.KH + kh) * b_.KW + kw];
                 const TapSpan q = taps_[static_cast<std::size_t>(kw)];
@@ -339,7 +340,7 @@ public:
   }
 
 private:
-  std::int64_t gmul_;
+  ConvGroups groups_;
   std::vector<TapSpan> taps_;
   std::vector<C> acc_;
 };
@@ -416,10 +417,10 @@ std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLay
     return nullptr;
   }
   const ConvGeometry g = convGeometry(call.op);
-  const Box b = boxOf(call.index);
-  const std::int64_t gmul = intBinding(call.op, "gmul");
+  const Box b = boxOf(call);
+  const ConvGroups groups = convGroups(call.op);
   const std::int64_t CG = call.op.application.inputs[1].tensors[0].shape[1];
-  if (gmul != 0 && (b.c0 != 0 || b.C != CG)) {
+  if (groups.grouped() && (b.c0 != 0 || b.C != CG)) {
     return nullptr; // a part of each group's channels: not one channel range
   }
   std::unique_ptr<OnednnConv> conv(new OnednnConv());
@@ -484,12 +485,12 @@ std::unique_ptr<OnednnConv> OnednnConv::describe(const KernelCall& call, ConvLay
   conv->weightOffset_ = offsetIn(wt, {b.o0, b.c0, b.kh0, b.kw0});
   conv->constant_ = wt.constant;
   const std::vector<std::int64_t>& ws = wt.strides;
-  if (gmul == 0) {
+  if (!groups.grouped()) {
     const std::int64_t dims[4] = {b.O, b.C, b.KH, b.KW};
     conv->weightView_ = onednn::stridedDesc(dims, ws, *type);
-  } else { // groups == O: [G, O/G = 1, C/G, KH, KW]
-    const std::int64_t dims[5] = {b.O, 1, b.C, b.KH, b.KW};
-    const std::int64_t strides[5] = {ws[0], ws[0], ws[1], ws[2], ws[3]};
+  } else { // the shard's groups: [G, O/G, C/G, KH, KW] (O/G = 1 for depthwise)
+    const std::int64_t dims[5] = {b.O / groups.og, groups.og, b.C, b.KH, b.KW};
+    const std::int64_t strides[5] = {ws[0] * groups.og, ws[0], ws[1], ws[2], ws[3]};
     conv->weightView_ = onednn::stridedDesc(dims, strides, *type);
   }
   conv->bias_ = addsBias(call, b);
@@ -700,12 +701,12 @@ void runOnce(const KernelCall& call) {
 } // namespace
 
 std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout layout) {
-  if (call.op.kernel == "conv2d_act") { // its output has no combine: the whole sum per shard
-    const ZRange& whole = call.op.application.index;
-    for (std::size_t d = 4; d < 7; ++d) {
-      if (call.index.start()[d] != 0 || call.index.end()[d] != whole.end()[d]) {
-        throw InternalError("conv2d_act shard " + call.index.toString() +
-                            " splits the reduction dims of " + whole.toString());
+  const metakernel::Application& app = call.op.application;
+  if (!app.reductionSplittable) { // conv2d_act's, conv2d_grouped_act's: the whole sum per shard
+    for (std::size_t d : app.reductionDims) {
+      if (call.index.start()[d] != 0 || call.index.end()[d] != app.index.end()[d]) {
+        throw InternalError(call.op.kernel + " shard " + call.index.toString() +
+                            " splits the reduction dims of " + app.index.toString());
       }
     }
   }
@@ -719,11 +720,11 @@ std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout l
     return conv;
   }
   std::unique_ptr<PreparedConv> out;
-  const std::int64_t gmul = intBinding(call.op, "gmul");
+  const ConvGroups groups = convGroups(call.op);
   dispatchFloat(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (gmul != 0) {
-      out = std::make_unique<DepthwiseConv<T>>(call, gmul);
+    if (groups.grouped()) {
+      out = std::make_unique<DepthwiseConv<T>>(call, groups);
     } else {
       out = std::make_unique<GemmConv<T>>(call);
     }
@@ -734,6 +735,8 @@ std::unique_ptr<PreparedConv> prepareConv2d(const KernelCall& call, ConvLayout l
 void registerConvKernels(CpuRegistry& registry) {
   registry.add("conv2d", &runOnce, &prepareDefault);
   registry.add("conv2d_act", &runOnce, &prepareDefault);
+  registry.add("conv2d_grouped", &runOnce, &prepareDefault);
+  registry.add("conv2d_grouped_act", &runOnce, &prepareDefault);
 }
 
 } // namespace tapestry::backend::cpu

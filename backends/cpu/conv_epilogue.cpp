@@ -47,7 +47,7 @@ void forEachRunOf(const TensorView& out, const TensorView& res, const OutputBox&
 
 ConvEpilogue ConvEpilogue::of(const KernelCall& call) {
   ConvEpilogue e;
-  if (call.op.kernel != "conv2d_act") {
+  if (call.op.kernel != "conv2d_act" && call.op.kernel != "conv2d_grouped_act") {
     return e;
   }
   e.active_ = true;

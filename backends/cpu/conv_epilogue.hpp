@@ -46,8 +46,8 @@ void appendClip(dnnl::post_ops& ops, double lo, double hi);
 
 class ConvEpilogue {
 public:
-  // conv2d_act's params and residual for `call`; conv2d (and any other
-  // kernel) has none: active() is false.
+  // conv2d_act's and conv2d_grouped_act's params and residual for `call`;
+  // conv2d (and any other kernel) has none: active() is false.
   static ConvEpilogue of(const KernelCall& call);
 
   bool active() const { return active_; }

@@ -65,7 +65,7 @@ private:
 };
 
 PanelConv::PanelConv(const KernelCall& call)
-    : b_(boxOf(call.index)), epi_(ConvEpilogue::of(call)), lo_(clipBound<float>(epi_.lo())),
+    : b_(boxOf(call)), epi_(ConvEpilogue::of(call)), lo_(clipBound<float>(epi_.lo())),
       hi_(clipBound<float>(epi_.hi())) {
   const ConvGeometry g = convGeometry(call.op);
   P_ = b_.N * b_.OH * b_.OW;
@@ -177,11 +177,11 @@ void PanelConv::run(const KernelCall& call) {
 } // namespace
 
 std::unique_ptr<PreparedConv> preparePanelConv(const KernelCall& call) {
-  if (call.outputs[0][0].dtype != DType::Float32 || intBinding(call.op, "gmul") != 0 ||
+  if (call.outputs[0][0].dtype != DType::Float32 || convGroups(call.op).grouped() ||
       !call.inputs[1][0].constant || inputSelection(call).isEmpty()) {
     return nullptr;
   }
-  const Box b = boxOf(call.index);
+  const Box b = boxOf(call);
   const double weightBytes = 4.0 * static_cast<double>(b.O * b.C * b.KH * b.KW);
   if (b.N * b.OH * b.OW > kMaxPanelRows || weightBytes < kPanelWeightBytes) {
     return nullptr;

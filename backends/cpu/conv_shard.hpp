@@ -24,7 +24,8 @@ inline ConvGeometry convGeometry(const graph::Operation& op) {
           intBinding(op, "dh"), intBinding(op, "dw"), intBinding(op, "H"),  intBinding(op, "W")};
 }
 
-// The shard's index range [N, O, OH, OW, C, KH, KW]: first point and extent.
+// The shard's index range in conv2d's terms [N, O, OH, OW, C, KH, KW]: first
+// point and extent.
 struct Box {
   std::int64_t n0, N, o0, O, oh0, OH, ow0, OW, c0, C, kh0, KH, kw0, KW;
 };
@@ -34,6 +35,43 @@ inline Box boxOf(const ZRange& index) {
   const ZPoint& e = index.end();
   return {s[0], e[0] - s[0], s[1], e[1] - s[1], s[2], e[2] - s[2], s[3], e[3] - s[3],
           s[4], e[4] - s[4], s[5], e[5] - s[5], s[6], e[6] - s[6]};
+}
+
+// Which input channels output channel o reads: (o div og)*gmul + c for c in
+// [0, C/groups). conv2d's groups == 1 is gmul 0 (every channel), its
+// depthwise style og 1 and gmul C/groups; conv2d_grouped's og = O/groups and
+// gmul = C/groups.
+struct ConvGroups {
+  std::int64_t gmul = 0, og = 1;
+  std::int64_t base(std::int64_t o) const { return o / og * gmul; }
+  bool grouped() const { return gmul != 0; }
+};
+
+// conv2d_grouped and conv2d_grouped_act: index [N, G, OH, OW, KH, KW].
+inline bool groupedIndex(const graph::Operation& op) {
+  return op.kernel == "conv2d_grouped" || op.kernel == "conv2d_grouped_act";
+}
+
+inline ConvGroups convGroups(const graph::Operation& op) {
+  if (groupedIndex(op)) {
+    return {intBinding(op, "CG"), intBinding(op, "OG")};
+  }
+  return {intBinding(op, "gmul"), 1};
+}
+
+// The shard's box in conv2d's terms. conv2d_grouped's index [N, G, OH, OW, KH,
+// KW] holds whole groups (each point a group's OG x CG block): its output
+// channels are OG*g0 to OG*g1 - 1, and c runs over one group's CG.
+inline Box boxOf(const KernelCall& call) {
+  if (!groupedIndex(call.op)) {
+    return boxOf(call.index);
+  }
+  const ZPoint& s = call.index.start();
+  const ZPoint& e = call.index.end();
+  const std::int64_t og = intBinding(call.op, "OG");
+  return {s[0], e[0] - s[0], og * s[1], og * (e[1] - s[1]),        s[2], e[2] - s[2],
+          s[3], e[3] - s[3], 0,         intBinding(call.op, "CG"), s[4], e[4] - s[4],
+          s[5], e[5] - s[5]};
 }
 
 inline OutputBox outputBox(const Box& b) {

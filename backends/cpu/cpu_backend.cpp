@@ -229,26 +229,27 @@ void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
   });
 }
 
-// conv2d and conv2d_act run in nhwc on oneDNN (conv.cpp); the elementwise kernels walk any
-// strides and merge the dims that are dense in memory order (run_loop.hpp),
-// the pools describe their views to oneDNN as they are, and global_avgpool
-// sums a channels-last plane a row of channels at a time (pool.cpp). Each is
-// tested on channels-last views against row-major ones (the `[layout]` unit tests).
+// conv2d, conv2d_grouped and their _act fusions run in nhwc on oneDNN (conv.cpp); the elementwise
+// kernels walk any strides and merge the dims that are dense in memory order (run_loop.hpp), the
+// pools describe their views to oneDNN as they are, and global_avgpool sums a channels-last plane a
+// row of channels at a time (pool.cpp). Each is tested on channels-last views against row-major
+// ones (the `[layout]` unit tests).
 Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
                                          std::size_t port) const {
   if (kernels_ == CpuKernels::Bodies) {
     return Layout::No;
   }
-  static constexpr std::string_view kUnary[] = {
-      "relu", "clip",  "sigmoid",   "tanh", "gelu",         "elu",       "selu", "leaky_relu",
-      "neg",  "abs",   "exp",       "sqrt", "softplus",     "erf",       "celu", "floor",
-      "ceil", "round", "gelu_tanh", "silu"};
+  static constexpr std::string_view kUnary[] = {"relu",  "clip", "sigmoid",    "tanh",      "gelu",
+                                                "elu",   "selu", "leaky_relu", "neg",       "abs",
+                                                "exp",   "sqrt", "softplus",   "erf",       "celu",
+                                                "floor", "ceil", "round",      "gelu_tanh", "silu"};
   static constexpr std::string_view kBinary[] = {"add", "sub",     "mul",     "div",
                                                  "pow", "maximum", "minimum", "prelu"};
-  if (kernel == "conv2d") {
+  if (kernel == "conv2d" || kernel == "conv2d_grouped") {
     return port == 0 ? Layout::Prefers : Layout::No;
   }
-  if (kernel == "conv2d_act") { // the residual: copied or added over any strides (conv_epilogue)
+  // The fusions' residual: copied or added over any strides (conv_epilogue).
+  if (kernel == "conv2d_act" || kernel == "conv2d_grouped_act") {
     return port == 0 ? Layout::Prefers : !output && port == 3 ? Layout::Takes : Layout::No;
   }
   if (kernel == "maxpool2d" || kernel == "avgpool2d" || kernel == "global_avgpool") {

@@ -451,6 +451,8 @@ const backend::KernelRegistry<CudaKernel>& cudaKernels() {
     r.add("linear_act", &ops::linearActKernel);
     r.add("conv2d", &ops::conv2dKernel);
     r.add("conv2d_act", &ops::conv2dKernel);
+    r.add("conv2d_grouped", &ops::conv2dKernel);
+    r.add("conv2d_grouped_act", &ops::conv2dKernel);
     r.add("maxpool2d", &pool2dKernel<true>);
     r.add("avgpool2d", &pool2dKernel<false>);
     r.add("global_avgpool", &globalAvgpoolKernel);

@@ -1,9 +1,10 @@
-// The CUDA backend's convolutions: conv2d and conv2d_act. A shard with groups
+// The CUDA backend's convolutions: conv2d, conv2d_act and conv2d_grouped. A shard with groups
 // == 1 runs as products (planConvGemm): per batch element, an im2col of its
 // input box into scratch and one cuBLASLt product with the weights, the bias
 // added to the rows through beta = 1; conv2d_act's residual and clip in a
-// pass after. Depthwise shards, and those that read only padding, run the
-// direct kernel: a thread per output element summing its (C, KH, KW) box.
+// pass after. Grouped shards (depthwise, conv2d_grouped), and those that read
+// only padding, run the direct kernel: a thread per output element summing its
+// (C, KH, KW) box.
 #include <cstddef>
 #include <cstdint>
 #include <optional>

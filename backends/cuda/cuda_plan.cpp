@@ -245,10 +245,23 @@ ConvParams convParams(const backend::KernelCall& call) {
   p.dw = backend::intBinding(op, "dw");
   p.H = backend::intBinding(op, "H");
   p.W = backend::intBinding(op, "W");
-  p.gmul = backend::intBinding(op, "gmul");
-  for (std::size_t d = 0; d < 7; ++d) {
-    p.begin[d] = call.index.start()[d];
-    p.end[d] = call.index.end()[d];
+  const ZPoint& s = call.index.start();
+  const ZPoint& e = call.index.end();
+  if (op.kernel == "conv2d_grouped" || op.kernel == "conv2d_grouped_act") {
+    // Its index [N, G, OH, OW, KH, KW] holds whole groups: in conv2d's terms
+    // output channels OG*g0 to OG*g1 - 1, and c over one group's CG.
+    p.og = backend::intBinding(op, "OG");
+    p.gmul = backend::intBinding(op, "CG");
+    const std::int64_t begin[7] = {s[0], p.og * s[1], s[2], s[3], 0, s[4], s[5]};
+    const std::int64_t end[7] = {e[0], p.og * e[1], e[2], e[3], p.gmul, e[4], e[5]};
+    std::copy(begin, begin + 7, p.begin);
+    std::copy(end, end + 7, p.end);
+  } else {
+    p.gmul = backend::intBinding(op, "gmul");
+    for (std::size_t d = 0; d < 7; ++d) {
+      p.begin[d] = s[d];
+      p.end[d] = e[d];
+    }
   }
   // A shard that sees only padding reads zeros; its input view may be absent.
   p.anyInput = !backend::selection(op.application.inputs[0].ipfs[0], call.index,
@@ -262,7 +275,7 @@ ConvParams convParams(const backend::KernelCall& call) {
     p.biasStart = bias.region.start()[0];
     p.biasStride = bias.strides[0];
   }
-  if (op.kernel == "conv2d_act") {
+  if (op.kernel == "conv2d_act" || op.kernel == "conv2d_grouped_act") {
     if (call.hasInput(3)) {
       p.residual = convView(call.inputs[3][0]);
     }

@@ -186,7 +186,9 @@ struct ConvView {
 };
 struct ConvParams {
   std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, H = 0, W = 0;
-  std::int64_t gmul = 0;      // input channel = gmul*o + c (depthwise style), or c
+  // Input channel (o div og)*gmul + c: conv2d's groups == 1 (gmul 0, every
+  // channel), its depthwise style (og 1) and conv2d_grouped (og = O/groups).
+  std::int64_t gmul = 0, og = 1;
   std::int64_t begin[7] = {}; // the shard's index range [N, O, OH, OW, C/groups, KH, KW]
   std::int64_t end[7] = {};
   bool anyInput = true; // false: the shard reads only padding (zeros)

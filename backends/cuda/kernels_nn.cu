@@ -58,7 +58,7 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
             if (iw < 0 || iw >= p.W) {
               continue;
             }
-            acc += Num<T>::load(in[convOffset(input, n, p.gmul * o + c, ih, iw)]) *
+            acc += Num<T>::load(in[convOffset(input, n, o / p.og * p.gmul + c, ih, iw)]) *
                    Num<T>::load(wt[convOffset(weight, o, c, kh, kw)]);
           }
         }

@@ -16,7 +16,8 @@ const std::vector<KernelFamily>& kernelFamilies() {
   static const std::vector<KernelFamily> families = {
       {"matmul", WorkMeasure::Flops,
        "matrix products (matmul, linear; attention's are most of its work)"},
-      {"conv", WorkMeasure::Flops, "convolutions (conv2d, conv2d_act)"},
+      {"conv", WorkMeasure::Flops,
+       "convolutions (conv2d, conv2d_act, conv2d_grouped, conv2d_grouped_act)"},
       {"conv_weights", WorkMeasure::Bytes,
        "convolutions that read many weights for few outputs (3x3, 256 to 768 channels, on a "
        "2x2 image): the conv family's floor by bytes"},
@@ -54,6 +55,8 @@ constexpr FamilyEntry kFamilyTable[] = {
     {"linear_act", "matmul"},
     {"conv2d", "conv"},
     {"conv2d_act", "conv"},
+    {"conv2d_grouped", "conv"},
+    {"conv2d_grouped_act", "conv"},
     {"add", "elementwise"},
     {"sub", "elementwise"},
     {"mul", "elementwise"},

@@ -39,10 +39,12 @@ constexpr std::int64_t kShapeMaxElements = std::int64_t{1} << 15;
 // order of their sums: products, sums, data movement, and max/min-style
 // activations. A rule made only of these is also checked bit for bit.
 bool exactOnIntegers(const std::string& kernel) {
+  // clang-format off
   static const std::set<std::string, std::less<>> kExact = {
-      "add",    "sub",        "neg",     "mul",    "sum",     "matmul",  "linear",
-      "conv2d", "conv2d_act", "relu",    "clip",   "maximum", "minimum", "max",
-      "min",    "transpose",  "reshape", "concat", "split",   "slice"};
+      "add", "sub", "neg", "mul", "sum", "matmul", "linear", "conv2d", "conv2d_act",
+      "conv2d_grouped", "conv2d_grouped_act", "relu", "clip", "maximum", "minimum", "max",
+      "min", "transpose", "reshape", "concat", "split", "slice"};
+  // clang-format on
   return kExact.count(kernel) > 0;
 }
 

@@ -180,12 +180,13 @@ void emitWindowed(Emitter& e, const NodeProto& node, const Shape& in, const std:
          result(node));
 }
 
-// conv2d of `image` by `weight` with the given stride, padding and dilation
-// (groups when not 1), the node's bias B on its optional `bias` port ([O]):
+// conv2d of `image` by `weight` ([O, C/groups, KH, KW]) with the given
+// stride, padding and dilation (groups when not 1; conv2d_grouped where groups
+// is neither 1 nor O), the node's bias B on its optional `bias` port ([O]):
 // what Conv and ConvTranspose end in.
 void emitConv2d(Emitter& e, const NodeProto& node, const Shape& in, const std::string& image,
                 const std::string& weight, const Shape& stride, const Shape& padding,
-                const Shape& dilation, std::int64_t groups) {
+                const Shape& dilation, std::int64_t groups, std::int64_t outChannels) {
   Json params{{"stride", intsJson(stride)},
               {"padding", intsJson(padding)},
               {"dilation", intsJson(dilation)}};
@@ -196,7 +197,8 @@ void emitConv2d(Emitter& e, const NodeProto& node, const Shape& in, const std::s
   if (hasInput(node, 2)) {
     inputs["bias"] = e.use(node.input(2));
   }
-  emitWindowed(e, node, in, "conv2d", params, inputs);
+  const bool grouped = groups != 1 && groups != outChannels;
+  emitWindowed(e, node, in, grouped ? "conv2d_grouped" : "conv2d", params, inputs);
 }
 
 } // namespace
@@ -214,9 +216,11 @@ void conv(Emitter& e, const NodeProto& node) {
   }
   const Window w = window(e, node, in, kernel);
   const std::int64_t groups = intAttribute(node, "group", 1);
-  if (groups != 1 && groups != weight[0]) {
-    e.fail(node, "group " + std::to_string(groups) +
-                     " is neither 1 nor the number of output channels (depthwise)");
+  if (groups < 1 || weight[0] % groups != 0 || in[1] != groups * weight[1]) {
+    e.fail(node, "group " + std::to_string(groups) + " does not divide the weight's " +
+                     std::to_string(weight[0]) + " output channels, or the input's " +
+                     std::to_string(in[1]) + " channels are not group x the weight's " +
+                     std::to_string(weight[1]));
   }
   std::string w4;
   if (weight.size() == 4) {
@@ -237,7 +241,7 @@ void conv(Emitter& e, const NodeProto& node) {
   if (w.asymmetric()) {
     image = padAsymmetric(e, node, image, imageShape(in), w, 0.0);
   }
-  emitConv2d(e, node, in, image, w4, w.stride, w.padding, w.dilation, groups);
+  emitConv2d(e, node, in, image, w4, w.stride, w.padding, w.dilation, groups, weight[0]);
 }
 
 namespace {
@@ -645,8 +649,9 @@ void convTransposePhases(Emitter& e, const NodeProto& node, const Shape& in, con
 
 } // namespace
 
-// ConvTranspose (1-D and 2-D; one group, or depthwise) as the convolution it
-// is the gradient of: the input spread out by the stride (a `where` that puts
+// ConvTranspose (1-D and 2-D; one group, depthwise, or any group count with a
+// constant weight) as the convolution it is the gradient of: the input spread
+// out by the stride (a `where` that puts
 // each element first in a [s_h, s_w] block of zeros, then a reshape), padded
 // by (K - 1) * dilation less the pads on each side (output_padding at the
 // end; a negative amount crops by a slice), convolved with stride 1 by the
@@ -667,11 +672,11 @@ void convTranspose(Emitter& e, const NodeProto& node) {
   const Shape image = imageShape(in);
   const Shape w4 = imageShape(weight);
   const std::int64_t groups = intAttribute(node, "group", 1);
-  if (groups < 1 || image[1] % groups != 0 || w4[0] != image[1] ||
-      !(groups == 1 || (groups == image[1] && w4[1] == 1))) {
+  if (groups < 1 || image[1] % groups != 0 || w4[0] != image[1]) {
     e.fail(node, "group " + std::to_string(groups) + " with " + std::to_string(image[1]) +
-                     " input channels: only 1 and depthwise (one output channel per input "
-                     "channel) are supported");
+                     " input channels and a weight of " + std::to_string(w4[0]) +
+                     ": the group count must divide the input channels, which the weight's "
+                     "first dim must equal");
   }
   const TransposedWindow t = transposedWindow(e, node, in, w4, n);
   const TransposedPhases phases = transposedPhases(e, node, image, w4, t);
@@ -721,7 +726,7 @@ void convTranspose(Emitter& e, const NodeProto& node) {
   }
   const Shape padding = padOrCrop(e, node, x, shape, before, after);
   const std::string flipped = flippedWeight(e, node, weight, groups);
-  emitConv2d(e, node, in, x, flipped, {1, 1}, padding, t.dilation, groups);
+  emitConv2d(e, node, in, x, flipped, {1, 1}, padding, t.dilation, groups, w4[1] * groups);
 }
 
 void pool(Emitter& e, const NodeProto& node) {

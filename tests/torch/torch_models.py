@@ -136,6 +136,28 @@ class ConvTransposeNet(nn.Module):
         return self.line(torch.flatten(h, 2))
 
 
+class GroupedConvNet(nn.Module):
+    """Grouped convolutions that are neither one group nor depthwise (ResNeXt's
+    and RegNet's): 4 groups of 2 input and 3 output channels with a batch norm
+    (folded) and ReLU, 3 groups at stride 2 with dilation and no bias, a
+    channel multiplier (groups == C, 2 outputs each), a transposed one of 2
+    groups at stride 2 (its weight flipped per group), and a 1-D one."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 12, 3, padding=1, groups=4)
+        self.bn = _random_stats(nn.BatchNorm2d(12))
+        self.down = nn.Conv2d(12, 6, 3, stride=2, padding=2, dilation=2, groups=3, bias=False)
+        self.mult = nn.Conv2d(6, 12, 3, padding=1, groups=6)
+        self.up = nn.ConvTranspose2d(12, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.line = nn.Conv1d(8, 4, 3, padding=1, groups=2)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x)))
+        h = self.up(torch.relu(self.mult(self.down(h))))
+        return self.line(torch.flatten(h, 2))
+
+
 def _random_stats(bn):
     """A batch norm with its running statistics and affine parameters drawn at
     random, so that folding it is no identity."""
@@ -240,6 +262,8 @@ CASES = [
     Case("mlp_batchnorm", MlpBatchNorm, (4, 16), "x", "y"),
     Case("strided_slices", StridedSlices, (2, 3, 10, 7), "x", "y"),
     Case("swin_small", _swin_small, (2, 3, 36, 36), "image", "logits"),
+    Case("grouped_convs", GroupedConvNet, (2, 8, 10, 9), "x", "y"),
+    Case("regnet_x_400mf", torchvision.models.regnet_x_400mf, (2, 3, 32, 32), "image", "logits"),
     # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
     # bilinear upsampling of its two branches back to the image size).
     Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),

@@ -95,7 +95,9 @@ std::vector<Shape> splitsFor(const ZRange& index) {
     }
   }
   if (index.extent(2) >= 3) {
-    out.push_back({1, 1, 3, 1, 1, 1, 1});
+    Shape rows(rank, 1);
+    rows[2] = 3;
+    out.push_back(rows);
   }
   Shape all(rank, 1);
   for (std::size_t d = 0; d < rank; ++d) {
@@ -113,12 +115,18 @@ void checkCase(const ConvCase& c, const std::string& dtype) {
   const graph::Operation& op = g.operations[0];
   const metakernel::Application& app = op.application;
   const Data data = drawData(g, c, 7);
-  const std::int64_t gmul = app.bindings.find("gmul")->value.asInt();
+  // conv2d's C/groups channels of a group (conv2d_grouped's shards hold
+  // whole groups: its index has no such dim).
+  const auto gmulAt = app.bindings.find("gmul");
+  const std::int64_t gmul = gmulAt != nullptr ? gmulAt->value.asInt() : 0;
   const std::vector<Shape> splits = splitsFor(app.index);
   for (std::size_t k = 0; k < splits.size(); ++k) {
     const Shape& split = splits[k];
     INFO("split " << shapeJson(split));
-    const bool reductionSplit = split[4] > 1 || split[5] > 1 || split[6] > 1;
+    bool reductionSplit = false;
+    for (std::size_t d : app.reductionDims) {
+      reductionSplit = reductionSplit || split[d] > 1;
+    }
     if (reductionSplit && !app.reductionSplittable) {
       continue; // conv2d_act: a shard holds the whole sum
     }
@@ -166,6 +174,27 @@ const std::vector<ConvCase> kCases = {
      false},
     // groups == O with two channels per group (C split: the fallback)
     {{1, 8, 6, 6}, {4, 2, 3, 3}, R"({"groups": 4, "padding": [1, 1]})", true, true},
+    // conv2d_grouped: 4 groups of 3 input and 2 output channels (ResNeXt's
+    // shape), and 2 groups of 4 and 3 at stride 2 without bias (RegNet's)
+    {{2, 12, 7, 7},
+     {8, 3, 3, 3},
+     R"({"groups": 4, "padding": [1, 1]})",
+     true,
+     true,
+     "conv2d_grouped"},
+    {{1, 8, 9, 9},
+     {6, 4, 3, 3},
+     R"({"groups": 2, "stride": [2, 2], "padding": [1, 1]})",
+     false,
+     false,
+     "conv2d_grouped"},
+    // a channel multiplier: groups == C, two output channels per group
+    {{1, 4, 6, 6},
+     {8, 1, 3, 3},
+     R"({"groups": 4, "padding": [1, 1]})",
+     true,
+     true,
+     "conv2d_grouped"},
 };
 
 } // namespace
@@ -222,6 +251,21 @@ const std::vector<ConvCase> kActCases = {
      true,
      true,
      "conv2d_act",
+     true},
+    // conv2d_grouped_act: ResNeXt's ReLU after 4 groups, and a residual and
+    // a clip after 2 groups at stride 2
+    {{2, 12, 7, 7},
+     {8, 3, 3, 3},
+     R"({"groups": 4, "padding": [1, 1], "min": 0})",
+     true,
+     true,
+     "conv2d_grouped_act"},
+    {{1, 8, 9, 9},
+     {6, 4, 3, 3},
+     R"({"groups": 2, "stride": [2, 2], "padding": [1, 1], "min": -1, "max": 6})",
+     false,
+     false,
+     "conv2d_grouped_act",
      true},
 };
 

@@ -486,7 +486,7 @@ TEST_CASE("dtypes map onto the kernels' element types", "[cuda]") {
 TEST_CASE("the CUDA backend registers every kernel the CPU backend has", "[cuda]") {
   backend::CpuBackend cpu(1);
   CHECK(cudaKernels().names() == cpu.kernelNames());
-  CHECK(cudaKernels().names().size() == 100); // argmax, argmin, attention*, rope: from their bodies
+  CHECK(cudaKernels().names().size() == 102); // argmax, argmin, attention*, rope: from their bodies
 }
 
 TEST_CASE("buffers share contiguous blocks of rows without copying", "[cuda]") {
@@ -689,6 +689,66 @@ TEST_CASE("conv2d shards as im2col products: the CUDA kernel's plan, replayed", 
     shardsRun += compareWithCpu(op, shards, rng, emulateConv);
   }
   CHECK(shardsRun >= 30);
+}
+
+namespace {
+
+// The CUDA backend's direct conv2d kernel (conv2dKernel, kernels_nn.cu: a
+// thread per output element of the shard) replayed on the host, float64
+// views: its sum over the shard's (C, KH, KW) box from the bias, input
+// channel (o div og)*gmul + c, taps in the padding skipped.
+void emulateDirectConv(const backend::KernelCall& call) {
+  const ConvParams p = convParams(call);
+  const ConvView input = convView(call.inputs[0][0]);
+  const ConvView weight = convView(call.inputs[1][0]);
+  const ConvView output = convView(call.outputs[0][0]);
+  const auto* in = static_cast<const double*>(input.data);
+  const auto* wt = static_cast<const double*>(weight.data);
+  auto* out = static_cast<double*>(const_cast<void*>(output.data));
+  for (std::int64_t n = p.begin[0]; n < p.end[0]; ++n)
+    for (std::int64_t o = p.begin[1]; o < p.end[1]; ++o)
+      for (std::int64_t oh = p.begin[2]; oh < p.end[2]; ++oh)
+        for (std::int64_t ow = p.begin[3]; ow < p.end[3]; ++ow) {
+          double acc = p.bias == nullptr
+                           ? 0.0
+                           : static_cast<const double*>(p.bias)[(o - p.biasStart) * p.biasStride];
+          for (std::int64_t c = p.begin[4]; c < p.end[4] && p.anyInput; ++c)
+            for (std::int64_t kh = p.begin[5]; kh < p.end[5]; ++kh)
+              for (std::int64_t kw = p.begin[6]; kw < p.end[6]; ++kw) {
+                const std::int64_t ih = p.sh * oh + p.dh * kh - p.ph;
+                const std::int64_t iw = p.sw * ow + p.dw * kw - p.pw;
+                if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) {
+                  acc += in[convOffsetOf(input, n, o / p.og * p.gmul + c, ih, iw)] *
+                         wt[convOffsetOf(weight, o, c, kh, kw)];
+                }
+              }
+          out[convOffsetOf(output, n, o, oh, ow)] = acc;
+        }
+}
+
+} // namespace
+
+TEST_CASE("grouped conv2d shards through the direct kernel: convParams' channel map, replayed",
+          "[cuda]") {
+  // conv2d depthwise (a C part included) and conv2d_grouped (its index [N, G,
+  // OH, OW, KH, KW] as conv2d's box: output channels OG*g0 on, c over one
+  // group's CG), every shard that halves one index dim, against the CPU backend.
+  const std::vector<std::string> graphs = {
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 8, 7, 6]}, "w": {"dtype": "float64", "shape": [4, 2, 3, 3]}, "b": {"dtype": "float64", "shape": [4]}},
+          "operations": [{"name": "op", "kernel": "conv2d", "params": {"padding": [1, 1], "groups": 4}, "inputs": {"input": "x", "weight": "w", "bias": "b"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 12, 7, 6]}, "w": {"dtype": "float64", "shape": [8, 3, 3, 3]}, "b": {"dtype": "float64", "shape": [8]}},
+          "operations": [{"name": "op", "kernel": "conv2d_grouped", "params": {"padding": [1, 1], "groups": 4}, "inputs": {"input": "x", "weight": "w", "bias": "b"}}]})",
+      R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [1, 8, 9, 9]}, "w": {"dtype": "float64", "shape": [6, 4, 3, 2]}},
+          "operations": [{"name": "op", "kernel": "conv2d_grouped", "params": {"padding": [1, 0], "stride": [2, 2], "dilation": [1, 2], "groups": 2}, "inputs": {"input": "x", "weight": "w"}}]})"};
+  std::mt19937 rng(17);
+  std::size_t shardsRun = 0;
+  for (const std::string& text : graphs) {
+    const graph::ExpandedGraph g = testing::expandText(text);
+    const graph::Operation& op = g.operations[0];
+    INFO(op.kernel << " " << op.application.params.dump());
+    shardsRun += compareWithCpu(op, wholeAndHalves(op.application.index), rng, emulateDirectConv);
+  }
+  CHECK(shardsRun >= 25);
 }
 
 TEST_CASE("planConvGemm reads weights and writes outputs in place where their boxes are one run",

@@ -670,14 +670,22 @@ TEST_CASE("ConvTranspose of one group and a stride runs as the stride's phases",
 
 TEST_CASE("ConvTranspose refuses other groups, 3-D, and pads or strides past its bounds",
           "[onnx]") {
-  // Groups other than 1 and depthwise, and 3-D, are refused.
-  Model grouped;
-  grouped.input("x", {1, 4, 3, 3}).floats("w", {4, 2, 1, 1}, std::vector<float>(8, 1.0f));
-  setInt(grouped.node("ConvTranspose", {"x", "w"}, {"y"}, "g"), "group", 2);
-  grouped.output("y");
-  CHECK_THAT(failureOf([&] { grouped.import(); }).message,
-             Contains("node g (ConvTranspose): group 2 with 4 input channels: only 1 and "
-                      "depthwise (one output channel per input channel) are supported"));
+  // A group count that does not divide the input channels, a grouped weight
+  // that is not constant (other than depthwise), and 3-D are refused.
+  Model uneven;
+  uneven.input("x", {1, 4, 3, 3}).floats("w", {4, 2, 1, 1}, std::vector<float>(8, 1.0f));
+  setInt(uneven.node("ConvTranspose", {"x", "w"}, {"y"}, "g"), "group", 3);
+  uneven.output("y");
+  CHECK_THAT(failureOf([&] { uneven.import(); }).message,
+             Contains("node g (ConvTranspose): group 3 with 4 input channels and a weight of 4: "
+                      "the group count must divide the input channels, which the weight's "
+                      "first dim must equal"));
+  Model varying;
+  varying.input("x", {1, 4, 3, 3}).input("w", {4, 2, 1, 1});
+  setInt(varying.node("ConvTranspose", {"x", "w"}, {"y"}, "v"), "group", 2);
+  varying.output("y");
+  CHECK_THAT(failureOf([&] { varying.import(); }).message,
+             Contains("node v (ConvTranspose): a grouped ConvTranspose needs a constant weight"));
   // An output_shape that would pad the input by millions: refused
   // before anything is made.
   Model huge;

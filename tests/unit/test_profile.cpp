@@ -149,17 +149,19 @@ TEST_CASE("bad profiles: located errors, exit 1") {
   CHECK(family.code == ExitCode::InvalidInput);
   CHECK(family.location == "t.yaml:9:13");
   // The families, then every standard kernel in the family table's order.
-  CHECK(family.message.rfind(
-            "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
-            "conv_weights, elementwise, activation, reduction, normalization, copy, transpose, "
-            "linear, linear_act, attention, "
-            "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
-            "attention_heads_qkv_masked, attention_heads_seq_first, attention_heads_qkv_seq_first, "
-            "conv2d, conv2d_act, add, sub, mul, div, relu, neg, cast, "
-            "sqrt, "
-            "reciprocal, abs, clip, "
-            "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",
-            0) == 0);
+  CHECK(
+      family.message.rfind(
+          "unknown key \"matmull\" in profile.kernels (expected one of: matmul, conv, "
+          "conv_weights, elementwise, activation, reduction, normalization, copy, transpose, "
+          "linear, linear_act, attention, "
+          "attention_masked, attention_heads, attention_heads_masked, attention_heads_qkv, "
+          "attention_heads_qkv_masked, attention_heads_seq_first, attention_heads_qkv_seq_first, "
+          "conv2d, conv2d_act, conv2d_grouped, conv2d_grouped_act, add, sub, mul, div, relu, neg, "
+          "cast, "
+          "sqrt, "
+          "reciprocal, abs, clip, "
+          "add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, div_scalar, where, ",
+          0) == 0);
   for (const char* k : {" maximum,", " logical_not,", " prelu,", " gelu,", " pow_scalar,",
                         " atanh,", " celu,", " maxpool2d,", " reshape,"}) {
     CHECK(family.message.find(k) != std::string::npos);

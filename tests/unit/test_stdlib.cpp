@@ -135,9 +135,9 @@ TEST_CASE("stdlib: every SPEC §4.3 kernel is in the embedded library", "[stdlib
 TEST_CASE("stdlib: every kernel has a body, or its doc says why not", "[stdlib][body]") {
   // Which kernels have a body is part of the contract (docs/reference/kernels.md);
   // test_cpu_kernels runs each body against its native kernel.
-  const std::vector<std::string> without = {"conv2d",    "conv2d_act", "linear_act",
-                                            "embedding", "reshape",    "split",
-                                            "maxpool2d", "avgpool2d",  "gather"};
+  const std::vector<std::string> without = {
+      "conv2d",  "conv2d_act", "conv2d_grouped", "conv2d_grouped_act", "linear_act", "embedding",
+      "reshape", "split",      "maxpool2d",      "avgpool2d",          "gather"};
   std::size_t bodies = 0;
   for (const Metakernel* k : lib().kernels()) {
     INFO(k->name);
@@ -969,6 +969,58 @@ TEST_CASE("stdlib: conv2d", "[stdlib]") {
   }
 }
 
+TEST_CASE("stdlib: conv2d_grouped's points are whole groups", "[stdlib]") {
+  SECTION("index [N, G, OH, OW, KH, KW]; each IPF's tile a group's channels") {
+    Application a =
+        run("conv2d_grouped",
+            {{"input", {T({2, 12, 7, 7})}}, {"weight", {T({8, 3, 3, 3})}}, {"bias", {T({8})}}},
+            {{"groups", 4}, {"padding", {1, 1}}, {"stride", {2, 2}}});
+    CHECK(indexShape(a) == Ints{2, 4, 4, 4, 3, 3});
+    CHECK(outT(a) == T({2, 8, 4, 4}));
+    CHECK(a.reductionDims == dims({4, 5}));
+    CHECK(a.reductionSplittable);
+    CHECK(a.output("result")->combine == metakernel::Combine::Sum);
+    // result [n, 2g .. 2g + 1, oh, ow]; input [n, 3g .. 3g + 2, 2 oh + kh - 1,
+    // 2 ow + kw - 1]; weight [2g .. 2g + 1, 0 .. 2, kh, kw]; bias [2g .. 2g + 1].
+    CHECK(outIpf(a, "result") ==
+          ipf({{1, 0, 0, 0, 0, 0}, {0, 2, 0, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, {0, 0, 0, 1, 0, 0}},
+              {0, 0, 0, 0}, {1, 2, 1, 1}));
+    CHECK(inIpf(a, "input") ==
+          ipf({{1, 0, 0, 0, 0, 0}, {0, 3, 0, 0, 0, 0}, {0, 0, 2, 0, 1, 0}, {0, 0, 0, 2, 0, 1}},
+              {0, 0, -1, -1}, {1, 3, 1, 1}));
+    CHECK(inIpf(a, "weight") ==
+          ipf({{0, 2, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 1}},
+              {0, 0, 0, 0}, {2, 3, 1, 1}));
+    CHECK(inIpf(a, "bias") == ipf({{0, 2, 0, 0, 0, 0}}, {0}, {2}));
+    CHECK(a.flops == 2 * 2 * 4 * 4 * 4 * 3 * 3 * (2 * 3));
+  }
+  SECTION("conv2d_grouped_act: no combine, so KH and KW stay whole") {
+    Application a = run("conv2d_grouped_act",
+                        {{"input", {T({1, 8, 9, 9})}},
+                         {"weight", {T({6, 4, 3, 3})}},
+                         {"residual", {T({1, 6, 5, 5})}}},
+                        {{"groups", 2}, {"padding", {1, 1}}, {"stride", {2, 2}}, {"min", 0}});
+    CHECK(indexShape(a) == Ints{1, 2, 5, 5, 3, 3});
+    CHECK_FALSE(a.reductionSplittable);
+    CHECK_FALSE(a.output("result")->combine.has_value());
+    CHECK(inIpf(a, "residual") == outIpf(a, "result"));
+  }
+  SECTION("bad inputs: a group count that does not divide O, channels that do not match") {
+    CHECK_THAT(errorOf("conv2d_grouped",
+                       {{"input", {T({1, 8, 5, 5})}}, {"weight", {T({6, 2, 3, 3})}}},
+                       {{"groups", 4}}),
+               Contains("groups must be at least 1 and divide the weight's output channels O"));
+    CHECK_THAT(errorOf("conv2d_grouped",
+                       {{"input", {T({1, 8, 5, 5})}}, {"weight", {T({8, 4, 3, 3})}}},
+                       {{"groups", 4}}),
+               Contains("the weight's input channels (dim 1) must be the input's channels C "
+                        "divided by groups"));
+    CHECK_THAT(
+        errorOf("conv2d_grouped", {{"input", {T({1, 8, 5, 5})}}, {"weight", {T({8, 2, 3, 3})}}}),
+        Contains("groups"));
+  }
+}
+
 TEST_CASE("stdlib: conv2d_act is conv2d's index space with no combine", "[stdlib]") {
   SECTION("its reduction dims are not splittable; bias and residual read at the output point") {
     Application a = run("conv2d_act",
@@ -1470,7 +1522,8 @@ Case randomCase(const std::string& k, Rng& rng) {
     Ints s = randShape(rng, 1, 3);
     return {k, {{"input", {T(s)}}}, {{"shape", jsonInts(randReshape(rng, s))}}};
   }
-  if (k == "conv2d" || k == "conv2d_act") {
+  if (k == "conv2d" || k == "conv2d_act" || k == "conv2d_grouped" || k == "conv2d_grouped_act") {
+    const bool anyGroups = k == "conv2d_grouped" || k == "conv2d_grouped_act";
     std::int64_t kh = uni(rng, 1, 3), kw = uni(rng, 1, 3);
     Ints stride = {uni(rng, 1, 2), uni(rng, 1, 2)};
     Ints padding = {uni(rng, 0, 1), uni(rng, 0, 1)};
@@ -1478,9 +1531,11 @@ Case randomCase(const std::string& k, Rng& rng) {
     std::int64_t h = dilation[0] * (kh - 1) + 1 + uni(rng, 0, 4);
     std::int64_t w = dilation[1] * (kw - 1) + 1 + uni(rng, 0, 4);
     std::int64_t c = uni(rng, 1, 2);
-    // groups == O (depthwise style) half of the time: weight [O, C/O, KH, KW].
-    const std::int64_t groups = uni(rng, 0, 1) == 0 ? 1 : uni(rng, 1, 3);
-    const std::int64_t o = groups == 1 ? uni(rng, 1, 2) : groups;
+    // conv2d: groups == O (depthwise style) half of the time, weight [O,
+    // C/O, KH, KW]; conv2d_grouped: 1 to 3 groups of 1 to 2 outputs each.
+    const std::int64_t groups = uni(rng, 0, 1) == 0 && !anyGroups ? 1 : uni(rng, 1, 3);
+    const std::int64_t o =
+        anyGroups ? groups * uni(rng, 1, 2) : (groups == 1 ? uni(rng, 1, 2) : groups);
     const std::int64_t n = uni(rng, 1, 2);
     Case out{k,
              {{"input", {T({n, c * groups, h, w})}}, {"weight", {T({o, c, kh, kw})}}},
@@ -1489,7 +1544,7 @@ Case randomCase(const std::string& k, Rng& rng) {
               {"dilation", jsonInts(dilation)},
               {"groups", groups}}};
     // conv2d_act: a residual of the result's shape half of the time, and a clip.
-    if (k == "conv2d_act" && uni(rng, 0, 1) == 1) {
+    if ((k == "conv2d_act" || k == "conv2d_grouped_act") && uni(rng, 0, 1) == 1) {
       const std::int64_t oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
       const std::int64_t ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
       out.inputs.push_back({"residual", {T({n, o, oh, ow})}});
@@ -1608,8 +1663,8 @@ void checkProperties(const Case& c) {
   REQUIRE(a.index.size() <= 20000);
   // Windowed kernels: padding reads outside the input, and a stride may skip
   // the input's last rows.
-  const bool windowed = c.kernel == "conv2d" || c.kernel == "conv2d_act" ||
-                        c.kernel == "maxpool2d" || c.kernel == "avgpool2d";
+  const bool windowed =
+      c.kernel.rfind("conv2d", 0) == 0 || c.kernel == "maxpool2d" || c.kernel == "avgpool2d";
   const bool paddedConv = windowed && (c.params["padding"][0] != 0 || c.params["padding"][1] != 0);
   if (c.kernel == "concat") {
     checkConcatReads(a, bindInt(a, "ax"));
@@ -1617,7 +1672,7 @@ void checkProperties(const Case& c) {
 
   // Outputs: the regions of all index points, intersected with each tensor's bounds,
   // cover every element exactly once (no combine) or once per reduction point
-  // (conv2d_act: reduction dims and no combine, so a plan never splits them).
+  // (conv2d_act, conv2d_grouped_act: reduction dims and no combine, so a plan never splits them).
   for (const PortResult& out : a.outputs) {
     for (std::size_t t = 0; t < out.tensors.size(); ++t) {
       INFO("output " << out.name << "[" << t << "]");
@@ -1631,7 +1686,7 @@ void checkProperties(const Case& c) {
         bounds.intersection(region).forEachPoint(
             [&](const ZPoint& e) { ++count[offsetIn(bounds, e)]; });
       });
-      const bool whole = c.kernel == "conv2d_act";
+      const bool whole = c.kernel == "conv2d_act" || c.kernel == "conv2d_grouped_act";
       std::int64_t expected = out.combine || whole ? reductionMultiplicity(a) : 1;
       CHECK(std::all_of(count.begin(), count.end(), [&](std::int64_t n) { return n == expected; }));
       if (!out.combine && !whole) {
