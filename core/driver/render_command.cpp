@@ -1,6 +1,7 @@
 #include "core/driver/render_command.hpp"
 
 #include <ostream>
+#include <sstream>
 
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/source.hpp"
@@ -116,7 +117,53 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
   return planView(loaded, config.options);
 }
 
+// "0.5", "30": seconds as a note prints them.
+std::string seconds(double s) {
+  std::ostringstream text;
+  text << s;
+  return text.str();
+}
+
 } // namespace
+
+LaidOut layOutOrCollapse(const Drawing& full, const std::function<Drawing()>& collapsed,
+                         double seconds, const LayoutFn& layout) {
+  LaidOut out;
+  if (!collapsed || full.contentNodes < kCollapseFallbackNodes) {
+    out.rendered = layout(full, seconds);
+    out.drawing = full;
+    return out;
+  }
+  const double first = seconds / 4;
+  try {
+    out.rendered = layout(full, first);
+    out.drawing = full;
+    return out;
+  } catch (const LayoutTimeout&) {
+  }
+  out.drawing = collapsed();
+  out.collapsedInstead = true;
+  const Drawing& shown = out.drawing;
+  try {
+    out.rendered = layout(shown, seconds - first);
+  } catch (const LayoutTimeout&) {
+    throw LayoutTimeout(
+        "Graphviz did not lay out the drawing (" + std::to_string(full.contentNodes) +
+        " nodes) within " + driver::seconds(first) + " s, nor its collapsed drawing (" +
+        std::to_string(shown.contentNodes) + " nodes) in the " + driver::seconds(seconds - first) +
+        " s left, and was stopped (--layout-seconds): draw a plan's graph "
+        "(--view graph) or schedule (--view timeline), or give it longer");
+  }
+  std::string note = "the drawing of " + std::to_string(full.contentNodes) +
+                     " nodes did not lay out within " + driver::seconds(first) +
+                     " s (a quarter of --layout-seconds); drew it collapsed (" +
+                     std::to_string(shown.contentNodes) +
+                     " nodes) instead: --collapse asks for that at once, a longer "
+                     "--layout-seconds gives the full drawing more time";
+  std::optional<std::string>& noted = out.rendered.note;
+  noted = noted ? note + "; " + *noted : note;
+  return out;
+}
 
 int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& err) {
   // Flags first: a bad extension is reported before the input is read.
@@ -147,15 +194,30 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   }
 
   std::string subject;
-  const Drawing drawing = draw(kind, view, root, config, subject);
-  checkNodeLimit(drawing, config.options, subject, displayName(config.inputPath));
+  const Drawing full = draw(kind, view, root, config, subject);
+  checkNodeLimit(full, config.options, subject, displayName(config.inputPath));
 
-  Rendered rendered;
+  // The graph and plan views can collapse: a large one that was not asked to
+  // is drawn collapsed where its full layout takes too long.
+  std::function<Drawing()> collapsed;
+  if (!config.options.collapse && (kind == FileKind::Graph || kind == FileKind::Plan) &&
+      view != View::Timeline && format != ImageFormat::Dot) {
+    collapsed = [&] {
+      RenderConfig again = config;
+      again.options.collapse = true;
+      return draw(kind, view, root, again, subject);
+    };
+  }
+  LaidOut laid;
   try {
-    rendered = renderImage(drawing, format, config.layoutSeconds);
+    laid = layOutOrCollapse(
+        full, collapsed, config.layoutSeconds,
+        [format](const Drawing& d, double s) { return renderImage(d, format, s); });
   } catch (const LayoutTimeout& e) {
     throw Error(SourceLocation{displayName(config.inputPath), 0, 0, {}}, e.what());
   }
+  const Drawing& drawing = laid.drawing;
+  const Rendered& rendered = laid.rendered;
   const std::string& bytes = rendered.bytes;
   writeFileAtomically(config.outputPath, bytes, out);
   if (rendered.note && !config.quiet) {
@@ -172,6 +234,8 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   doc["view"] = viewName(view);
   doc["name"] = drawing.name;
   doc["nodes"] = drawing.contentNodes;
+  // Asked for (--collapse), or drawn so when the full layout took too long.
+  doc["collapsed"] = config.options.collapse || laid.collapsedInstead;
   doc["format"] = formatName(format);
   doc["output"] = config.outputPath;
   doc["bytes"] = bytes.size();

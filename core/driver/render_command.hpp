@@ -9,11 +9,14 @@
 // byte-for-byte stable and can be piped into Graphviz's own tools.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/render/graphviz.hpp"
 #include "core/render/render.hpp"
 
 namespace tapestry::driver {
@@ -34,5 +37,28 @@ struct RenderConfig {
 // UsageError (exit 2); bad input and --max-nodes exceeded are Error (exit 1).
 // Nothing is written unless the whole picture was made (atomic output file).
 int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& err);
+
+// A drawing of this many content nodes or more, not asked to collapse, gets a
+// quarter of --layout-seconds for its full layout, and is drawn collapsed in
+// the rest of the time when that runs out (docs/render.md).
+inline constexpr std::size_t kCollapseFallbackNodes = 300;
+
+// How a drawing is laid out and rendered within some seconds (renderImage in
+// the chosen format; a test's stand-in), throwing render::LayoutTimeout past them.
+using LayoutFn = std::function<render::Rendered(const render::Drawing&, double seconds)>;
+
+// The picture of `full` within `seconds`; where `collapsed` is given (the view
+// can collapse and was not asked to) and `full` has kCollapseFallbackNodes
+// nodes or more, the full layout gets a quarter of them and, past that, the
+// collapsed drawing the rest, with a note saying so. Past the time:
+// render::LayoutTimeout.
+struct LaidOut {
+  render::Rendered rendered;
+  render::Drawing drawing; // the drawing laid out
+  bool collapsedInstead = false;
+};
+LaidOut layOutOrCollapse(const render::Drawing& full,
+                         const std::function<render::Drawing()>& collapsed, double seconds,
+                         const LayoutFn& layout);
 
 } // namespace tapestry::driver

@@ -419,3 +419,72 @@ TEST_CASE("render command: usage errors, atomic output, views by tag", "[render]
   CHECK_THAT(dotOut.str(), StartsWith("digraph mm_relu {"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("render: a large drawing whose full layout runs out of time is drawn collapsed",
+          "[render]") {
+  Drawing full;
+  full.name = "big";
+  full.contentNodes = kCollapseFallbackNodes;
+  Drawing small;
+  small.name = "big";
+  small.contentNodes = 12;
+  std::vector<std::pair<std::size_t, double>> calls; // (nodes, seconds) per layout
+  // A stand-in for Graphviz: drawings of more than `fits` nodes run past
+  // any deadline.
+  auto layoutFitting = [&calls](std::size_t fits) {
+    return [&calls, fits](const Drawing& d, double seconds) {
+      calls.emplace_back(d.contentNodes, seconds);
+      if (d.contentNodes > fits) {
+        throw LayoutTimeout("timed out");
+      }
+      Rendered r;
+      r.bytes = "<svg " + std::to_string(d.contentNodes) + ">";
+      return r;
+    };
+  };
+  int made = 0;
+  auto collapse = [&made, &small] {
+    ++made;
+    return small;
+  };
+
+  SECTION("the full layout gets a quarter of the time, the collapsed one the rest") {
+    const LaidOut laid = layOutOrCollapse(full, collapse, 120, layoutFitting(100));
+    CHECK(calls == std::vector<std::pair<std::size_t, double>>{{300, 30}, {12, 90}});
+    CHECK(laid.collapsedInstead);
+    CHECK(laid.drawing.contentNodes == 12);
+    CHECK(laid.rendered.bytes == "<svg 12>");
+    REQUIRE(laid.rendered.note.has_value());
+    CHECK(*laid.rendered.note ==
+          "the drawing of 300 nodes did not lay out within 30 s (a quarter of "
+          "--layout-seconds); drew it collapsed (12 nodes) instead: --collapse asks for that "
+          "at once, a longer --layout-seconds gives the full drawing more time");
+  }
+  SECTION("a full layout in time is kept, and nothing collapsed is made") {
+    const LaidOut laid = layOutOrCollapse(full, collapse, 120, layoutFitting(1000));
+    CHECK(calls == std::vector<std::pair<std::size_t, double>>{{300, 30}});
+    CHECK_FALSE(laid.collapsedInstead);
+    CHECK(laid.rendered.bytes == "<svg 300>");
+    CHECK_FALSE(laid.rendered.note.has_value());
+    CHECK(made == 0);
+  }
+  SECTION("both past their time: one error naming both") {
+    try {
+      layOutOrCollapse(full, collapse, 2, layoutFitting(5));
+      FAIL("expected LayoutTimeout");
+    } catch (const LayoutTimeout& e) {
+      CHECK(std::string(e.what()) ==
+            "Graphviz did not lay out the drawing (300 nodes) within 0.5 s, nor its collapsed "
+            "drawing (12 nodes) in the 1.5 s left, and was stopped (--layout-seconds): draw a "
+            "plan's graph (--view graph) or schedule (--view timeline), or give it longer");
+    }
+  }
+  SECTION("smaller drawings, and views that cannot collapse, get the whole time at once") {
+    Drawing medium = full;
+    medium.contentNodes = kCollapseFallbackNodes - 1;
+    CHECK_THROWS_AS(layOutOrCollapse(medium, collapse, 120, layoutFitting(100)), LayoutTimeout);
+    CHECK_THROWS_AS(layOutOrCollapse(full, nullptr, 120, layoutFitting(100)), LayoutTimeout);
+    CHECK(calls == std::vector<std::pair<std::size_t, double>>{{299, 120}, {300, 120}});
+    CHECK(made == 0);
+  }
+}

@@ -123,7 +123,7 @@ Options:
   --max-nodes INT:INT in [1 - 1000000000]=2000
                               Refuse to draw more nodes than this
   --layout-seconds FLOAT:FLOAT in [0.1 - 1e+06]=120
-                              Stop Graphviz's layout after this many seconds (exit 1)
+                              Stop Graphviz's layout after this many seconds (exit 1); a graph or plan drawing of 300 nodes or more, not --collapse'd, gets a quarter of them, then is drawn collapsed in the rest
   -k,--kernels TEXT=[] ...    Extra metakernel YAML file or directory (repeatable)
 
 $ tapestry run --help

@@ -37,8 +37,16 @@ $ d=$(mktemp -d) && for m in bert_layer gpt2_block mobilenet_v2; do tapestry opt
 bert_layer: 2 devices, check true
 gpt2_block: 2 devices, check true
 mobilenet_v2: 2 devices, check true
-## A layout past --layout-seconds is stopped with a clear error (exit 1, no picture) instead of
-## running on (ResNet-50's graph takes dot seconds here).
-$ tapestry render resnet50.json -o r.svg --layout-seconds 0.5
-! resnet50.json: error: Graphviz did not lay out the drawing (306 nodes) within 0.5 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
+## A layout past its time is stopped instead of running on (ResNet-50's graph takes dot seconds
+## here): a drawing of 300 nodes or more gets a quarter of --layout-seconds, then is drawn
+## collapsed in the rest, with a note; asked to collapse, it is drawn so at once.
+$ tapestry --format json render resnet50.json -o r.svg --layout-seconds 2 | jq -c '{nodes, collapsed}'
+{"nodes":24,"collapsed":true}
+! resnet50.json: note: the drawing of 306 nodes did not lay out within 0.5 s (a quarter of --layout-seconds); drew it collapsed (24 nodes) instead: --collapse asks for that at once, a longer --layout-seconds gives the full drawing more time
+[created r.svg]
+## A view that cannot collapse (a plan's schedule, one node per task) is stopped at --layout-seconds:
+## exit 1, no picture.
+$ tapestry optimize resnet50.json --target h100x8 --iterations 5 -q -o r50.plan.json && tapestry render r50.plan.json -o t.svg --view timeline --max-nodes 5000 --layout-seconds 0.1
+! r50.plan.json: error: Graphviz did not lay out the drawing (4216 nodes) within 0.1 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
 [exit 1]
+[created r50.plan.json]

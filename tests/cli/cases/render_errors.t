@@ -46,6 +46,7 @@ $ tapestry render - -o mlp2.dot --format json < $TESTDATA/graphs/mlp.json
   "view": "graph",
   "name": "mlp",
   "nodes": 19,
+  "collapsed": false,
   "format": "dot",
   "output": "mlp2.dot",
   "bytes": 9035
