@@ -151,8 +151,7 @@ LaidOut layOutOrCollapse(const Drawing& full, const std::function<Drawing()>& co
         "Graphviz did not lay out the drawing (" + std::to_string(full.contentNodes) +
         " nodes) within " + driver::seconds(first) + " s, nor its collapsed drawing (" +
         std::to_string(shown.contentNodes) + " nodes) in the " + driver::seconds(seconds - first) +
-        " s left, and was stopped (--layout-seconds): draw a plan's graph "
-        "(--view graph) or schedule (--view timeline), or give it longer");
+        " s left, and was stopped (--layout-seconds)");
   }
   std::string note = "the drawing of " + std::to_string(full.contentNodes) +
                      " nodes did not lay out within " + driver::seconds(first) +
@@ -214,7 +213,17 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
         full, collapsed, config.layoutSeconds,
         [format](const Drawing& d, double s) { return renderImage(d, format, s); });
   } catch (const LayoutTimeout& e) {
-    throw Error(SourceLocation{displayName(config.inputPath), 0, 0, {}}, e.what());
+    // What to draw instead, by view.
+    std::string advice = ": give it longer";
+    if (view == View::Timeline) {
+      advice = ": a plan of fewer shards has fewer tasks to draw; or give it longer";
+    } else if (view == View::Plan) {
+      advice += ", or draw the plan's graph (--view graph) or schedule (--view timeline)";
+    }
+    if (collapsed && full.contentNodes < kCollapseFallbackNodes) {
+      advice += ", or draw less (--collapse)"; // not tried collapsed
+    }
+    throw Error(SourceLocation{displayName(config.inputPath), 0, 0, {}}, e.what() + advice);
   }
   const Drawing& drawing = laid.drawing;
   const Rendered& rendered = laid.rendered;

@@ -560,8 +560,7 @@ Rendered renderImage(const Drawing& drawing, ImageFormat format, double layoutSe
     limit << layoutSeconds;
     throw LayoutTimeout("Graphviz did not lay out the drawing (" +
                         std::to_string(drawing.contentNodes) + " nodes) within " + limit.str() +
-                        " s, and was stopped (--layout-seconds): draw less (--collapse), or a "
-                        "plan's graph (--view graph) or schedule (--view timeline)");
+                        " s, and was stopped (--layout-seconds)");
   }
   if (first.ok) {
     result.bytes = std::move(first.bytes);

@@ -46,8 +46,9 @@ struct Rendered {
 // crossing minimization on a plan hundreds of ranks deep can run for hours).
 Rendered renderImage(const Drawing& drawing, ImageFormat format, double layoutSeconds = 120);
 
-// What renderImage throws when the layout ran past its deadline; the caller
-// names the file (Error, exit 1).
+// What renderImage throws when the layout ran past its deadline (what ran
+// out, no advice); the caller names the file and says what to draw instead
+// (Error, exit 1).
 class LayoutTimeout : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;

@@ -47,6 +47,6 @@ $ tapestry --format json render resnet50.json -o r.svg --layout-seconds 2 | jq -
 ## A view that cannot collapse (a plan's schedule, one node per task) is stopped at --layout-seconds:
 ## exit 1, no picture.
 $ tapestry optimize resnet50.json --target h100x8 --iterations 5 -q -o r50.plan.json && tapestry render r50.plan.json -o t.svg --view timeline --max-nodes 5000 --layout-seconds 0.1
-! r50.plan.json: error: Graphviz did not lay out the drawing (4216 nodes) within 0.1 s, and was stopped (--layout-seconds): draw less (--collapse), or a plan's graph (--view graph) or schedule (--view timeline)
+! r50.plan.json: error: Graphviz did not lay out the drawing (4216 nodes) within 0.1 s, and was stopped (--layout-seconds): a plan of fewer shards has fewer tasks to draw; or give it longer
 [exit 1]
 [created r50.plan.json]
