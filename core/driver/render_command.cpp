@@ -126,6 +126,19 @@ std::string seconds(double s) {
 
 } // namespace
 
+std::string layoutAdvice(View view, bool collapseUntried) {
+  std::string advice = ": give it longer";
+  if (view == View::Timeline) {
+    advice = ": a plan of fewer shards has fewer tasks to draw; or give it longer";
+  } else if (view == View::Plan) {
+    advice += ", or draw the plan's graph (--view graph) or schedule (--view timeline)";
+  }
+  if (collapseUntried) {
+    advice += ", or draw less (--collapse)";
+  }
+  return advice;
+}
+
 LaidOut layOutOrCollapse(const Drawing& full, const std::function<Drawing()>& collapsed,
                          double seconds, const LayoutFn& layout) {
   LaidOut out;
@@ -213,17 +226,9 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
         full, collapsed, config.layoutSeconds,
         [format](const Drawing& d, double s) { return renderImage(d, format, s); });
   } catch (const LayoutTimeout& e) {
-    // What to draw instead, by view.
-    std::string advice = ": give it longer";
-    if (view == View::Timeline) {
-      advice = ": a plan of fewer shards has fewer tasks to draw; or give it longer";
-    } else if (view == View::Plan) {
-      advice += ", or draw the plan's graph (--view graph) or schedule (--view timeline)";
-    }
-    if (collapsed && full.contentNodes < kCollapseFallbackNodes) {
-      advice += ", or draw less (--collapse)"; // not tried collapsed
-    }
-    throw Error(SourceLocation{displayName(config.inputPath), 0, 0, {}}, e.what() + advice);
+    throw Error(SourceLocation{displayName(config.inputPath), 0, 0, {}},
+                e.what() +
+                    layoutAdvice(view, collapsed && full.contentNodes < kCollapseFallbackNodes));
   }
   const Drawing& drawing = laid.drawing;
   const Rendered& rendered = laid.rendered;

@@ -38,6 +38,11 @@ struct RenderConfig {
 // Nothing is written unless the whole picture was made (atomic output file).
 int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& err);
 
+// What render adds to a layout timeout's message: what else to draw in
+// `view`, and --collapse where it was not tried (a graph or plan view under
+// kCollapseFallbackNodes, not asked to collapse).
+std::string layoutAdvice(render::View view, bool collapseUntried);
+
 // A drawing of this many content nodes or more, not asked to collapse, gets a
 // quarter of --layout-seconds for its full layout, and is drawn collapsed in
 // the rest of the time when that runs out (docs/render.md).

@@ -487,3 +487,13 @@ TEST_CASE("render: a large drawing whose full layout runs out of time is drawn c
     CHECK(made == 0);
   }
 }
+
+TEST_CASE("render: a layout timeout's advice follows the view", "[render]") {
+  CHECK(layoutAdvice(View::Graph, true) == ": give it longer, or draw less (--collapse)");
+  CHECK(layoutAdvice(View::Graph, false) == ": give it longer");
+  CHECK(layoutAdvice(View::Plan, false) ==
+        ": give it longer, or draw the plan's graph (--view graph) or schedule (--view timeline)");
+  CHECK(layoutAdvice(View::Timeline, false) ==
+        ": a plan of fewer shards has fewer tasks to draw; or give it longer");
+  CHECK(layoutAdvice(View::Front, false) == ": give it longer");
+}
