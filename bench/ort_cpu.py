@@ -79,9 +79,22 @@ EXTRA_MODELS = {
     # convolutions (groups of 16 channels; 32 groups).
     "regnet_x_400mf": ["image"],
     "resnext50_32x4d": ["image"],
+    # More torchvision classifiers at 224 x 224, to find where Tapestry is
+    # slow: MobileNetV3 (hardswish, squeeze-excitation, 5 x 5 depthwise),
+    # EfficientNet-B0 (SiLU, squeeze-excitation), ConvNeXt-T (7 x 7
+    # depthwise, LayerNorm over channels), ShuffleNetV2 (channel shuffles),
+    # DenseNet-121 (concatenations), ViT-B/16 (attention over 197 tokens).
+    "mobilenet_v3_large": ["image"],
+    "efficientnet_b0": ["image"],
+    "convnext_tiny": ["image"],
+    "shufflenet_v2_x1_0": ["image"],
+    "densenet121": ["image"],
+    "vit_b_16": ["image"],
 }
 # The EXTRA_MODELS that are torchvision classifiers, exported at 224 x 224.
-TORCHVISION_CLASSIFIERS = ["swin_t", "regnet_x_400mf", "resnext50_32x4d"]
+TORCHVISION_CLASSIFIERS = ["swin_t", "regnet_x_400mf", "resnext50_32x4d", "mobilenet_v3_large",
+                           "efficientnet_b0", "convnext_tiny", "shufflenet_v2_x1_0",
+                           "densenet121", "vit_b_16"]
 VARIANTS = ["tapestry", "ort1", "ort2"]
 # The CNNs, which --image-size exports anew at that size (testdata's are 64 x 64).
 CNNS = ["resnet18", "resnet50", "mobilenet_v2"]
@@ -399,6 +412,25 @@ def compare_outputs(name, binary, plan, tensors, node_path, model, feeds, env, w
                            f"of their largest magnitude (more than {SAME_OUTPUT:g})")
     return worst
 
+def profile_both(name, binary, node_path, env, args, plan, tensors, model, feeds, work):
+    """bench/ort_profile.py's comparison of the plan's operations (one
+    `tapestry bench`) with ORT's nodes (its profiler, 2 threads)."""
+    import ort_profile
+    cmd = [binary, "--format", "json", "bench", plan, "--repeat", str(args.repeat),
+           "--max-repeat", str(args.repeat), "--warmup", str(args.warmup)]
+    if args.bench_inputs:
+        cmd += ["--inputs", tensors]
+    ours = json.loads(run(cmd, env))
+    prefix = os.path.join(work, "ort_profile")
+    cmd = ["node", os.path.join(HERE, "ort_run.js"), model, "--threads", "2", "--warmup",
+           str(args.warmup), "--repeat", str(args.repeat), "--profile", prefix]
+    for feed, path in feeds.items():
+        cmd += ["--feed", f"{feed}={path}"]
+    theirs = json.loads(run(cmd, dict(os.environ, NODE_PATH=node_path), f"ORT's profile of {model}"))
+    return ort_profile.report(name, theirs["profile"], args.repeat, args.warmup + args.repeat,
+                              ours, args.profile)
+
+
 def measure(name, binary, node_path, env, args, work):
     model_work = os.path.join(work, name)
     os.makedirs(model_work)
@@ -436,6 +468,9 @@ def measure(name, binary, node_path, env, args, work):
                 threads = int(variant[-1])
                 rounds[variant].append(ort_run(node_path, model, feeds, threads, args.warmup,
                                                args.repeat))
+    if args.profile > 0:
+        print(profile_both(name, binary, node_path, env, args, plan, tensors, model, feeds,
+                           model_work), file=sys.stderr)
     med = {k: statistics.median(v) for k, v in rounds.items()}
     # One plan, one figure: where the chosen plan is the single-device one,
     # bench timed it twice a round, and the better of two medians of the same
@@ -565,6 +600,11 @@ def main():
                     help="the transformer layers' width and tokens: testdata's are 64 or 32 "
                          "wide on 2 x 8 tokens; D,S exports them anew, D/64 heads, batch 1 "
                          "(768,128: BERT-base and GPT-2 small on 128 tokens)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the rounds, profile each model's chosen plan (tapestry bench) and "
+                         "ORT on 2 threads (its profiler), and print the time by kernel on each "
+                         "side and the N operations that lose the most against ORT's nodes "
+                         "(bench/ort_profile.py)")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: mlp3 (unless --models), 1 round, short calibration")
     args = ap.parse_args()

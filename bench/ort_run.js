@@ -1,7 +1,7 @@
 // Times one ONNX model in ONNX Runtime (CPU) for bench/ort_cpu.py.
 //
 //   node bench/ort_run.js MODEL.onnx --threads N [--warmup W] [--repeat R]
-//        [--feed NAME=FILE.npy]... [--outputs DIR]
+//        [--feed NAME=FILE.npy]... [--outputs DIR] [--profile PREFIX]
 //
 // Needs the npm package onnxruntime-node (1.30) on NODE_PATH (ort_cpu.py
 // installs it). Feeds exactly the --feed tensors: the model's own inputs.
@@ -11,6 +11,9 @@
 // {"ort_version", "threads", "times_s", "median_s", "min_s", "max_s", "fed"}.
 // With --outputs, the last run's outputs are written as DIR/NAME.npy (NAME
 // percent-encoded as `tapestry run --outputs` writes it) for comparison.
+// With --profile, ORT's profiler records every node of every run (warm-up
+// runs included) into PREFIX_<date>.json, a Chrome trace, whose path the
+// document gives as "profile" (bench/ort_cpu.py --profile reads it).
 //
 // A run is the binding's synchronous InferenceSession.run (ORT's Run, the
 // inputs wrapped and the outputs copied out through N-API), not the public
@@ -30,7 +33,9 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const args = { model: null, threads: 1, warmup: 3, repeat: 10, feeds: [], outputs: null };
+  const args = {
+    model: null, threads: 1, warmup: 3, repeat: 10, feeds: [], outputs: null, profile: null,
+  };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -41,6 +46,7 @@ function parseArgs(argv) {
     else if (a === '--warmup') args.warmup = Number(value());
     else if (a === '--repeat') args.repeat = Number(value());
     else if (a === '--outputs') args.outputs = value();
+    else if (a === '--profile') args.profile = value();
     else if (a === '--feed') {
       const v = value();
       const eq = v.lastIndexOf('=');
@@ -136,12 +142,17 @@ function main() {
   const args = parseArgs(process.argv.slice(2));
   initOrt();
   const session = new binding.InferenceSession();
-  session.loadModel(args.model, {
+  const options = {
     intraOpNumThreads: args.threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
-  });
+  };
+  if (args.profile !== null) {
+    options.enableProfiling = true;
+    options.profileFilePrefix = args.profile;
+  }
+  session.loadModel(args.model, options);
   const inputs = session.inputMetadata.map((m) => m.name);
   const feeds = {};
   for (const [name, file] of args.feeds) {
@@ -169,6 +180,16 @@ function main() {
       writeNpy(`${args.outputs}/${npyName(name)}`, tensor);
     }
   }
+  let profile = null;
+  if (args.profile !== null) {
+    session.endProfiling(); // writes PREFIX_<date>.json
+    const path = require('path');
+    const dir = path.dirname(path.resolve(args.profile));
+    const base = path.basename(args.profile) + '_';
+    const written = fs.readdirSync(dir).filter((f) => f.startsWith(base) && f.endsWith('.json'));
+    if (written.length !== 1) throw new Error(`--profile: expected one ${base}*.json in ${dir}`);
+    profile = path.join(dir, written[0]);
+  }
   const sorted = [...times].sort((a, b) => a - b);
   const version = require('onnxruntime-node/package.json').version;
   process.stdout.write(JSON.stringify({
@@ -179,6 +200,7 @@ function main() {
     min_s: sorted[0],
     max_s: sorted[sorted.length - 1],
     fed: Object.keys(feeds),
+    profile,
   }) + '\n');
 }
 
