@@ -239,10 +239,10 @@ Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
   if (kernels_ == CpuKernels::Bodies) {
     return Layout::No;
   }
-  static constexpr std::string_view kUnary[] = {"relu",  "clip", "sigmoid",    "tanh",      "gelu",
-                                                "elu",   "selu", "leaky_relu", "neg",       "abs",
-                                                "exp",   "sqrt", "softplus",   "erf",       "celu",
-                                                "floor", "ceil", "round",      "gelu_tanh", "silu"};
+  static constexpr std::string_view kUnary[] = {
+      "relu", "clip",  "sigmoid",   "tanh", "gelu",         "elu",       "selu", "leaky_relu",
+      "neg",  "abs",   "exp",       "sqrt", "softplus",     "erf",       "celu", "floor",
+      "ceil", "round", "gelu_tanh", "silu", "hard_sigmoid", "hard_swish"};
   static constexpr std::string_view kBinary[] = {"add", "sub",     "mul",     "div",
                                                  "pow", "maximum", "minimum", "prelu"};
   if (kernel == "conv2d" || kernel == "conv2d_grouped") {

@@ -28,6 +28,7 @@
 #include "backends/cpu/kernel_util.hpp"
 #include "backends/cpu/onednn.hpp"
 #include "backends/cpu/pool.hpp"
+#include "backends/cpu/team.hpp"
 #include "backends/cpu/vector_math.hpp"
 #include "core/diag/error.hpp"
 
@@ -351,6 +352,7 @@ public:
       : s_(call.index.start()), e_(call.index.end()),
         hw_(static_cast<C>(intBinding(call.op, "HW"))),
         sums_(static_cast<std::size_t>(std::max<std::int64_t>(e_[1] - s_[1], 0))) {}
+  // (sums_ grows to a row per team thread on the first channels-last run.)
 
   std::string implementation() const override { return "loops"; }
 
@@ -378,16 +380,15 @@ public:
     }
     const T* x = in.at<T>(first);
     const std::int64_t* is = in.strides.data();
+    if (is[1] == 1 && Cs > 1 && is[2] == W * is[3]) { // channels last, whole rows
+      channelsLast(x, is, N, Cs, H * W, y, os);
+      return;
+    }
     if (is[1] == 1 && Cs > 1) { // channels last: a row of channels at a time
       for (std::int64_t n = 0; n < N; ++n) {
-        std::fill(sums_.begin(), sums_.end(), C(0));
+        std::fill(sums_.begin(), sums_.begin() + Cs, C(0));
         for (std::int64_t h = 0; h < H; ++h) {
-          for (std::int64_t j = 0; j < W; ++j) {
-            const T* row = x + n * is[0] + h * is[2] + j * is[3];
-            for (std::int64_t c = 0; c < Cs; ++c) {
-              sums_[static_cast<std::size_t>(c)] += Num<T>::load(row[c]);
-            }
-          }
+          addPixels(x + n * is[0] + h * is[2], is[3], W, Cs, sums_.data());
         }
         for (std::int64_t c = 0; c < Cs; ++c) {
           y[n * os[0] + c * os[1]] = Num<T>::store(sums_[static_cast<std::size_t>(c)] / hw_);
@@ -410,9 +411,61 @@ public:
   }
 
 private:
+  // sums[c] += x[p * step + c] for the `pixels` pixels from x, c < Cs: four
+  // pixels a pass, so that each sum is loaded and stored once per four.
+  static void addPixels(const T* x, std::int64_t step, std::int64_t pixels, std::int64_t Cs,
+                        C* __restrict sums) {
+    std::int64_t p = 0;
+    for (; p + 4 <= pixels; p += 4) {
+      const T* __restrict a = x + p * step;
+      const T* __restrict b = a + step;
+      const T* __restrict c2 = b + step;
+      const T* __restrict d = c2 + step;
+      for (std::int64_t c = 0; c < Cs; ++c) {
+        sums[c] +=
+            (Num<T>::load(a[c]) + Num<T>::load(b[c])) + (Num<T>::load(c2[c]) + Num<T>::load(d[c]));
+      }
+    }
+    for (; p < pixels; ++p) {
+      const T* __restrict a = x + p * step;
+      for (std::int64_t c = 0; c < Cs; ++c) {
+        sums[c] += Num<T>::load(a[c]);
+      }
+    }
+  }
+
+  // Channels last with whole rows (the pixels of an image one run of
+  // `pixels` x Cs): each image's pixels in memory order over the kernel
+  // threads' team (team.hpp; from kTeamFrom elements), each thread summing
+  // its share into its own row of sums_, then the rows added.
+  void channelsLast(const T* x, const std::int64_t* is, std::int64_t N, std::int64_t Cs,
+                    std::int64_t pixels, T* y, const std::int64_t* os) {
+    const int threads = teamThreads(pixels * Cs);
+    sums_.resize(static_cast<std::size_t>(threads * Cs));
+    for (std::int64_t n = 0; n < N; ++n) {
+      std::fill(sums_.begin(), sums_.end(), C(0));
+      const T* image = x + n * is[0];
+      if (threads > 1) {
+        C* rows = sums_.data();
+        overTeam(threads, pixels, 4, [&](std::int64_t lo, std::int64_t hi) {
+          addPixels(image + lo * is[3], is[3], hi - lo, Cs, rows + omp_get_thread_num() * Cs);
+        });
+      } else {
+        addPixels(image, is[3], pixels, Cs, sums_.data());
+      }
+      for (std::int64_t c = 0; c < Cs; ++c) {
+        C total = 0;
+        for (int t = 0; t < threads; ++t) {
+          total += sums_[static_cast<std::size_t>(t * Cs + c)];
+        }
+        y[n * os[0] + c * os[1]] = Num<T>::store(total / hw_);
+      }
+    }
+  }
+
   ZPoint s_, e_;
   C hw_;
-  std::vector<C> sums_; // per channel of the shard, for a channels-last input
+  std::vector<C> sums_; // per channel of the shard (a row per team thread), channels last
 };
 
 std::unique_ptr<PreparedKernel> prepareFastest(const KernelCall& call) {

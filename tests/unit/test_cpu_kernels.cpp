@@ -1267,6 +1267,19 @@ TEST_CASE("elementwise kernels on channels-last views equal the row-major result
       result(add, evaluateGraph(cpu(), add, TensorBuffers{{"a", hidden}, {"b", bias.at("b")}}));
   CHECK(std::equal(got.elements<float>().begin(), got.elements<float>().end(),
                    want.elements<float>().begin()));
+  // MobileNetV3's activations between its convolutions, channels last too.
+  for (const char* kernel : {"hard_swish", "hard_sigmoid"}) {
+    INFO(kernel);
+    const graph::ExpandedGraph act = oneOp(kernel, {{"x", "float32", shape}}, R"({"input": "x"})");
+    Buffer out = channelsLast();
+    const std::vector<PortViews> actOut{{out.view()}};
+    cpu().runKernel(act.operations[0], act.operations[0].application.index, reluIn, actOut);
+    Buffer rowMajor = Buffer::host(DType::Float32, shape);
+    cpu().copyRegion(out.view(), rowMajor.view(), all);
+    const Buffer expected = result(act, evaluateGraph(cpu(), act, in));
+    CHECK(std::equal(rowMajor.elements<float>().begin(), rowMajor.elements<float>().end(),
+                     expected.elements<float>().begin()));
+  }
 }
 
 TEST_CASE("combine joins partials with each monoid, fillIdentity starts them", "[cpu][combine]") {
@@ -2767,6 +2780,33 @@ TEST_CASE("global_avgpool: H and W split into partials of the full mean", "[cpu]
     for (const Shape& s : {Shape{2, 3, 5, 4}, Shape{1, 2, 1, 7}}) {
       INFO(dt << " " << shapeJson(s));
       checkKernel(oneOp("global_avgpool", {{"x", dt, s}}, R"({"input": "x"})"));
+    }
+  }
+}
+
+TEST_CASE("global_avgpool: a channels-last image's pixels over the kernel threads' team",
+          "[cpu][kernel][layout]") {
+  // 96 channels of 30 x 30 (86,400 elements: past team.hpp's kTeamFrom) and
+  // 5 of 3 x 3 (on the calling thread), each image a run of pixels; the
+  // means as the row-major loop gives them, up to the order of the sums.
+  for (const Shape& shape : {Shape{2, 96, 30, 30}, Shape{3, 5, 3, 3}}) {
+    INFO(shapeJson(shape));
+    const ZRange all = ZRange::fromShape(ZPoint(shape));
+    const graph::ExpandedGraph g =
+        oneOp("global_avgpool", {{"x", "float32", shape}}, R"({"input": "x"})");
+    const TensorBuffers in = drawInputs(g, 7);
+    Buffer x = cpu().allocate(DType::Float32, all, 0).withStrides(channelsLastStrides(shape));
+    cpu().copyRegion(in.at("x").view(), x.view(), all);
+    const Shape means = {shape[0], shape[1], 1, 1};
+    for (const int threads : {1, 2}) {
+      INFO(threads << " kernel threads");
+      CpuBackend::setBlasThreads(threads);
+      Buffer y = Buffer::host(DType::Float32, means);
+      const std::vector<PortViews> ins{{x.view()}}, outs{{y.view()}};
+      cpu().runKernel(g.operations[0], g.operations[0].application.index, ins, outs);
+      CpuBackend::setBlasThreads(1);
+      const Buffer want = evaluateGraph(cpu(), g, in).at(g.tensors[g.outputs[0]].name);
+      CHECK(relError(values(y), values(want)) <= 1e-5);
     }
   }
 }

@@ -525,6 +525,33 @@ TEST_CASE("graphs without convolutions, or where kernels would convert layouts, 
         0);
 }
 
+TEST_CASE("a squeeze-excitation's per-channel scale keeps its block channels last",
+          "[executor][layout]") {
+  // conv -> x; mean over the image -> s (1 x 1); x * s: a per-channel operand
+  // of C channels. With 16 channels or more its channels-last runs are whole
+  // vectors and the block stays channels last; with 8 it goes row-major.
+  auto block = [](int c) {
+    const std::string C = std::to_string(c);
+    return expandText(R"({"tapestry": "graph/v1", "name": "se",
+      "tensors": {"img": {"dtype": "float32", "shape": [2, 3, 8, 8]}, "w": {"dtype": "float32", "shape": [)" +
+                      C + R"(, 3, 3, 3]}, "v": {"dtype": "float32", "shape": [)" + C + ", " + C +
+                      R"(, 1, 1]}},
+      "operations": [
+        {"name": "conv", "kernel": "conv2d", "params": {"padding": [1, 1]}, "inputs": {"input": "img", "weight": "w"}, "outputs": {"result": "x"}},
+        {"name": "act", "kernel": "hard_swish", "inputs": {"input": "x"}, "outputs": {"result": "h"}},
+        {"name": "pool", "kernel": "global_avgpool", "inputs": {"input": "h"}, "outputs": {"result": "p"}},
+        {"name": "gate", "kernel": "sigmoid", "inputs": {"input": "p"}, "outputs": {"result": "s"}},
+        {"name": "scale", "kernel": "mul", "inputs": {"A": "h", "B": "s"}, "outputs": {"result": "y"}},
+        {"name": "out", "kernel": "conv2d", "inputs": {"input": "y", "weight": "v"}, "outputs": {"result": "z"}}],
+      "outputs": ["z"]})");
+  };
+  const graph::ExpandedGraph wide = block(16);
+  CHECK(runAndCheck(wide, 1, plan::singleDeviceChoice(wide)).run.stats.channelsLastRegions >= 3);
+  const graph::ExpandedGraph narrow = block(8);
+  CHECK(runAndCheck(narrow, 1, plan::singleDeviceChoice(narrow)).run.stats.channelsLastRegions ==
+        0);
+}
+
 TEST_CASE("empty index spaces write nothing: outputs are zeros", "[executor]") {
   const graph::ExpandedGraph g = expandText(R"({"tapestry": "graph/v1", "name": "z",
     "tensors": {"x": {"dtype": "float32", "shape": [3, 0]}, "b": {"dtype": "float32", "shape": [3]}},
