@@ -1,8 +1,8 @@
 #include "core/driver/render_command.hpp"
 
 #include <ostream>
-#include <sstream>
 
+#include "core/cost/units.hpp"
 #include "core/diag/atomic_file.hpp"
 #include "core/diag/source.hpp"
 #include "core/driver/execution.hpp"
@@ -117,13 +117,6 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
   return planView(loaded, config.options);
 }
 
-// "0.5", "30": seconds as a note prints them.
-std::string seconds(double s) {
-  std::ostringstream text;
-  text << s;
-  return text.str();
-}
-
 } // namespace
 
 std::string layoutAdvice(View view, bool collapseUntried) {
@@ -162,12 +155,12 @@ LaidOut layOutOrCollapse(const Drawing& full, const std::function<Drawing()>& co
   } catch (const LayoutTimeout&) {
     throw LayoutTimeout(
         "Graphviz did not lay out the drawing (" + std::to_string(full.contentNodes) +
-        " nodes) within " + driver::seconds(first) + " s, nor its collapsed drawing (" +
-        std::to_string(shown.contentNodes) + " nodes) in the " + driver::seconds(seconds - first) +
-        " s left, and was stopped (--layout-seconds)");
+        " nodes) within " + cost::formatNumber(first) + " s, nor its collapsed drawing (" +
+        std::to_string(shown.contentNodes) + " nodes) in the " +
+        cost::formatNumber(seconds - first) + " s left, and was stopped (--layout-seconds)");
   }
   std::string note = "the drawing of " + std::to_string(full.contentNodes) +
-                     " nodes did not lay out within " + driver::seconds(first) +
+                     " nodes did not lay out within " + cost::formatNumber(first) +
                      " s (a quarter of --layout-seconds); drew it collapsed (" +
                      std::to_string(shown.contentNodes) +
                      " nodes) instead: --collapse asks for that at once, a longer "
