@@ -668,6 +668,19 @@ TEST_CASE("ConvTranspose of one group and a stride runs as the stride's phases",
                                  "up/placed:transpose", "up:reshape"});
 }
 
+TEST_CASE("Conv refuses a group that does not divide its channels", "[onnx]") {
+  // 3 groups of a weight with 4 output channels: refused before any kernel.
+  Model badConv;
+  badConv.input("x", {1, 6, 3, 3}).floats("w", {4, 2, 1, 1}, std::vector<float>(8, 1.0f));
+  setInt(badConv.node("Conv", {"x", "w"}, {"y"}, "c"), "group", 3);
+  badConv.output("y");
+  const auto refused = failureOf([&] { badConv.import(); });
+  CHECK(refused.code == ExitCode::InvalidInput);
+  CHECK_THAT(refused.message,
+             Contains("node c (Conv): group 3 does not divide the weight's 4 output channels, or "
+                      "the input's 6 channels are not group x the weight's 2"));
+}
+
 TEST_CASE("ConvTranspose refuses other groups, 3-D, and pads or strides past its bounds",
           "[onnx]") {
   // A group count that does not divide the input channels, a grouped weight
