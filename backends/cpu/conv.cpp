@@ -155,7 +155,7 @@ protected:
   }
 
   // conv2d_act's store of output row (n, o, oh): v[ow] + bias (+ the
-  // residual's row), clipped, in C (conv_epilogue.hpp).
+  // residual's row), activated and clipped, in C (conv_epilogue.hpp).
   void storeActRow(const KernelCall& call, std::int64_t n, std::int64_t o, std::int64_t oh,
                    const C* v, C bias) const {
     const TensorView& out = call.outputs[0][0];
@@ -173,7 +173,7 @@ protected:
       if (res != nullptr) {
         x += Num<T>::load(res[ow * rs]);
       }
-      dst[ow * os] = Num<T>::store(ConvEpilogue::clip(x, lo_, hi_));
+      dst[ow * os] = Num<T>::store(epi_.finish(x, lo_, hi_));
     }
   }
 
@@ -567,14 +567,16 @@ bool OnednnConv::build(int threads) {
   const dnnl::engine& engine = onednn::cpuEngine();
   // conv2d_act's epilogue fused as post-ops where it can be: a sum (the
   // residual, copied into dst before the convolution) where dst is the
-  // output view itself, then relu or clip; otherwise (dst in another layout,
-  // a min above max, or oneDNN refusing them) a pass after the convolution.
-  const bool needs = epi_.active() && (epi_.residual() || epi_.clips());
+  // output view itself, then swish or hardswish, then relu or clip; otherwise
+  // (dst in another layout, a min above max, or oneDNN refusing them) a pass
+  // after the convolution.
+  const bool needs = epi_.changes();
+  const bool eltwise = epi_.clips() || epi_.act() != ConvEpilogue::Act::None;
   fuseSum_ = false;
   pass_ = needs;
   std::optional<dnnl::convolution_forward::primitive_desc> chosen;
   if (needs && epi_.lo() <= epi_.hi()) {
-    chosen = choose(epi_.postOps(epi_.residual(), epi_.clips()));
+    chosen = choose(epi_.postOps(epi_.residual(), eltwise));
     if (chosen && epi_.residual() && chosen->dst_desc() != dstView_) {
       chosen.reset();
     }
@@ -634,6 +636,10 @@ bool OnednnConv::build(int threads) {
       impl_ += " + epilogue pass"; // conv2d_act's epilogue after the primitive
     } else if (needs) {
       std::string ops = fuseSum_ ? "sum" : "";
+      if (epi_.act() != ConvEpilogue::Act::None) {
+        ops += std::string(ops.empty() ? "" : ", ") +
+               (epi_.act() == ConvEpilogue::Act::Silu ? "swish" : "hardswish");
+      }
       if (epi_.clips()) {
         ops += std::string(ops.empty() ? "" : ", ") + (epi_.relu() ? "relu" : "clip");
       }

@@ -52,6 +52,11 @@ ConvEpilogue ConvEpilogue::of(const KernelCall& call) {
   }
   e.active_ = true;
   e.residual_ = call.hasInput(3);
+  if (intBinding(call.op, "silu") != 0) {
+    e.act_ = Act::Silu;
+  } else if (intBinding(call.op, "hard_swish") != 0) {
+    e.act_ = Act::HardSwish;
+  }
   e.lo_ = floatParam(call.op, "min");
   e.hi_ = floatParam(call.op, "max");
   return e;
@@ -72,7 +77,7 @@ void ConvEpilogue::pass(const KernelCall& call, const OutputBox& box) const {
                         if (residual_) {
                           v += Num<T>::load(r[j * rs]);
                         }
-                        y[j * os] = Num<T>::store(clip(v, lo, hi));
+                        y[j * os] = Num<T>::store(finish(v, lo, hi));
                       }
                     });
   });
@@ -109,7 +114,15 @@ dnnl::primitive_attr ConvEpilogue::postOps(bool sum, bool eltwise) const {
   if (sum) {
     ops.append_sum(1.0f);
   }
-  if (eltwise) {
+  if (eltwise && act_ == Act::Silu) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+  }
+  if (eltwise && act_ == Act::HardSwish) {
+    // oneDNN 2.x ignores alpha and beta (its hardswish is x * relu6(x + 3) /
+    // 6); 3.x reads them as x * max(0, min(1, alpha x + beta)).
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f);
+  }
+  if (eltwise && clips()) {
     appendClip(ops, lo_, hi_);
   }
   attr.set_post_ops(ops);

@@ -1,5 +1,6 @@
 // What conv2d_act does after its convolution (conv.cpp): result =
-// clip(conv + bias + residual, min, max), per output element of the shard's
+// clip(act(conv + bias + residual), min, max), act SiLU, HardSwish or none,
+// per output element of the shard's
 // box. The fallbacks apply it in their store loops; the oneDNN path fuses it
 // into the primitive as post-ops where it can, and otherwise runs it as a
 // pass over the output box after the convolution. Not a public header.
@@ -13,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/backend.hpp"
+#include "backends/cpu/kernel_util.hpp"
 
 namespace tapestry::backend::cpu {
 
@@ -46,6 +48,9 @@ void appendClip(dnnl::post_ops& ops, double lo, double hi);
 
 class ConvEpilogue {
 public:
+  // The activation before the clip: the silu or hard_swish param.
+  enum class Act { None, Silu, HardSwish };
+
   // conv2d_act's and conv2d_grouped_act's params and residual for `call`;
   // conv2d (and any other kernel) has none: active() is false.
   static ConvEpilogue of(const KernelCall& call);
@@ -59,6 +64,9 @@ public:
   bool clips() const {
     return lo_ > std::numeric_limits<double>::lowest() || hi_ < std::numeric_limits<double>::max();
   }
+  Act act() const { return act_; }
+  // Anything to do after the convolution: a residual, an activation or a clip.
+  bool changes() const { return active_ && (residual_ || act_ != Act::None || clips()); }
   // relu: min 0 and no max.
   bool relu() const { return lo_ == 0 && hi_ >= std::numeric_limits<double>::max(); }
 
@@ -72,13 +80,29 @@ public:
     return hi < t ? hi : t;
   }
 
-  // out = clip(out + residual, min, max) over `box` of the output view, a
+  // clip(act(x), lo, hi) in C: the store of every path.
+  template <class C> C finish(C x, C lo, C hi) const {
+    switch (act_) {
+    case Act::Silu:
+      x = silu(x);
+      break;
+    case Act::HardSwish:
+      x = hardSwish(x);
+      break;
+    case Act::None:
+      break;
+    }
+    return clip(x, lo, hi);
+  }
+
+  // out = clip(act(out + residual), min, max) over `box` of the output view, a
   // pass after the convolution: any strides, the sum in the compute type.
   void pass(const KernelCall& call, const OutputBox& box) const;
   // A user scratchpad (onednn.hpp) and the epilogue as oneDNN post-ops: with
   // `sum`, dst += what dst held (scale 1: the residual, copied there first);
-  // with `eltwise`, relu (alpha 0) when min is 0 and max unset, else clip
-  // (alpha min, beta max, in float: an unset bound is an infinity).
+  // with `eltwise`, the activation (swish with alpha 1, hardswish) and then,
+  // where a bound is set, relu (alpha 0) when min is 0 and max unset, else
+  // clip (alpha min, beta max, in float: an unset bound is an infinity).
   dnnl::primitive_attr postOps(bool sum, bool eltwise) const;
   // Copies the residual's `box` into the output view (before a convolution
   // whose sum post-op adds what dst holds).
@@ -87,6 +111,7 @@ public:
 private:
   bool active_ = false;
   bool residual_ = false;
+  Act act_ = Act::None;
   double lo_ = std::numeric_limits<double>::lowest();
   double hi_ = std::numeric_limits<double>::max();
 };

@@ -151,13 +151,13 @@ void PanelConv::run(const KernelCall& call) {
   gather(reinterpret_cast<const float*>(call.inputs[0][0].data));
   panelProductOnTeam(vectorKernels(), panels_.data(), K_, b_.O, col_.data(), K_, P_, y_.data(),
                      rowFloats_);
-  // The store: clip(conv + bias + residual) into the output view.
+  // The store: clip(act(conv + bias + residual)) into the output view.
   auto* out = reinterpret_cast<float*>(call.outputs[0][0].data);
   const float* bias = bias_ ? reinterpret_cast<const float*>(call.inputs[2][0].data) : nullptr;
   const float* residual =
       residualAt_.empty() ? nullptr
                           : reinterpret_cast<const float*>(ConvEpilogue::residualView(call).data);
-  const bool clips = epi_.active() && epi_.clips();
+  const bool finishes = epi_.active() && (epi_.clips() || epi_.act() != ConvEpilogue::Act::None);
   for (std::int64_t p = 0; p < P_; ++p) {
     const float* y = y_.data() + p * rowFloats_;
     float* o = out + outAt_[static_cast<std::size_t>(p)];
@@ -169,7 +169,7 @@ void PanelConv::run(const KernelCall& call) {
       if (residual != nullptr) {
         v += residual[residualAt_[static_cast<std::size_t>(p)] + j * residualStride_];
       }
-      o[j * outStride_] = clips ? ConvEpilogue::clip(v, lo_, hi_) : v;
+      o[j * outStride_] = finishes ? epi_.finish(v, lo_, hi_) : v;
     }
   }
 }

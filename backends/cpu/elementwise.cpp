@@ -352,10 +352,7 @@ struct HardSwish : NoParams {
   using NoParams::NoParams;
   static constexpr bool kInts = false;
   static constexpr VUnary kVec = VUnary::HardSwish;
-  template <class C> C operator()(C x) const {
-    const C y = x / C(6) + C(0.5);
-    return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
-  }
+  template <class C> C operator()(C x) const { return cpu::hardSwish(x); }
 };
 // Tests with a bool result (kBool: the result port is bool).
 struct IsNan : NoParams {

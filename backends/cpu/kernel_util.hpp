@@ -129,6 +129,13 @@ template <class C> C silu(C x) {
   return x * (C(1) / (C(1) + std::exp(-x)));
 }
 
+// HardSwish in the compute type C: x * max(0, min(1, x / 6 + 1/2)); NaN
+// stays NaN. The scalar loop of hard_swish.
+template <class C> C hardSwish(C x) {
+  const C y = x / C(6) + C(0.5);
+  return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
+}
+
 // Converts a value of one storage type to another (cast): floats round to
 // nearest even; float to int truncates toward zero and saturates (NaN gives 0);
 // int to narrower int wraps; anything to bool is "nonzero" (NaN too, as

@@ -1,8 +1,8 @@
 // The CUDA backend's convolutions: conv2d, conv2d_act and conv2d_grouped. A shard with groups
 // == 1 runs as products (planConvGemm): per batch element, an im2col of its
 // input box into scratch and one cuBLASLt product with the weights, the bias
-// added to the rows through beta = 1; conv2d_act's residual and clip in a
-// pass after. Grouped shards (depthwise, conv2d_grouped), and those that read
+// added to the rows through beta = 1; conv2d_act's residual, activation
+// and clip in a pass after. Grouped shards (depthwise, conv2d_grouped), and those that read
 // only padding, run the direct kernel: a thread per output element summing its
 // (C, KH, KW) box.
 #include <cstddef>
@@ -23,8 +23,8 @@ namespace {
 
 // The shard as planConvGemm's products: the weights read in place or
 // gathered once, then per batch element an im2col and a product into the
-// output (or a dense block scattered into it); then conv2d_act's residual and
-// clip in one pass over the shard's output box.
+// output (or a dense block scattered into it); then conv2d_act's residual,
+// activation and clip in one pass over the shard's output box.
 void convAsProducts(const KernelCall& call, const KernelContext& c, const ConvParams& p,
                     const ConvGemm& g) {
   const DType dtype = floatOutput(call);
@@ -82,7 +82,7 @@ void convAsProducts(const KernelCall& call, const KernelContext& c, const ConvPa
   }
   const bool clips = p.lo > -std::numeric_limits<double>::infinity() ||
                      p.hi < std::numeric_limits<double>::infinity();
-  if (p.residual.data == nullptr && !clips) {
+  if (p.residual.data == nullptr && p.act == EpilogueAct::None && !clips) {
     return;
   }
   const std::int64_t extent[4] = {p.end[0] - p.begin[0], g.M, OHs, OWs};
@@ -95,8 +95,8 @@ void convAsProducts(const KernelCall& call, const KernelContext& c, const ConvPa
           ? nullptr
           : static_cast<const std::byte*>(p.residual.data) +
                 convOffsetOf(p.residual, p.begin[0], p.begin[1], p.begin[2], p.begin[3]) * size;
-  checkCuda(launchEpilogue(type, outAt(p.begin[0]), residual, makeWalk(extent, strides),
-                           EpilogueAct::None, p.lo, p.hi, c.stream),
+  checkCuda(launchEpilogue(type, outAt(p.begin[0]), residual, makeWalk(extent, strides), p.act,
+                           p.lo, p.hi, c.stream),
             what(call) + ": the epilogue");
 }
 
@@ -117,9 +117,9 @@ void launchConv(const KernelCall& call, const KernelContext& c, const ConvParams
 
 } // namespace
 
-// conv2d, and conv2d_act (convParams reads its residual and clip bounds):
-// its shards hold the whole of C, KH and KW, so each adds the bias, result =
-// clip(conv + bias + residual, min, max), after the products or in the direct
+// conv2d, and conv2d_act (convParams reads its residual, activation and clip
+// bounds): its shards hold the whole of C, KH and KW, so each adds the bias,
+// result = clip(act(conv + bias + residual), min, max), after the products or in the direct
 // kernel before its store.
 void conv2dKernel(const KernelCall& call, const KernelContext& c) {
   launchConv(call, c, convParams(call));

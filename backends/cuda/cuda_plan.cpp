@@ -279,6 +279,9 @@ ConvParams convParams(const backend::KernelCall& call) {
     if (call.hasInput(3)) {
       p.residual = convView(call.inputs[3][0]);
     }
+    p.act = backend::intBinding(op, "silu") != 0         ? EpilogueAct::Silu
+            : backend::intBinding(op, "hard_swish") != 0 ? EpilogueAct::HardSwish
+                                                         : EpilogueAct::None;
     p.lo = clipBoundOf(backend::floatParam(op, "min"));
     p.hi = clipBoundOf(backend::floatParam(op, "max"));
   }

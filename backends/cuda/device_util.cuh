@@ -108,6 +108,28 @@ inline i64 outputCount(const i64* begin, const i64* end) {
   return count;
 }
 
+__device__ inline float mathExp(float x) {
+  return expf(x);
+}
+__device__ inline double mathExp(double x) {
+  return exp(x);
+}
+
+// SiLU or HardSwish in the compute type C, as the CPU backend's silu and
+// hardSwish (kernel_util.hpp): the activations that linear_act's and
+// conv2d_act's epilogues apply without a unary op of their own. Any other act
+// leaves x as it is (GELU goes through applyUnary, kernels.cu).
+template <class C> __device__ C epilogueActivation(EpilogueAct act, C x) {
+  if (act == EpilogueAct::Silu) {
+    return x * (C(1) / (C(1) + mathExp(-x)));
+  }
+  if (act == EpilogueAct::HardSwish) {
+    const C y = x / C(6) + C(0.5);
+    return x * (y < C(0) ? C(0) : (y > C(1) ? C(1) : y));
+  }
+  return x;
+}
+
 __device__ inline i64 convOffset(const ConvView& v, i64 a, i64 b, i64 c, i64 d) {
   return (a - v.start[0]) * v.stride[0] + (b - v.start[1]) * v.stride[1] +
          (c - v.start[2]) * v.stride[2] + (d - v.start[3]) * v.stride[3];

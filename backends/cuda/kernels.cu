@@ -63,12 +63,6 @@ __device__ inline float mathPow(float a, float b) {
 __device__ inline double mathPow(double a, double b) {
   return pow(a, b);
 }
-__device__ inline float mathExp(float x) {
-  return expf(x);
-}
-__device__ inline double mathExp(double x) {
-  return exp(x);
-}
 
 // ---------------------------------------------------------------- elementwise
 
@@ -335,8 +329,8 @@ __global__ void epilogueKernel(T* y, const T* residual, DeviceWalk w, EpilogueAc
       v = applyUnary(UnaryOp::Gelu, v, 0, 0);
     } else if (act == EpilogueAct::GeluTanh) {
       v = applyUnary(UnaryOp::GeluTanh, v, 0, 0);
-    } else if (act == EpilogueAct::Silu) {
-      v = applyUnary(UnaryOp::Silu, v, 0, 0);
+    } else {
+      v = epilogueActivation(act, v); // silu, hard_swish (device_util.cuh)
     }
     if (clips) {
       const double d = static_cast<double>(v);

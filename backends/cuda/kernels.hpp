@@ -107,8 +107,8 @@ cudaError_t launchBinary(BinaryOp op, ElementType type, const void* a, const voi
                          const DeviceWalk& w, cudaStream_t stream);
 // The activation of linear_act's epilogue: none, the exact GELU, its tanh
 // approximation, or SiLU (x * sigmoid(x)).
-enum class EpilogueAct : int { None, Gelu, GeluTanh, Silu };
-// linear_act's epilogue in one pass: y = clip(act(y + residual), lo, hi) in
+enum class EpilogueAct : int { None, Gelu, GeluTanh, Silu, HardSwish };
+// linear_act's and conv2d_act's epilogue in one pass: y = clip(act(y + residual), lo, hi) in
 // the compute type, rounded once (no residual when null; infinities clip
 // nothing, NaN stays NaN, a lo above hi gives hi); operands 0: y, 1:
 // residual. Floats only.
@@ -197,9 +197,11 @@ struct ConvParams {
   const void* bias = nullptr;
   std::int64_t biasStart = 0, biasStride = 1;
   // conv2d_act's epilogue, applied to the sum before the store: + residual
-  // (a view of the output's shape; data null when none), then a clip to
-  // [lo, hi] (infinities clip nothing; NaN stays NaN, a lo above hi gives hi).
+  // (a view of the output's shape; data null when none), the activation
+  // (None, Silu or HardSwish), then a clip to [lo, hi] (infinities clip
+  // nothing; NaN stays NaN, a lo above hi gives hi).
   ConvView residual;
+  EpilogueAct act = EpilogueAct::None;
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
 };

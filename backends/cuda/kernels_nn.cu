@@ -68,6 +68,7 @@ __global__ void conv2dKernel(ConvView input, ConvView weight, ConvView output, C
       acc += Num<T>::load(
           static_cast<const T*>(p.residual.data)[convOffset(p.residual, n, o, oh, ow)]);
     }
+    acc = epilogueActivation(p.act, acc);
     if (p.lo > -INFINITY || p.hi < INFINITY) {
       const double v = static_cast<double>(acc);
       const double t = v < p.lo ? p.lo : v;

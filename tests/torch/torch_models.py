@@ -158,6 +158,29 @@ class GroupedConvNet(nn.Module):
         return self.line(torch.flatten(h, 2))
 
 
+class SwishConvNet(nn.Module):
+    """Convolutions followed by SiLU and HardSwish (EfficientNet's and
+    MobileNetV3's activations), which the rewrites fuse into conv2d_act and
+    conv2d_grouped_act: a dense convolution with a batch norm (folded) and
+    SiLU, a depthwise one with HardSwish, 2 groups at stride 2 with SiLU, and
+    4 groups with HardSwish after a batch norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(4, 8, 3, padding=1, bias=False)
+        self.stem_bn = _random_stats(nn.BatchNorm2d(8))
+        self.depthwise = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.down = nn.Conv2d(8, 12, 3, stride=2, padding=1, groups=2)
+        self.mix = nn.Conv2d(12, 8, 1, groups=4, bias=False)
+        self.mix_bn = _random_stats(nn.BatchNorm2d(8))
+
+    def forward(self, x):
+        h = nn.functional.silu(self.stem_bn(self.stem(x)))
+        h = nn.functional.hardswish(self.depthwise(h))
+        h = nn.functional.silu(self.down(h))
+        return nn.functional.hardswish(self.mix_bn(self.mix(h)))
+
+
 def _random_stats(bn):
     """A batch norm with its running statistics and affine parameters drawn at
     random, so that folding it is no identity."""
@@ -264,6 +287,8 @@ CASES = [
     Case("swin_small", _swin_small, (2, 3, 36, 36), "image", "logits"),
     Case("grouped_convs", GroupedConvNet, (2, 8, 10, 9), "x", "y"),
     Case("regnet_x_400mf", torchvision.models.regnet_x_400mf, (2, 3, 32, 32), "image", "logits"),
+    Case("swish_convs", SwishConvNet, (2, 4, 10, 9), "x", "y"),
+    Case("efficientnet_b0", torchvision.models.efficientnet_b0, (2, 3, 32, 32), "image", "logits"),
     # torchvision's LR-ASPP (MobileNetV3: hardswish, squeeze-excitation, and
     # bilinear upsampling of its two branches back to the image size).
     Case("lraspp_mobilenet_v3", _lraspp, (2, 3, 64, 64), "image", "out"),

@@ -68,6 +68,15 @@ const std::vector<ConvCase> kPanelCases = {
      true},
     // conv2d_act: clip to [0, 6], no residual
     {{1, 512, 2, 2}, {512, 512, 1, 1}, R"({"min": 0, "max": 6})", true, true, "conv2d_act"},
+    // conv2d_act: SiLU after a residual (EfficientNet's last blocks), and
+    // HardSwish (MobileNetV3's)
+    {{1, 512, 2, 2}, {640, 512, 1, 1}, R"({"silu": true})", true, true, "conv2d_act", true},
+    {{1, 256, 2, 2},
+     {256, 256, 3, 3},
+     R"({"padding": [1, 1], "hard_swish": true})",
+     false,
+     true,
+     "conv2d_act"},
 };
 
 struct Shard {

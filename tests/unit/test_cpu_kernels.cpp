@@ -786,8 +786,13 @@ std::vector<Tensor> naive(const graph::Operation& op, const std::vector<Tensor>&
           }
         }
       }
-      if (act) { // + residual, then clip as clip does: min(max(s, lo), hi)
+      if (act) { // + residual, the activation, then clip as clip does: min(max(s, lo), hi)
         s += residual != nullptr ? residual->v[static_cast<std::size_t>(i)] : 0;
+        if (params["silu"].get<bool>()) {
+          s = applyUnary("silu", s);
+        } else if (params["hard_swish"].get<bool>()) {
+          s = *newUnary("hard_swish", s, Json::object());
+        }
         s = std::min(std::max(s, lo), hi);
       }
       r.v[i] = s;
@@ -2673,7 +2678,8 @@ TEST_CASE("conv2d groups == O: depthwise and grouped channels, shards split", "[
   checkConvCases(cases);
 }
 
-TEST_CASE("conv2d_act: clip(conv2d + bias + residual), relu, relu6 or no clip, output shards",
+TEST_CASE("conv2d_act: clip(act(conv2d + bias + residual)), relu, relu6, silu, hard_swish or no "
+          "clip, output shards",
           "[cpu][kernel]") {
   const std::vector<ActCase> cases = {
       // groups == 1: relu after bias and residual (a ResNet block's second conv)
@@ -2700,6 +2706,20 @@ TEST_CASE("conv2d_act: clip(conv2d + bias + residual), relu, relu6 or no clip, o
       {{1, 3, 6, 6}, {2, 3, 1, 1}, R"({"stride": [2, 2], "min": 1, "max": -1})", false, true},
       // nothing fused: conv2d
       {{1, 2, 5, 5}, {3, 2, 3, 3}, "{}"},
+      // SiLU after bias (EfficientNet's), depthwise at stride 2
+      {{2, 4, 7, 6},
+       {4, 1, 3, 3},
+       R"({"groups": 4, "stride": [2, 2], "padding": [1, 1], "silu": true})",
+       true,
+       false},
+      // HardSwish after bias and residual, then a clip above it
+      {{1, 3, 6, 5},
+       {4, 3, 3, 3},
+       R"({"padding": [1, 1], "hard_swish": true, "max": 0.25})",
+       true,
+       true},
+      // SiLU with a residual and a min: the order is residual, SiLU, clip
+      {{1, 3, 5, 5}, {2, 3, 1, 1}, R"({"silu": true, "min": -0.1})", false, true},
   };
   checkConvActCases(cases);
 }

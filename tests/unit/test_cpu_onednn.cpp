@@ -214,7 +214,7 @@ TEST_CASE("conv2d: bfloat16 (oneDNN where the CPU has it), float64 and float16 o
   }
 }
 
-// conv2d_act: the cases' geometry with bias, residual and clips.
+// conv2d_act: the cases' geometry with bias, residual, clips and activations.
 const std::vector<ConvCase> kActCases = {
     {{1, 16, 9, 9},
      {32, 16, 3, 3},
@@ -264,6 +264,29 @@ const std::vector<ConvCase> kActCases = {
      {6, 4, 3, 3},
      R"({"groups": 2, "stride": [2, 2], "padding": [1, 1], "min": -1, "max": 6})",
      false,
+     false,
+     "conv2d_grouped_act",
+     true},
+    // SiLU after a residual (oneDNN's swish post-op after its sum), HardSwish
+    // on a depthwise convolution with a clip after it, and SiLU after 4 groups
+    {{1, 16, 9, 9},
+     {16, 16, 3, 3},
+     R"({"padding": [1, 1], "silu": true})",
+     true,
+     true,
+     "conv2d_act",
+     true},
+    {{2, 16, 8, 8},
+     {16, 1, 3, 3},
+     R"({"groups": 16, "stride": [2, 2], "padding": [1, 1], "hard_swish": true, "max": 0.5})",
+     true,
+     true,
+     "conv2d_act",
+     false},
+    {{1, 8, 7, 7},
+     {8, 2, 3, 3},
+     R"({"groups": 4, "padding": [1, 1], "silu": true})",
+     true,
      false,
      "conv2d_grouped_act",
      true},
@@ -320,9 +343,10 @@ TEST_CASE("conv2d_act on oneDNN: the epilogue as post-ops where dst is the outpu
     const char* fused; // what the implementation says when dst is the output view
   };
   const std::vector<Expect> cases = {
-      {kActCases[0], "post-ops sum, relu"}, {kActCases[1], "post-ops clip"},
-      {kActCases[2], "post-ops sum"},       {kActCases[3], "post-ops sum, clip"},
+      {kActCases[0], "post-ops sum, relu"},  {kActCases[1], "post-ops clip"},
+      {kActCases[2], "post-ops sum"},        {kActCases[3], "post-ops sum, clip"},
       {kActCases[5], "epilogue pass"}, // min above max: not oneDNN's clip
+      {kActCases[8], "post-ops sum, swish"}, {kActCases[9], "post-ops hardswish, clip"},
   };
   for (const Expect& e : cases) {
     const graph::ExpandedGraph g = convGraph(e.c, "float32");

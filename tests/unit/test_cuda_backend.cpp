@@ -166,8 +166,9 @@ std::string replaceAll(std::string text, const std::string& from, const std::str
 // conv2d with its optional bias (groups == 1 and depthwise; conv2d_grouped
 // with 2 groups), whose shards add the bias only at the start of C (or a
 // group's channels), KH and KW; and conv2d_act (relu after
-// a residual add, ReLU6 depthwise without one), whose shards hold the whole
-// sum and add bias, residual and the clip after conv2d's kernel.
+// a residual add, ReLU6 depthwise without one; SiLU, and HardSwish
+// depthwise), whose shards hold the whole sum and add bias, residual, the
+// activation and the clip after conv2d's kernel.
 std::string convBiasGraph(const std::string& dt) {
   return R"({"tapestry": "graph/v1", "name": "conv_bias_)" + dt + R"(",
   "tensors": {"x": {"dtype": "DT", "shape": [2, 8, 9, 9]}, "w": {"dtype": "DT", "shape": [8, 8, 3, 3]},
@@ -178,8 +179,10 @@ std::string convBiasGraph(const std::string& dt) {
     {"name": "dwconv", "kernel": "conv2d", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 8}, "inputs": {"input": "h", "weight": "dw", "bias": "db"}, "outputs": {"result": "y"}},
     {"name": "fused", "kernel": "conv2d_act", "params": {"padding": [1, 1], "min": 0}, "inputs": {"input": "x", "weight": "w", "bias": "b", "residual": "h"}, "outputs": {"result": "f"}},
     {"name": "dwfused", "kernel": "conv2d_act", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 8, "min": 0, "max": 6}, "inputs": {"input": "f", "weight": "dw"}, "outputs": {"result": "z"}},
-    {"name": "gconv", "kernel": "conv2d_grouped", "params": {"padding": [1, 1], "groups": 2}, "inputs": {"input": "x", "weight": "gw", "bias": "b"}, "outputs": {"result": "gy"}}],
-  "outputs": ["y", "z", "gy"]})";
+    {"name": "gconv", "kernel": "conv2d_grouped", "params": {"padding": [1, 1], "groups": 2}, "inputs": {"input": "x", "weight": "gw", "bias": "b"}, "outputs": {"result": "gy"}},
+    {"name": "silufused", "kernel": "conv2d_act", "params": {"padding": [1, 1], "silu": true}, "inputs": {"input": "x", "weight": "w", "bias": "b"}, "outputs": {"result": "s"}},
+    {"name": "dwswish", "kernel": "conv2d_act", "params": {"padding": [1, 1], "groups": 8, "hard_swish": true}, "inputs": {"input": "s", "weight": "dw", "bias": "db"}, "outputs": {"result": "hs"}}],
+  "outputs": ["y", "z", "gy", "hs"]})";
 }
 
 const char* kIntegers = R"({"tapestry": "graph/v1", "name": "integers",

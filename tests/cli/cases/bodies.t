@@ -29,7 +29,7 @@ $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_unassigned.yaml
 !          ^
 [exit 1]
 $ cd $TESTDATA && tapestry kernels check -k bad/metakernels/body_errors.yaml
-checked 106 kernels, 312 examples: 2 failed
+checked 106 kernels, 315 examples: 2 failed
 ! bad/metakernels/body_errors.yaml:22:7: error: kernel by_shape, example 1: by_shape: in body "result = input / $shape": '/' needs blocks or numbers, got a list at column 18
 !     - inputs: {input: {shape: [3, 7], dtype: float32}}
 !       ^

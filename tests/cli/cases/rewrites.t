@@ -11,6 +11,10 @@ conv_relu: conv2d, relu -> conv2d_act  [search]
     A convolution whose result only a ReLU reads becomes one conv2d_act with min 0 (ONNX Runtime's Conv + Relu fusion).
 conv_clip: conv2d, clip -> conv2d_act  [search]
     A convolution whose result only a clip reads (MobileNet's ReLU6) becomes one conv2d_act with the clip's bounds.
+conv_silu: conv2d, silu -> conv2d_act  [search]
+    A convolution whose result only a SiLU reads (EfficientNet's blocks, after silu has collapsed the exported sigmoid and product) becomes one conv2d_act with silu: oneDNN's swish post-op on the CPU.
+conv_hard_swish: conv2d, hard_swish -> conv2d_act  [search]
+    A convolution whose result only a HardSwish reads (MobileNetV3's blocks) becomes one conv2d_act with hard_swish: oneDNN's hardswish post-op on the CPU.
 grouped_conv_add_relu: conv2d_grouped, add, relu -> conv2d_grouped_act  [always]
     conv_add_relu for a grouped convolution (ResNeXt's, RegNet's): the convolution, a residual add of a tensor of its result's shape and a ReLU become one conv2d_grouped_act with the residual as its input and min 0. The fused kernel cannot split KH or KW (no combine), which leaves every split worth making (the groups, the batch, the rows): in the pre-pass.
 grouped_conv_add: conv2d_grouped, add -> conv2d_grouped_act  [always]
@@ -19,6 +23,10 @@ grouped_conv_relu: conv2d_grouped, relu -> conv2d_grouped_act  [always]
     conv_relu for a grouped convolution: a grouped convolution whose result only a ReLU reads becomes one conv2d_grouped_act with min 0.
 grouped_conv_clip: conv2d_grouped, clip -> conv2d_grouped_act  [always]
     conv_clip for a grouped convolution: a grouped convolution whose result only a clip reads becomes one conv2d_grouped_act with the clip's bounds.
+grouped_conv_silu: conv2d_grouped, silu -> conv2d_grouped_act  [always]
+    conv_silu for a grouped convolution: a grouped convolution whose result only a SiLU reads becomes one conv2d_grouped_act with silu.
+grouped_conv_hard_swish: conv2d_grouped, hard_swish -> conv2d_grouped_act  [always]
+    conv_hard_swish for a grouped convolution: a grouped convolution whose result only a HardSwish reads becomes one conv2d_grouped_act with hard_swish.
 gelu_erf: div_scalar, erf, add_scalar, mul, mul_scalar -> gelu  [always]
     The exact GELU as PyTorch exports nn.GELU, x * (1 + erf(x / sqrt(2))) * 0.5, five elementwise passes, is one gelu: the same index space, so no split is lost.
 gelu_erf_half_first: mul_scalar, div_scalar, erf, add_scalar, mul -> gelu  [always]
@@ -114,7 +122,7 @@ attention_grouped_kv_masked: attention_masked, reshape, where, reshape, where ->
 attention_grouped_kv_unmasked: attention, reshape, where, reshape, where -> reshape, attention, reshape  [always]
     attention_grouped_kv for an attention without a mask.
 $ tapestry --format json rewrites list | python3 -c 'import json, sys; d = json.load(sys.stdin); print(len(d["rules"]), sorted(d["rules"][0]))'
-56 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
+60 ['always', 'approximate', 'doc', 'examples', 'file', 'line', 'match', 'name', 'replace', 'search']
 $ tapestry rewrites show conv_relu
 conv_relu:
   doc: >-
@@ -142,10 +150,10 @@ conv_relu:
         x: {shape: [1, 4, 9, 9], dtype: float64}
         w: {shape: [4, 1, 3, 3], dtype: float64}
 $ tapestry rewrites show conv_rleu
-! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, grouped_conv_add_relu, grouped_conv_add, grouped_conv_relu, grouped_conv_clip, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, matmul_silu, matmul_relu, matmul_residual, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_masked, attention_grouped_kv_unmasked)
+! error: unknown rewrite rule "conv_rleu" (known: conv_bias, conv_add_relu, conv_add, conv_relu, conv_clip, conv_silu, conv_hard_swish, grouped_conv_add_relu, grouped_conv_add, grouped_conv_relu, grouped_conv_clip, grouped_conv_silu, grouped_conv_hard_swish, gelu_erf, gelu_erf_half_first, gelu_tanh, gelu_tanh_half_first, gelu_as_tanh, linear_act_gelu_as_tanh, layernorm_decomposed, rmsnorm_decomposed, rmsnorm_divided, rmsnorm_squared_by_product, silu, relu_relu, reshape_reshape, transpose_linear_weight, transpose_transpose, transpose_matmul_weight, matmul_add_linear, linear_matmul_add, linear_add_relu, linear_add, linear_gelu, linear_gelu_tanh, linear_silu, linear_relu, matmul_silu, matmul_relu, matmul_residual, attention_masked, attention_biased_times_one, attention_biased, attention_scaled_biased, attention_scaled, attention, attention_heads_masked, attention_heads, attention_heads_qkv_masked, attention_heads_qkv, attention_divided_queries, attention_heads_seq_first, attention_heads_seq_first_head_bias, attention_heads_qkv_seq_first, reshape_linear_reshape, attention_block_seq_first, rope_rotate_half, attention_grouped_kv, attention_grouped_kv_masked, attention_grouped_kv_unmasked)
 [exit 1]
 $ tapestry rewrites check
-checked 56 rules, 95 examples (and 144 random shapes; 67 exactly on integers): all passed
+checked 60 rules, 101 examples (and 153 random shapes; 67 exactly on integers): all passed
 $ tapestry --format json rewrites check conv_clip relu_relu
 {
   "status": "ok",

@@ -118,7 +118,7 @@ $ cd $TESTDATA && tapestry --format json rewrites check -r bad/rewrites/wrong_ax
 [exit 3]
 ## A rule whose name the standard rules already use.
 $ cd $TESTDATA && printf 'relu_relu:\n  doc: again\n  match:\n    a: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  replace:\n    b: {kernel: relu, inputs: {input: x}, outputs: {result: y}}\n  examples:\n    - inputs: {x: {shape: [2], dtype: float32}}\n' > /tmp/tapestry_dup_rule.yaml && tapestry rewrites list -r /tmp/tapestry_dup_rule.yaml 2>&1 | sed 's#/tmp/##'
-tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:489:1
+tapestry_dup_rule.yaml:1:1: error: rewrite rule "relu_relu" is already defined at <stdlib>/rewrites/standard.yaml:587:1
 [exit 1]
 $ tapestry optimize $TESTDATA/graphs/convnet.json --target cpu-2 --rewrites none -r $TESTDATA/bad/rewrites/wrong_axis.yaml -o plan.json
 ! tapestry: error: -r/--rules cannot go with --rewrites none
