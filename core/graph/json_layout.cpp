@@ -98,6 +98,19 @@ std::vector<std::string_view> expandedFieldNames(const metakernel::Application& 
   return names;
 }
 
+void expandedBindings(JsonLayout& out, const metakernel::Application& app,
+                      const std::function<bool(std::string_view)>& skip) {
+  out.key("bindings").beginObject();
+  for (const auto& [name, binding] : app.bindings.all()) {
+    if (skip(name)) {
+      continue;
+    }
+    out.key(name);
+    bindingValue(out, binding.value);
+  }
+  out.end();
+}
+
 void expandedFields(JsonLayout& out, const metakernel::Application& app, std::string_view only) {
   auto wanted = [only](std::string_view name) { return only.empty() || only == name; };
   if (wanted("index")) {
@@ -107,12 +120,7 @@ void expandedFields(JsonLayout& out, const metakernel::Application& app, std::st
     out.end();
   }
   if (wanted("bindings")) {
-    out.key("bindings").beginObject();
-    for (const auto& [name, binding] : app.bindings.all()) {
-      out.key(name);
-      bindingValue(out, binding.value);
-    }
-    out.end();
+    expandedBindings(out, app, [](std::string_view) { return false; });
   }
   if (wanted("ipf")) {
     out.key("ipf").beginObject();

@@ -3,6 +3,7 @@
 // the Json (20x faster on large graphs).
 #pragma once
 
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,10 @@ using json::JsonLayout;
 // directly from the application: the same text as the Json, 20x faster.
 void expandedFields(JsonLayout& out, const metakernel::Application& app,
                     std::string_view only = {});
+// The bindings object alone ({"bindings": {...}} in the open object), without
+// the bindings `skip` names.
+void expandedBindings(JsonLayout& out, const metakernel::Application& app,
+                      const std::function<bool(std::string_view)>& skip);
 // The names of those fields, in order, for this application.
 std::vector<std::string_view> expandedFieldNames(const metakernel::Application& app);
 

@@ -474,3 +474,38 @@ TEST_CASE("an optional input left out: no port, no IPFs, and the file round-trip
   wrongBias.replace(wrongBias.find(R"("shape": [3]})"), 13, R"("shape": [4]})");
   CHECK_THAT(errorOf(wrongBias), Contains("$O is 3 from weight but 4 from bias"));
 }
+
+TEST_CASE("an expanded file written before its kernel gained a defaulted param still loads",
+          "[graph]") {
+  // conv2d_act gained silu and hard_swish (default false) after plans with it
+  // were written: such a file has neither in its params nor its bindings.
+  const std::string text = R"({"tapestry": "graph/v1", "name": "g",
+"tensors": {"x": {"dtype": "float32", "shape": [1, 2, 5, 5]}, "w": {"dtype": "float32", "shape": [3, 2, 3, 3]}},
+"operations": [{"name": "c", "kernel": "conv2d_act", "params": {"min": 0}, "inputs": {"input": "x", "weight": "w"}, "outputs": {"result": "y"}}]}
+)";
+  const std::string expanded = writeExpanded(expandText(text));
+  Json older = Json::parse(expanded);
+  Json& op = older["operations"][0];
+  REQUIRE(op["bindings"]["silu"] == false);
+  for (const char* gained : {"silu", "hard_swish"}) {
+    op["params"].erase(gained);
+    op["bindings"].erase(gained);
+  }
+  const ExpandedGraph g = expandText(older.dump());
+  CHECK_FALSE(g.operations[0].application.bindings.find("silu")->value.asBool());
+  // It is written back as the kernel is now.
+  CHECK(writeExpanded(g) == expanded);
+
+  // Only params at their defaults may be missing: a binding the file has
+  // must agree, and a missing binding that is no param (a let) is an edit.
+  Json wrong = older;
+  wrong["operations"][0]["bindings"]["OH"] = 4;
+  CHECK_THAT(errorOf(wrong.dump()), Contains("at /operations/0/bindings: the stored bindings {"));
+  Json noLet = older;
+  noLet["operations"][0]["bindings"].erase("OH");
+  CHECK_THAT(errorOf(noLet.dump()), Contains("disagrees with the expansion"));
+  // A param the operation sets is bound as set: its binding cannot be missing.
+  Json set = older;
+  set["operations"][0]["params"]["silu"] = true;
+  CHECK_THAT(errorOf(set.dump()), Contains("disagrees with the expansion"));
+}
