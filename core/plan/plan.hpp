@@ -99,7 +99,8 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 // exact GELU over its result (in oneDNN's product or a pass after it), at
 // the gelu kernel's speed (with `gelu_tanh`, gelu_tanh's), which the matmul table its product is
 // priced by does not hold (a transformer block's [1024, 1024] GELU: 0.45 ms on top of a 1.6 ms
-// product; docs/cost-model.md). A composed fuse(P, C) (the parts run one after the other,
+// product; docs/cost-model.md); conv2d_act and conv2d_grouped_act with `silu` run SiLU
+// over theirs, at silu's speed. A composed fuse(P, C) (the parts run one after the other,
 // core/metakernel/fuse.hpp): C, a pass over P's result per consumer in the chain.
 std::string_view epilogueKernel(const graph::Operation& op);
 
@@ -343,8 +344,8 @@ struct PlanTasks {
     std::string_view dtype;  // its compute dtype (its first output's)
     std::string_view kernel; // its kernel's name (the cost model's profile family)
     // The kernel whose table prices a pass the kernel makes over its result
-    // after its own work (epilogueKernel): "gelu" or "gelu_tanh" for linear_act's GELU;
-    // empty for none.
+    // after its own work (epilogueKernel): "gelu" or "gelu_tanh" for linear_act's GELU,
+    // "silu" for conv2d_act's SiLU; empty for none.
     std::string_view epilogue;
     bool operator==(const Op&) const = default;
   };

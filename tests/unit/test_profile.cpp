@@ -367,6 +367,41 @@ TEST_CASE("simulator: constants beyond the last-level cache are read at the memo
   CHECK(simulate(h, t, both).objectives.timeS == Approx(2e-3));
 }
 
+TEST_CASE("simulator: conv2d_act's SiLU is priced at the silu table over its result, its "
+          "HardSwish and clip not") {
+  // x [1, 2, 4, 4] * w [3, 2, 1, 1] -> y [1, 3, 4, 4]: 96 points of 2 * 2 FLOP
+  // (conv2d_act's cost is 2 per index point, 2 channels each): 192 FLOP; the
+  // result is 192 bytes, read and written by the SiLU: 384 bytes.
+  const std::string text = R"({"tapestry": "graph/v1", "name": "c",
+  "tensors": {"x": {"dtype": "float32", "shape": [1, 2, 4, 4]},
+              "w": {"dtype": "float32", "shape": [3, 2, 1, 1]}},
+  "operations": [{"name": "c", "kernel": "conv2d_act", "params": {"silu": true},
+                  "inputs": {"input": "x", "weight": "w"}, "outputs": {"result": "y"}}],
+  "outputs": ["y"]})";
+  const graph::ExpandedGraph g = expandText(text);
+  CHECK(plan::epilogueKernel(g.operations[0]) == "silu");
+  Target t = targetText("");
+  Profile p;
+  p.backend = "cpu";
+  p.devices = 1;
+  p.kernels["conv"] = ProfileTable{WorkMeasure::Flops, {{192, 1e-3}}, {}};
+  p.kernels["silu"] = ProfileTable{WorkMeasure::Bytes, {{384, 2e-3}}, {}};
+  t.profile = p;
+  plan::PlanOptions free;
+  free.inputsOn = plan::InputsOn::Free;
+  const plan::ShardPlan one = plan::buildPlan(g, 1, plan::singleDeviceChoice(g), free);
+  CHECK(simulate(g, t, one).objectives.timeS == Approx(3e-3)); // conv 1 ms + SiLU 2 ms
+  for (const char* other : {R"("hard_swish": true)", R"("min": 0.0)"}) {
+    std::string changed = text;
+    changed.replace(changed.find(R"("silu": true)"), 12, other);
+    const graph::ExpandedGraph h = expandText(changed);
+    INFO(other);
+    CHECK(plan::epilogueKernel(h.operations[0]).empty());
+    const plan::ShardPlan plan = plan::buildPlan(h, 1, plan::singleDeviceChoice(h), free);
+    CHECK(simulate(h, t, plan).objectives.timeS == Approx(1e-3));
+  }
+}
+
 TEST_CASE("simulator: linear_act's GELU is priced at the gelu table over its result") {
   // x [4, 8] . w [8, 16] + b -> y [4, 16]: 64 points of 2*8 + 2 FLOP = 1152
   // FLOP; the result is 256 bytes, read and written by the GELU: 512 bytes.
