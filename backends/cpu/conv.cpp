@@ -571,12 +571,11 @@ bool OnednnConv::build(int threads) {
   // (dst in another layout, a min above max, or oneDNN refusing them) a pass
   // after the convolution.
   const bool needs = epi_.changes();
-  const bool eltwise = epi_.clips() || epi_.act() != ConvEpilogue::Act::None;
   fuseSum_ = false;
   pass_ = needs;
   std::optional<dnnl::convolution_forward::primitive_desc> chosen;
   if (needs && epi_.lo() <= epi_.hi()) {
-    chosen = choose(epi_.postOps(epi_.residual(), eltwise));
+    chosen = choose(epi_.postOps(epi_.residual(), epi_.eltwise()));
     if (chosen && epi_.residual() && chosen->dst_desc() != dstView_) {
       chosen.reset();
     }

@@ -65,8 +65,10 @@ public:
     return lo_ > std::numeric_limits<double>::lowest() || hi_ < std::numeric_limits<double>::max();
   }
   Act act() const { return act_; }
+  // An activation or a clip to apply to the sum (oneDNN's eltwise post-ops).
+  bool eltwise() const { return active_ && (act_ != Act::None || clips()); }
   // Anything to do after the convolution: a residual, an activation or a clip.
-  bool changes() const { return active_ && (residual_ || act_ != Act::None || clips()); }
+  bool changes() const { return (active_ && residual_) || eltwise(); }
   // relu: min 0 and no max.
   bool relu() const { return lo_ == 0 && hi_ >= std::numeric_limits<double>::max(); }
 

@@ -157,7 +157,7 @@ void PanelConv::run(const KernelCall& call) {
   const float* residual =
       residualAt_.empty() ? nullptr
                           : reinterpret_cast<const float*>(ConvEpilogue::residualView(call).data);
-  const bool finishes = epi_.active() && (epi_.clips() || epi_.act() != ConvEpilogue::Act::None);
+  const bool finishes = epi_.eltwise();
   for (std::int64_t p = 0; p < P_; ++p) {
     const float* y = y_.data() + p * rowFloats_;
     float* o = out + outAt_[static_cast<std::size_t>(p)];

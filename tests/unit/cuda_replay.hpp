@@ -1,7 +1,7 @@
 // Host replays of the CUDA backend's plans for the unit tests
 // (test_cuda_plan.cpp, test_cuda_conv.cpp): cuBLASLt's column-major product
-// replayed on the host, a kernel's emulation compared shard by shard with the
-// CPU backend, and the shards that halve each index dim. Not a public header.
+// replayed on the host (test_cuda_body.cpp's too), a kernel's emulation compared shard by shard
+// with the CPU backend, and the shards that halve each index dim. Not a public header.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -18,9 +18,10 @@
 
 namespace tapestry::testing::cuda_replay {
 
-// cuBLASLt's D = op(A)·op(B) in column-major terms, replayed on the host.
-inline void replayLt(const cuda::LtGemm& g, const std::vector<double>& a,
-                     const std::vector<double>& b, std::vector<double>& d) {
+// cuBLASLt's D = op(A)·op(B) in column-major terms, replayed on the host:
+// a(o) and b(o) are A's and B's elements at offset o, d(o) D's (a reference).
+template <class A, class B, class D>
+void replayLtAt(const cuda::LtGemm& g, const A& a, const B& b, const D& d) {
   const auto m = static_cast<std::int64_t>(g.c.rows);
   const auto n = static_cast<std::int64_t>(g.c.cols);
   const auto k = static_cast<std::int64_t>(g.a.transpose ? g.a.rows : g.a.cols);
@@ -35,15 +36,21 @@ inline void replayLt(const cuda::LtGemm& g, const std::vector<double>& a,
     for (std::int64_t j = 0; j < n; ++j) {
       double sum = 0;
       for (std::int64_t p = 0; p < k; ++p) {
-        const double x = g.a.transpose ? a[static_cast<std::size_t>(p + i * g.a.ld)]
-                                       : a[static_cast<std::size_t>(i + p * g.a.ld)];
-        const double y = g.b.transpose ? b[static_cast<std::size_t>(j + p * g.b.ld)]
-                                       : b[static_cast<std::size_t>(p + j * g.b.ld)];
-        sum += x * y;
+        sum += a(g.a.transpose ? p + i * g.a.ld : i + p * g.a.ld) *
+               b(g.b.transpose ? j + p * g.b.ld : p + j * g.b.ld);
       }
-      d[static_cast<std::size_t>(i + j * g.c.ld)] = sum;
+      d(i + j * g.c.ld) = sum;
     }
   }
+}
+
+// The same over dense vectors.
+inline void replayLt(const cuda::LtGemm& g, const std::vector<double>& a,
+                     const std::vector<double>& b, std::vector<double>& d) {
+  replayLtAt(
+      g, [&](std::int64_t o) { return a[static_cast<std::size_t>(o)]; },
+      [&](std::int64_t o) { return b[static_cast<std::size_t>(o)]; },
+      [&](std::int64_t o) -> double& { return d[static_cast<std::size_t>(o)]; });
 }
 
 // Every shard of `op` in `shards`, through `emulate` (a CUDA kernel's plan

@@ -33,6 +33,7 @@
 #include "backends/dtype.hpp"
 #include "core/metakernel/shard_body.hpp"
 #include "tests/unit/body_cases.hpp"
+#include "tests/unit/cuda_replay.hpp"
 #include "tests/unit/fixtures.hpp"
 
 using namespace tapestry;
@@ -337,27 +338,12 @@ private:
   // description: its A is our B (slot 1), its B our A (slot 0), D our C.
   template <class At> void gemm(const Step& s, At& at) {
     const LtGemm& g = s.gemm;
-    const auto rows = static_cast<std::int64_t>(g.c.rows);
-    const auto cols = static_cast<std::int64_t>(g.c.cols);
-    const auto k = static_cast<std::int64_t>(g.a.transpose ? g.a.rows : g.a.cols);
-    REQUIRE(rows == s.n);
-    REQUIRE(cols == s.m);
-    REQUIRE(k == s.k);
-    REQUIRE(static_cast<std::int64_t>(g.b.transpose ? g.b.cols : g.b.rows) == k);
-    REQUIRE(g.a.ld >= static_cast<std::int64_t>(g.a.rows));
-    REQUIRE(g.b.ld >= static_cast<std::int64_t>(g.b.rows));
-    REQUIRE(g.c.ld >= static_cast<std::int64_t>(g.c.rows));
-    for (std::int64_t i = 0; i < rows; ++i) {
-      for (std::int64_t j = 0; j < cols; ++j) {
-        double sum = 0;
-        for (std::int64_t p = 0; p < k; ++p) {
-          const double x = at(1, g.a.transpose ? p + i * g.a.ld : i + p * g.a.ld);
-          const double y = at(0, g.b.transpose ? j + p * g.b.ld : p + j * g.b.ld);
-          sum += x * y;
-        }
-        at(2, i + j * g.c.ld) = sum;
-      }
-    }
+    REQUIRE(static_cast<std::int64_t>(g.c.rows) == s.n);
+    REQUIRE(static_cast<std::int64_t>(g.c.cols) == s.m);
+    REQUIRE(static_cast<std::int64_t>(g.a.transpose ? g.a.rows : g.a.cols) == s.k);
+    testing::cuda_replay::replayLtAt(
+        g, [&](std::int64_t o) { return at(1, o); }, [&](std::int64_t o) { return at(0, o); },
+        [&](std::int64_t o) -> double& { return at(2, o); });
   }
 };
 

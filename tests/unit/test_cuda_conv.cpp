@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -38,6 +39,22 @@ std::vector<ZRange> runnableHalves(const graph::Operation& op) {
     }
   }
   return shards;
+}
+
+// The one-operation graphs, each through `emulate` and the CPU backend on
+// its runnableHalves (compareWithCpu), inputs drawn from one generator seeded
+// `seed`; returns how many shards ran.
+std::size_t replayEach(const std::vector<std::string>& graphs, unsigned seed,
+                       const std::function<void(const backend::KernelCall&)>& emulate) {
+  std::mt19937 rng(seed);
+  std::size_t shardsRun = 0;
+  for (const std::string& text : graphs) {
+    const graph::ExpandedGraph g = testing::expandText(text);
+    const graph::Operation& op = g.operations[0];
+    INFO(op.kernel << " " << op.application.params.dump());
+    shardsRun += compareWithCpu(op, runnableHalves(op), rng, emulate);
+  }
+  return shardsRun;
 }
 
 // conv2d_act's activation as the device's epilogueActivation computes it
@@ -144,15 +161,7 @@ TEST_CASE("conv2d shards as im2col products: the CUDA kernel's plan, replayed", 
           "operations": [{"name": "op", "kernel": "conv2d_act", "params": {"padding": [1, 1], "min": -20, "max": 25}, "inputs": {"input": "x", "weight": "w", "bias": "b", "residual": "r"}}]})",
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [2, 3, 6, 5]}, "w": {"dtype": "float64", "shape": [4, 3, 3, 3]}, "b": {"dtype": "float64", "shape": [4]}, "r": {"dtype": "float64", "shape": [2, 4, 3, 3]}},
           "operations": [{"name": "op", "kernel": "conv2d_act", "params": {"padding": [1, 1], "stride": [2, 2], "silu": true}, "inputs": {"input": "x", "weight": "w", "bias": "b", "residual": "r"}}]})"};
-  std::mt19937 rng(13);
-  std::size_t shardsRun = 0;
-  for (const std::string& text : graphs) {
-    const graph::ExpandedGraph g = testing::expandText(text);
-    const graph::Operation& op = g.operations[0];
-    INFO(op.kernel << " " << op.application.params.dump());
-    shardsRun += compareWithCpu(op, runnableHalves(op), rng, emulateConv);
-  }
-  CHECK(shardsRun >= 30);
+  CHECK(replayEach(graphs, 13, emulateConv) >= 30);
 }
 
 namespace {
@@ -215,15 +224,7 @@ TEST_CASE("grouped conv2d shards through the direct kernel: convParams' channel 
           "operations": [{"name": "op", "kernel": "conv2d_act", "params": {"padding": [1, 1], "groups": 6, "silu": true}, "inputs": {"input": "x", "weight": "w", "bias": "b"}}]})",
       R"({"tapestry": "graph/v1", "name": "g", "tensors": {"x": {"dtype": "float64", "shape": [1, 8, 9, 9]}, "w": {"dtype": "float64", "shape": [6, 4, 3, 3]}, "r": {"dtype": "float64", "shape": [1, 6, 5, 5]}},
           "operations": [{"name": "op", "kernel": "conv2d_grouped_act", "params": {"padding": [1, 1], "stride": [2, 2], "groups": 2, "hard_swish": true, "max": 0.3}, "inputs": {"input": "x", "weight": "w", "residual": "r"}}]})"};
-  std::mt19937 rng(17);
-  std::size_t shardsRun = 0;
-  for (const std::string& text : graphs) {
-    const graph::ExpandedGraph g = testing::expandText(text);
-    const graph::Operation& op = g.operations[0];
-    INFO(op.kernel << " " << op.application.params.dump());
-    shardsRun += compareWithCpu(op, runnableHalves(op), rng, emulateDirectConv);
-  }
-  CHECK(shardsRun >= 35);
+  CHECK(replayEach(graphs, 17, emulateDirectConv) >= 35);
 }
 
 TEST_CASE("planConvGemm reads weights and writes outputs in place where their boxes are one run",
