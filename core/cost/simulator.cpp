@@ -150,6 +150,10 @@ struct ChoiceSimulator::Scratch {
   // constant (repackSeconds); none without a CPU profile.
   const ProfileTable* copyTable = nullptr;
   bool perCall = false; // a CPU profile: batched products priced per product
+  // The CPU backend's channels-last image copies are priced
+  // (ShardTask::assembled): a CPU profile, or a CPU target without one. The
+  // CUDA backend's convolutions read their images as they are.
+  bool assembles = false;
   // Seconds per byte of constants read from memory (constantSecondsPerByte), or 0:
   // the graph's constants fit the profile's last-level cache, or it does not say.
   double constantPerByte = 0;
@@ -171,6 +175,8 @@ struct ChoiceSimulator::Scratch {
 private:
   void costsOf(const PlanTasks& p, const Target& t);
   void transfer(const PlanTasks& p, const Target& t, std::size_t i, double sourceReady);
+  double shardWork(const PlanTasks& p, std::uint32_t opIndex, const PlanTasks::ShardTask& task,
+                   double bandwidth) const;
   void memory(const PlanTasks& p, const Target& t);
 };
 
@@ -263,6 +269,7 @@ void ChoiceSimulator::Scratch::costsOf(const PlanTasks& p, const Target& t) {
   perCall = false;
   constantPerByte = 0;
   copiesOnDevice = false;
+  assembles = pricesImageCopies(t);
   if (!t.profile) {
     return;
   }
@@ -331,6 +338,38 @@ double repackSeconds(const ProfileTable& copy, const PlanTasks::ShardTask& task,
 
 } // namespace
 
+// One shard's time on its device, without the task overhead: its kernel,
+// the copies the CPU backend makes for it (a W that is not constant, images
+// that are not blocks of their regions), its epilogue pass, floored at
+// reading its constant inputs from memory where they outgrow the cache.
+double ChoiceSimulator::Scratch::shardWork(const PlanTasks& p, u32 opIndex,
+                                           const PlanTasks::ShardTask& task,
+                                           double bandwidth) const {
+  double work = shardSeconds(measured[opIndex], floors[opIndex], task, busy, rate[opIndex],
+                             bandwidth, perCall);
+  if (task.repacked > 0 && copyTable != nullptr && squareElement[opIndex] > 0) {
+    work += repackSeconds(*copyTable, task, squareElement[opIndex], busy);
+  }
+  // An image copied whole before the call (ShardTask::assembled): a read and
+  // a write of each byte, at the copy family's speed with a CPU profile, at
+  // the memory bandwidth on a CPU target without one.
+  if (task.assembled > 0 && assembles) {
+    const double moved = 2.0 * static_cast<double>(task.assembled);
+    work += copyTable != nullptr ? copyTable->time(moved, busy) : moved / bandwidth;
+  }
+  if (const ProfileTable* e = epilogue[opIndex]) {
+    double written = 0;
+    for (u32 b = task.outBegin; b < task.outEnd; ++b) {
+      written += static_cast<double>(p.buffers[b].bytes);
+    }
+    work += epiloguePasses[opIndex] * e->time(2.0 * written, busy);
+  }
+  if (task.constant > 0 && constantPerByte > 0 && constantFloor[opIndex] != 0) {
+    work = std::max(work, static_cast<double>(task.constant) * constantPerByte);
+  }
+  return work;
+}
+
 void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
   const int devices = t.deviceCount();
   if (p.deviceCount > devices) {
@@ -364,8 +403,6 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       transfer(p, t, i, source >= 0 ? ready[static_cast<std::size_t>(source)] : 0.0);
     }
     // Shards, in order, each on its device's queue.
-    const double r = rate[opIndex];
-    const ProfileTable* table = measured[opIndex];
     for (u32 s = op.shardBegin; s < op.shardEnd; ++s) {
       const PlanTasks::ShardTask& task = p.shards[s];
       double& free = devFree[static_cast<std::size_t>(task.device)];
@@ -373,20 +410,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       for (u32 k = task.readBegin; k < task.readEnd; ++k) {
         start = std::max(start, ready[p.reads[k]]);
       }
-      double work = shardSeconds(table, floors[opIndex], task, busy, r, bandwidth, perCall);
-      if (task.repacked > 0 && copyTable != nullptr && squareElement[opIndex] > 0) {
-        work += repackSeconds(*copyTable, task, squareElement[opIndex], busy);
-      }
-      if (const ProfileTable* e = epilogue[opIndex]) {
-        double written = 0;
-        for (u32 b = task.outBegin; b < task.outEnd; ++b) {
-          written += static_cast<double>(p.buffers[b].bytes);
-        }
-        work += epiloguePasses[opIndex] * e->time(2.0 * written, busy);
-      }
-      if (task.constant > 0 && constantPerByte > 0 && constantFloor[opIndex] != 0) {
-        work = std::max(work, static_cast<double>(task.constant) * constantPerByte);
-      }
+      const double work = shardWork(p, opIndex, task, bandwidth);
       const double end = start + work + overhead;
       free = end;
       shards[s] = Interval{start, end};
@@ -405,7 +429,7 @@ void ChoiceSimulator::Scratch::run(const PlanTasks& p, const Target& t) {
       const PlanTasks::ReductionTask& red = p.reductions[ri];
       const double combine =
           (streamTable != nullptr ? streamTable->time(3.0 * static_cast<double>(red.bytes), busy)
-                                  : std::max(static_cast<double>(red.elements) / r,
+                                  : std::max(static_cast<double>(red.elements) / rate[opIndex],
                                              3.0 * static_cast<double>(red.bytes) / bandwidth)) +
           overhead;
       double first = kNever;
@@ -548,6 +572,10 @@ bool dominates(const Objectives& a, const Objectives& b) {
 
 // ---------------------------------------------------------------- ChoiceSimulator
 
+bool pricesImageCopies(const Target& t) {
+  return t.profile ? t.profile->backend == "cpu" : t.devices.kind == DeviceKind::Cpu;
+}
+
 ChoiceSimulator::ChoiceSimulator(const graph::ExpandedGraph& g, const Target& t,
                                  plan::PlanOptions options)
     : ChoiceSimulator(plan::PlanContext(g), t, options) {}
@@ -555,7 +583,9 @@ ChoiceSimulator::ChoiceSimulator(const graph::ExpandedGraph& g, const Target& t,
 ChoiceSimulator::ChoiceSimulator(plan::PlanContext context, const Target& t,
                                  plan::PlanOptions options)
     : target_(&t), builder_(std::move(context), t.deviceCount(), options),
-      scratch_(std::make_unique<Scratch>()) {}
+      scratch_(std::make_unique<Scratch>()) {
+  builder_.setImageCopies(pricesImageCopies(t));
+}
 
 ChoiceSimulator::~ChoiceSimulator() = default;
 ChoiceSimulator::ChoiceSimulator(ChoiceSimulator&&) noexcept = default;

@@ -77,6 +77,12 @@ Simulation simulate(const plan::PlanTasks& tasks, const Target& t);
 // simulate(...).objectives.
 Objectives evaluate(const graph::ExpandedGraph& g, const Target& t, const plan::ShardPlan& p);
 
+// Whether the model prices the CPU backend's copies of images that are not
+// blocks of their regions (plan::ShardTask::assembled): a CPU profile, or a
+// CPU target without a profile. The CUDA backend's convolutions read their
+// images as they are.
+bool pricesImageCopies(const Target& t);
+
 // The search's inner loop: choice -> objectives for one graph and target,
 // reusing all scratch memory between calls (a plan::PlanBuilder and the
 // simulator's queues), so that a warm evaluate() allocates nothing. Not

@@ -111,6 +111,37 @@ std::int64_t constantInputBytes(const graph::ExpandedGraph& g) {
   return total;
 }
 
+namespace {
+
+// ElementInfo's image fields (imageTile, imageWindow, imageStride).
+void describeImage(ElementInfo& e, const metakernel::Application& app) {
+  if (e.image == ImageRead::None) {
+    return;
+  }
+  std::vector<bool> reduction(app.index.rank(), false);
+  for (std::size_t d : app.reductionDims) {
+    reduction[d] = true;
+  }
+  for (std::size_t d = 0; d < 4; ++d) {
+    e.imageTile[d] = e.ipfShape[d] != 1;
+    const bool several = e.rowStart[d + 1] - e.rowStart[d] > 1;
+    for (std::uint32_t i = e.rowStart[d]; i < e.rowStart[d + 1]; ++i) {
+      const ElementInfo::Term& term = e.terms[i];
+      if (several && reduction[term.col]) {
+        // An index of 64 dims or more is no image kernel's; a window there
+        // is assumed (its copies are then counted where regions meet).
+        e.imageTile[d] = e.imageTile[d] || term.col >= 64;
+        e.imageWindow[d] |= term.col < 64 ? std::uint64_t{1} << term.col : 0;
+      }
+      if (e.image == ImageRead::Dense && d >= 2 && !reduction[term.col]) {
+        e.imageStride[d] = term.coef;
+      }
+    }
+  }
+}
+
+} // namespace
+
 PlanContext::PlanContext(const graph::ExpandedGraph& g) {
   auto impl = std::make_shared<Impl>();
   impl->graph = &g;
@@ -142,6 +173,13 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
     for (ElementInfo& e : t.inputs) { // packed every call unless a packed constant
       e.repacked = app.inputs[e.port].packed && impl->packed[e.tensor] == 0;
       e.constant = g.tensors[e.tensor].constant && g.tensors[e.tensor].isGraphInput();
+      const graph::Tensor& tensor = g.tensors[e.tensor];
+      const bool activation = e.rank == 4 && !tensor.isGraphInput() &&
+                              impl->isOutput[e.tensor] == 0 &&
+                              (tensor.type.dtype == "float32" || tensor.type.dtype == "bfloat16");
+      e.image = activation ? imageRead(op.kernel, e.port) : ImageRead::None;
+      describeImage(e, app);
+      t.readsImage = t.readsImage || e.image != ImageRead::None;
     }
     t.outputs = elementsOf(g, op.outputs, app.outputs);
     for (const metakernel::PortResult& port : app.outputs) {
@@ -237,6 +275,22 @@ std::string_view epilogueKernel(const graph::Operation& op) {
     return on("silu") ? "silu" : "";
   }
   return {};
+}
+
+ImageRead imageRead(std::string_view kernel, std::size_t port) {
+  static constexpr std::string_view kConvs[] = {"conv2d", "conv2d_grouped", "conv2d_act",
+                                                "conv2d_grouped_act"};
+  static constexpr std::string_view kPools[] = {"maxpool2d", "avgpool2d", "global_avgpool"};
+  if (port != 0) {
+    return ImageRead::None;
+  }
+  if (std::find(std::begin(kConvs), std::end(kConvs), kernel) != std::end(kConvs)) {
+    return ImageRead::Dense;
+  }
+  if (std::find(std::begin(kPools), std::end(kPools), kernel) != std::end(kPools)) {
+    return ImageRead::Strided;
+  }
+  return ImageRead::None;
 }
 
 const char* inputsOnName(InputsOn where) {

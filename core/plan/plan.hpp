@@ -104,6 +104,19 @@ PlanChoice singleDeviceChoice(const graph::ExpandedGraph& g, int device = 0);
 // core/metakernel/fuse.hpp): C, a pass over P's result per consumer in the chain.
 std::string_view epilogueKernel(const graph::Operation& op);
 
+// How input port `port` of `kernel` reads an image the CPU backend keeps
+// channels last (N, H, W, C in memory). Dense: port 0 of conv2d,
+// conv2d_grouped, conv2d_act and conv2d_grouped_act, whose oneDNN
+// convolution reads a box of a region in place only where it is one dense
+// block of that layout (a whole region, a batch part, or rows of one image)
+// and copies any other box (a column half, a channel part, rows of several
+// images) whole on every call. Strided: port 0 of maxpool2d, avgpool2d and
+// global_avgpool, which read any box in place. Either way, a selection that
+// spans regions is read piece by piece where the executor can cut the shard
+// so, else assembled whole first (Shard::assembled).
+enum class ImageRead : std::uint8_t { None, Strided, Dense };
+ImageRead imageRead(std::string_view kernel, std::size_t port);
+
 // The index dims along which `op` makes separate matrix products: for
 // `matmul`, the batch dims (all but the last three, m, n and k) that W's
 // projection depends on. The CPU backend runs a shard's product as one gemm
@@ -207,6 +220,11 @@ struct Shard {
   std::int64_t constant = 0;
   // The matrix products the shard makes (PlanTasks::ShardTask::products).
   std::int64_t products = 1;
+  // Bytes of its image inputs (readsImageChannelsLast) that the CPU backend
+  // copies whole before the call, as some part of them is not one block of
+  // the region that holds it in the channels-last layout
+  // (PlanTasks::ShardTask::assembled).
+  std::int64_t assembled = 0;
   // True when this shard's outputs are partial (a split reduction dim): they are
   // combined by a Reduction before anyone reads them.
   bool partial = false;
@@ -368,6 +386,11 @@ struct PlanTasks {
     // CPU backend's gemm (attention's scores, [B, H, S, D] @ [B, H, D, S]:
     // B * H products); 1 for one product and for every other kernel.
     std::int64_t products = 1;
+    // Bytes of its image inputs copied whole before the call (Shard::assembled):
+    // a convolution split by image columns or channels reads its part of a
+    // whole channels-last region so. Priced at the copy family's speed with a
+    // CPU profile (docs/cost-model.md).
+    std::int64_t assembled = 0;
     bool operator==(const ShardTask&) const = default;
   };
   struct TransferTask {
@@ -430,6 +453,10 @@ public:
   // The tasks of buildPlan(choice) (equal to summarize() of it); valid until the
   // next call. Throws like buildPlan.
   const PlanTasks& tasks(const PlanChoice& choice);
+  // With false, tasks() leaves ShardTask::assembled at 0 (on by default):
+  // for a search on a target that does not price those copies
+  // (cost::pricesImageCopies), whose evaluations then skip working them out.
+  void setImageCopies(bool on);
   // The full plan, as buildPlan.
   ShardPlan plan(const PlanChoice& choice);
 

@@ -105,9 +105,11 @@ struct PlanBuilder::Workspace {
   std::vector<int> device;
   std::vector<std::int64_t> flops;
   std::vector<std::int64_t> bytes;
-  std::vector<std::int64_t> repacked; // see ShardTask::repacked
-  std::vector<std::int64_t> constant; // see ShardTask::constant
-  std::vector<std::int64_t> products; // see ShardTask::products
+  std::vector<std::int64_t> repacked;  // see ShardTask::repacked
+  std::vector<std::int64_t> constant;  // see ShardTask::constant
+  std::vector<std::int64_t> products;  // see ShardTask::products
+  std::vector<std::int64_t> assembled; // see ShardTask::assembled
+  bool imageCopies = true;             // tasks() works assembled out (setImageCopies)
   std::vector<char> partial;
   std::vector<u32> readBegin, readEnd; // into reads
   // Selections: op i's shard k, element e (inputs then outputs) at
@@ -234,7 +236,7 @@ struct PlanBuilder::Workspace {
   }
 
   // ---- the build
-  void build(const PlanChoice& c) {
+  void build(const PlanChoice& c, bool images = true) {
     choice = &c;
     checkAll();
     reset();
@@ -257,6 +259,136 @@ struct PlanBuilder::Workspace {
     }
     if (relaying()) {
       relay();
+    }
+    assembled.assign(shardBase[g.operations.size()], 0);
+    for (std::size_t op : g.order) {
+      if (images && ctx.ops[op].readsImage) {
+        findAssembled(static_cast<u32>(op));
+      }
+    }
+  }
+
+  // The box of the region a read names (its final extent: a transfer's box
+  // grows as later shards on its device read more of its source).
+  u32 regionOf(const Source& r) const {
+    switch (r.kind) {
+    case Source::Kind::Shard:
+      return outSelection(static_cast<u32>(r.index), static_cast<u32>(r.shard),
+                          outputElementOf(static_cast<u32>(r.index), r.tensor));
+    case Source::Kind::Reduction:
+      return reds[r.index].box;
+    case Source::Kind::Transfer:
+      return trs[r.index].box;
+    case Source::Kind::Resident:
+      return res[r.index].box;
+    }
+    throw InternalError("plan: unknown source kind");
+  }
+
+  // Channels-last layout of an NCHW image: each dim's place in memory order,
+  // outermost first (N, H, W, C).
+  static constexpr std::size_t kPlace[4] = {0, 3, 1, 2};
+
+  // Whether `part` (extents per dim, within a region of extents `region`) is
+  // one block of the region laid out channels last: inside the first dim
+  // (from C outwards) where it is shorter than the region it spans the
+  // region; outside it, its extent is 1.
+  static bool isBlock(const std::int64_t* part, const std::int64_t* region) {
+    static constexpr std::size_t kInnerFirst[4] = {1, 3, 2, 0};
+    bool cut = false;
+    for (const std::size_t d : kInnerFirst) {
+      if (cut && part[d] != 1) {
+        return false;
+      }
+      cut = cut || part[d] < region[d];
+    }
+    return true;
+  }
+
+  // Whether pieces of `part` cut along dim d read blocks of the region
+  // (the executor's blockAlong): every dim laid out outside d has extent 1,
+  // every dim inside it spans the region (dims of extent 1 aside).
+  static bool blockAlong(const std::int64_t* part, const std::int64_t* region, std::size_t d) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      if (k == d || region[k] == 1) {
+        continue;
+      }
+      if (kPlace[k] < kPlace[d] ? part[k] != 1 : part[k] != region[k]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Whether image element `info` is read through a window along its dim d
+  // over the shard of index box `ib`: its IPF tile is longer than 1, or
+  // another term of the row (a kernel offset) spans more than one point.
+  bool windowed(const ElementInfo& info, u32 ib, std::size_t rank, std::size_t d) const {
+    if (info.imageTile[d]) {
+      return true;
+    }
+    for (std::size_t col = 0; col < rank; ++col) {
+      if ((info.imageWindow[d] >> col & 1U) != 0 && co[ib + rank + col] - co[ib + col] > 1) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Per shard of `op`: the bytes of its image selections the CPU backend
+  // copies before the call (ShardTask::assembled), as its executor and
+  // kernels do (backends/executor_cut.cpp, imageRead). Where regions meet
+  // inside a selection along a dim the image is read through a window on (a
+  // convolution's rows or columns with its kernel's), the shard is cut there
+  // only if every part is a block along that dim; if not, the whole
+  // selection is assembled. Otherwise each part is read in place, except
+  // that a convolution copies a part that is not one dense block of its
+  // region (a column half of a whole region, a channel part, rows of several
+  // images).
+  void findAssembled(u32 op) {
+    const OpTables& t = ctx.ops[op];
+    const u32 first = shardBase[op];
+    const u32 count = shardBase[op + 1] - first;
+    for (u32 local = 0; local < count; ++local) {
+      const u32 s = first + local;
+      const u32 ib = indexBox[s];
+      for (u32 e = 0; e < t.inputs.size(); ++e) {
+        const ElementInfo& info = t.inputs[e];
+        const u32 box = selection(op, local, e);
+        if (info.image == ImageRead::None || boxEmpty(box, info.rank)) {
+          continue;
+        }
+        std::int64_t copied = 0;
+        bool whole = false;
+        for (u32 k = readBegin[s]; k < readEnd[s] && !whole; ++k) {
+          if (reads[k].tensor != info.tensor) {
+            continue;
+          }
+          const u32 r = regionOf(reads[k]);
+          std::int64_t part[4];
+          std::int64_t region[4];
+          std::int64_t size = info.elemBytes;
+          for (std::size_t d = 0; d < 4; ++d) {
+            const std::int64_t past = co[r + 4 + d] - co[box + 4 + d];
+            const std::int64_t end =
+                past > 0 && past < info.imageStride[d] ? co[r + 4 + d] : co[box + 4 + d];
+            part[d] = std::min(co[r + 4 + d], end) - std::max(co[r + d], co[box + d]);
+            region[d] = co[r + 4 + d] - co[r + d];
+            size *= std::max<std::int64_t>(part[d], 0);
+          }
+          if (size == 0) {
+            continue;
+          }
+          for (std::size_t d = 0; d < 4; ++d) {
+            const bool boundary = (co[r + d] > co[box + d] && co[r + d] < co[box + 4 + d]) ||
+                                  (co[r + 4 + d] > co[box + d] && co[r + 4 + d] < co[box + 4 + d]);
+            whole = whole ||
+                    (boundary && windowed(info, ib, t.rank, d) && !blockAlong(part, region, d));
+          }
+          copied += info.image == ImageRead::Dense && !isBlock(part, region) ? size : 0;
+        }
+        assembled[s] += whole ? boxSize(box, info.rank) * info.elemBytes : copied;
+      }
     }
   }
 
@@ -950,8 +1082,8 @@ struct PlanBuilder::Workspace {
       for (u32 s = shardBase[op]; s < shardBase[op + 1]; ++s) {
         const u32 ob = tile(op, s - shardBase[op], 0);
         out.shards[s] =
-            PlanTasks::ShardTask{device[s], flops[s],  bytes[s],    readBegin[s], readEnd[s],
-                                 ob,        ob + outs, repacked[s], constant[s],  products[s]};
+            PlanTasks::ShardTask{device[s], flops[s],    bytes[s],    readBegin[s], readEnd[s],  ob,
+                                 ob + outs, repacked[s], constant[s], products[s],  assembled[s]};
       }
     }
     out.transfers.resize(trs.size());
@@ -1019,6 +1151,7 @@ struct PlanBuilder::Workspace {
         shard.repacked = repacked[s];
         shard.constant = constant[s];
         shard.products = products[s];
+        shard.assembled = assembled[s];
         shard.partial = partial[s] != 0;
         auto fill = [&](const std::vector<ElementInfo>& elements, u32 offset,
                         std::vector<std::vector<Selection>>& into) {
@@ -1101,8 +1234,12 @@ const PlanOptions& PlanBuilder::options() const {
   return ws_->options;
 }
 
+void PlanBuilder::setImageCopies(bool on) {
+  ws_->imageCopies = on;
+}
+
 const PlanTasks& PlanBuilder::tasks(const PlanChoice& choice) {
-  ws_->build(choice);
+  ws_->build(choice, ws_->imageCopies);
   return ws_->makeTasks();
 }
 

@@ -3,6 +3,7 @@
 // outside core/plan.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +30,18 @@ struct ElementInfo {
   bool repacked = false;
   // An input that is a constant graph input (ShardTask::constant).
   bool constant = false;
+  // How the CPU backend reads it, where it is an activation image (4-d,
+  // float32 or bfloat16, neither a graph input nor output) that it keeps
+  // channels last (imageRead; ShardTask::assembled).
+  ImageRead image = ImageRead::None;
+  // For an image, per dim: its IPF tile is longer than 1; the index dims
+  // (bits) of the row's other terms where it has several (a kernel offset
+  // beside the output row: a window, where they span more than one point);
+  // for a Dense one's rows and columns, the stride (the output dim's
+  // coefficient), else 0.
+  std::array<bool, 4> imageTile{};
+  std::array<std::uint64_t, 4> imageWindow{};
+  std::array<std::int64_t, 4> imageStride{};
   // The nonzero coefficients of p, row by row: row d's terms are
   // terms[rowStart[d], rowStart[d + 1]) (most rows have one).
   struct Term {
@@ -56,6 +69,7 @@ struct OpTables {
   std::string_view kernel;                // the operation's kernel name
   std::string_view epilogue;              // epilogueKernel
   std::vector<std::uint32_t> productDims; // see productDims
+  bool readsImage = false;                // some input is an `image` element
 };
 
 struct PlanContext::Impl {

@@ -116,6 +116,7 @@ private:
         task.repacked = s.repacked;
         task.constant = s.constant;
         task.products = s.products;
+        task.assembled = s.assembled;
         task.readBegin = static_cast<u32>(out_.reads.size());
         for (const Source& read : s.reads) {
           out_.reads.push_back(bufferOf(read));
