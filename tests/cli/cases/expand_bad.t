@@ -34,6 +34,14 @@ bad/graphs/bad_param_value.json:8:5: error: at /operations/0: probs (softmax): a
     - check: "-len($shape) <= $axis and $axis < len($shape)"
               ^
 [exit 1]
+$ cd $TESTDATA && tapestry expand bad/graphs/conv_two_activations.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
+bad/graphs/conv_two_activations.json:10:5: error: at /operations/0: conv (conv2d_act): silu and hard_swish are two activations: set one at most ($silu = true, $hard_swish = true)
+    {"name": "conv", "kernel": "conv2d_act", "params": {"padding": [1, 1], "silu": true, "hard_swish": true},
+    ^
+<stdlib>/conv.yaml:LINE:COL: note: in kernel conv2d_act, where clause "not ($silu and $hard_swish)" (built in; 'tapestry kernels show conv2d_act' prints it)
+    - check: "not ($silu and $hard_swish)"
+              ^
+[exit 1]
 $ cd $TESTDATA && tapestry expand bad/graphs/bad_perm.json -o $OLDPWD/out.json 2>&1 | sed -E 's#^(<stdlib>/[a-z_]+[.]yaml):[0-9]+:[0-9]+:#\1:LINE:COL:#'
 bad/graphs/bad_perm.json:8:5: error: at /operations/0: t (transpose): perm must have one entry per dim of the input ($perm = [1, 0, 2], $shape = [4, 8])
     {"name": "t", "kernel": "transpose", "params": {"perm": [1, 0, 2]}, "inputs": {"input": "x"}, "outputs": {"result": "y"}}
