@@ -32,6 +32,7 @@ SEMANTIC_ONLY = {
     # graphs: well-formed JSON of the right shape, wrong meaning
     "graphs/bad_param_type.json": "param types are the kernel's",
     "graphs/bad_param_value.json": "param values are the kernel's",
+    "graphs/conv_two_activations.json": "a kernel's where clause (silu and hard_swish both set)",
     "graphs/bad_perm.json": "a where clause of transpose",
     "graphs/bad_reshape.json": "reshape's element counts",
     "graphs/broadcast_mismatch.json": "shapes of two inputs",
