@@ -71,17 +71,10 @@ std::vector<std::int64_t> assembled(const ShardPlan& p, std::size_t op) {
 
 using Bytes = std::vector<std::int64_t>;
 
+// roomyCpuTarget's figures, on devices of `kind`.
 cost::Target target(cost::DeviceKind kind) {
-  cost::Target t;
-  t.name = "t";
-  t.devices.count = 2;
+  cost::Target t = roomyCpuTarget(2);
   t.devices.kind = kind;
-  t.devices.memory = 1 << 30;
-  t.devices.memoryBandwidth = 1e6;
-  t.devices.flops = {{"float32", 1e12}};
-  t.devices.launchOverhead = 0;
-  t.links = cost::LinkSpec{1e12, 0};
-  t.host = cost::LinkSpec{1e12, 0};
   return t;
 }
 
@@ -139,7 +132,7 @@ TEST_CASE("the copies cost a read and a write of each byte on a CPU target, noth
   const graph::ExpandedGraph g = convs();
   const PlanChoice rows = halves(g, {{1, 2, {0, 0}}});
   const PlanChoice columns = halves(g, {{1, 3, {0, 0}}});
-  const double bandwidth = 1e6;
+  const double bandwidth = target(cost::DeviceKind::Cpu).devices.memoryBandwidth;
   auto time = [&](const PlanChoice& c, cost::DeviceKind kind) {
     return cost::simulate(g, target(kind), buildPlan(g, 2, c)).objectives.timeS;
   };
