@@ -114,13 +114,10 @@ std::int64_t constantInputBytes(const graph::ExpandedGraph& g) {
 namespace {
 
 // ElementInfo's image fields (imageTile, imageWindow, imageStride).
-void describeImage(ElementInfo& e, const metakernel::Application& app) {
+// `reduction`: per index dim, whether it is a reduction dim (OpTables::reductionDim).
+void describeImage(ElementInfo& e, const std::vector<bool>& reduction) {
   if (e.image == ImageRead::None) {
     return;
-  }
-  std::vector<bool> reduction(app.index.rank(), false);
-  for (std::size_t d : app.reductionDims) {
-    reduction[d] = true;
   }
   for (std::size_t d = 0; d < 4; ++d) {
     e.imageTile[d] = e.ipfShape[d] != 1;
@@ -169,6 +166,10 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
       t.extents[d] = app.index.extent(d);
     }
     t.emptyIndex = app.index.isEmpty();
+    t.reductionDim.assign(t.rank, false);
+    for (std::size_t d : app.reductionDims) {
+      t.reductionDim[d] = true;
+    }
     t.inputs = elementsOf(g, op.inputs, app.inputs);
     for (ElementInfo& e : t.inputs) { // packed every call unless a packed constant
       e.repacked = app.inputs[e.port].packed && impl->packed[e.tensor] == 0;
@@ -178,16 +179,12 @@ PlanContext::PlanContext(const graph::ExpandedGraph& g) {
                               impl->isOutput[e.tensor] == 0 &&
                               (tensor.type.dtype == "float32" || tensor.type.dtype == "bfloat16");
       e.image = activation ? imageRead(op.kernel, e.port) : ImageRead::None;
-      describeImage(e, app);
+      describeImage(e, t.reductionDim);
       t.readsImage = t.readsImage || e.image != ImageRead::None;
     }
     t.outputs = elementsOf(g, op.outputs, app.outputs);
     for (const metakernel::PortResult& port : app.outputs) {
       t.combines.push_back(port.combine ? metakernel::combineName(*port.combine) : "");
-    }
-    t.reductionDim.assign(t.rank, false);
-    for (std::size_t d : app.reductionDims) {
-      t.reductionDim[d] = true;
     }
     t.disjointDim.assign(t.rank, true);
     for (std::size_t d = 0; d < t.rank; ++d) {

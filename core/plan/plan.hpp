@@ -220,7 +220,7 @@ struct Shard {
   std::int64_t constant = 0;
   // The matrix products the shard makes (PlanTasks::ShardTask::products).
   std::int64_t products = 1;
-  // Bytes of its image inputs (readsImageChannelsLast) that the CPU backend
+  // Bytes of its image inputs (imageRead) that the CPU backend
   // copies whole before the call, as some part of them is not one block of
   // the region that holds it in the channels-last layout
   // (PlanTasks::ShardTask::assembled).
