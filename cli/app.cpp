@@ -15,6 +15,7 @@
 #include "cli/version.hpp"
 #include "core/diag/error.hpp"
 #include "core/diag/suggest.hpp"
+#include "core/json/json.hpp"
 #include "core/search/island.hpp"
 
 namespace tapestry::cli {
@@ -28,23 +29,10 @@ namespace {
 // In --format json mode an error is also one JSON document on stdout, so CI
 // scripts can read the failure without parsing stderr.
 void printJsonError(std::ostream& out, const Error& e) {
-  const Diagnostic& d = e.diagnostic();
   nlohmann::ordered_json doc;
   doc["status"] = "error";
   doc["exit_code"] = static_cast<int>(e.exitCode());
-  nlohmann::ordered_json error;
-  error["message"] = d.message;
-  if (!d.location.file.empty()) {
-    error["file"] = d.location.file;
-  }
-  if (d.location.line > 0) {
-    error["line"] = d.location.line;
-    error["column"] = d.location.column;
-  }
-  if (!d.location.pointer.empty()) {
-    error["pointer"] = d.location.pointer;
-  }
-  doc["error"] = error;
+  doc["error"] = json::diagnosticJson(e.diagnostic());
   out << doc.dump(2) << "\n";
 }
 
@@ -204,7 +192,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
         global.format = f == "json" ? OutputFormat::Json : OutputFormat::Text;
       })
       ->option_text("text|json");
-  app.add_flag("-q,--quiet", global.quiet, "Print only errors");
+  app.add_flag("-q,--quiet", global.quiet, "Print only errors and warnings");
   app.add_flag("-v,--verbose", global.verbose, "Print more about what is happening");
 
   for (const Subcommand& command : kSubcommands) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -186,6 +187,12 @@ std::optional<RangeRole> rangeRole(const std::string& key, const std::string& se
   return std::nullopt;
 }
 
+// The note of a plan whose predictions differ from this version's simulation.
+constexpr const char* kStalePredictions =
+    "the plan's predicted times and memory are not what this version of tapestry's cost model "
+    "predicts for it (a plan saved by another version, or edited); this version's predictions "
+    "are used, and `optimize` again chooses a plan under them";
+
 bool closeEnough(double a, double b) {
   if (a == b) {
     return true;
@@ -194,10 +201,15 @@ bool closeEnough(double a, double b) {
 }
 
 // Compares a stored value with the rebuilt one and fails at the first
-// difference, located at the stored value.
+// difference, located at the stored value. With `predictions`, a number that
+// differs where `prediction(key)` holds is no error: the first such difference
+// is kept there (as a warning's diagnostic) and the comparison goes on.
 class Comparer {
 public:
-  explicit Comparer(std::string section) : section_(std::move(section)) {}
+  using IsPrediction = bool (*)(const std::string& key);
+  explicit Comparer(std::string section, std::optional<Diagnostic>* predictions = nullptr,
+                    IsPrediction prediction = nullptr)
+      : section_(std::move(section)), predictions_(predictions), prediction_(prediction) {}
 
   void compare(const Json& expected, const json::Value& stored, const std::string& key) {
     if (auto role = rangeRole(key, section_); role && expected.is_object()) {
@@ -235,18 +247,35 @@ public:
     }
     if (expected.is_number_float()) {
       if (!stored.isNumber() || !closeEnough(stored.asDouble(), expected.get<double>())) {
-        stored.fail(describe(key) + json::brief(stored.json()) + " does not match the simulated " +
-                    json::brief(expected));
+        differs(expected, stored, key, "simulated");
       }
       return;
     }
     if (stored.json() != expected) {
-      stored.fail(describe(key) + json::brief(stored.json()) + " does not match the rebuilt " +
-                  json::brief(expected));
+      differs(expected, stored, key, "rebuilt");
     }
   }
 
 private:
+  // `source` names where `expected` came from; a prediction's is the simulation.
+  void differs(const Json& expected, const json::Value& stored, const std::string& key,
+               const char* source) {
+    const bool predicted = predictions_ != nullptr && prediction_(key);
+    const std::string message = describe(key) + json::brief(stored.json()) +
+                                " does not match the " + (predicted ? "simulated" : source) + " " +
+                                json::brief(expected);
+    const bool sameKind = (stored.isNumber() && expected.is_number()) ||
+                          (stored.json().is_boolean() && expected.is_boolean());
+    if (!predicted || !sameKind) {
+      stored.fail(message);
+    }
+    if (!*predictions_) {
+      Diagnostic d = stored.error(message).diagnostic();
+      d.severity = Severity::Warning;
+      *predictions_ = std::move(d);
+    }
+  }
+
   static std::string keysOf(const Json& object) {
     std::string out;
     for (const auto& [name, value] : object.items()) {
@@ -259,7 +288,74 @@ private:
   }
 
   std::string section_;
+  std::optional<Diagnostic>* predictions_;
+  IsPrediction prediction_;
 };
+
+// A schedule entry's task: "shard:OP:K", "transfer:N" or "reduction:N".
+std::string taskKey(const Json& entry) {
+  const std::string kind = entry.value("kind", "");
+  if (kind == "shard") {
+    return "shard:" + entry.value("op", "") + ":" + entry["shard"].dump();
+  }
+  return kind + ":" + entry[kind].dump();
+}
+
+std::string taskKey(const json::Value& entry) {
+  entry.expectObject();
+  const std::string& kind = entry.member("kind").asString();
+  if (kind == "shard") {
+    return "shard:" + entry.member("op").asString() + ":" +
+           std::to_string(entry.member("shard").asInt64());
+  }
+  if (kind != "transfer" && kind != "reduction") {
+    entry.member("kind").fail("unknown kind " + json::brief(Json(kind)) +
+                              " (expected \"shard\", \"transfer\" or \"reduction\")");
+  }
+  return kind + ":" + std::to_string(entry.member(kind).asInt64());
+}
+
+// The stored schedule against the simulated one: the same tasks (each
+// shard, transfer and reduction once, with its devices; any order), and
+// their start and end times as predictions (another version's cost model
+// orders and times them differently).
+void compareSchedule(const Json& simulated, const json::Value& stored,
+                     std::optional<Diagnostic>& predictions) {
+  stored.expectArray();
+  if (stored.size() != simulated.size()) {
+    stored.fail("expected " + std::to_string(simulated.size()) + " entries (one per task of the " +
+                "rebuilt plan), got " + std::to_string(stored.size()));
+  }
+  std::unordered_map<std::string, std::size_t> index;
+  index.reserve(simulated.size());
+  for (std::size_t i = 0; i < simulated.size(); ++i) {
+    index.emplace(taskKey(simulated[i]), i);
+  }
+  std::vector<char> seen(simulated.size(), 0);
+  Comparer comparer("schedule", &predictions,
+                    [](const std::string& key) { return key == "start" || key == "end"; });
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const json::Value entry = stored.at(i);
+    const auto found = index.find(taskKey(entry));
+    if (found == index.end()) {
+      entry.fail("no such task in the rebuilt plan");
+    }
+    if (seen[found->second] != 0) {
+      entry.fail("this task is scheduled twice");
+    }
+    seen[found->second] = 1;
+    comparer.compare(simulated[found->second], entry, "");
+    // Order is a prediction too (entries are sorted by start time).
+    if (found->second != i && !predictions) {
+      Diagnostic d = entry
+                         .error("this task is entry " + std::to_string(found->second) +
+                                " of the simulated schedule")
+                         .diagnostic();
+      d.severity = Severity::Warning;
+      predictions = std::move(d);
+    }
+  }
+}
 
 std::vector<std::int64_t> decodeInts(const json::Value& v) {
   v.expectArray();
@@ -446,13 +542,28 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   Comparer("operations").compare(operationsToJson(g, plan), operations, "");
   Comparer("reductions").compare(reductionsToJson(g, plan), root.member("reductions"), "");
   Comparer("transfers").compare(transfersToJson(g, plan), root.member("transfers"), "");
-  Comparer("schedule").compare(scheduleToJson(g, plan, simulation), root.member("schedule"), "");
+  // The predictions: a difference is a warning, and this version's
+  // simulation is what the plan carries from here on.
+  std::optional<Diagnostic> predictions;
+  compareSchedule(scheduleToJson(g, plan, simulation), root.member("schedule"), predictions);
   Json objectives = cost::objectivesToJson(simulation.objectives);
   append(objectives, "peak_memory_per_device", simulation.peakPerDevice);
-  Comparer("objectives").compare(objectives, root.member("objectives"), "");
+  Comparer("objectives", &predictions, [](const std::string&) {
+    return true;
+  }).compare(objectives, root.member("objectives"), "");
 
-  return LoadedPlan{std::move(g),    std::move(target),     std::move(choice),
-                    std::move(plan), std::move(simulation), std::move(origin)};
+  LoadedPlan loaded{std::move(g),
+                    std::move(target),
+                    std::move(choice),
+                    std::move(plan),
+                    std::move(simulation),
+                    std::move(origin),
+                    {}};
+  if (predictions) {
+    predictions->notes.push_back(Diagnostic{Severity::Note, {}, kStalePredictions, {}, {}});
+    loaded.warnings.push_back(std::move(*predictions));
+  }
+  return loaded;
 }
 
 LoadedPlan loadPlan(const std::string& path, const metakernel::MetakernelLibrary& library) {

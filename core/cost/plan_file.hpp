@@ -2,8 +2,10 @@
 // with nothing else: the expanded graph, the resolved target, the options, every
 // shard with its selections, the reductions, the transfers, the simulated
 // schedule and the objectives. Loading rebuilds the plan from the graph, target
-// and per-op choices and requires every stored field to match, so an edited or
-// stale file is an error located at the offending value (exit 1).
+// and per-op choices and requires every stored field to match, so an edited
+// file is an error located at the offending value (exit 1); stored predictions
+// that differ from this version's (a plan saved by another version) are a
+// warning, and this version's are used.
 //
 // Layout (key order fixed, output byte-for-byte deterministic):
 //   {"tapestry": "plan/v1",
@@ -25,9 +27,11 @@
 #include <optional>
 
 #include <string>
+#include <vector>
 
 #include "core/cost/simulator.hpp"
 #include "core/cost/target.hpp"
+#include "core/diag/error.hpp"
 #include "core/graph/graph.hpp"
 #include "core/json/json.hpp"
 #include "core/metakernel/library.hpp"
@@ -73,16 +77,24 @@ struct LoadedPlan {
   ShardPlan plan;
   cost::Simulation simulation;
   std::optional<PlanOrigin> origin; // "rewrites", when the plan has it
+  // Severity::Warning diagnostics of the loader: a stored schedule or
+  // objective that differs from this version's simulation (the plan was
+  // saved by another version, or edited); `simulation` is this version's.
+  std::vector<Diagnostic> warnings;
 };
 
 // Decodes and re-validates a plan/v1 document: the embedded graph is expanded
 // again (graph::expand checks its stored expanded fields), the target decoded
 // (cost::targetFromJson), each operation's split and devices checked and the plan
 // rebuilt and re-simulated; every stored shard index, device, selection,
-// reduction, transfer, schedule entry and objective must equal the rebuilt one
-// (times to a relative 1e-9). A mismatch is a located Error, e.g.
+// reduction, transfer and schedule task must equal the rebuilt one. A mismatch
+// is a located Error, e.g.
 //   at /operations/fc1/shards/3/selections/inputs/X/0/range: selection
 //   zr[0:64, 0:128] does not match the IPF projection zr[0:64, 0:256]
+// The predictions (the schedule's order and times, the objectives) are
+// compared too (times to a relative 1e-9), but the first difference there is
+// a warning in `warnings`, not an error: a cost model that changed between
+// versions must not break the plans users saved.
 // `root`'s document must outlive the call only (the result owns its data).
 LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library);
 // Reads PATH ("-" is standard input) and decodes it.

@@ -684,6 +684,7 @@ Json benchJson(const BenchReport& r, const Timing* callTiming, std::int64_t flop
     trace["run"] = planTiming.medianRun;
     doc["trace"] = trace;
   }
+  addWarnings(doc, loaded.warnings);
   return doc;
 }
 
@@ -697,6 +698,9 @@ int benchCommand(const BenchConfig& config, std::ostream& out, std::ostream& err
                        writes ? config.tracePath : std::string());
   const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
+  if (writes) {
+    printWarnings(loaded.warnings, err);
+  }
 
   // The baseline: every operation whole on device 0 of the same target.
   const plan::ShardPlan single = plan::buildPlan(g, loaded.target.deviceCount(),

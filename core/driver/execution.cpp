@@ -66,6 +66,18 @@ plan::LoadedPlan runnableFrom(const json::Value& root, const metakernel::Metaker
   return loaded;
 }
 
+void printWarnings(const std::vector<Diagnostic>& warnings, std::ostream& err) {
+  for (const Diagnostic& warning : warnings) {
+    err << warning.format();
+  }
+}
+
+void addWarnings(Json& doc, const std::vector<Diagnostic>& warnings) {
+  if (!warnings.empty()) {
+    doc["warnings"] = json::arrayOf(warnings, json::diagnosticJson);
+  }
+}
+
 void requireBackend(const std::string& name) {
   if (name == "cpu") {
     return;

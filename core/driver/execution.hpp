@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,13 @@ plan::LoadedPlan loadRunnable(const std::string& path,
 // The same from a parsed document (`path` names it in messages).
 plan::LoadedPlan runnableFrom(const json::Value& root, const metakernel::MetakernelLibrary& library,
                               const std::string& path);
+
+// The loader's warnings (plan::LoadedPlan::warnings) on `err`, each as a
+// diagnostic ("FILE:LINE:COL: warning: ..." with its notes); with -q too.
+void printWarnings(const std::vector<Diagnostic>& warnings, std::ostream& err);
+// A --format json report's "warnings", only when there are any: each as
+// json::diagnosticJson gives it.
+void addWarnings(Json& doc, const std::vector<Diagnostic>& warnings);
 
 // What run and bench do before any work, in order: check the --trace path
 // (when given), require the backend, load the kernels, read the plan.

@@ -1,6 +1,7 @@
 #include "core/driver/render_command.hpp"
 
 #include <ostream>
+#include <vector>
 
 #include "core/cost/units.hpp"
 #include "core/diag/atomic_file.hpp"
@@ -70,9 +71,10 @@ bool canShow(FileKind kind, View view) {
   return false;
 }
 
-// The drawing of `root` in `view`; `subject` says what it shows.
+// The drawing of `root` in `view`; `subject` says what it shows, `warnings`
+// are the plan loader's (plan::LoadedPlan::warnings).
 Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConfig& config,
-             std::string& subject) {
+             std::string& subject, std::vector<Diagnostic>& warnings) {
   if (kind == FileKind::Front) {
     subject = "front";
     return frontView(root, config.options);
@@ -86,6 +88,7 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
   if (view == View::Timeline) {
     // A graph: its single-device plan on this machine, as run and trace take it.
     const plan::LoadedPlan loaded = runnableFrom(root, library, config.inputPath);
+    warnings = loaded.warnings;
     std::vector<Timeline> predicted;
     predicted.push_back(
         buildTimeline(loaded, intervalsOf(loaded.simulation), predictedLabel(loaded)));
@@ -99,6 +102,7 @@ Drawing draw(FileKind kind, View view, const json::Value& root, const RenderConf
     return graphView(g, config.options);
   }
   const plan::LoadedPlan loaded = plan::decodePlan(root, library);
+  warnings = loaded.warnings;
   if (view == View::Graph) {
     return graphView(loaded.graph, config.options);
   }
@@ -199,7 +203,9 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   }
 
   std::string subject;
-  const Drawing full = draw(kind, view, root, config, subject);
+  std::vector<Diagnostic> warnings;
+  const Drawing full = draw(kind, view, root, config, subject, warnings);
+  printWarnings(warnings, err);
   checkNodeLimit(full, config.options, subject, displayName(config.inputPath));
 
   // The graph and plan views can collapse: a large one that was not asked to
@@ -210,7 +216,8 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
     collapsed = [&] {
       RenderConfig again = config;
       again.options.collapse = true;
-      return draw(kind, view, root, again, subject);
+      std::vector<Diagnostic> againWarnings; // the same as the full drawing's
+      return draw(kind, view, root, again, subject, againWarnings);
     };
   }
   LaidOut laid;
@@ -246,6 +253,7 @@ int renderCommand(const RenderConfig& config, std::ostream& out, std::ostream& e
   doc["format"] = formatName(format);
   doc["output"] = config.outputPath;
   doc["bytes"] = bytes.size();
+  addWarnings(doc, warnings);
   reportOutput(config, doc, summary, out, err);
   return 0;
 }

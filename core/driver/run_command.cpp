@@ -167,6 +167,8 @@ void printRunJson(const RunReport& r, std::ostream& out) {
   if (!r.config.tracePath.empty()) {
     doc["trace"] = r.config.tracePath;
   }
+  addWarnings(doc, r.loaded.warnings);
+
   out << doc.dump(2) << "\n";
 }
 
@@ -268,6 +270,9 @@ int runCommand(const RunConfig& config, std::ostream& out, std::ostream& err) {
                        writes ? config.tracePath : std::string());
   const plan::LoadedPlan& loaded = input.loaded;
   const graph::ExpandedGraph& g = loaded.graph;
+  if (writes) {
+    printWarnings(loaded.warnings, err);
+  }
   // Refuse before anything is allocated when the run cannot fit in memory.
   refuseIfTooBig(displayName(config.planPath),
                  hostMemoryNeed(loaded, config.backend == "cpu", config.check), availableMemory());

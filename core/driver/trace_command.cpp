@@ -19,6 +19,7 @@ int traceCommand(const TraceConfig& config, std::ostream& out, std::ostream& err
   const metakernel::MetakernelLibrary library =
       metakernel::MetakernelLibrary::load(config.kernelPaths);
   const plan::LoadedPlan loaded = loadRunnable(config.planPath, library);
+  printWarnings(loaded.warnings, err);
   const render::Timeline predicted =
       render::buildTimeline(loaded, render::intervalsOf(loaded.simulation), predictedLabel(loaded));
   const std::string text = render::traceJson(loaded, {predicted});
@@ -36,6 +37,7 @@ int traceCommand(const TraceConfig& config, std::ostream& out, std::ostream& err
   doc["predicted_time_s"] = loaded.simulation.objectives.timeS;
   doc["output"] = config.outputPath;
   doc["bytes"] = text.size();
+  addWarnings(doc, loaded.warnings);
   const std::string summary = "traced " + loaded.graph.name + " (predicted on " +
                               loaded.target.name + ": " +
                               plural(predicted.slices.size(), "slice", "slices") + " on " +

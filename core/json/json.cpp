@@ -321,6 +321,22 @@ std::string brief(const Json& value) {
   return briefText(value.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
+Json diagnosticJson(const Diagnostic& d) {
+  Json out = Json::object();
+  out["message"] = d.message;
+  if (!d.location.file.empty()) {
+    out["file"] = d.location.file;
+  }
+  if (d.location.line > 0) {
+    out["line"] = d.location.line;
+    out["column"] = d.location.column;
+  }
+  if (!d.location.pointer.empty()) {
+    out["pointer"] = d.location.pointer;
+  }
+  return out;
+}
+
 std::string briefText(std::string text) {
   if (text.size() <= kMaxShown) {
     return text;

@@ -132,5 +132,9 @@ std::string brief(const Json& value);
 // "...", never cutting a UTF-8 sequence.
 std::string briefText(std::string text);
 
+// A diagnostic as --format json reports it: {"message", "file", "line",
+// "column", "pointer"}, each of the last four only when known.
+Json diagnosticJson(const Diagnostic& d);
+
 } // namespace json
 } // namespace tapestry

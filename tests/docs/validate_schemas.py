@@ -75,7 +75,7 @@ SEMANTIC_ONLY = {
     # plans: each is a valid plan shape whose content disagrees with the rebuilt plan
     "plans/bad_split.json": "the split vs the search space",
     "plans/device.json": "a stored device vs the rebuilt plan",
-    "plans/objective.json": "stored objectives vs the simulation",
+    "plans/schedule_task.json": "a stored schedule task vs the rebuilt plan",
     "plans/selection.json": "a stored selection vs the IPF projection",
     "plans/shard_index.json": "a stored shard index vs the split",
     "plans/transfer_region.json": "a stored transfer vs the rebuilt plan",
@@ -156,7 +156,7 @@ def main():
     # Good files: every one must validate.
     good = []
     for pattern in ["testdata/graphs/*.json", "testdata/expanded/*.json", "testdata/plans/*.json",
-                    "testdata/fronts/*.json", "testdata/render/*.json", "testdata/targets/*.yaml",
+                    "testdata/plans/stale/*.json", "testdata/fronts/*.json", "testdata/render/*.json", "testdata/targets/*.yaml",
                     "core/cost/targets/*.yaml", "core/cost/targets/local/*.yaml",
                     "docs/examples/*.json"]:
         good += sorted(glob.glob(os.path.join(src, pattern)))

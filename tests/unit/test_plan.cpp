@@ -862,11 +862,34 @@ const Tamper kTampers[] = {
     {"bad_split.json", "\"act\": {", R"("split": [1, 2])", R"("split": [1, 9])"},
     {"transfer_region.json", "\"transfers\": [", R"("region": {"start": [0, 0], "end": [8, 4]})",
      R"("region": {"start": [0, 0], "end": [8, 3]})"},
+    {"schedule_task.json", "\"kind\": \"shard\"", R"("device": 0)", R"("device": 1)"},
+};
+// testdata/plans/stale: the same plan with a prediction edited, as another
+// version's cost model would have predicted it: loaded with a warning.
+const Tamper kStale[] = {
     {"objective.json", "\"objectives\": {", R"("time_s": 4.4013472000000005e-05)",
      R"("time_s": 4.5e-05)"},
+    {"peak_memory.json", "\"objectives\": {", R"("peak_memory_bytes": 512)",
+     R"("peak_memory_bytes": 640)"},
+    {"schedule_end.json", "\"schedule\": [", R"("end": 1.0006400000000001e-05)",
+     R"("end": 1.2e-05)"},
 };
 
-// Regenerates testdata/plans and testdata/bad/plans (run by hand after a
+namespace {
+
+// `text` with the first `t.from` after `t.anchor` replaced by `t.to`.
+std::string tampered(std::string text, const Tamper& t) {
+  const std::size_t anchor = text.find(t.anchor);
+  REQUIRE(anchor != std::string::npos);
+  const std::size_t at = text.find(t.from, anchor);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string(t.from).size(), t.to);
+  return text;
+}
+
+} // namespace
+
+// Regenerates testdata/plans, testdata/plans/stale and testdata/bad/plans (run by hand after a
 // deliberate change of the format, the standard library or the cost model:
 // unit_plan "[.generate]"; then update the expected messages below).
 TEST_CASE("generate stored plans", "[.generate]") {
@@ -878,13 +901,10 @@ TEST_CASE("generate stored plans", "[.generate]") {
       continue;
     }
     for (const Tamper& t : kTampers) {
-      const std::size_t anchor = text.find(t.anchor);
-      REQUIRE(anchor != std::string::npos);
-      const std::size_t at = text.find(t.from, anchor);
-      REQUIRE(at != std::string::npos);
-      std::string bad = text;
-      bad.replace(at, std::string(t.from).size(), t.to);
-      std::ofstream(dir + "/bad/plans/" + t.file, std::ios::binary) << bad;
+      std::ofstream(dir + "/bad/plans/" + t.file, std::ios::binary) << tampered(text, t);
+    }
+    for (const Tamper& t : kStale) {
+      std::ofstream(dir + "/plans/stale/" + t.file, std::ios::binary) << tampered(text, t);
     }
   }
 }
@@ -959,6 +979,26 @@ unused:
   CHECK_THAT(failure([](Json& d) { d["kernels"] = Json::array(); }), Contains("kernels"));
 }
 
+namespace {
+
+// Calls check(path, expected message) for each file of testdata/DIR, which must
+// be exactly the files `expected` lists.
+void forEachListed(const std::string& dir, const std::map<std::string, std::string>& expected,
+                   const std::function<void(const std::string&, const std::string&)>& check) {
+  std::size_t seen = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TAPESTRY_TESTDATA_DIR) + "/" + dir)) {
+    const std::string name = entry.path().filename().string();
+    INFO(name);
+    REQUIRE(expected.count(name) == 1);
+    ++seen;
+    check(entry.path().string(), expected.at(name));
+  }
+  CHECK(seen == expected.size());
+}
+
+} // namespace
+
 TEST_CASE("tampered plan files are located errors", "[plan][file]") {
   // testdata/bad/plans/NAME.json: a stored plan with one field edited.
   const std::map<std::string, std::string> expected = {
@@ -972,29 +1012,82 @@ TEST_CASE("tampered plan files are located errors", "[plan][file]") {
                          "expected 1 to 6 (the index extent there)"},
       {"transfer_region.json", "at /transfers/0/region: transfer region zr[0:8, 0:3] does not "
                                "match the rebuilt plan's zr[0:8, 0:4]"},
-      {"objective.json", "at /objectives/time_s: stored time_s 4.5e-05 does not match the "
-                         "simulated 4.4013472000000005e-05"},
+      {"schedule_task.json", "at /schedule/4/device: stored device 1 does not match the rebuilt 0"},
       {"inputs_on.json", "at /options/inputs_on: unknown inputs_on \"cloud\" (expected "
                          "\"host\", \"free\" or \"constants\")"},
   };
-  const std::string dir = std::string(TAPESTRY_TESTDATA_DIR) + "/bad/plans";
-  std::size_t seen = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    INFO(name);
-    REQUIRE(expected.count(name) == 1);
-    ++seen;
+  forEachListed("bad/plans", expected, [&](const std::string& path, const std::string& message) {
     try {
-      loadPlan(entry.path().string(), lib());
+      loadPlan(path, lib());
       FAIL("expected an Error");
     } catch (const Error& e) {
       CHECK(e.exitCode() == ExitCode::InvalidInput);
-      CHECK(e.message() == expected.at(name));
+      CHECK(e.message() == message);
       CHECK(e.diagnostic().location.line > 0);
       CHECK(e.diagnostic().snippet);
     }
+  });
+}
+
+// A plan saved by another version of the cost model differs from this one's
+// simulation in its predictions only: it loads, with one located warning, and
+// carries this version's simulation (written back, it is the plan as this
+// version writes it).
+TEST_CASE("plans whose predictions differ load with a warning", "[plan][file]") {
+  const std::map<std::string, std::string> expected = {
+      {"objective.json", "at /objectives/time_s: stored time_s 4.5e-05 does not match the "
+                         "simulated 4.4013472000000005e-05"},
+      {"peak_memory.json",
+       "at /objectives/peak_memory_bytes: stored peak_memory_bytes 640 does not match the "
+       "simulated 512"},
+      {"schedule_end.json", "at /schedule/0/end: stored end 1.2e-05 does not match the "
+                            "simulated 1.0006400000000001e-05"},
+  };
+  const std::string fresh =
+      readFile(std::string(TAPESTRY_TESTDATA_DIR) + "/plans/mm_relu_2dev.json");
+  forEachListed("plans/stale", expected, [&](const std::string& path, const std::string& message) {
+    const LoadedPlan loaded = loadPlan(path, lib());
+    REQUIRE(loaded.warnings.size() == 1);
+    const Diagnostic& w = loaded.warnings[0];
+    CHECK(w.severity == Severity::Warning);
+    CHECK(w.message == message);
+    CHECK(w.location.line > 0);
+    CHECK(w.snippet);
+    REQUIRE(w.notes.size() == 1);
+    CHECK_THAT(w.notes[0].message, Contains("this version's predictions are used"));
+    CHECK_THAT(w.format(), Contains(": warning: at /") && Contains("note: the plan's predicted"));
+    CHECK(writePlan(loaded.graph, loaded.target, loaded.plan, loaded.simulation) == fresh);
+  });
+
+  // The schedule's tasks are the plan's structure: a task missing, doubled or
+  // unknown is an error; their order, like their times, a prediction.
+  const Json j = Json::parse(fresh);
+  REQUIRE(j["schedule"][0]["start"] == j["schedule"][1]["start"]);
+  REQUIRE(j["schedule"][0]["end"] == j["schedule"][1]["end"]);
+  {
+    Json swapped = j;
+    std::swap(swapped["schedule"][0], swapped["schedule"][1]);
+    json::Document d = json::Document::parse(SourceFile("p.json", swapped.dump(2)));
+    const LoadedPlan loaded = decodePlan(json::Value(d), lib());
+    REQUIRE(loaded.warnings.size() == 1);
+    CHECK(loaded.warnings[0].message == "at /schedule/0: this task is entry 1 of the simulated "
+                                        "schedule");
   }
-  CHECK(seen == expected.size());
+  auto failure = [&](const std::function<void(Json&)>& edit) { return decodeFailure(j, edit); };
+  CHECK_THAT(failure([](Json& d) { d["schedule"][1] = d["schedule"][0]; }),
+             Contains("at /schedule/1: this task is scheduled twice"));
+  CHECK_THAT(failure([](Json& d) { d["schedule"][2]["transfer"] = 99; }),
+             Contains("at /schedule/2: no such task in the rebuilt plan"));
+  CHECK_THAT(failure([](Json& d) { d["schedule"][2]["kind"] = "nap"; }),
+             Contains("at /schedule/2/kind: unknown kind \"nap\""));
+  CHECK_THAT(failure([](Json& d) { d["schedule"].erase(d["schedule"].size() - 1); }),
+             Contains("expected 16 entries (one per task of the rebuilt plan), got 15"));
+  CHECK_THAT(failure([](Json& d) { d["schedule"][0]["end"] = "soon"; }),
+             Contains("at /schedule/0/end: stored end \"soon\" does not match the simulated"));
+  CHECK_THAT(failure([](Json& d) { d["objectives"]["time_s"] = "fast"; }),
+             Contains("at /objectives/time_s: stored time_s \"fast\""));
+  CHECK_THAT(failure([](Json& d) { d["objectives"]["fast"] = true; }),
+             Contains("at /objectives: unknown key \"fast\""));
 }
 
 TEST_CASE("Shard counts are limited per operation and per plan", "[plan][limits]") {

@@ -220,7 +220,7 @@ TEST_CASE("plan view: device clusters, shards, transfers with bytes", "[render]"
   plan::PlanChoice choice{{plan::OpChoice{{2, 1, 1}, {0, 1}}, plan::OpChoice{{1, 1}, {0}}}};
   plan::ShardPlan p = plan::buildPlan(g, target.deviceCount(), choice);
   cost::Simulation s = cost::simulate(g, target, p);
-  plan::LoadedPlan loaded{g, target, choice, p, s, std::nullopt};
+  plan::LoadedPlan loaded{g, target, choice, p, s, std::nullopt, {}};
 
   Drawing d = planView(loaded, {});
   std::string dot = writeDot(d);

@@ -9,7 +9,7 @@ Options:
   --help-all                  Print help for every subcommand and exit
   --version                   Print the version and exit
   --format text|json          Output format: text, or json (one document on stdout)
-  -q,--quiet                  Print only errors
+  -q,--quiet                  Print only errors and warnings
   -v,--verbose                Print more about what is happening
 
 Subcommands:
