@@ -11,29 +11,6 @@
 
 namespace tapestry::backend {
 
-std::vector<std::int64_t> rowMajorStrides(std::span<const std::int64_t> shape) {
-  std::vector<std::int64_t> strides(shape.size(), 1);
-  std::int64_t stride = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    strides[d] = stride;
-    stride = checkedMul(stride, std::max<std::int64_t>(shape[d], 1));
-  }
-  return strides;
-}
-
-std::vector<std::int64_t> channelsLastStrides(std::span<const std::int64_t> shape) {
-  if (shape.size() != 4) {
-    throw InternalError("channels-last strides of a " + std::to_string(shape.size()) + "-d box");
-  }
-  auto extent = [&](std::size_t d) { return std::max<std::int64_t>(shape[d], 1); };
-  std::vector<std::int64_t> strides(4);
-  strides[1] = 1;
-  strides[3] = extent(1);
-  strides[2] = checkedMul(strides[3], extent(3));
-  strides[0] = checkedMul(strides[2], extent(2));
-  return strides;
-}
-
 // ---------------------------------------------------------------- views
 
 std::int64_t TensorView::offsetOf(std::span<const std::int64_t> point) const {

@@ -35,6 +35,7 @@
 #include "core/graph/graph.hpp"
 #include "core/metakernel/metakernel.hpp"
 #include "core/zspace/index_projection.hpp"
+#include "core/zspace/layout.hpp"
 #include "core/zspace/zrange.hpp"
 
 namespace tapestry::backend {
@@ -43,13 +44,6 @@ namespace tapestry::backend {
 inline constexpr int kHostDevice = -1;
 
 using metakernel::Combine;
-
-// Row-major strides (in elements) of a dense box of the given shape.
-std::vector<std::int64_t> rowMajorStrides(std::span<const std::int64_t> shape);
-// The strides of a dense 4-d box [N, C, H, W] laid out channels last (nhwc:
-// C innermost, then W, H, N), as the CPU backend keeps convolution
-// activations (Executor: Slot::channelsLast).
-std::vector<std::int64_t> channelsLastStrides(std::span<const std::int64_t> shape);
 
 // ---------------------------------------------------------------- views
 

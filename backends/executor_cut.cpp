@@ -6,6 +6,7 @@
 
 #include "backends/executor_internal.hpp"
 #include "core/diag/error.hpp"
+#include "core/zspace/layout.hpp"
 
 namespace tapestry::backend::detail {
 
@@ -91,17 +92,12 @@ bool blockAlong(const Slot& slot, const ZRange& range, std::size_t d) {
   const std::vector<std::int64_t> shape = region.shape().vector();
   const std::vector<std::int64_t> strides =
       slot.channelsLast ? channelsLastStrides(shape) : rowMajorStrides(shape);
+  std::vector<std::int64_t> extents(shape.size());
   for (std::size_t k = 0; k < shape.size(); ++k) {
-    if (k == d || shape[k] == 1) {
-      continue;
-    }
-    const std::int64_t extent =
+    extents[k] =
         std::min(range.end()[k], region.end()[k]) - std::max(range.start()[k], region.start()[k]);
-    if (strides[k] > strides[d] ? extent != 1 : extent != shape[k]) {
-      return false;
-    }
   }
-  return true;
+  return tapestry::blockAlong(extents, shape, strides, d);
 }
 
 // Cuts a shard's index range so that, where an input selection spans several

@@ -71,7 +71,7 @@ backend::TensorView denseView(std::byte* data, DType dtype, const ZRange& region
   v.data = data;
   v.dtype = dtype;
   v.region = region;
-  v.strides = backend::rowMajorStrides(region.shape().vector());
+  v.strides = rowMajorStrides(region.shape().vector());
   v.device = device;
   return v;
 }

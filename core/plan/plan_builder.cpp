@@ -11,6 +11,7 @@
 #include "core/plan/plan.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@
 #include "core/expr/dtype.hpp"
 #include "core/metakernel/metakernel.hpp"
 #include "core/plan/plan_internal.hpp"
+#include "core/zspace/layout.hpp"
 #include "core/zspace/zspace_json.hpp"
 
 namespace tapestry::plan {
@@ -285,10 +287,6 @@ struct PlanBuilder::Workspace {
     throw InternalError("plan: unknown source kind");
   }
 
-  // Channels-last layout of an NCHW image: each dim's place in memory order,
-  // outermost first (N, H, W, C).
-  static constexpr std::size_t kPlace[4] = {0, 3, 1, 2};
-
   // Whether `part` (extents per dim, within a region of extents `region`) is
   // one block of the region laid out channels last: inside the first dim
   // (from C outwards) where it is shorter than the region it spans the
@@ -301,21 +299,6 @@ struct PlanBuilder::Workspace {
         return false;
       }
       cut = cut || part[d] < region[d];
-    }
-    return true;
-  }
-
-  // Whether pieces of `part` cut along dim d read blocks of the region
-  // (the executor's blockAlong): every dim laid out outside d has extent 1,
-  // every dim inside it spans the region (dims of extent 1 aside).
-  static bool blockAlong(const std::int64_t* part, const std::int64_t* region, std::size_t d) {
-    for (std::size_t k = 0; k < 4; ++k) {
-      if (k == d || region[k] == 1) {
-        continue;
-      }
-      if (kPlace[k] < kPlace[d] ? part[k] != 1 : part[k] != region[k]) {
-        return false;
-      }
     }
     return true;
   }
@@ -365,8 +348,8 @@ struct PlanBuilder::Workspace {
             continue;
           }
           const u32 r = regionOf(reads[k]);
-          std::int64_t part[4];
-          std::int64_t region[4];
+          std::array<std::int64_t, 4> part{};
+          std::array<std::int64_t, 4> region{};
           std::int64_t size = info.elemBytes;
           for (std::size_t d = 0; d < 4; ++d) {
             const std::int64_t past = co[r + 4 + d] - co[box + 4 + d];
@@ -379,13 +362,17 @@ struct PlanBuilder::Workspace {
           if (size == 0) {
             continue;
           }
+          // The executor's cutting rule (backends/executor_cut.cpp), on the
+          // region laid out channels last.
+          const std::array<std::int64_t, 4> strides = channelsLastStrides4(region);
           for (std::size_t d = 0; d < 4; ++d) {
             const bool boundary = (co[r + d] > co[box + d] && co[r + d] < co[box + 4 + d]) ||
                                   (co[r + 4 + d] > co[box + d] && co[r + 4 + d] < co[box + 4 + d]);
-            whole = whole ||
-                    (boundary && windowed(info, ib, t.rank, d) && !blockAlong(part, region, d));
+            whole = whole || (boundary && windowed(info, ib, t.rank, d) &&
+                              !tapestry::blockAlong(part, region, strides, d));
           }
-          copied += info.image == ImageRead::Dense && !isBlock(part, region) ? size : 0;
+          copied +=
+              info.image == ImageRead::Dense && !isBlock(part.data(), region.data()) ? size : 0;
         }
         assembled[s] += whole ? boxSize(box, info.rank) * info.elemBytes : copied;
       }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <iterator>
@@ -18,6 +19,7 @@
 #include "core/json/json.hpp"
 #include "core/zspace/checked.hpp"
 #include "core/zspace/index_projection.hpp"
+#include "core/zspace/layout.hpp"
 #include "core/zspace/zaffine_map.hpp"
 #include "core/zspace/zpoint.hpp"
 #include "core/zspace/zrange.hpp"
@@ -854,4 +856,41 @@ TEST_CASE("Property: split and tile partition a range exactly", "[zspace][zrange
       }
     }
   }
+}
+
+// A box cut along one dim reads contiguous blocks of its region only where
+// every dim laid out outside the cut has extent 1 and every dim inside spans
+// the region: the rule the CPU executor cuts convolution inputs by and the
+// plan builder prices their copies by (core/zspace/layout.hpp).
+TEST_CASE("layouts: strides, and which cuts stay blocks", "[zspace][layout]") {
+  using V = std::vector<std::int64_t>;
+  CHECK(rowMajorStrides(V{2, 3, 4}) == V{12, 4, 1});
+  CHECK(rowMajorStrides(V{}).empty());
+  CHECK(rowMajorStrides(V{3, 0, 2}) == V{2, 2, 1}); // empty dims count as 1
+  CHECK(channelsLastStrides(V{2, 3, 4, 5}) == V{60, 1, 15, 3});
+  CHECK_THROWS_AS(channelsLastStrides(V{2, 3}), InternalError);
+  const std::array<std::int64_t, 4> shape = {2, 3, 4, 5};
+  CHECK(channelsLastStrides4(shape) == std::array<std::int64_t, 4>{60, 1, 15, 3});
+
+  // [N, C, H, W] = [2, 8, 6, 6] channels last: memory order N, H, W, C.
+  const V region = {2, 8, 6, 6};
+  const V last = channelsLastStrides(region);
+  // Rows of one image, every column and channel: cut along H, blocks.
+  CHECK(blockAlong(V{1, 8, 3, 6}, region, last, 2));
+  // A column half of one image: cut along W, H lies outside W with extent 3.
+  CHECK_FALSE(blockAlong(V{1, 8, 3, 3}, region, last, 3));
+  // Columns of a single row are a block.
+  CHECK(blockAlong(V{1, 8, 1, 3}, region, last, 3));
+  // Half the channels: C is innermost, so no cut leaves blocks.
+  CHECK_FALSE(blockAlong(V{1, 4, 6, 6}, region, last, 2));
+  // Both images whole along H: N lies outside H with extent 2.
+  CHECK_FALSE(blockAlong(V{2, 8, 3, 6}, region, last, 2));
+  // Cut along N: everything inside spans the region.
+  CHECK(blockAlong(V{1, 8, 6, 6}, region, last, 0));
+  // Row-major [N, C, H, W]: rows of one channel of one image are blocks.
+  const V rows = rowMajorStrides(region);
+  CHECK(blockAlong(V{1, 1, 3, 6}, region, rows, 2));
+  CHECK_FALSE(blockAlong(V{1, 2, 3, 6}, region, rows, 2));
+  // Dims of extent 1 in the region never matter.
+  CHECK(blockAlong(V{1, 8, 3, 1}, V{1, 8, 6, 1}, channelsLastStrides(V{1, 8, 6, 1}), 2));
 }
