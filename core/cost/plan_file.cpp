@@ -441,12 +441,15 @@ namespace {
 // "rewrites": the original graph (expanded again and checked like "graph")
 // and the sites, each {"rule": NAME, "replaced": [NAME...], "added": [NAME...]},
 // "approximate": true on a site of an approximate rule.
-PlanOrigin decodeOrigin(const json::Value& rewrites, const metakernel::MetakernelLibrary& library) {
+// Its costs, like the plan's graph's, may differ from this version's
+// (`costWarnings`: graph::expand).
+PlanOrigin decodeOrigin(const json::Value& rewrites, const metakernel::MetakernelLibrary& library,
+                        std::vector<Diagnostic>& costWarnings) {
   rewrites.expectObject();
   rewrites.expectKeys({"original", "sites"});
   PlanOrigin origin;
   const graph::Graph original = graph::decodeGraph(rewrites.member("original"));
-  origin.graph = graph::expand(original, library);
+  origin.graph = graph::expand(original, library, &costWarnings);
   const json::Value sites = rewrites.member("sites");
   sites.expectArray();
   for (const json::Value& site : sites.elements()) {
@@ -503,10 +506,12 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
   const std::optional<metakernel::MetakernelLibrary> embedded =
       kernels ? std::optional(withEmbeddedKernels(*kernels, library)) : std::nullopt;
   const metakernel::MetakernelLibrary& used = embedded ? *embedded : library;
-  graph::ExpandedGraph g = graph::expand(decoded, used);
+  // Kernel costs are predictions too: another version's are a warning.
+  std::vector<Diagnostic> warnings;
+  graph::ExpandedGraph g = graph::expand(decoded, used, &warnings);
   std::optional<PlanOrigin> origin;
   if (const std::optional<json::Value> rewrites = root.find("rewrites")) {
-    origin = decodeOrigin(*rewrites, used);
+    origin = decodeOrigin(*rewrites, used, warnings);
     origin->graph.file = root.location().file;
   }
   g.file = root.location().file;
@@ -552,13 +557,8 @@ LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibra
     return true;
   }).compare(objectives, root.member("objectives"), "");
 
-  LoadedPlan loaded{std::move(g),
-                    std::move(target),
-                    std::move(choice),
-                    std::move(plan),
-                    std::move(simulation),
-                    std::move(origin),
-                    {}};
+  LoadedPlan loaded{std::move(g),          std::move(target), std::move(choice),  std::move(plan),
+                    std::move(simulation), std::move(origin), std::move(warnings)};
   if (predictions) {
     predictions->notes.push_back(Diagnostic{Severity::Note, {}, kStalePredictions, {}, {}});
     loaded.warnings.push_back(std::move(*predictions));

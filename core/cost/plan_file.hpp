@@ -77,9 +77,11 @@ struct LoadedPlan {
   ShardPlan plan;
   cost::Simulation simulation;
   std::optional<PlanOrigin> origin; // "rewrites", when the plan has it
-  // Severity::Warning diagnostics of the loader: a stored schedule or
-  // objective that differs from this version's simulation (the plan was
-  // saved by another version, or edited); `simulation` is this version's.
+  // Severity::Warning diagnostics of the loader: a kernel cost of the
+  // embedded graphs (flops, bytes) that differs from this version's
+  // expansion, and a stored schedule or objective that differs from this
+  // version's simulation (the plan was saved by another version, or edited);
+  // `graph` and `simulation` are this version's.
   std::vector<Diagnostic> warnings;
 };
 
@@ -92,9 +94,10 @@ struct LoadedPlan {
 //   at /operations/fc1/shards/3/selections/inputs/X/0/range: selection
 //   zr[0:64, 0:128] does not match the IPF projection zr[0:64, 0:256]
 // The predictions (the schedule's order and times, the objectives) are
-// compared too (times to a relative 1e-9), but the first difference there is
-// a warning in `warnings`, not an error: a cost model that changed between
-// versions must not break the plans users saved.
+// compared too (times to a relative 1e-9), and so are the kernel costs of
+// the embedded graphs (graph::expand's costWarnings), but the first
+// difference of each is a warning in `warnings`, not an error: a cost model
+// that changed between versions must not break the plans users saved.
 // `root`'s document must outlive the call only (the result owns its data).
 LoadedPlan decodePlan(const json::Value& root, const metakernel::MetakernelLibrary& library);
 // Reads PATH ("-" is standard input) and decodes it.

@@ -98,8 +98,10 @@ struct TensorState {
 
 class Expander {
 public:
-  Expander(const Graph& graph, const metakernel::MetakernelLibrary& library)
-      : graph_(graph), library_(library) {}
+  Expander(const Graph& graph, const metakernel::MetakernelLibrary& library,
+           std::vector<Diagnostic>* costWarnings)
+      : graph_(graph), library_(library), costWarnings_(costWarnings),
+        costWarningsBefore_(costWarnings != nullptr ? costWarnings->size() : 0) {}
 
   ExpandedGraph run() {
     ops_.resize(graph_.operations.size());
@@ -531,11 +533,19 @@ private:
 
   // An expanded file's per-operation fields must be what expansion gives now,
   // compared as one-line JSON text (the writer's own rendering of both), but
-  // for the bindings of params added since (bindingsAgreeBut).
+  // for the bindings of params added since (bindingsAgreeBut). With
+  // costWarnings_, a cost (flops, bytes) that differs is no error: the first
+  // such difference becomes a warning there.
   void checkStoredFields(std::size_t i) {
     const OperationDecl& op = decl(i);
     const metakernel::Application& app = *ops_[i].application;
     for (std::string_view name : detail::expandedFieldNames(app)) {
+      const bool cost = costWarnings_ != nullptr && (name == "flops" || name == "bytes");
+      if (cost && !op.where.has(name)) {
+        costDiffers(op.where.error("the stored operation has no " + std::string(name) +
+                                   ", which the expansion gives"));
+        continue;
+      }
       json::Value stored = op.where.member(name);
       computed_.clear();
       computed_.beginObject();
@@ -549,17 +559,43 @@ private:
         auto valueText = [prefix](const std::string& text) {
           return json::briefText(text.substr(prefix, text.size() - prefix - 1));
         };
-        stored.fail("the stored " + std::string(name) + " " + valueText(stored_.oneLine()) +
-                    " disagrees with the expansion, which gives " + valueText(computed_.oneLine()) +
-                    " (was the file edited, or expanded with other kernels?)");
+        Error e = stored.error("the stored " + std::string(name) + " " +
+                               valueText(stored_.oneLine()) + " disagrees with the expansion, " +
+                               "which gives " + valueText(computed_.oneLine()) +
+                               " (was the file edited, or expanded with other kernels?)");
+        if (!cost) {
+          throw e;
+        }
+        costDiffers(std::move(e));
       }
     }
     if (!app.bytes) {
       if (std::optional<json::Value> bytes = op.where.find("bytes")) {
-        bytes->fail("the stored bytes disagree with the expansion, which gives none (was the "
-                    "file edited, or expanded with other kernels?)");
+        Error e = bytes->error("the stored bytes disagree with the expansion, which gives none "
+                               "(was the file edited, or expanded with other kernels?)");
+        if (costWarnings_ == nullptr) {
+          throw e;
+        }
+        costDiffers(std::move(e));
       }
     }
+  }
+
+  // The first cost difference, as a warning.
+  void costDiffers(Error e) {
+    if (costWarnings_->size() > costWarningsBefore_) {
+      return;
+    }
+    Diagnostic d = e.diagnostic();
+    d.severity = Severity::Warning;
+    d.notes.push_back(Diagnostic{Severity::Note,
+                                 {},
+                                 "the graph was expanded with other cost formulas for its "
+                                 "kernels (saved by another version, or edited); this version's "
+                                 "costs are used",
+                                 {},
+                                 {}});
+    costWarnings_->push_back(std::move(d));
   }
 
   ExpandedGraph build(const std::vector<std::size_t>& order) {
@@ -653,14 +689,17 @@ private:
   std::vector<OpState> ops_;
   std::vector<TensorState> tensors_;
   std::unordered_map<std::string, std::size_t> byName_;
+  std::vector<Diagnostic>* costWarnings_; // null: a cost that differs is an error
+  std::size_t costWarningsBefore_;
   detail::JsonLayout computed_; // scratch for checkStoredFields
   detail::JsonLayout stored_;
 };
 
 } // namespace
 
-ExpandedGraph expand(const Graph& graph, const metakernel::MetakernelLibrary& library) {
-  ExpandedGraph expanded = Expander(graph, library).run();
+ExpandedGraph expand(const Graph& graph, const metakernel::MetakernelLibrary& library,
+                     std::vector<Diagnostic>* costWarnings) {
+  ExpandedGraph expanded = Expander(graph, library, costWarnings).run();
   if (graph.document) {
     expanded.file = graph.document->source().name();
   }

@@ -475,6 +475,49 @@ TEST_CASE("an optional input left out: no port, no IPFs, and the file round-trip
   CHECK_THAT(errorOf(wrongBias), Contains("$O is 3 from weight but 4 from bias"));
 }
 
+// The graph a plan embeds (plan::decodePlan) asks for costs to be lenient: a
+// kernel whose cost formula changed since the plan was written gives other
+// flops or bytes, a warning; anything else that differs is still an error.
+TEST_CASE("costs that differ are warnings where asked for", "[graph]") {
+  const std::string text = R"({"tapestry": "graph/v1", "name": "g",
+"tensors": {"x": {"dtype": "float32", "shape": [4, 8]}, "w": {"dtype": "float32", "shape": [8, 6]}},
+"operations": [{"name": "mm", "kernel": "matmul", "inputs": {"X": "x", "W": "w"}, "outputs": {"result": "y"}},
+               {"name": "r", "kernel": "relu", "inputs": {"input": "y"}, "outputs": {"result": "z"}}]}
+)";
+  const std::string expanded = writeExpanded(expandText(text));
+  auto lenient = [](const Json& edited, std::vector<Diagnostic>& warnings) {
+    json::Document doc = json::Document::parse(SourceFile("g.json", edited.dump(2)));
+    return expand(decodeGraph(json::Value(doc)), lib(), &warnings);
+  };
+  Json flops = Json::parse(expanded);
+  flops["operations"][0]["flops"] = 1;
+  flops["operations"][1]["flops"] = 2;
+  CHECK_THAT(errorOf(flops.dump()), Contains("at /operations/0/flops: the stored flops 1"));
+  std::vector<Diagnostic> warnings;
+  const ExpandedGraph g = lenient(flops, warnings);
+  REQUIRE(warnings.size() == 1); // the first difference
+  CHECK(warnings[0].severity == Severity::Warning);
+  CHECK_THAT(warnings[0].message, StartsWith("at /operations/0/flops: the stored flops 1 "
+                                             "disagrees with the expansion, which gives 384"));
+  CHECK(warnings[0].location.line > 0);
+  REQUIRE(warnings[0].notes.size() == 1);
+  CHECK_THAT(warnings[0].notes[0].message, Contains("this version's costs are used"));
+  CHECK(writeExpanded(g) == expanded); // the expansion's costs
+  // A missing cost too.
+  Json missing = Json::parse(expanded);
+  missing["operations"][1].erase("flops");
+  warnings.clear();
+  lenient(missing, warnings);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].message == "at /operations/1: the stored operation has no flops, which the "
+                               "expansion gives");
+  // Not the structure: an IPF, the index, the bindings.
+  Json index = Json::parse(expanded);
+  index["operations"][0]["index"]["end"][0] = 3;
+  warnings.clear();
+  CHECK_THROWS_AS(lenient(index, warnings), Error);
+}
+
 TEST_CASE("an expanded file written before its kernel gained a defaulted param still loads",
           "[graph]") {
   // conv2d_act gained silu and hard_swish (default false) after plans with it

@@ -873,6 +873,7 @@ const Tamper kStale[] = {
      R"("peak_memory_bytes": 640)"},
     {"schedule_end.json", "\"schedule\": [", R"("end": 1.0006400000000001e-05)",
      R"("end": 1.2e-05)"},
+    {"flops.json", "\"graph\": {", R"("flops": 384)", R"("flops": 400)"},
 };
 
 namespace {
@@ -1042,6 +1043,11 @@ TEST_CASE("plans whose predictions differ load with a warning", "[plan][file]") 
        "simulated 512"},
       {"schedule_end.json", "at /schedule/0/end: stored end 1.2e-05 does not match the "
                             "simulated 1.0006400000000001e-05"},
+      // A kernel's cost formula changed: the graph's flops, not the plan's
+      // predictions (the simulation uses this version's flops).
+      {"flops.json", "at /graph/operations/0/flops: the stored flops 400 disagrees with the "
+                     "expansion, which gives 384 (was the file edited, or expanded with other "
+                     "kernels?)"},
   };
   const std::string fresh =
       readFile(std::string(TAPESTRY_TESTDATA_DIR) + "/plans/mm_relu_2dev.json");
@@ -1054,8 +1060,8 @@ TEST_CASE("plans whose predictions differ load with a warning", "[plan][file]") 
     CHECK(w.location.line > 0);
     CHECK(w.snippet);
     REQUIRE(w.notes.size() == 1);
-    CHECK_THAT(w.notes[0].message, Contains("this version's predictions are used"));
-    CHECK_THAT(w.format(), Contains(": warning: at /") && Contains("note: the plan's predicted"));
+    CHECK_THAT(w.notes[0].message, Contains("by another version, or edited); this version's"));
+    CHECK_THAT(w.format(), Contains(": warning: at /") && Contains("\nnote: the "));
     CHECK(writePlan(loaded.graph, loaded.target, loaded.plan, loaded.simulation) == fresh);
   });
 

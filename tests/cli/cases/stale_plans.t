@@ -2,7 +2,9 @@
 ## mm_relu_2dev.json with one prediction edited): run, bench, trace and render
 ## go on with this version's predictions after a located warning on stderr
 ## (with -q too), exit 0, and list it under "warnings" in --format json.
-## What is not a prediction stays an error (bad/plans/schedule_task.json).
+## So does a kernel cost of the embedded graph (flops.json: a cost formula
+## that changed). What is not a prediction stays an error
+## (bad/plans/schedule_task.json).
 $ cd $TESTDATA && tapestry run plans/stale/schedule_end.json --check -q
 ! plans/stale/schedule_end.json:231:14: warning: at /schedule/0/end: stored end 1.2e-05 does not match the simulated 1.0006400000000001e-05
 !       "end": 1.2e-05
@@ -27,6 +29,11 @@ ok [364]
 [created t.dot]
 $ cd $TESTDATA && tapestry --format json render plans/mm_relu_2dev.json -o $OLDPWD/p.dot 2>/dev/null | python3 -c 'import json, sys; print("warnings" in json.load(sys.stdin))'
 False
+$ cd $TESTDATA && tapestry run plans/stale/flops.json --check -q
+! plans/stale/flops.json:51:18: warning: at /graph/operations/0/flops: the stored flops 400 disagrees with the expansion, which gives 384 (was the file edited, or expanded with other kernels?)
+!         "flops": 400
+!                  ^
+! note: the graph was expanded with other cost formulas for its kernels (saved by another version, or edited); this version's costs are used
 $ cd $TESTDATA && tapestry run bad/plans/schedule_task.json
 ! bad/plans/schedule_task.json:264:17: error: at /schedule/4/device: stored device 1 does not match the rebuilt 0
 !       "device": 1,
