@@ -100,8 +100,9 @@ def make_plans(args, tmp):
             if rc == 0:
                 plans.append((path, target))
     plan_dir = os.path.join(args.testdata, "plans")
-    for name in sorted(os.listdir(plan_dir)):
-        plans.append((os.path.join(plan_dir, name), "testdata"))
+    for name in sorted(os.listdir(plan_dir)):  # not plans/stale (formats.md#plan)
+        if name.endswith(".json"):
+            plans.append((os.path.join(plan_dir, name), "testdata"))
     return plans
 
 
