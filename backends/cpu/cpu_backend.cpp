@@ -232,8 +232,9 @@ void CpuBackend::fillIdentity(Combine kind, const TensorView& dst) {
 // conv2d, conv2d_grouped and their _act fusions run in nhwc on oneDNN (conv.cpp); the elementwise
 // kernels walk any strides and merge the dims that are dense in memory order (run_loop.hpp), the
 // pools describe their views to oneDNN as they are, and global_avgpool sums a channels-last plane a
-// row of channels at a time (pool.cpp). Each is tested on channels-last views against row-major
-// ones (the `[layout]` unit tests).
+// row of channels at a time (pool.cpp), batchnorm runs the channels innermost there
+// (batchnorm.cpp), and concat and split copy between any strides (shape.cpp). Each is tested on
+// channels-last views against row-major ones (the `[layout]` unit tests).
 Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
                                          std::size_t port) const {
   if (kernels_ == CpuKernels::Bodies) {
@@ -252,7 +253,10 @@ Backend::Layout CpuBackend::channelsLast(std::string_view kernel, bool output,
   if (kernel == "conv2d_act" || kernel == "conv2d_grouped_act") {
     return port == 0 ? Layout::Prefers : !output && port == 3 ? Layout::Takes : Layout::No;
   }
-  if (kernel == "maxpool2d" || kernel == "avgpool2d" || kernel == "global_avgpool") {
+  // DenseNet's concatenations and the normalizations after them; split's results are its
+  // output port's list, concat's inputs its input port's.
+  if (kernel == "maxpool2d" || kernel == "avgpool2d" || kernel == "global_avgpool" ||
+      kernel == "batchnorm" || kernel == "concat" || kernel == "split") {
     return port == 0 ? Layout::Takes : Layout::No;
   }
   if (std::find(std::begin(kUnary), std::end(kUnary), kernel) != std::end(kUnary)) {

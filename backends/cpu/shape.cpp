@@ -77,15 +77,24 @@ public:
     const std::vector<std::int64_t> extent = box.shape().vector();
     const std::array<std::size_t, 2> sizes{elementSize, elementSize};
     std::vector<RunDim<2>> dims;
-    if (runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims) &&
-        (pickTiles(dims, elementSize) || pickBlock(dims, elementSize))) {
+    bool found = runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims);
+    // A dim contiguous in both walks but not the innermost of the index (a
+    // channel slice of a channels-last image: DenseNet's concatenations)
+    // goes innermost: the copy's points are independent, so memory order
+    // serves, in runs of whole channel rows rather than one element apart.
+    const bool memoryOrder = found && !dims.empty() && !isUnit(dims.back()) &&
+                             std::any_of(dims.begin(), dims.end(), isUnit);
+    if (memoryOrder) {
+      found = runDims<2>(std::span<const std::int64_t>(extent), {&src, &dst}, dims, true);
+    }
+    if (found && (pickTiles(dims, elementSize) || pickBlock(dims, elementSize))) {
       const auto size = static_cast<std::int64_t>(elementSize);
       loop_ = RunLoop<2>({(src.base - srcView.data) / size, (dst.base - dstView.data) / size}, dims,
                          sizes);
       return;
     }
     run_ = runFor(elementSize);
-    loop_ = RunLoop<2>(extent, {&src, &dst}, {&srcView, &dstView}, sizes);
+    loop_ = RunLoop<2>(extent, {&src, &dst}, {&srcView, &dstView}, sizes, memoryOrder);
   }
 
   // On the kernel threads' team (team.hpp) from kTeamFrom elements, split by
@@ -117,6 +126,8 @@ public:
 
 private:
   using Tiles = void (*)(const RunDim<2>&, const RunDim<2>&, const std::byte*, std::byte*);
+
+  static bool isUnit(const RunDim<2>& d) { return d.stride[0] == 1 && d.stride[1] == 1; }
   using Run = void (*)(const std::byte*, std::int64_t, std::byte*, std::int64_t, std::int64_t);
 
   template <class E>

@@ -399,6 +399,13 @@ void pad(Emitter& e, const NodeProto& node) {
            Json{{"input", input}}, Json{{"result", out}});
     return out;
   };
+  if (!cut && padded.empty()) {
+    // Pads of zero: the input itself (torchvision's DenseNet pads each
+    // transition's average pool by nothing; a copy there would also keep
+    // the CPU backend's images around it row-major).
+    e.alias(node.output(0), node.input(0));
+    return;
+  }
   if (cut) {
     x = slice(x, starts, ends, "cut");
     for (std::size_t d = 0; d < rank; ++d)

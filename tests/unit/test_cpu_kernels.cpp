@@ -1287,6 +1287,88 @@ TEST_CASE("elementwise kernels on channels-last views equal the row-major result
   }
 }
 
+TEST_CASE("batchnorm, concat and split on channels-last views equal the row-major results",
+          "[cpu][kernel][layout]") {
+  // DenseNet's concatenations and the normalizations after them.
+  const Shape shape{2, 24, 5, 6};
+  auto channelsLast = [](const Shape& s) {
+    return cpu()
+        .allocate(DType::Float32, ZRange::fromShape(ZPoint(s)), 0)
+        .withStrides(channelsLastStrides(s));
+  };
+  auto toRowMajor = [](const Buffer& b) {
+    Buffer out = Buffer::host(DType::Float32, b.region().shape().vector());
+    cpu().copyRegion(b.view(), out.view(), b.region());
+    return out;
+  };
+  auto same = [](const Buffer& a, const Buffer& b) {
+    return std::equal(a.elements<float>().begin(), a.elements<float>().end(),
+                      b.elements<float>().begin(), b.elements<float>().end());
+  };
+  const std::vector<std::int64_t> c{24};
+  const graph::ExpandedGraph bn = oneOp("batchnorm",
+                                        {{"x", "float32", shape},
+                                         {"s", "float32", c},
+                                         {"b", "float32", c},
+                                         {"m", "float32", c},
+                                         {"v", "float32", c}},
+                                        R"({"input": "x", "scale": "s", "bias": "b", "mean": "m",
+                                            "var": "v"})");
+  TensorBuffers in = drawInputs(bn, 5);
+  for (float& v : in.at("v").elements<float>()) {
+    v = std::abs(v) + 0.5f;
+  }
+  const Buffer want = evaluateGraph(cpu(), bn, in).at(bn.tensors[bn.outputs[0]].name);
+  Buffer x = channelsLast(shape);
+  cpu().copyRegion(in.at("x").view(), x.view(), x.region());
+  Buffer y = channelsLast(shape);
+  const std::vector<PortViews> bnIn{{x.view()},
+                                    {in.at("s").view()},
+                                    {in.at("b").view()},
+                                    {in.at("m").view()},
+                                    {in.at("v").view()}};
+  const std::vector<PortViews> bnOut{{y.view()}};
+  // Two shards that split the channels, each writing its part.
+  for (const ZRange& shard :
+       {ZRange({0, 0, 0, 0}, {2, 9, 5, 6}), ZRange({0, 9, 0, 0}, {2, 24, 5, 6})}) {
+    cpu().runKernel(bn.operations[0], shard, bnIn, bnOut);
+  }
+  CHECK(same(toRowMajor(y), want));
+
+  // concat of three images along the channels, and split back.
+  const Shape a{2, 8, 5, 6}, b{2, 16, 5, 6}, d{2, 1, 5, 6};
+  const graph::ExpandedGraph cat =
+      oneOp("concat", {{"a", "float32", a}, {"b", "float32", b}, {"d", "float32", d}},
+            R"({"tensors": ["a", "b", "d"]})", R"({"axis": 1})");
+  const TensorBuffers parts = drawInputs(cat, 6);
+  const Buffer joined = evaluateGraph(cpu(), cat, parts).at(cat.tensors[cat.outputs[0]].name);
+  PortViews catIn;
+  std::vector<Buffer> lastParts;
+  for (const char* name : {"a", "b", "d"}) {
+    lastParts.push_back(channelsLast(parts.at(name).region().shape().vector()));
+    cpu().copyRegion(parts.at(name).view(), lastParts.back().view(), lastParts.back().region());
+  }
+  for (const Buffer& part : lastParts) {
+    catIn.push_back(part.view());
+  }
+  const Shape all{2, 25, 5, 6};
+  Buffer z = channelsLast(all);
+  const std::vector<PortViews> catIns{catIn}, catOut{{z.view()}};
+  cpu().runKernel(cat.operations[0], cat.operations[0].application.index, catIns, catOut);
+  CHECK(same(toRowMajor(z), joined));
+
+  const graph::ExpandedGraph split =
+      oneOp("split", {{"z", "float32", all}}, R"({"input": "z"})",
+            R"({"axis": 1, "sections": [8, 16, 1]})", R"({"results": ["a", "b", "d"]})");
+  std::vector<Buffer> back{channelsLast(a), channelsLast(b), channelsLast(d)};
+  const std::vector<PortViews> splitIn{{z.view()}},
+      splitOut{{back[0].view(), back[1].view(), back[2].view()}};
+  cpu().runKernel(split.operations[0], split.operations[0].application.index, splitIn, splitOut);
+  CHECK(same(toRowMajor(back[0]), parts.at("a")));
+  CHECK(same(toRowMajor(back[1]), parts.at("b")));
+  CHECK(same(toRowMajor(back[2]), parts.at("d")));
+}
+
 TEST_CASE("combine joins partials with each monoid, fillIdentity starts them", "[cpu][combine]") {
   const ZRange r = ZRange::fromShape({4});
   for (const std::string& dt : kAll) {

@@ -391,6 +391,54 @@ TEST_CASE("activations around convolutions run channels last, sharded too, with 
   }
 }
 
+// A dense block as DenseNet's: a concatenation of convolutions' outputs,
+// normalized, then a split (ShuffleNet's) and a pool.
+const char* kDenseBlock = R"({"tapestry": "graph/v1", "name": "dense",
+  "tensors": {"x": {"dtype": "float32", "shape": [2, 4, 8, 8]},
+              "w1": {"dtype": "float32", "shape": [16, 4, 3, 3], "constant": true},
+              "w2": {"dtype": "float32", "shape": [8, 16, 3, 3], "constant": true},
+              "w3": {"dtype": "float32", "shape": [8, 24, 1, 1], "constant": true},
+              "s": {"dtype": "float32", "shape": [24]}, "b": {"dtype": "float32", "shape": [24]},
+              "m": {"dtype": "float32", "shape": [24]}, "lv": {"dtype": "float32", "shape": [24]}},
+  "operations": [
+    {"name": "conv1", "kernel": "conv2d", "params": {"padding": [1, 1]},
+     "inputs": {"input": "x", "weight": "w1"}, "outputs": {"result": "c1"}},
+    {"name": "conv2", "kernel": "conv2d", "params": {"padding": [1, 1]},
+     "inputs": {"input": "c1", "weight": "w2"}, "outputs": {"result": "c2"}},
+    {"name": "cat", "kernel": "concat", "params": {"axis": 1},
+     "inputs": {"tensors": ["c1", "c2"]}, "outputs": {"result": "k"}},
+    {"name": "var", "kernel": "exp", "inputs": {"input": "lv"}, "outputs": {"result": "v"}},
+    {"name": "norm", "kernel": "batchnorm",
+     "inputs": {"input": "k", "scale": "s", "bias": "b", "mean": "m", "var": "v"},
+     "outputs": {"result": "n"}},
+    {"name": "relu", "kernel": "relu", "inputs": {"input": "n"}, "outputs": {"result": "r"}},
+    {"name": "conv3", "kernel": "conv2d", "inputs": {"input": "r", "weight": "w3"},
+     "outputs": {"result": "c3"}},
+    {"name": "halves", "kernel": "split", "params": {"axis": 1, "sections": [4, 4]},
+     "inputs": {"input": "c3"}, "outputs": {"results": ["h0", "h1"]}},
+    {"name": "sum", "kernel": "add", "inputs": {"A": "h0", "B": "h1"}, "outputs": {"result": "y"}},
+    {"name": "gap", "kernel": "global_avgpool", "inputs": {"input": "y"}, "outputs": {"result": "g"}},
+    {"name": "flat", "kernel": "reshape", "params": {"shape": [2, 4]},
+     "inputs": {"input": "g"}, "outputs": {"result": "f"}}],
+  "outputs": ["f"]})";
+
+TEST_CASE("concatenations, splits and normalizations between convolutions run channels last",
+          "[executor][layout]") {
+  const graph::ExpandedGraph g = expandText(kDenseBlock);
+  // c1 c2 k n r c3 h0 h1 y: every 4-d tensor but the graph input x and g
+  // (it feeds the reshape).
+  const Outcome one = runAndCheck(g, 1, plan::singleDeviceChoice(g));
+  CHECK(one.run.stats.channelsLastRegions == 9);
+  const Outcome two = runAndCheck(g, 2, dataParallel(g, 2, 2));
+  CHECK(two.run.stats.channelsLastRegions == 18);
+  std::mt19937 rng(13);
+  for (int i = 0; i < 6; ++i) {
+    const int devices = 2 + i % 3;
+    const Outcome random = runAndCheck(g, devices, randomChoice(g, devices, rng), i % 2);
+    CHECK(random.run.stats.channelsLastRegions > 0);
+  }
+}
+
 TEST_CASE("constant inputs resident from the start (InputsOn::Constants) run and check",
           "[executor]") {
   // kSmallCnn's w1, b1 and w2 are constant; x, w3 and fc are not.

@@ -124,6 +124,16 @@ TEST_CASE("Hardmax, Expand and Pad from standard kernels", "[onnx]") {
   CHECK(g.findTensor("h")->type.shape == std::vector<std::int64_t>{2, 3});
   CHECK(g.findTensor("big")->type.shape == std::vector<std::int64_t>{4, 2, 3});
   CHECK(g.findTensor("padded")->type.shape == std::vector<std::int64_t>{3, 4});
+
+  // Pads of zero (DenseNet's before each average pool) are no operation.
+  Model none;
+  none.input("x", {2, 3}).ints("pads", {4}, {0, 0, 0, 0});
+  none.node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  none.node("Relu", {"padded"}, {"y"}, "relu");
+  none.output("y");
+  const ImportResult alias = none.import();
+  CHECK(kernelsOf(alias) == std::vector<std::string>{"relu:relu"});
+  CHECK(op(alias, 0).at("inputs").at("input") == "x");
 }
 
 TEST_CASE("LayerNormalization over several dims reads rows, and gives Mean and InvStdDev",
