@@ -1290,7 +1290,6 @@ TEST_CASE("elementwise kernels on channels-last views equal the row-major result
 TEST_CASE("batchnorm, concat and split on channels-last views equal the row-major results",
           "[cpu][kernel][layout]") {
   // DenseNet's concatenations and the normalizations after them.
-  const Shape shape{2, 24, 5, 6};
   auto channelsLast = [](const Shape& s) {
     return cpu()
         .allocate(DType::Float32, ZRange::fromShape(ZPoint(s)), 0)
@@ -1305,35 +1304,43 @@ TEST_CASE("batchnorm, concat and split on channels-last views equal the row-majo
     return std::equal(a.elements<float>().begin(), a.elements<float>().end(),
                       b.elements<float>().begin(), b.elements<float>().end());
   };
-  const std::vector<std::int64_t> c{24};
-  const graph::ExpandedGraph bn = oneOp("batchnorm",
-                                        {{"x", "float32", shape},
-                                         {"s", "float32", c},
-                                         {"b", "float32", c},
-                                         {"m", "float32", c},
-                                         {"v", "float32", c}},
-                                        R"({"input": "x", "scale": "s", "bias": "b", "mean": "m",
+  // Small at one kernel thread; 73920 elements (64 Ki or more: the positions
+  // shared over the team) at two. Each in two shards that split the channels.
+  cpu(); // made first: making it sets one thread
+  for (const auto& [shape, threads] :
+       {std::pair{Shape{2, 24, 5, 6}, 1}, std::pair{Shape{2, 32, 33, 35}, 2}}) {
+    INFO(threads << " threads");
+    CpuBackend::setBlasThreads(threads);
+    const std::vector<std::int64_t> c{shape[1]};
+    const graph::ExpandedGraph bn = oneOp("batchnorm",
+                                          {{"x", "float32", shape},
+                                           {"s", "float32", c},
+                                           {"b", "float32", c},
+                                           {"m", "float32", c},
+                                           {"v", "float32", c}},
+                                          R"({"input": "x", "scale": "s", "bias": "b", "mean": "m",
                                             "var": "v"})");
-  TensorBuffers in = drawInputs(bn, 5);
-  for (float& v : in.at("v").elements<float>()) {
-    v = std::abs(v) + 0.5f;
+    TensorBuffers in = drawInputs(bn, 5);
+    for (float& v : in.at("v").elements<float>()) {
+      v = std::abs(v) + 0.5f;
+    }
+    const Buffer want = evaluateGraph(cpu(), bn, in).at(bn.tensors[bn.outputs[0]].name);
+    Buffer x = channelsLast(shape);
+    cpu().copyRegion(in.at("x").view(), x.view(), x.region());
+    Buffer y = channelsLast(shape);
+    const std::vector<PortViews> bnIn{{x.view()},
+                                      {in.at("s").view()},
+                                      {in.at("b").view()},
+                                      {in.at("m").view()},
+                                      {in.at("v").view()}};
+    const std::vector<PortViews> bnOut{{y.view()}};
+    for (const ZRange& shard : {ZRange({0, 0, 0, 0}, {shape[0], 9, shape[2], shape[3]}),
+                                ZRange({0, 9, 0, 0}, {shape[0], shape[1], shape[2], shape[3]})}) {
+      cpu().runKernel(bn.operations[0], shard, bnIn, bnOut);
+    }
+    CHECK(same(toRowMajor(y), want));
   }
-  const Buffer want = evaluateGraph(cpu(), bn, in).at(bn.tensors[bn.outputs[0]].name);
-  Buffer x = channelsLast(shape);
-  cpu().copyRegion(in.at("x").view(), x.view(), x.region());
-  Buffer y = channelsLast(shape);
-  const std::vector<PortViews> bnIn{{x.view()},
-                                    {in.at("s").view()},
-                                    {in.at("b").view()},
-                                    {in.at("m").view()},
-                                    {in.at("v").view()}};
-  const std::vector<PortViews> bnOut{{y.view()}};
-  // Two shards that split the channels, each writing its part.
-  for (const ZRange& shard :
-       {ZRange({0, 0, 0, 0}, {2, 9, 5, 6}), ZRange({0, 9, 0, 0}, {2, 24, 5, 6})}) {
-    cpu().runKernel(bn.operations[0], shard, bnIn, bnOut);
-  }
-  CHECK(same(toRowMajor(y), want));
+  CpuBackend::setBlasThreads(1);
 
   // concat of three images along the channels, and split back.
   const Shape a{2, 8, 5, 6}, b{2, 16, 5, 6}, d{2, 1, 5, 6};
