@@ -57,6 +57,25 @@ std::optional<std::int64_t> embeddingBound(const graph::ExpandedGraph& g, std::s
   return bound;
 }
 
+// Whether a batchnorm (or a kernel composed from one, `fuse(batchnorm, ...)`)
+// reads `tensor` as its variance: drawn in [0.5, 1.5), since a negative one has
+// no square root (every output NaN, and run --check a mismatch of NaN).
+bool readAsVariance(const graph::ExpandedGraph& g, std::size_t tensor) {
+  for (std::size_t opIndex : g.tensors[tensor].consumers) {
+    const graph::Operation& op = g.operations[opIndex];
+    if (op.kernel != "batchnorm" && op.kernel.rfind("fuse(batchnorm,", 0) != 0) {
+      continue;
+    }
+    for (const graph::PortTensors& port : op.inputs) {
+      if (port.port == "var" &&
+          std::find(port.tensors.begin(), port.tensors.end(), tensor) != port.tensors.end()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // The largest number of terms a consumer sums per output element from this
 // tensor: the product of the extents of its reduction dims (conv2d's C*KH*KW,
 // matmul's k), 1 when none reads it in a sum. A reduction by max, min or prod
@@ -120,7 +139,11 @@ Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_
   const std::optional<std::int64_t> bound = embeddingBound(g, tensor);
   // Floats over the square root of the tensor's fan-in: sums of products keep
   // their size through a deep network instead of overflowing.
-  const double factor = scale == Scale::FanIn ? 1.0 / std::sqrt(fanIn(g, tensor)) : 1.0;
+  const bool variance = readAsVariance(g, tensor);
+  const double factor = variance                ? 0.5
+                        : scale == Scale::FanIn ? 1.0 / std::sqrt(fanIn(g, tensor))
+                                                : 1.0;
+  const double offset = variance ? 1.0 : 0.0;
   dispatchWithBool(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (T& x : buffer.elements<T>()) {
@@ -135,7 +158,7 @@ Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_
           x = static_cast<T>(static_cast<std::int64_t>(r % 9) - 4);
         }
       } else {
-        const double u = (static_cast<double>(r >> 11) * 0x1.0p-53 * 2.0 - 1.0) * factor;
+        const double u = offset + (static_cast<double>(r >> 11) * 0x1.0p-53 * 2.0 - 1.0) * factor;
         if constexpr (std::is_same_v<T, Half>) {
           x = floatToHalf(static_cast<float>(u));
         } else if constexpr (std::is_same_v<T, BFloat16>) {

@@ -27,7 +27,9 @@ TensorBuffers loadInputs(const graph::ExpandedGraph& g, const std::string& dir);
 // so that a deep network's sums neither overflow nor vanish (Scale::Unit:
 // [-1, 1) whatever the consumers). Integers are uniform in [-4, 4], except
 // tensors read as embedding indices, which are uniform in [0, V) for the
-// smallest V of the tables they index; bools are a fair coin per element.
+// smallest V of the tables they index; bools are a fair coin per element. A
+// batchnorm's variance is uniform in [0.5, 1.5) (a negative one has no square
+// root).
 enum class Scale { FanIn, Unit };
 Buffer drawInput(const graph::ExpandedGraph& g, std::size_t tensor, std::uint64_t seed,
                  Scale scale = Scale::FanIn);

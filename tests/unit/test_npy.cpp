@@ -412,6 +412,24 @@ TEST_CASE("seeded inputs are deterministic, in range, and per tensor", "[npy][in
   CHECK(std::memcmp(drawInput(g, *g.tensorIndex("h"), 7).data(), a.at("h").data(), 60) == 0);
 }
 
+TEST_CASE("a batchnorm's drawn variance is positive, whatever the scale", "[npy][inputs]") {
+  graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
+    "tensors": {"x": {"dtype": "float32", "shape": [2, 64, 3, 3]},
+                "s": {"dtype": "float32", "shape": [64]}, "b": {"dtype": "float32", "shape": [64]},
+                "m": {"dtype": "float32", "shape": [64]}, "v": {"dtype": "float32", "shape": [64]}},
+    "operations": [{"name": "n", "kernel": "batchnorm",
+                    "inputs": {"input": "x", "scale": "s", "bias": "b", "mean": "m", "var": "v"}}]})");
+  for (Scale scale : {Scale::FanIn, Scale::Unit}) {
+    const TensorBuffers in = drawInputs(g, 3, scale);
+    const std::span<const float> v = in.at("v").elements<float>();
+    CHECK(*std::min_element(v.begin(), v.end()) >= 0.5f);
+    CHECK(*std::max_element(v.begin(), v.end()) < 1.5f);
+    // The mean is drawn as before: both signs.
+    const std::span<const float> m = in.at("m").elements<float>();
+    CHECK(*std::min_element(m.begin(), m.end()) < 0.0f);
+  }
+}
+
 TEST_CASE("seeded bool inputs are a fair coin per element, deterministic per seed",
           "[npy][inputs][bool]") {
   graph::ExpandedGraph g = graphOf(R"({"tapestry": "graph/v1", "name": "g",
