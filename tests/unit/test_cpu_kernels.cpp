@@ -1451,7 +1451,7 @@ TEST_CASE("elementwise unary kernels", "[cpu][kernel]") {
 }
 
 TEST_CASE("long float32 elementwise loops on the kernel threads' team: the same numbers",
-          "[cpu][kernel]") {
+          "[cpu][kernel][large]") {
   // 150000 elements in one contiguous run (64 Ki or more: the team's share,
   // so also on halves), at two kernel threads, whole and on shards, against
   // the reference.
@@ -1515,7 +1515,7 @@ TEST_CASE("float32 gelu, gelu_tanh and tanh of 16 Ki elements or more on oneDNN:
 }
 
 TEST_CASE("memory-bound loops of many runs or rows on the kernel threads' team: the same numbers",
-          "[cpu][kernel]") {
+          "[cpu][kernel][large]") {
   // 216000 elements or more (64 Ki: the team's share, so also on thirds) in
   // many runs (a
   // broadcast operand, a strided view, a transpose's tiles) or many rows, at
@@ -2193,7 +2193,7 @@ TEST_CASE("linear_act without a bias: LLaMA's gate (SiLU) and shortcut projectio
 }
 
 TEST_CASE("one row against a large W stored [n, k]: dot products on the team, whole and sharded",
-          "[cpu][kernel][products]") {
+          "[cpu][kernel][products][large]") {
   // [1, 512] x W [1024, 512] (2 MiB; its halves 1 MiB: still dot products),
   // with a bias, W constant or not, a rank-1 x, and without a bias (matmul),
   // at one kernel thread and at two, against the reference.
@@ -2218,7 +2218,7 @@ TEST_CASE("one row against a large W stored [n, k]: dot products on the team, wh
 }
 
 TEST_CASE("few rows against a large constant W: panel products, whole and sharded",
-          "[cpu][kernel][products]") {
+          "[cpu][kernel][products][large]") {
   // 3 and 8 rows against 1 MiB or more of constant W (the panel engine where
   // the CPU has AVX-512), W stored [k, n] and [n, k], x read transposed, with
   // a bias and linear_act's GELU and clip (applied after the product), at
@@ -2250,7 +2250,7 @@ TEST_CASE("few rows against a large constant W: panel products, whole and sharde
 }
 
 TEST_CASE("a W whose rows are 2 KiB apart is padded apart: the same numbers",
-          "[cpu][kernel][products]") {
+          "[cpu][kernel][products][large]") {
   // W stored [n, k] with n = 512, constant: where oneDNN packs it row-major
   // ([k, n], rows 2 KiB apart, as on CPUs without AVX-512), the engine packs
   // it with a cache line between rows instead. W [k, 512] not constant, read

@@ -489,7 +489,7 @@ TEST_CASE("every plan the search emits passes the plan loader", "[search][accept
 }
 
 TEST_CASE("the search beats every baseline on the MLP and the transformer block",
-          "[search][acceptance]") {
+          "[search][acceptance][large]") {
   const cost::Target t = cost::loadTarget("h100x8");
   for (const char* name : {"mlp", "transformer_block"}) {
     const graph::ExpandedGraph& g = graphNamed(name);
@@ -528,7 +528,8 @@ TEST_CASE("exhaustive search refuses large spaces", "[search][exhaustive]") {
   }
 }
 
-TEST_CASE("the search reaches 99% of the exhaustive front's hypervolume", "[search][acceptance]") {
+TEST_CASE("the search reaches 99% of the exhaustive front's hypervolume",
+          "[search][acceptance][large]") {
   const graph::ExpandedGraph& g = graphNamed("tiny");
   REQUIRE(g.operations.size() <= 4);
   const cost::Target t = h100x4();
