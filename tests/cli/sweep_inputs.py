@@ -47,6 +47,10 @@ COMMANDS = [
     (("onnx",), ["import", "{F}", "-o", "{D}/graph.json", "--weights", "{D}/weights"]),
 ]
 KINDS = ["graphs", "metakernels", "targets", "plans", "onnx"]
+# With --one-command: the one command each kind's bad files go to (the
+# commands that read a kind share its loader).
+ONE_COMMAND = {"graphs": "expand", "metakernels": "kernels", "targets": "optimize",
+               "plans": "run", "onnx": "import"}
 
 # Valid inputs the mutation sweep starts from, per kind.
 VALID = {
@@ -154,6 +158,9 @@ def main():
     ap.add_argument("--own-kind-only", action="store_true",
                     help="bad: only the commands meant for each file's kind (sanitizer builds, "
                          "where every run is slower)")
+    ap.add_argument("--one-command", action="store_true",
+                    help="bad: each file to one command that reads its kind (the loaders are "
+                         "shared by the commands; sanitizer builds)")
     ap.add_argument("mode", choices=["bad", "mutated"])
     opts = ap.parse_args()
     src = pathlib.Path(opts.src).resolve()
@@ -179,6 +186,9 @@ def main():
             for path in files:
                 for kinds, command in COMMANDS:
                     if opts.own_kind_only and kind not in kinds:
+                        continue
+                    if opts.one_command and (kind not in kinds or
+                                             command[0] != ONE_COMMAND[kind]):
                         continue
                     jobs.append((kind, command, path, kind not in kinds, False))
     else:
