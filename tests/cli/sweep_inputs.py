@@ -155,9 +155,6 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--keep", help="directory to write failing mutants to")
-    ap.add_argument("--own-kind-only", action="store_true",
-                    help="bad: only the commands meant for each file's kind (sanitizer builds, "
-                         "where every run is slower)")
     ap.add_argument("--one-command", action="store_true",
                     help="bad: each file to one command that reads its kind (the loaders are "
                          "shared by the commands; sanitizer builds)")
@@ -185,8 +182,6 @@ def main():
                 return 1
             for path in files:
                 for kinds, command in COMMANDS:
-                    if opts.own_kind_only and kind not in kinds:
-                        continue
                     if opts.one_command and (kind not in kinds or
                                              command[0] != ONE_COMMAND[kind]):
                         continue
